@@ -1,0 +1,69 @@
+// run_cascade: see cascade.hpp; follows p7_Pipeline() of HMMER 3.3.2 up to the Forward
+// filter.
+#include "core/cascade.hpp"
+
+#include <cmath>
+
+#include "core/statistics.hpp"
+
+namespace duet {
+
+double forward_pvalue(const SearchProfile& profile, double bits) {
+  return std::exp(exponential_log_survival(bits, profile.forward_tau, profile.forward_lambda));
+}
+
+TargetScores run_cascade(const SearchProfile& profile, const CascadeSettings& settings,
+                         FilterKernels& kernels, const Residue* dsq, int L) {
+  TargetScores out;
+  if (L == 0) return out;  // HMMER skips empty targets silently
+  const float nullsc = null_score(L);
+  out.null_nats = nullsc;
+
+  // MSV filter.
+  const FilterScore msv = kernels.msv(dsq, L);
+  float seq_score = (msv.nats - nullsc) / static_cast<float>(kLog2);
+  out.msv_bits = seq_score;
+  double P = gumbel_survival(seq_score, profile.msv_mu, profile.msv_lambda);
+  out.pvalue = P;
+  out.stage = Stage::msv;
+  if (P > settings.F1) return out;
+
+  // Bias (composition) filter: the MSV score against a null that may absorb biased
+  // composition.
+  float filtersc = nullsc;
+  out.stage = Stage::bias;
+  if (settings.bias_filter) {
+    filtersc = bias_filter_score(profile.bias, dsq, L);
+    seq_score = (msv.nats - filtersc) / static_cast<float>(kLog2);
+    P = gumbel_survival(seq_score, profile.msv_mu, profile.msv_lambda);
+    out.pvalue = P;
+    if (P > settings.F1) return out;
+  }
+  out.filter_nats = filtersc;
+
+  // Viterbi filter, unless the MSV P-value already meets its threshold.
+  out.stage = Stage::viterbi;
+  if (P > settings.F2) {
+    const FilterScore vit = kernels.viterbi(dsq, L);
+    seq_score = (vit.nats - filtersc) / static_cast<float>(kLog2);
+    out.viterbi_bits = seq_score;
+    P = gumbel_survival(seq_score, profile.viterbi_mu, profile.viterbi_lambda);
+    out.pvalue = P;
+    if (P > settings.F2) return out;
+  }
+
+  // Forward filter.
+  out.stage = Stage::forward;
+  const float fwdsc = kernels.forward(dsq, L);
+  seq_score = (fwdsc - filtersc) / static_cast<float>(kLog2);
+  P = exponential_survival(seq_score, profile.forward_tau, profile.forward_lambda);
+  out.pvalue = P;
+  // The reported score uses the plain null model (no null2: --nonull2 semantics).
+  out.forward_bits = (fwdsc - nullsc) / static_cast<float>(kLog2);
+  if (P > settings.F3) return out;
+  out.stage = Stage::passed;
+  out.pvalue = forward_pvalue(profile, out.forward_bits);
+  return out;
+}
+
+}  // namespace duet

@@ -1,0 +1,69 @@
+// The hmmsearch filter cascade for one target, with HMMER 3.3.2's rules: MSV (P <= F1),
+// bias filter (P <= F1 again, on the composition-corrected MSV score), Viterbi filter
+// (P <= F2; skipped when the MSV P-value already meets F2), Forward (P <= F3).
+// Kernels are injected (FilterKernels) so that SIMD and GPU implementations run the same
+// cascade; bias filter, null model and statistics are the scalar ones here.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+
+#include "core/profile.hpp"
+#include "core/reference_kernels.hpp"
+
+namespace duet {
+
+struct CascadeSettings {
+  double F1 = 0.02, F2 = 1e-3, F3 = 1e-5;
+  bool bias_filter = true;
+};
+
+// Where a target stopped: the stage that rejected it, or `passed` (every filter passed).
+enum class Stage : std::uint8_t { empty = 0, msv = 1, bias = 2, viterbi = 3, forward = 4, passed = 5 };
+
+struct TargetScores {
+  static constexpr float kNotComputed = std::numeric_limits<float>::quiet_NaN();
+  Stage stage = Stage::empty;
+  float null_nats = 0;        // null model score
+  float filter_nats = 0;      // null score used by later stages (bias filter or null)
+  float msv_bits = kNotComputed;      // MSV score, null-corrected (bits)
+  float viterbi_bits = kNotComputed;  // NaN when not run (rejected before, or skipped)
+  float forward_bits = kNotComputed;  // NaN when not reached
+  double pvalue = 1.0;        // P-value of the last stage run
+};
+
+// The kernels of one stage set, for one model; one object per worker thread.
+class FilterKernels {
+ public:
+  virtual ~FilterKernels() = default;
+  virtual FilterScore msv(const Residue* dsq, int L) = 0;
+  virtual FilterScore viterbi(const Residue* dsq, int L) = 0;
+  // Canonical Forward score in nats (what is reported).
+  virtual float forward(const Residue* dsq, int L) = 0;
+};
+
+// The scalar references as a FilterKernels.
+class ReferenceKernels final : public FilterKernels {
+ public:
+  explicit ReferenceKernels(const SearchProfile& profile) : profile_(profile) {}
+  FilterScore msv(const Residue* dsq, int L) override {
+    return msv_filter_reference(profile_.msv, dsq, L);
+  }
+  FilterScore viterbi(const Residue* dsq, int L) override {
+    return viterbi_filter_reference(profile_.viterbi, dsq, L);
+  }
+  float forward(const Residue* dsq, int L) override {
+    return forward_parser_reference(profile_.forward, dsq, L);
+  }
+
+ private:
+  const SearchProfile& profile_;
+};
+
+TargetScores run_cascade(const SearchProfile& profile, const CascadeSettings& settings,
+                         FilterKernels& kernels, const Residue* dsq, int L);
+
+// Forward P-value of a bit score, and E-value for a search space of Z targets.
+double forward_pvalue(const SearchProfile& profile, double bits);
+
+}  // namespace duet

@@ -1,0 +1,238 @@
+// HMMER3 ASCII reader. Follows HMMER 3.3.2's rules for what a file must hold: a format
+// line, NAME, LENG, ALPH, the HMM and transition header lines, COMPO (optional), the
+// node-0 insert and transition lines, M nodes of three lines each, and "//".
+#include "core/hmm.hpp"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+
+#include "core/error.hpp"
+
+namespace duet {
+
+namespace {
+
+std::vector<std::string> split(const std::string& line) {
+  std::vector<std::string> tokens;
+  std::istringstream in(line);
+  std::string token;
+  while (in >> token) tokens.push_back(token);
+  return tokens;
+}
+
+std::string rest_after_tag(const std::string& line) {
+  std::size_t p = 0;
+  while (p < line.size() && !std::isspace(static_cast<unsigned char>(line[p]))) ++p;
+  while (p < line.size() && std::isspace(static_cast<unsigned char>(line[p]))) ++p;
+  std::size_t e = line.size();
+  while (e > p && std::isspace(static_cast<unsigned char>(line[e - 1]))) --e;
+  return line.substr(p, e - p);
+}
+
+}  // namespace
+
+HmmReader::HmmReader(const std::string& path) : text_(path) {}
+
+bool HmmReader::next(HmmModel& model) {
+  auto fail = [&](const std::string& message) -> void {
+    throw InputError(text_.path(), text_.line_number(), message);
+  };
+  auto need_line = [&](const char* what) {
+    if (!text_.next_line(line_)) {
+      throw InputError(text_.path(), text_.line_number(),
+                       std::string("unexpected end of file: expected ") + what);
+    }
+  };
+  // A probability field: -ln(p) or '*' for p = 0, as HMMER reads it.
+  auto probability = [&](const std::string& token) -> float {
+    if (token == "*") return 0.0f;
+    char* end = nullptr;
+    errno = 0;
+    const double v = std::strtod(token.c_str(), &end);
+    if (end == token.c_str() || *end != '\0' || errno == ERANGE || !std::isfinite(v) || v < 0) {
+      fail("expected a probability field (a non-negative number or '*'), found '" + token + "'");
+    }
+    return std::exp(static_cast<float>(-1.0 * v));
+  };
+  auto number = [&](const std::string& token, const char* what) -> double {
+    char* end = nullptr;
+    const double v = std::strtod(token.c_str(), &end);
+    if (end == token.c_str() || *end != '\0' || !std::isfinite(v)) {
+      fail(std::string("expected a number for ") + what + ", found '" + token + "'");
+    }
+    return v;
+  };
+
+  // Skip blank lines before a model.
+  do {
+    if (!text_.next_line(line_)) return false;
+  } while (split(line_).empty());
+
+  model = HmmModel{};
+  model.line = text_.line_number();
+  if (line_.rfind("HMMER3/", 0) != 0) {
+    if (line_.rfind("HMMER2", 0) == 0) fail("HMMER2 format is not supported; convert with hmmconvert");
+    fail("not a HMMER3 profile file: expected a line starting with 'HMMER3/'");
+  }
+  const char version = line_.size() > 7 ? line_[7] : '?';
+  if (version < 'a' || version > 'f') fail(std::string("unknown HMMER3 format version '") + version + "'");
+  model.format = std::string("3/") + version;
+
+  // Header section, up to the "HMM" line.
+  bool have_leng = false;
+  for (;;) {
+    need_line("the 'HMM' line");
+    const auto tokens = split(line_);
+    if (tokens.empty()) continue;
+    const std::string& tag = tokens[0];
+    if (tag == "HMM") break;
+    if (tag == "NAME") {
+      if (tokens.size() < 2) fail("NAME line has no name");
+      model.name = tokens[1];
+    } else if (tag == "ACC") {
+      model.accession = rest_after_tag(line_);
+    } else if (tag == "DESC") {
+      model.description = rest_after_tag(line_);
+    } else if (tag == "LENG") {
+      if (tokens.size() < 2) fail("LENG line has no length");
+      const double m = number(tokens[1], "LENG");
+      if (m < 1 || m != std::floor(m) || m > 100000) fail("LENG must be a positive integer");
+      model.M = static_cast<int>(m);
+      have_leng = true;
+    } else if (tag == "MAXL") {
+      if (tokens.size() >= 2) model.max_length = static_cast<int>(number(tokens[1], "MAXL"));
+    } else if (tag == "ALPH") {
+      if (tokens.size() < 2) fail("ALPH line has no alphabet");
+      std::string a = tokens[1];
+      for (auto& c : a) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (a == "amino") {
+        model.alphabet = &Alphabet::amino();
+      } else if (a == "dna" || a == "rna") {
+        model.alphabet = &Alphabet::dna();
+      } else {
+        fail("unsupported alphabet '" + tokens[1] + "' (duet reads amino, DNA and RNA models)");
+      }
+    } else if (tag == "STATS") {
+      if (tokens.size() < 4) fail("STATS line too short");
+      if (tokens[1] != "LOCAL") continue;  // HMMER ignores other STATS lines too
+      if (tokens[2] == "MSV" || tokens[2] == "VITERBI" || tokens[2] == "FORWARD") {
+        if (tokens.size() < 5) fail("STATS LOCAL line needs two parameters");
+        const auto a = static_cast<float>(number(tokens[3], "STATS"));
+        const auto b = static_cast<float>(number(tokens[4], "STATS"));
+        if (b <= 0) fail("STATS lambda must be positive");
+        if (tokens[2] == "MSV") {
+          model.msv_mu = a, model.msv_lambda = b;
+        } else if (tokens[2] == "VITERBI") {
+          model.viterbi_mu = a, model.viterbi_lambda = b;
+        } else {
+          model.forward_tau = a, model.forward_lambda = b;
+        }
+      } else if (tokens[2] == "VLAMBDA") {  // 3/a style
+        model.msv_lambda = model.viterbi_lambda = model.forward_lambda =
+            static_cast<float>(number(tokens[3], "STATS"));
+      } else if (tokens[2] == "VMU") {
+        model.msv_mu = model.viterbi_mu = static_cast<float>(number(tokens[3], "STATS"));
+      } else if (tokens[2] == "FTAU") {
+        model.forward_tau = static_cast<float>(number(tokens[3], "STATS"));
+      } else {
+        fail("unknown STATS LOCAL line '" + tokens[2] + "'");
+      }
+      model.has_stats = true;
+    } else if (tag == "RF" || tag == "MM" || tag == "CONS" || tag == "CS" || tag == "MAP" ||
+               tag == "DATE" || tag == "COM" || tag == "NSEQ" || tag == "EFFN" ||
+               tag == "CKSUM" || tag == "GA" || tag == "TC" || tag == "NC" || tag == "BM" ||
+               tag == "SM") {
+      // Annotation that does not change scores.
+    } else if (tag == "//") {
+      fail("model ends before its 'HMM' section");
+    } else {
+      fail("unknown tag '" + tag + "' in the model header");
+    }
+  }
+  if (model.name.empty()) fail("model has no NAME line");
+  if (!have_leng) fail("model '" + model.name + "' has no LENG line");
+  if (model.alphabet == nullptr) fail("model '" + model.name + "' has no ALPH line");
+  if (model.msv_lambda <= 0 || model.viterbi_lambda <= 0 || model.forward_lambda <= 0) {
+    fail("model '" + model.name + "' has no STATS LOCAL calibration lines (run hmmbuild or hmmcalibrate)");
+  }
+
+  const int K = model.alphabet->K();
+  const int M = model.M;
+  {
+    // The "HMM A C D ..." line was just read; check its residue columns.
+    const auto tokens = split(line_);
+    if (static_cast<int>(tokens.size()) != K + 1) {
+      fail("the 'HMM' line should list " + std::to_string(K) + " residues for a " +
+           std::string(model.alphabet->name()) + " model");
+    }
+  }
+  need_line("the transition header line");  // m->m m->i ...
+  model.t.assign(M + 1, {});
+  model.match.assign(M + 1, std::vector<float>(K, 0.0f));
+  model.insert.assign(M + 1, std::vector<float>(K, 0.0f));
+  model.consensus.assign(M + 1, ' ');
+
+  auto read_values = [&](std::vector<std::string> tokens, std::size_t first, int count,
+                         float* out, const char* what) {
+    if (tokens.size() < first + count) {
+      fail(std::string("expected ") + std::to_string(count) + " values on the " + what + " line");
+    }
+    for (int i = 0; i < count; ++i) out[i] = probability(tokens[first + i]);
+  };
+
+  need_line("COMPO or the node-0 insert line");
+  auto tokens = split(line_);
+  if (!tokens.empty() && tokens[0] == "COMPO") {
+    model.composition.assign(K, 0.0f);
+    read_values(tokens, 1, K, model.composition.data(), "COMPO");
+    need_line("the node-0 insert line");
+    tokens = split(line_);
+  }
+  read_values(tokens, 0, K, model.insert[0].data(), "node 0 insert emission");
+  need_line("the node-0 transition line");
+  read_values(split(line_), 0, kNumTransitions, model.t[0].data(), "node 0 transition");
+
+  for (int k = 1; k <= M; ++k) {
+    need_line("a match emission line");
+    tokens = split(line_);
+    if (tokens.empty() || tokens[0] == "//") {
+      fail("model '" + model.name + "' ends after " + std::to_string(k - 1) + " nodes; LENG says " +
+           std::to_string(M));
+    }
+    if (number(tokens[0], "the node number") != k) {
+      fail("expected node " + std::to_string(k) + ", found '" + tokens[0] + "'");
+    }
+    read_values(tokens, 1, K, model.match[k].data(), "match emission");
+    if (tokens.size() >= static_cast<std::size_t>(K) + 3 && version >= 'e') {
+      model.consensus[k] = tokens[K + 2][0];
+    }
+    need_line("an insert emission line");
+    read_values(split(line_), 0, K, model.insert[k].data(), "insert emission");
+    need_line("a transition line");
+    read_values(split(line_), 0, kNumTransitions, model.t[k].data(), "transition");
+  }
+  need_line("'//'");
+  tokens = split(line_);
+  if (tokens.empty() || tokens[0] != "//") {
+    fail("expected '//' after node " + std::to_string(M) + " (is LENG right?)");
+  }
+  return true;
+}
+
+std::vector<HmmModel> read_hmm_file(const std::string& path) {
+  HmmReader reader(path);
+  std::vector<HmmModel> models;
+  HmmModel model;
+  while (reader.next(model)) models.push_back(std::move(model));
+  if (models.empty()) throw InputError(path, 0, "no profile HMM in the file");
+  for (const auto& m : models) {
+    if (m.alphabet != models.front().alphabet) {
+      throw InputError(path, m.line, "model '" + m.name + "' has a different alphabet from the first model");
+    }
+  }
+  return models;
+}
+
+}  // namespace duet

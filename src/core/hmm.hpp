@@ -1,0 +1,54 @@
+// A profile HMM as a HMMER3 save file describes it (probabilities, not scores), and the
+// reader of HMMER3 ASCII files (formats 3/a to 3/f, plain or gzip, several models a file).
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/alphabet.hpp"
+#include "core/text_reader.hpp"
+
+namespace duet {
+
+// Transition indices of a node, in the file's column order.
+enum HmmTransition { kMM = 0, kMI, kMD, kIM, kII, kDM, kDD, kNumTransitions };
+
+struct HmmModel {
+  std::string name;
+  std::string accession;
+  std::string description;
+  const Alphabet* alphabet = nullptr;
+  int M = 0;                // nodes
+  int max_length = 0;       // MAXL, 0 if absent
+  std::string consensus;    // consensus residues, 1..M at [1..M], empty if absent
+  // Probabilities as HMMER computes them from the file: expf(-value), 0 for '*'.
+  std::vector<std::array<float, kNumTransitions>> t;  // nodes 0..M
+  std::vector<std::vector<float>> match;              // nodes 0..M (row 0 unused) x K
+  std::vector<std::vector<float>> insert;             // nodes 0..M x K
+  std::vector<float> composition;                     // COMPO line, K values; empty if absent
+  // Calibration (STATS LOCAL lines).
+  float msv_mu = 0, msv_lambda = 0, viterbi_mu = 0, viterbi_lambda = 0;
+  float forward_tau = 0, forward_lambda = 0;
+  bool has_stats = false;
+  std::string format;       // "3/f" etc.
+  std::int64_t line = 0;    // first line of the model in its file
+};
+
+class HmmReader {
+ public:
+  explicit HmmReader(const std::string& path);
+  // Reads the next model; false at end of file. Throws InputError with the line.
+  bool next(HmmModel& model);
+  const std::string& path() const { return text_.path(); }
+
+ private:
+  TextReader text_;
+  std::string line_;
+};
+
+// Reads every model of a file; a file with none is an error.
+std::vector<HmmModel> read_hmm_file(const std::string& path);
+
+}  // namespace duet

@@ -1,0 +1,48 @@
+// The scalar reference kernels: HMMER 3.3.2's filter cascade written for clarity, in
+// the precision of HMMER's optimized filters. They are the ground truth that every SIMD
+// and GPU kernel is tested against; they are never optimised.
+//
+// Contract shared by every implementation of a stage (reference, SIMD, GPU):
+//   - `dsq` holds L digital residues (codes of the profile's alphabet), 0-based.
+//   - Scores are raw, in nats, before the null model is subtracted, exactly as HMMER's
+//     p7_MSVFilter / p7_ViterbiFilter / p7_ForwardParser return them.
+//   - The integer filters report saturation: an MSV or Viterbi overflow means the score
+//     is +infinity and the target passes (HMMER's eslERANGE).
+//   - L = 0 is allowed (the pipeline skips such targets, as HMMER does).
+#pragma once
+
+#include <cstdint>
+
+#include "core/profile.hpp"
+
+namespace duet {
+
+struct FilterScore {
+  float nats = 0;         // raw score in nats (+inf when overflowed)
+  bool overflow = false;  // the 8- or 16-bit range was exceeded
+};
+
+// MSV: multiple ungapped local segments, 8-bit saturating arithmetic (p7_MSVFilter).
+FilterScore msv_filter_reference(const MsvScores& msv, const Residue* dsq, int L);
+
+// SSV: the single best ungapped diagonal, HMMER's shortcut for MSV. Returns true and
+// sets `score` when the shortcut is conclusive (then it equals MSV's score); false when
+// MSV must be run (J state could have been used, or saturation is ambiguous).
+bool ssv_filter_reference(const MsvScores& msv, const Residue* dsq, int L, FilterScore& score);
+
+// Viterbi filter: 16-bit saturating local Viterbi with HMMER's lazy evaluation of
+// delete-delete paths (p7_ViterbiFilter), whose skipping rule is part of the result.
+FilterScore viterbi_filter_reference(const ViterbiScores& vit, const Residue* dsq, int L);
+
+// Forward parser: probability-space float Forward with sparse rescaling
+// (p7_ForwardParser). The canonical Forward score of duet.
+float forward_parser_reference(const ForwardScores& fwd, const Residue* dsq, int L);
+
+// Bias filter: Forward score of the two-state composition HMM plus the null length
+// model (p7_bg_FilterScore), in nats.
+float bias_filter_score(const BiasFilterModel& bias, const Residue* dsq, int L);
+
+// Null model score for a target of length L (p7_bg_NullOne), in nats.
+float null_score(int L);
+
+}  // namespace duet

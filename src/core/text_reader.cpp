@@ -1,0 +1,90 @@
+// TextReader: buffered line reading through zlib's gz* functions.
+#include "core/text_reader.hpp"
+
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "core/error.hpp"
+
+namespace duet {
+
+TextReader::TextReader(const std::string& path) : path_(path), buffer_(1 << 20) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw InputError(path, 0, "is a folder, not a file");
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (f == nullptr) {
+    throw InputError(path, 0, std::string("cannot open: ") + std::strerror(errno ? errno : ENOENT));
+  }
+  gzbuffer(f, 1 << 18);
+  gz_ = f;
+  const auto size = std::filesystem::file_size(path, ec);
+  file_size_ = ec ? 0 : size;
+}
+
+TextReader::~TextReader() {
+  if (gz_ != nullptr) gzclose(static_cast<gzFile>(gz_));
+}
+
+std::uint64_t TextReader::bytes_read() const {
+  const auto offset = gzoffset(static_cast<gzFile>(gz_));
+  return offset < 0 ? 0 : static_cast<std::uint64_t>(offset);
+}
+
+bool TextReader::fill() {
+  if (eof_) return false;
+  if (begin_ > 0) {
+    std::memmove(buffer_.data(), buffer_.data() + begin_, end_ - begin_);
+    end_ -= begin_;
+    begin_ = 0;
+  }
+  if (end_ == buffer_.size()) buffer_.resize(buffer_.size() * 2);
+  gzFile f = static_cast<gzFile>(gz_);
+  const int n = gzread(f, buffer_.data() + end_, static_cast<unsigned>(buffer_.size() - end_));
+  if (n < 0) {
+    int code = 0;
+    const char* message = gzerror(f, &code);
+    throw InputError(path_, line_number_ + 1, std::string("read error: ") + message);
+  }
+  if (n == 0) {
+    int code = 0;
+    const char* message = gzerror(f, &code);
+    if (code != Z_OK && code != Z_STREAM_END) {
+      throw InputError(path_, line_number_ + 1, std::string("read error: ") + message);
+    }
+    eof_ = true;
+    return false;
+  }
+  end_ += static_cast<std::size_t>(n);
+  return true;
+}
+
+bool TextReader::next_line(std::string& line) {
+  for (;;) {
+    const char* start = buffer_.data() + begin_;
+    const void* nl = std::memchr(start, '\n', end_ - begin_);
+    if (nl != nullptr) {
+      std::size_t len = static_cast<const char*>(nl) - start;
+      std::size_t take = len;
+      if (take > 0 && start[take - 1] == '\r') --take;
+      line.assign(start, take);
+      begin_ += len + 1;
+      ++line_number_;
+      return true;
+    }
+    if (!fill()) {
+      if (begin_ == end_) return false;
+      std::size_t take = end_ - begin_;
+      const char* s = buffer_.data() + begin_;
+      if (take > 0 && s[take - 1] == '\r') --take;
+      line.assign(s, take);
+      begin_ = end_;
+      ++line_number_;
+      return true;
+    }
+  }
+}
+
+}  // namespace duet

@@ -1,0 +1,42 @@
+// Line reader over a plain or gzip-compressed text file (zlib reads both), counting
+// lines for error messages. Streams: memory does not grow with the file.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace duet {
+
+class TextReader {
+ public:
+  // Throws InputError when the file cannot be opened.
+  explicit TextReader(const std::string& path);
+  ~TextReader();
+  TextReader(const TextReader&) = delete;
+  TextReader& operator=(const TextReader&) = delete;
+
+  // Next line without its end-of-line ('\n' or "\r\n"); false at end of file.
+  // Throws InputError on a read or decompression error.
+  bool next_line(std::string& line);
+  std::int64_t line_number() const { return line_number_; }
+  const std::string& path() const { return path_; }
+  // Total bytes of the file on disk (compressed size for gzip), 0 if unknown.
+  std::uint64_t file_size() const { return file_size_; }
+  // Bytes consumed from the file so far (compressed offset for gzip).
+  std::uint64_t bytes_read() const;
+
+ private:
+  bool fill();
+
+  std::string path_;
+  void* gz_ = nullptr;  // gzFile
+  std::vector<char> buffer_;
+  std::size_t begin_ = 0;
+  std::size_t end_ = 0;
+  bool eof_ = false;
+  std::int64_t line_number_ = 0;
+  std::uint64_t file_size_ = 0;
+};
+
+}  // namespace duet

@@ -1,0 +1,214 @@
+// The `duet` command: subcommands `hmmsearch` and `info`. Every user-facing error ends
+// here as one line on stderr and a non-zero exit status.
+#include <CLI/CLI.hpp>
+#include <H5public.h>
+#include <oneapi/tbb/version.h>
+#include <toml++/toml.h>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "app/report.hpp"
+#include "app/search.hpp"
+#include "core/error.hpp"
+#include "core/fasta_reader.hpp"
+#include "core/hmm.hpp"
+#include "io/config.hpp"
+#include "io/hdf5_file.hpp"
+
+namespace {
+
+using namespace duet;
+
+std::string now_iso8601() {
+  const std::time_t t = std::time(nullptr);
+  char buffer[64];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%S%z", std::localtime(&t));
+  return buffer;
+}
+
+std::string join_command_line(int argc, char** argv) {
+  std::string s;
+  for (int i = 0; i < argc; ++i) {
+    if (i) s += ' ';
+    s += argv[i];
+  }
+  return s;
+}
+
+// Writes a text file through a temporary file renamed on success.
+void write_text_file_atomically(const std::string& path, const std::function<void(std::ostream&)>& fill) {
+  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp);
+    if (!out) throw InputError(path, 0, "cannot create output file (does its folder exist?)");
+    fill(out);
+    out.flush();
+    if (!out) {
+      std::filesystem::remove(tmp);
+      throw InputError(path, 0, "write failed");
+    }
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+struct HmmsearchOptions {
+  std::string hmm_path, database_path, config_path;
+  double E = 0, T = 0, Z = 0, F1 = 0, F2 = 0, F3 = 0;
+  int cpu = 0;
+  std::string out, tblout;
+  bool max = false, nobias = false, nonull2 = false, quiet = false;
+};
+
+void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& action,
+                   int argc, char** argv) {
+  auto* cmd = app.add_subcommand("hmmsearch", "Search profile HMM(s) against a sequence database");
+  cmd->add_option("hmmfile", o.hmm_path, "HMMER3 profile file (plain or .gz)")->required();
+  cmd->add_option("seqdb", o.database_path, "FASTA database (plain or .gz)")->required();
+  auto* config_opt = cmd->add_option("--config", o.config_path, "TOML configuration file");
+  auto* E = cmd->add_option("-E", o.E, "report targets with E-value <= E (default 10)");
+  auto* T = cmd->add_option("-T", o.T, "report targets with bit score >= T");
+  auto* Z = cmd->add_option("-Z", o.Z, "number of targets for E-values (default: actual)");
+  auto* F1 = cmd->add_option("--F1", o.F1, "MSV filter P-value threshold (default 0.02)");
+  auto* F2 = cmd->add_option("--F2", o.F2, "Viterbi filter P-value threshold (default 1e-3)");
+  auto* F3 = cmd->add_option("--F3", o.F3, "Forward filter P-value threshold (default 1e-5)");
+  auto* max = cmd->add_flag("--max", o.max, "turn off all filters, bias filter included");
+  auto* nobias = cmd->add_flag("--nobias", o.nobias, "turn off the composition bias filter");
+  auto* nonull2 = cmd->add_flag("--nonull2", o.nonull2, "no null2 correction (always the case for now)");
+  auto* cpu = cmd->add_option("--cpu", o.cpu, "worker threads (default: one per core)");
+  auto* out = cmd->add_option("-o,--out", o.out, "HDF5 result file (default duet.h5)");
+  auto* tblout = cmd->add_option("--tblout", o.tblout, "per-target table in HMMER's format");
+  auto* quiet = cmd->add_flag("--quiet", o.quiet, "no output on standard output");
+  action = [=, &o]() -> int {
+    io::Config config = o.config_path.empty() ? io::Config{} : io::load_config(o.config_path);
+    (void)config_opt;
+    auto& s = config.search;
+    if (E->count()) s.E = o.E;
+    if (T->count()) s.T = o.T;
+    if (Z->count()) s.Z = o.Z;
+    if (F1->count()) s.F1 = o.F1;
+    if (F2->count()) s.F2 = o.F2;
+    if (F3->count()) s.F3 = o.F3;
+    if (max->count()) s.max = true;
+    if (nobias->count()) s.nobias = true;
+    if (nonull2->count()) s.nonull2 = true;
+    if (cpu->count()) config.run.cpu = o.cpu;
+    if (out->count()) config.run.out = o.out;
+    if (tblout->count()) config.run.tblout = o.tblout;
+    if (quiet->count()) config.run.quiet = true;
+    if (s.E <= 0) throw UsageError("-E must be positive");
+    if (s.Z && *s.Z <= 0) throw UsageError("-Z must be positive");
+    for (double f : {s.F1, s.F2, s.F3})
+      if (f <= 0) throw UsageError("--F1, --F2 and --F3 must be positive");
+    if (config.run.cpu < 0) throw UsageError("--cpu must be 0 or more");
+    if (config.run.isa != "auto" && config.run.isa != "scalar") {
+      throw UsageError("isa '" + config.run.isa + "': this build has only the scalar kernels");
+    }
+
+    app::RunInfo info;
+    info.command_line = join_command_line(argc, argv);
+    info.hmm_path = o.hmm_path;
+    info.database_path = o.database_path;
+    info.isa = "scalar";
+    info.started = now_iso8601();
+
+    // Everything that can be checked before the search is checked first: the output
+    // file can be created, the model file parses, the database opens.
+    io::Hdf5Writer h5(config.run.out);
+    if (!config.run.tblout.empty()) {
+      const auto folder = std::filesystem::path(config.run.tblout).parent_path();
+      if (!folder.empty() && !std::filesystem::is_directory(folder)) {
+        throw InputError(config.run.tblout, 0, "cannot create output file: folder does not exist");
+      }
+    }
+    const std::vector<HmmModel> models = read_hmm_file(o.hmm_path);
+    { FastaReader probe(o.database_path, *models.front().alphabet); }
+
+    const app::SearchRun run = app::run_hmmsearch(models, o.database_path, config);
+    app::write_hdf5(h5, run, config, info);
+    if (!config.run.tblout.empty()) {
+      write_text_file_atomically(config.run.tblout,
+                                 [&](std::ostream& os) { app::write_tblout(os, run, info); });
+    }
+    h5.commit();
+    if (!config.run.quiet) {
+      app::write_text_report(std::cout, run, config, info);
+      std::cout << "# results written to " << config.run.out << "\n";
+    }
+    return 0;
+  };
+}
+
+bool cpu_has(const char* feature) {
+  __builtin_cpu_init();
+  if (std::string(feature) == "sse4.1") return __builtin_cpu_supports("sse4.1");
+  if (std::string(feature) == "avx2") return __builtin_cpu_supports("avx2");
+  if (std::string(feature) == "avx512bw") return __builtin_cpu_supports("avx512bw");
+  return false;
+}
+
+int run_info() {
+  std::string model = "unknown";
+  {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line))
+      if (line.rfind("model name", 0) == 0) {
+        model = line.substr(line.find(':') + 2);
+        break;
+      }
+  }
+  std::cout << "duet " << DUET_VERSION << "\n";
+  std::cout << "CPU:        " << model << "\n";
+  std::cout << "cores:      " << std::thread::hardware_concurrency() << "\n";
+  std::cout << "ISAs:       sse4.1 " << (cpu_has("sse4.1") ? "yes" : "no") << ", avx2 "
+            << (cpu_has("avx2") ? "yes" : "no") << ", avx512bw " << (cpu_has("avx512bw") ? "yes" : "no")
+            << "\n";
+  std::cout << "kernels:    scalar (reference)\n";
+#ifdef DUET_HAVE_CUDA
+  std::cout << "CUDA:       compiled in\n";
+#else
+  std::cout << "CUDA:       not compiled in (CPU-only build)\n";
+#endif
+  std::cout << "libraries:  oneTBB " << TBB_VERSION_MAJOR << "." << TBB_VERSION_MINOR << ", HDF5 "
+            << H5_VERS_MAJOR << "." << H5_VERS_MINOR << "." << H5_VERS_RELEASE << ", toml++ "
+            << TOML_LIB_MAJOR << "." << TOML_LIB_MINOR << "." << TOML_LIB_PATCH << ", CLI11 "
+            << CLI11_VERSION << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"duet: profile HMM search and other sequence DP on every CPU core and GPU at once"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("duet ") + DUET_VERSION);
+  HmmsearchOptions hmmsearch_options;
+  std::function<int()> hmmsearch_action;
+  add_hmmsearch(app, hmmsearch_options, hmmsearch_action, argc, argv);
+  auto* info = app.add_subcommand("info", "Show the CPU, GPUs, instruction sets and build options");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  try {
+    if (info->parsed()) return run_info();
+    return hmmsearch_action();
+  } catch (const InputError& e) {
+    std::cerr << "duet: error: " << e.what() << "\n";
+    return 1;
+  } catch (const UsageError& e) {
+    std::cerr << "duet: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "duet: error: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,222 @@
+// Text, table and HDF5 outputs of hmmsearch; see report.hpp.
+#include "app/report.hpp"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <thread>
+
+namespace duet::app {
+
+namespace {
+
+constexpr const char* kNull2Note =
+    "off: duet has no null2 correction or domain definition yet; scores are as hmmsearch --nonull2 "
+    "computes them from Forward";
+
+std::string printf_string(const char* format, auto... args) {
+  char buffer[512];
+  std::snprintf(buffer, sizeof buffer, format, args...);
+  return buffer;
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto p = line.find(':');
+      if (p != std::string::npos) return line.substr(p + 2);
+    }
+  }
+  return "unknown";
+}
+
+std::string host_name() {
+  char name[256] = {0};
+  if (gethostname(name, sizeof name - 1) != 0) return "unknown";
+  return name;
+}
+
+}  // namespace
+
+std::string query_group_name(const SearchRun& run, std::size_t query) {
+  auto clean = [](std::string s) {
+    for (char& c : s)
+      if (c == '/') c = '_';
+    if (s.empty() || s == "." || s == "..") s = "_" + s;
+    return s;
+  };
+  const std::string base = clean(run.queries[query].name);
+  int same_before = 0;
+  for (std::size_t i = 0; i < query; ++i)
+    if (clean(run.queries[i].name) == base) ++same_before;
+  return same_before == 0 ? base : base + "#" + std::to_string(same_before + 1);
+}
+
+void write_text_report(std::ostream& out, const SearchRun& run, const io::Config& config,
+                       const RunInfo& info) {
+  out << "# duet hmmsearch :: profile HMM search with HMMER 3.3.2's filter cascade\n";
+  out << "# query HMM file:                  " << info.hmm_path << "\n";
+  out << "# target sequence database:        " << info.database_path << "\n";
+  if (!config.run.tblout.empty()) out << "# per-seq hits tabular output:     " << config.run.tblout << "\n";
+  out << "# null2 bias corrections:          " << kNull2Note << "\n";
+  out << "# CPU SIMD instruction set:        " << info.isa << "\n";
+  out << "# - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - -\n\n";
+  for (const QueryResult& q : run.queries) {
+    out << "Query:       " << q.name << "  [M=" << q.M << "]\n";
+    if (!q.accession.empty()) out << "Accession:   " << q.accession << "\n";
+    if (!q.description.empty()) out << "Description: " << q.description << "\n";
+    out << "Scores for complete sequences (Forward score, no null2 correction):\n";
+    out << "    E-value  score  Sequence                       Description\n";
+    out << "    ------- ------  --------                       -----------\n";
+    for (std::size_t i : q.reported) {
+      const TargetRecord& t = q.targets[i];
+      out << printf_string("  %9.2g %6.1f  %-30s %s\n", t.evalue,
+                           static_cast<double>(t.scores.forward_bits), t.name.c_str(),
+                           t.description.c_str());
+    }
+    if (q.reported.empty()) out << "\n   [No hits detected that satisfy reporting thresholds]\n";
+    const double n = static_cast<double>(std::max<std::int64_t>(q.counts.targets, 1));
+    const auto s = cascade_settings(config.search);
+    const auto& c = q.counts;
+    out << "\nInternal pipeline statistics summary:\n";
+    out << "-------------------------------------\n";
+    out << printf_string("Query model(s):              %15lld  (%d nodes)\n", 1LL, q.M);
+    out << printf_string("Target sequences:            %15lld  (%lld residues searched)\n",
+                         static_cast<long long>(c.targets), static_cast<long long>(c.residues));
+    const auto line = [&](const char* label, std::int64_t passed, double F) {
+      out << printf_string("%-29s%15lld  (%.6g); expected %.1f (%.6g)\n", label,
+                           static_cast<long long>(passed), static_cast<double>(passed) / n,
+                           F * static_cast<double>(c.targets), F);
+    };
+    line("Passed MSV filter:", c.passed_msv, s.F1);
+    line("Passed bias filter:", c.passed_bias, s.F1);
+    line("Passed Vit filter:", c.passed_viterbi, s.F2);
+    line("Passed Fwd filter:", c.passed_forward, s.F3);
+    out << printf_string("Initial search space (Z):    %15.0f  %s\n", q.Z,
+                         q.Z_from_option ? "[as set by -Z]" : "[actual number of targets]");
+    out << printf_string("Reported targets:            %15zu\n", q.reported.size());
+    const double mcps = q.seconds > 0 ? static_cast<double>(c.residues) * q.M / q.seconds / 1e6 : 0;
+    out << printf_string("# Elapsed: %.2f s  # Mc/sec: %.2f\n//\n", q.seconds, mcps);
+  }
+  out << "[ok]\n";
+}
+
+void write_tblout(std::ostream& out, const SearchRun& run, const RunInfo& info) {
+  std::size_t tnamew = 20, qnamew = 20, qaccw = 10;
+  const std::size_t taccw = 10;
+  for (const auto& q : run.queries) {
+    qnamew = std::max(qnamew, q.name.size());
+    qaccw = std::max(qaccw, q.accession.size());
+    for (std::size_t i : q.reported) tnamew = std::max(tnamew, q.targets[i].name.size());
+  }
+  const int tw = static_cast<int>(tnamew), qw = static_cast<int>(qnamew);
+  const int qaw = static_cast<int>(qaccw), taw = static_cast<int>(taccw);
+  out << printf_string("#%*s %22s %22s %33s\n", tw + qw + taw + qaw + 2, "", "--- full sequence ----",
+                       "--- best 1 domain ----", "--- domain number estimation ----");
+  out << printf_string(
+      "#%-*s %-*s %-*s %-*s %9s %6s %5s %9s %6s %5s %5s %3s %3s %3s %3s %3s %3s %3s %s\n", tw - 1,
+      " target name", taw, "accession", qw, "query name", qaw, "accession", "  E-value", " score",
+      " bias", "  E-value", " score", " bias", "exp", "reg", "clu", " ov", "env", "dom", "rep", "inc",
+      "description of target");
+  out << printf_string(
+      "#%*s %*s %*s %*s %9s %6s %5s %9s %6s %5s %5s %3s %3s %3s %3s %3s %3s %3s %s\n", tw - 1,
+      "-------------------", taw, "----------", qw, "--------------------", qaw, "----------",
+      "---------", "------", "-----", "---------", "------", "-----", "---", "---", "---", "---",
+      "---", "---", "---", "---", "---------------------");
+  for (const auto& q : run.queries) {
+    for (std::size_t i : q.reported) {
+      const TargetRecord& t = q.targets[i];
+      // Domain columns are '-': duet has no domain definition yet.
+      out << printf_string("%-*s %-*s %-*s %-*s %9.2g %6.1f %5.1f %9s %6s %5s %5s %3s %3s %3s %3s %3s %3s %3s %s\n",
+                           tw, t.name.c_str(), taw, "-", qw, q.name.c_str(), qaw,
+                           q.accession.empty() ? "-" : q.accession.c_str(), t.evalue,
+                           static_cast<double>(t.scores.forward_bits), 0.0, "-", "-", "-", "-",
+                           "-", "-", "-", "-", "-", "-", "-",
+                           t.description.empty() ? "-" : t.description.c_str());
+    }
+  }
+  out << "#\n# Program:         duet hmmsearch\n";
+  out << "# Query file:      " << info.hmm_path << "\n";
+  out << "# Target file:     " << info.database_path << "\n";
+  out << "# Option settings: " << info.command_line << "\n";
+  out << "# Domain columns:  - (domain definition not implemented; scores as hmmsearch --nonull2)\n";
+  out << "# [ok]\n";
+}
+
+void write_hdf5(io::Hdf5Writer& file, const SearchRun& run, const io::Config& config,
+                const RunInfo& info) {
+  file.create_group("/run");
+  file.set_attribute("/run", "program", std::string("duet hmmsearch"));
+  file.set_attribute("/run", "version", std::string(DUET_VERSION));
+  file.set_attribute("/run", "command_line", info.command_line);
+  file.set_attribute("/run", "config_toml", io::to_toml(config));
+  file.set_attribute("/run", "hmm_file", info.hmm_path);
+  file.set_attribute("/run", "database", info.database_path);
+  file.set_attribute("/run", "null2", std::string(kNull2Note));
+  file.set_attribute("/run", "isa", info.isa);
+  file.set_attribute("/run", "machine_host", host_name());
+  file.set_attribute("/run", "machine_cpu", cpu_model());
+  file.set_attribute("/run", "machine_cores",
+                     static_cast<std::int64_t>(std::thread::hardware_concurrency()));
+  file.set_attribute("/run", "started", info.started);
+  file.set_attribute("/run", "wall_seconds", run.seconds);
+  file.create_group("/results/hmmsearch");
+  for (std::size_t qi = 0; qi < run.queries.size(); ++qi) {
+    const QueryResult& q = run.queries[qi];
+    const std::string g = "/results/hmmsearch/" + query_group_name(run, qi);
+    file.create_group(g);
+    const std::size_t n = q.targets.size();
+    std::vector<std::int64_t> index(n);
+    std::vector<std::string> name(n), description(n);
+    std::vector<std::int32_t> length(n);
+    std::vector<float> msv(n), vit(n), fwd(n);
+    std::vector<double> pvalue(n), evalue(n);
+    std::vector<std::uint8_t> stage(n), reported(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const TargetRecord& t = q.targets[i];
+      index[i] = t.index;
+      name[i] = t.name;
+      description[i] = t.description;
+      length[i] = t.length;
+      msv[i] = t.scores.msv_bits;
+      vit[i] = t.scores.viterbi_bits;
+      fwd[i] = t.scores.forward_bits;
+      pvalue[i] = t.scores.pvalue;
+      evalue[i] = t.evalue;
+      stage[i] = static_cast<std::uint8_t>(t.scores.stage);
+      reported[i] = t.reported ? 1 : 0;
+    }
+    file.write(g + "/index", index);
+    file.write(g + "/name", name);
+    file.write(g + "/description", description);
+    file.write(g + "/length", length);
+    file.write(g + "/msv_bits", msv);
+    file.write(g + "/viterbi_bits", vit);
+    file.write(g + "/forward_bits", fwd);
+    file.write(g + "/pvalue", pvalue);
+    file.write(g + "/evalue", evalue);
+    file.write(g + "/stage", stage);
+    file.write(g + "/reported", reported);
+    file.set_attribute(g, "query_name", q.name);
+    file.set_attribute(g, "accession", q.accession);
+    file.set_attribute(g, "description", q.description);
+    file.set_attribute(g, "M", static_cast<std::int64_t>(q.M));
+    file.set_attribute(g, "targets", q.counts.targets);
+    file.set_attribute(g, "residues", q.counts.residues);
+    file.set_attribute(g, "passed_msv", q.counts.passed_msv);
+    file.set_attribute(g, "passed_bias", q.counts.passed_bias);
+    file.set_attribute(g, "passed_viterbi", q.counts.passed_viterbi);
+    file.set_attribute(g, "passed_forward", q.counts.passed_forward);
+    file.set_attribute(g, "reported_targets", static_cast<std::int64_t>(q.reported.size()));
+    file.set_attribute(g, "Z", q.Z);
+    file.set_attribute(g, "stage_codes",
+                       std::string("1 rejected by MSV, 2 by bias filter, 3 by Viterbi filter, "
+                                   "4 by Forward filter, 5 passed every filter"));
+  }
+}
+
+}  // namespace duet::app

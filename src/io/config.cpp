@@ -1,0 +1,354 @@
+// Reading the TOML configuration with toml++ and checking every key (the contract is in
+// config.hpp), and writing a Config back as TOML.
+#include "io/config.hpp"
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <system_error>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace duet::io {
+namespace {
+
+constexpr std::array<std::string_view, 5> kIsaNames = {"auto", "scalar", "sse4.1", "avx2",
+                                                       "avx512"};
+
+// The TOML type of a node with its article, for messages: "a string", "an integer".
+std::string_view describe_type(toml::node_type type) {
+  switch (type) {
+    case toml::node_type::table:
+      return "a table";
+    case toml::node_type::array:
+      return "an array";
+    case toml::node_type::string:
+      return "a string";
+    case toml::node_type::integer:
+      return "an integer";
+    case toml::node_type::floating_point:
+      return "a floating-point number";
+    case toml::node_type::boolean:
+      return "a boolean";
+    case toml::node_type::date:
+      return "a date";
+    case toml::node_type::time:
+      return "a time";
+    case toml::node_type::date_time:
+      return "a date-time";
+    case toml::node_type::none:
+      break;
+  }
+  return "nothing";
+}
+
+// The shortest decimal text that reads back as the same double ("0.02", "1e-05", "10").
+std::string shortest_decimal(double value) {
+  std::array<char, 64> buffer{};
+  const auto result = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value);
+  return std::string(buffer.data(), result.ptr);
+}
+
+// A TOML float literal for `value`: shortest_decimal, with ".0" added where it would
+// otherwise read as a TOML integer; inf and nan in TOML's spelling.
+std::string toml_float(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  std::string text = shortest_decimal(value);
+  if (text.find_first_of(".e") == std::string::npos) text += ".0";
+  return text;
+}
+
+// A TOML basic string: quotes, backslashes and control characters escaped, other bytes
+// (UTF-8 included) as they are.
+std::string toml_string(std::string_view value) {
+  std::string text = "\"";
+  for (const char c : value) {
+    switch (c) {
+      case '"':
+        text += "\\\"";
+        break;
+      case '\\':
+        text += "\\\\";
+        break;
+      case '\b':
+        text += "\\b";
+        break;
+      case '\t':
+        text += "\\t";
+        break;
+      case '\n':
+        text += "\\n";
+        break;
+      case '\f':
+        text += "\\f";
+        break;
+      case '\r':
+        text += "\\r";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+          constexpr std::string_view kHex = "0123456789ABCDEF";
+          const auto byte = static_cast<unsigned char>(c);
+          text += "\\u00";
+          text += kHex[byte >> 4];
+          text += kHex[byte & 0xf];
+        } else {
+          text += c;
+        }
+    }
+  }
+  text += '"';
+  return text;
+}
+
+// One key of a table with its value and the line it is on.
+struct Entry {
+  std::string_view key;
+  const toml::node* value;
+  std::int64_t line;
+};
+
+// The keys of `table` in the order they appear in the file, so that the first problem
+// reported is the first one in the file.
+std::vector<Entry> entries_in_file_order(const toml::table& table) {
+  std::vector<Entry> entries;
+  for (auto&& [key, value] : table) {
+    entries.push_back({key.str(), &value, static_cast<std::int64_t>(key.source().begin.line)});
+  }
+  std::stable_sort(entries.begin(), entries.end(),
+                   [](const Entry& a, const Entry& b) { return a.line < b.line; });
+  return entries;
+}
+
+// Reads typed values from entries, throwing InputError(source, line, ...) on any problem.
+class EntryReader {
+ public:
+  explicit EntryReader(const std::string& source_name) : source_name_(source_name) {}
+
+  [[noreturn]] void fail(const Entry& entry, const std::string& message) const {
+    throw InputError(source_name_, entry.line, message);
+  }
+
+  // A finite number, written as a TOML float or integer.
+  double number(const Entry& entry) const {
+    double value = 0.0;
+    if (const auto* floating = entry.value->as_floating_point()) {
+      value = floating->get();
+    } else if (const auto* integer = entry.value->as_integer()) {
+      value = static_cast<double>(integer->get());
+    } else {
+      fail_type(entry, "a number");
+    }
+    if (!std::isfinite(value)) {
+      fail(entry, quoted(entry) + " must be a finite number, not " + shortest_decimal(value));
+    }
+    return value;
+  }
+
+  double positive_number(const Entry& entry) const {
+    const double value = number(entry);
+    if (!(value > 0.0)) {
+      fail(entry, quoted(entry) + " must be > 0, not " + shortest_decimal(value));
+    }
+    return value;
+  }
+
+  // A number in (0, 1]: a P-value threshold.
+  double fraction(const Entry& entry) const {
+    const double value = number(entry);
+    if (!(value > 0.0 && value <= 1.0)) {
+      fail(entry, quoted(entry) + " must be in (0, 1], not " + shortest_decimal(value));
+    }
+    return value;
+  }
+
+  // A TOML integer in [0, INT_MAX].
+  int count(const Entry& entry) const {
+    const auto* integer = entry.value->as_integer();
+    if (integer == nullptr) fail_type(entry, "an integer");
+    const std::int64_t value = integer->get();
+    if (value < 0) fail(entry, quoted(entry) + " must be >= 0, not " + std::to_string(value));
+    if (value > std::numeric_limits<int>::max()) {
+      fail(entry, quoted(entry) + " must be at most " +
+                      std::to_string(std::numeric_limits<int>::max()) + ", not " +
+                      std::to_string(value));
+    }
+    return static_cast<int>(value);
+  }
+
+  bool boolean(const Entry& entry) const {
+    const auto* boolean = entry.value->as_boolean();
+    if (boolean == nullptr) fail_type(entry, "a boolean (true or false)");
+    return boolean->get();
+  }
+
+  std::string string(const Entry& entry) const {
+    const auto* string = entry.value->as_string();
+    if (string == nullptr) fail_type(entry, "a string");
+    return string->get();
+  }
+
+  std::string non_empty_string(const Entry& entry) const {
+    std::string value = string(entry);
+    if (value.empty()) fail(entry, quoted(entry) + " must not be empty");
+    return value;
+  }
+
+  std::string isa_name(const Entry& entry) const {
+    std::string value = string(entry);
+    if (std::find(kIsaNames.begin(), kIsaNames.end(), value) == kIsaNames.end()) {
+      std::string names;
+      for (const std::string_view name : kIsaNames) {
+        names += names.empty() ? "" : ", ";
+        names += name;
+      }
+      fail(entry, quoted(entry) + " must be one of " + names + ", not '" + value + "'");
+    }
+    return value;
+  }
+
+  const toml::table& table(const Entry& entry) const {
+    const auto* table = entry.value->as_table();
+    if (table == nullptr) fail_type(entry, "a table");
+    return *table;
+  }
+
+ private:
+  static std::string quoted(const Entry& entry) {
+    return std::string("'").append(entry.key).append("'");
+  }
+
+  [[noreturn]] void fail_type(const Entry& entry, std::string_view expected) const {
+    fail(entry, quoted(entry) + " must be " + std::string(expected) + ", not " +
+                    std::string(describe_type(entry.value->type())));
+  }
+
+  const std::string& source_name_;
+};
+
+void read_search(const toml::table& table, const EntryReader& reader, SearchConfig& search) {
+  for (const Entry& entry : entries_in_file_order(table)) {
+    const std::string_view key = entry.key;
+    if (key == "E") {
+      search.E = reader.positive_number(entry);
+    } else if (key == "T") {
+      search.T = reader.number(entry);
+    } else if (key == "Z") {
+      search.Z = reader.positive_number(entry);
+    } else if (key == "F1") {
+      search.F1 = reader.fraction(entry);
+    } else if (key == "F2") {
+      search.F2 = reader.fraction(entry);
+    } else if (key == "F3") {
+      search.F3 = reader.fraction(entry);
+    } else if (key == "max") {
+      search.max = reader.boolean(entry);
+    } else if (key == "nobias") {
+      search.nobias = reader.boolean(entry);
+    } else if (key == "nonull2") {
+      search.nonull2 = reader.boolean(entry);
+    } else {
+      reader.fail(entry, "unknown key '" + std::string(key) + "' in [hmmsearch]");
+    }
+  }
+}
+
+void read_run(const toml::table& table, const EntryReader& reader, RunConfig& run) {
+  for (const Entry& entry : entries_in_file_order(table)) {
+    const std::string_view key = entry.key;
+    if (key == "cpu") {
+      run.cpu = reader.count(entry);
+    } else if (key == "out") {
+      run.out = reader.non_empty_string(entry);
+    } else if (key == "tblout") {
+      run.tblout = reader.string(entry);
+    } else if (key == "isa") {
+      run.isa = reader.isa_name(entry);
+    } else if (key == "quiet") {
+      run.quiet = reader.boolean(entry);
+    } else {
+      reader.fail(entry, "unknown key '" + std::string(key) + "' in [run]");
+    }
+  }
+}
+
+}  // namespace
+
+Config load_config(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    throw InputError(path, 0, "cannot read configuration file: it is a directory");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw InputError(path, 0,
+                     "cannot read configuration file: " + std::generic_category().message(errno));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw InputError(path, 0, "cannot read configuration file: read error");
+  return parse_config(text.str(), path);
+}
+
+Config parse_config(std::string_view toml_text, const std::string& source_name) {
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, source_name);
+  } catch (const toml::parse_error& error) {
+    throw InputError(source_name, static_cast<std::int64_t>(error.source().begin.line),
+                     "TOML syntax error: " + std::string(error.description()));
+  }
+  const EntryReader reader(source_name);
+  Config config;
+  for (const Entry& entry : entries_in_file_order(root)) {
+    if (entry.key == "hmmsearch") {
+      read_search(reader.table(entry), reader, config.search);
+    } else if (entry.key == "run") {
+      read_run(reader.table(entry), reader, config.run);
+    } else if (entry.value->is_table()) {
+      reader.fail(entry, "unknown table [" + std::string(entry.key) +
+                             "] (the tables are [hmmsearch] and [run])");
+    } else {
+      reader.fail(entry, "unknown key '" + std::string(entry.key) +
+                             "' outside a table (the tables are [hmmsearch] and [run])");
+    }
+  }
+  return config;
+}
+
+std::string to_toml(const Config& config) {
+  const SearchConfig& search = config.search;
+  const RunConfig& run = config.run;
+  const auto boolean = [](bool value) { return value ? "true" : "false"; };
+  std::ostringstream text;
+  text << "[hmmsearch]\n";
+  text << "E = " << toml_float(search.E) << '\n';
+  if (search.T) text << "T = " << toml_float(*search.T) << '\n';
+  if (search.Z) text << "Z = " << toml_float(*search.Z) << '\n';
+  text << "F1 = " << toml_float(search.F1) << '\n';
+  text << "F2 = " << toml_float(search.F2) << '\n';
+  text << "F3 = " << toml_float(search.F3) << '\n';
+  text << "max = " << boolean(search.max) << '\n';
+  text << "nobias = " << boolean(search.nobias) << '\n';
+  text << "nonull2 = " << boolean(search.nonull2) << '\n';
+  text << "\n[run]\n";
+  text << "cpu = " << run.cpu << '\n';
+  text << "out = " << toml_string(run.out) << '\n';
+  text << "tblout = " << toml_string(run.tblout) << '\n';
+  text << "isa = " << toml_string(run.isa) << '\n';
+  text << "quiet = " << boolean(run.quiet) << '\n';
+  return text.str();
+}
+
+}  // namespace duet::io

@@ -1,0 +1,651 @@
+// Hdf5Writer and Hdf5Reader over the HDF5 C API (contracts in hdf5_file.hpp): RAII for
+// every HDF5 id, each failure turned into an exception carrying the innermost message of
+// HDF5's error stack.
+#include "io/hdf5_file.hpp"
+
+#include <fcntl.h>
+#include <hdf5.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <system_error>
+#include <utility>
+
+#include "core/error.hpp"
+
+namespace duet::io {
+
+// The header stores HDF5 ids as std::int64_t to keep <hdf5.h> out of it.
+static_assert(std::is_same_v<hid_t, std::int64_t>);
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Datasets longer than this are stored chunked and compressed.
+constexpr std::size_t kChunkThreshold = 4096;
+// Elements per chunk: 32 KiB of uint8 to 512 KiB of variable-length string references,
+// within HDF5's default 1 MiB chunk cache.
+constexpr std::size_t kChunkElements = 32768;
+
+// HDF5 prints its error stack to stderr by default; we report through exceptions instead.
+// The setting is per thread in thread-safe builds of HDF5, so every entry point calls this.
+void turn_off_hdf5_error_printing() {
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+}
+
+// Closes an HDF5 id (file, group, dataset, dataspace, type, property list, attribute)
+// when it goes out of scope.
+class Id {
+ public:
+  using Closer = herr_t (*)(hid_t);
+  Id(hid_t id, Closer closer) : id_(id), closer_(closer) {}
+  ~Id() {
+    if (id_ >= 0) closer_(id_);
+  }
+  Id(Id&& other) noexcept : id_(std::exchange(other.id_, -1)), closer_(other.closer_) {}
+  Id(const Id&) = delete;
+  Id& operator=(const Id&) = delete;
+  Id& operator=(Id&&) = delete;
+  hid_t get() const { return id_; }
+
+ private:
+  hid_t id_;
+  Closer closer_;
+};
+
+// The description of the innermost entry of HDF5's error stack: where the error was
+// detected ("object 'x' doesn't exist", "unable to open file: ... No such file").
+std::string hdf5_error_detail() {
+  std::string detail;
+  H5Ewalk2(
+      H5E_DEFAULT, H5E_WALK_UPWARD,
+      [](unsigned position, const H5E_error2_t* error, void* data) -> herr_t {
+        if (position == 0 && error->desc != nullptr) *static_cast<std::string*>(data) = error->desc;
+        return 0;
+      },
+      &detail);
+  return detail;
+}
+
+// "<file>: cannot <action> '<object>': <reason>".
+[[noreturn]] void fail(const std::string& file, const std::string& action,
+                       const std::string& object, const std::string& reason) {
+  std::string message = file + ": cannot " + action + " '" + object + "'";
+  if (!reason.empty()) message += ": " + reason;
+  throw std::runtime_error(message);
+}
+
+// Passes a non-negative HDF5 result (id, status, count, truth value) through; a negative
+// one is an error reported with HDF5's own detail.
+std::int64_t check(std::int64_t result, const std::string& file, const std::string& action,
+                   const std::string& object) {
+  if (result < 0) fail(file, action, object, hdf5_error_detail());
+  return result;
+}
+
+// The canonical absolute form of an object path: "/a/b" for "a/b", "/a//b/" and "/a/b";
+// "/" for the root group ("" or "/").
+std::string absolute_path(const std::string& path) {
+  std::string result;
+  std::size_t begin = 0;
+  while (begin < path.size()) {
+    std::size_t end = path.find('/', begin);
+    if (end == std::string::npos) end = path.size();
+    if (end > begin) result.append("/").append(path, begin, end - begin);
+    begin = end + 1;
+  }
+  return result.empty() ? "/" : result;
+}
+
+// Whether a group or dataset exists at `absolute` (an absolute_path), checking each
+// group above it first so that a missing one answers false rather than failing.
+bool object_exists(hid_t file, const std::string& absolute) {
+  std::size_t end = 0;
+  while (end != std::string::npos) {
+    end = absolute.find('/', end + 1);
+    const std::string prefix = absolute.substr(0, end);
+    if (prefix == "/") return true;
+    if (H5Lexists(file, prefix.c_str(), H5P_DEFAULT) <= 0) return false;
+    if (H5Oexists_by_name(file, prefix.c_str(), H5P_DEFAULT) <= 0) return false;
+  }
+  return true;
+}
+
+// Whether the existing object at `absolute` is a group.
+bool is_group(hid_t file, const std::string& file_name, const std::string& absolute) {
+  const Id object(check(H5Oopen(file, absolute.c_str(), H5P_DEFAULT), file_name, "open", absolute),
+                  H5Oclose);
+  return H5Iget_type(object.get()) == H5I_GROUP;
+}
+
+// Every write after commit() fails this way.
+void require_open(hid_t file, const std::string& file_name, const std::string& action,
+                  const std::string& object) {
+  if (file < 0) fail(file_name, action, object, "the file is already committed");
+}
+
+// Fails unless every existing object above `object` (an absolute_path) is a group, so
+// that creating below a dataset names the dataset instead of an HDF5 internal.
+void require_group_parents(hid_t file, const std::string& file_name, const std::string& action,
+                           const std::string& object) {
+  for (std::size_t end = object.find('/', 1); end != std::string::npos;
+       end = object.find('/', end + 1)) {
+    const std::string parent = object.substr(0, end);
+    if (!object_exists(file, parent)) return;
+    if (!is_group(file, file_name, parent)) {
+      fail(file_name, action, object, "'" + parent + "' is a dataset, not a group");
+    }
+  }
+}
+
+// Link creation properties that create missing groups above a new object.
+Id creating_intermediate_groups(const std::string& file_name, const std::string& object) {
+  Id links(check(H5Pcreate(H5P_LINK_CREATE), file_name, "create", object), H5Pclose);
+  check(H5Pset_create_intermediate_group(links.get(), 1), file_name, "create", object);
+  return links;
+}
+
+// A variable-length string type in `character_set` (file and memory type alike).
+Id variable_string_type(H5T_cset_t character_set, const std::string& file_name,
+                        const std::string& object) {
+  Id type(check(H5Tcopy(H5T_C_S1), file_name, "access", object), H5Tclose);
+  check(H5Tset_size(type.get(), H5T_VARIABLE), file_name, "access", object);
+  check(H5Tset_cset(type.get(), character_set), file_name, "access", object);
+  return type;
+}
+
+// "32-bit floating-point numbers", "unsigned 8-bit integers", "strings": for messages.
+std::string describe_type(hid_t type) {
+  const std::string bits = std::to_string(H5Tget_size(type) * 8) + "-bit";
+  switch (H5Tget_class(type)) {
+    case H5T_FLOAT:
+      return bits + " floating-point numbers";
+    case H5T_INTEGER:
+      return (H5Tget_sign(type) == H5T_SGN_NONE ? "unsigned " : "signed ") + bits + " integers";
+    case H5T_STRING:
+      return "strings";
+    case H5T_COMPOUND:
+      return "compound values";
+    case H5T_ARRAY:
+      return "arrays";
+    case H5T_VLEN:
+      return "variable-length sequences";
+    case H5T_ENUM:
+      return "enumerated values";
+    default:
+      return "values of another kind";
+  }
+}
+
+// Whether every value of type `stored` converts to type `wanted` exactly: same class
+// (integer or floating-point) and a size and sign that hold every stored value.
+bool converts_without_loss(hid_t stored, hid_t wanted) {
+  const H5T_class_t stored_class = H5Tget_class(stored);
+  if (stored_class != H5Tget_class(wanted)) return false;
+  const std::size_t stored_size = H5Tget_size(stored);
+  const std::size_t wanted_size = H5Tget_size(wanted);
+  if (stored_class == H5T_FLOAT) return stored_size <= wanted_size;
+  if (stored_class != H5T_INTEGER) return false;
+  const bool stored_signed = H5Tget_sign(stored) == H5T_SGN_2;
+  const bool wanted_signed = H5Tget_sign(wanted) == H5T_SGN_2;
+  if (stored_signed == wanted_signed) return stored_size <= wanted_size;
+  return !stored_signed && wanted_signed && stored_size < wanted_size;
+}
+
+// Creates a 1-D dataset of `count` elements at `path` from `data`, held in memory as
+// `memory_type` and stored as `file_type`.
+void write_dataset(hid_t file, const std::string& file_name, const std::string& path,
+                   hid_t memory_type, hid_t file_type, const void* data, std::size_t count) {
+  const std::string object = absolute_path(path);
+  const std::string action = "create dataset";
+  const hsize_t dimensions[1] = {count};
+  const Id space(check(H5Screate_simple(1, dimensions, nullptr), file_name, action, object),
+                 H5Sclose);
+  const Id creation(check(H5Pcreate(H5P_DATASET_CREATE), file_name, action, object), H5Pclose);
+  if (count > kChunkThreshold) {
+    const hsize_t chunk[1] = {std::min(count, kChunkElements)};
+    check(H5Pset_chunk(creation.get(), 1, chunk), file_name, action, object);
+    check(H5Pset_deflate(creation.get(), 1), file_name, action, object);
+  }
+  require_group_parents(file, file_name, action, object);
+  const Id links = creating_intermediate_groups(file_name, object);
+  const Id dataset(check(H5Dcreate2(file, object.c_str(), file_type, space.get(), links.get(),
+                                    creation.get(), H5P_DEFAULT),
+                         file_name, action, object),
+                   H5Dclose);
+  if (count > 0) {
+    check(H5Dwrite(dataset.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), file_name,
+          "write dataset", object);
+  }
+}
+
+// Creates (or replaces) the scalar attribute `name` on the object at `object_path`.
+void write_scalar_attribute(hid_t file, const std::string& file_name,
+                            const std::string& object_path, const std::string& name,
+                            hid_t memory_type, hid_t file_type, const void* value) {
+  const std::string object = absolute_path(object_path);
+  const std::string action = "set attribute '" + name + "' on";
+  if (!object_exists(file, object)) fail(file_name, action, object, "no such group or dataset");
+  const Id target(check(H5Oopen(file, object.c_str(), H5P_DEFAULT), file_name, action, object),
+                  H5Oclose);
+  if (check(H5Aexists(target.get(), name.c_str()), file_name, action, object) > 0) {
+    check(H5Adelete(target.get(), name.c_str()), file_name, action, object);
+  }
+  const Id space(check(H5Screate(H5S_SCALAR), file_name, action, object), H5Sclose);
+  const Id attribute(check(H5Acreate2(target.get(), name.c_str(), file_type, space.get(),
+                                      H5P_DEFAULT, H5P_DEFAULT),
+                           file_name, action, object),
+                     H5Aclose);
+  check(H5Awrite(attribute.get(), memory_type, value), file_name, action, object);
+}
+
+// Reads `count` strings stored as `stored` (variable- or fixed-length) through `read`,
+// which fills a buffer laid out as the memory type it is given (H5Dread or H5Aread).
+std::vector<std::string> read_string_values(
+    hid_t stored, hid_t space, std::size_t count, const std::string& file_name,
+    const std::string& action, const std::string& object,
+    const std::function<herr_t(hid_t memory_type, void* buffer)>& read) {
+  if (H5Tget_class(stored) != H5T_STRING) {
+    fail(file_name, action, object, "it holds " + describe_type(stored) + ", not strings");
+  }
+  const H5T_cset_t character_set = H5Tget_cset(stored);
+  std::vector<std::string> values;
+  values.reserve(count);
+  if (check(H5Tis_variable_str(stored), file_name, action, object) > 0) {
+    const Id memory = variable_string_type(character_set, file_name, object);
+    std::vector<char*> pointers(count, nullptr);
+    check(read(memory.get(), pointers.data()), file_name, action, object);
+    // HDF5 allocated each string; give them back however this function ends.
+    const auto reclaim = [&] {
+      H5Dvlen_reclaim(memory.get(), space, H5P_DEFAULT, pointers.data());
+    };
+    try {
+      for (const char* pointer : pointers) values.emplace_back(pointer == nullptr ? "" : pointer);
+    } catch (...) {
+      reclaim();
+      throw;
+    }
+    reclaim();
+  } else {
+    const std::size_t width = H5Tget_size(stored);
+    const Id memory(check(H5Tcopy(H5T_C_S1), file_name, action, object), H5Tclose);
+    check(H5Tset_size(memory.get(), width), file_name, action, object);
+    check(H5Tset_cset(memory.get(), character_set), file_name, action, object);
+    check(H5Tset_strpad(memory.get(), H5T_STR_NULLPAD), file_name, action, object);
+    std::vector<char> buffer(width * count);
+    check(read(memory.get(), buffer.data()), file_name, action, object);
+    for (std::size_t i = 0; i < count; ++i) {
+      const char* begin = buffer.data() + i * width;
+      values.emplace_back(begin, std::find(begin, begin + width, '\0'));
+    }
+  }
+  return values;
+}
+
+// An open 1-D dataset with its stored type and length.
+struct OpenDataset {
+  Id dataset;
+  Id stored_type;
+  Id space;
+  std::size_t count;
+};
+
+OpenDataset open_dataset(hid_t file, const std::string& file_name, const std::string& object) {
+  const std::string action = "read dataset";
+  Id dataset(check(H5Dopen2(file, object.c_str(), H5P_DEFAULT), file_name, action, object),
+             H5Dclose);
+  Id stored_type(check(H5Dget_type(dataset.get()), file_name, action, object), H5Tclose);
+  Id space(check(H5Dget_space(dataset.get()), file_name, action, object), H5Sclose);
+  const auto rank = check(H5Sget_simple_extent_ndims(space.get()), file_name, action, object);
+  if (rank != 1) {
+    fail(file_name, action, object, "it has " + std::to_string(rank) + " dimensions, not 1");
+  }
+  hsize_t dimensions[1] = {0};
+  check(H5Sget_simple_extent_dims(space.get(), dimensions, nullptr), file_name, action, object);
+  return {std::move(dataset), std::move(stored_type), std::move(space),
+          static_cast<std::size_t>(dimensions[0])};
+}
+
+// A whole 1-D numeric dataset read as `memory_type` (the native type of T).
+template <class T>
+std::vector<T> read_numbers(hid_t file, const std::string& file_name, const std::string& path,
+                            hid_t memory_type) {
+  turn_off_hdf5_error_printing();
+  const std::string object = absolute_path(path);
+  const OpenDataset opened = open_dataset(file, file_name, object);
+  if (!converts_without_loss(opened.stored_type.get(), memory_type)) {
+    fail(file_name, "read dataset", object,
+         "it holds " + describe_type(opened.stored_type.get()) + ", not " +
+             describe_type(memory_type));
+  }
+  std::vector<T> values(opened.count);
+  if (opened.count > 0) {
+    check(H5Dread(opened.dataset.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()),
+          file_name, "read dataset", object);
+  }
+  return values;
+}
+
+// An open scalar attribute with its stored type.
+struct OpenAttribute {
+  Id attribute;
+  Id stored_type;
+  Id space;
+};
+
+OpenAttribute open_attribute(hid_t file, const std::string& file_name,
+                             const std::string& object_path, const std::string& name) {
+  const std::string object = absolute_path(object_path);
+  const std::string action = "read attribute '" + name + "' of";
+  if (!object_exists(file, object)) fail(file_name, action, object, "no such group or dataset");
+  Id attribute(check(H5Aopen_by_name(file, object.c_str(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT),
+                     file_name, action, object),
+               H5Aclose);
+  Id stored_type(check(H5Aget_type(attribute.get()), file_name, action, object), H5Tclose);
+  Id space(check(H5Aget_space(attribute.get()), file_name, action, object), H5Sclose);
+  if (check(H5Sget_simple_extent_npoints(space.get()), file_name, action, object) != 1) {
+    fail(file_name, action, object, "it is not a single value");
+  }
+  return {std::move(attribute), std::move(stored_type), std::move(space)};
+}
+
+// A scalar numeric attribute read as `memory_type`.
+template <class T>
+T read_number_attribute(hid_t file, const std::string& file_name, const std::string& object_path,
+                        const std::string& name, hid_t memory_type) {
+  turn_off_hdf5_error_printing();
+  const std::string object = absolute_path(object_path);
+  const std::string action = "read attribute '" + name + "' of";
+  const OpenAttribute opened = open_attribute(file, file_name, object, name);
+  if (!converts_without_loss(opened.stored_type.get(), memory_type)) {
+    fail(file_name, action, object,
+         "it holds " + describe_type(opened.stored_type.get()) + ", not " +
+             describe_type(memory_type));
+  }
+  T value{};
+  check(H5Aread(opened.attribute.get(), memory_type, &value), file_name, action, object);
+  return value;
+}
+
+}  // namespace
+
+// ---- Hdf5Writer ----
+
+Hdf5Writer::Hdf5Writer(std::string final_path)
+    : final_path_(std::move(final_path)),
+      temporary_path_(final_path_ + ".tmp-" + std::to_string(::getpid())) {
+  turn_off_hdf5_error_printing();
+  const auto cannot_create = [this](const std::string& reason) {
+    return InputError(final_path_, 0, "cannot create output file: " + reason);
+  };
+  if (final_path_.empty()) throw cannot_create("no file name given");
+  fs::path folder = fs::path(final_path_).parent_path();
+  if (folder.empty()) folder = ".";
+  std::error_code error;
+  const fs::file_status folder_status = fs::status(folder, error);
+  if (error && error != std::errc::no_such_file_or_directory) {
+    throw cannot_create("folder '" + folder.string() + "': " + error.message());
+  }
+  if (!fs::exists(folder_status)) {
+    throw cannot_create("folder '" + folder.string() + "' does not exist");
+  }
+  if (!fs::is_directory(folder_status)) {
+    throw cannot_create("'" + folder.string() + "' is not a folder");
+  }
+  if (fs::is_directory(final_path_, error)) throw cannot_create("it is a folder");
+
+  // Closing the file closes anything still open in it, so commit() renames a whole file.
+  const Id access(check(H5Pcreate(H5P_FILE_ACCESS), final_path_, "create", temporary_path_),
+                  H5Pclose);
+  check(H5Pset_fclose_degree(access.get(), H5F_CLOSE_STRONG), final_path_, "create",
+        temporary_path_);
+
+  // Create the temporary file first with the system call: its reason for failing
+  // ("Permission denied", "Read-only file system") is clearer than HDF5's.
+  const int descriptor =
+      ::open(temporary_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  const bool created_here = descriptor >= 0;
+  if (!created_here && errno != EEXIST) {
+    throw cannot_create(std::generic_category().message(errno));
+  }
+  if (created_here) ::close(descriptor);
+  // A temporary file that was already there is either left by an earlier process with
+  // the same id, and is replaced, or open in another writer of this process, and HDF5
+  // refuses to truncate it.
+  file_ = H5Fcreate(temporary_path_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access.get());
+  if (file_ < 0) {
+    const std::string detail = hdf5_error_detail();
+    if (created_here) fs::remove(temporary_path_, error);
+    throw cannot_create(detail);
+  }
+}
+
+Hdf5Writer::~Hdf5Writer() {
+  if (file_ >= 0) H5Fclose(file_);
+  if (!committed_) {
+    std::error_code error;
+    fs::remove(temporary_path_, error);
+  }
+}
+
+void Hdf5Writer::create_group(const std::string& path) {
+  turn_off_hdf5_error_printing();
+  const std::string object = absolute_path(path);
+  const std::string action = "create group";
+  require_open(file_, final_path_, action, object);
+  if (object_exists(file_, object)) {
+    if (is_group(file_, final_path_, object)) return;
+    fail(final_path_, action, object, "a dataset has that name");
+  }
+  require_group_parents(file_, final_path_, action, object);
+  const Id links = creating_intermediate_groups(final_path_, object);
+  const Id group(check(H5Gcreate2(file_, object.c_str(), links.get(), H5P_DEFAULT, H5P_DEFAULT),
+                       final_path_, action, object),
+                 H5Gclose);
+}
+
+void Hdf5Writer::write(const std::string& path, const std::vector<float>& values) {
+  turn_off_hdf5_error_printing();
+  require_open(file_, final_path_, "create dataset", absolute_path(path));
+  write_dataset(file_, final_path_, path, H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, values.data(),
+                values.size());
+}
+
+void Hdf5Writer::write(const std::string& path, const std::vector<double>& values) {
+  turn_off_hdf5_error_printing();
+  require_open(file_, final_path_, "create dataset", absolute_path(path));
+  write_dataset(file_, final_path_, path, H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE, values.data(),
+                values.size());
+}
+
+void Hdf5Writer::write(const std::string& path, const std::vector<std::int32_t>& values) {
+  turn_off_hdf5_error_printing();
+  require_open(file_, final_path_, "create dataset", absolute_path(path));
+  write_dataset(file_, final_path_, path, H5T_NATIVE_INT32, H5T_STD_I32LE, values.data(),
+                values.size());
+}
+
+void Hdf5Writer::write(const std::string& path, const std::vector<std::int64_t>& values) {
+  turn_off_hdf5_error_printing();
+  require_open(file_, final_path_, "create dataset", absolute_path(path));
+  write_dataset(file_, final_path_, path, H5T_NATIVE_INT64, H5T_STD_I64LE, values.data(),
+                values.size());
+}
+
+void Hdf5Writer::write(const std::string& path, const std::vector<std::uint8_t>& values) {
+  turn_off_hdf5_error_printing();
+  require_open(file_, final_path_, "create dataset", absolute_path(path));
+  write_dataset(file_, final_path_, path, H5T_NATIVE_UINT8, H5T_STD_U8LE, values.data(),
+                values.size());
+}
+
+void Hdf5Writer::write(const std::string& path, const std::vector<std::string>& values) {
+  turn_off_hdf5_error_printing();
+  require_open(file_, final_path_, "create dataset", absolute_path(path));
+  std::vector<const char*> pointers;
+  pointers.reserve(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (values[i].find('\0') != std::string::npos) {
+      fail(final_path_, "create dataset", absolute_path(path),
+           "string " + std::to_string(i) + " holds a NUL byte");
+    }
+    pointers.push_back(values[i].c_str());
+  }
+  const Id type = variable_string_type(H5T_CSET_UTF8, final_path_, absolute_path(path));
+  write_dataset(file_, final_path_, path, type.get(), type.get(), pointers.data(), pointers.size());
+}
+
+void Hdf5Writer::set_attribute(const std::string& object_path, const std::string& name,
+                               const std::string& value) {
+  turn_off_hdf5_error_printing();
+  const std::string action = "set attribute '" + name + "' on";
+  require_open(file_, final_path_, action, absolute_path(object_path));
+  if (value.find('\0') != std::string::npos) {
+    fail(final_path_, action, object_path, "the value holds a NUL byte");
+  }
+  const Id type = variable_string_type(H5T_CSET_UTF8, final_path_, object_path);
+  const char* pointer = value.c_str();
+  write_scalar_attribute(file_, final_path_, object_path, name, type.get(), type.get(), &pointer);
+}
+
+void Hdf5Writer::set_attribute(const std::string& object_path, const std::string& name,
+                               double value) {
+  turn_off_hdf5_error_printing();
+  require_open(file_, final_path_, "set attribute '" + name + "' on", absolute_path(object_path));
+  write_scalar_attribute(file_, final_path_, object_path, name, H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE,
+                         &value);
+}
+
+void Hdf5Writer::set_attribute(const std::string& object_path, const std::string& name,
+                               std::int64_t value) {
+  turn_off_hdf5_error_printing();
+  require_open(file_, final_path_, "set attribute '" + name + "' on", absolute_path(object_path));
+  write_scalar_attribute(file_, final_path_, object_path, name, H5T_NATIVE_INT64, H5T_STD_I64LE,
+                         &value);
+}
+
+void Hdf5Writer::commit() {
+  turn_off_hdf5_error_printing();
+  require_open(file_, final_path_, "commit", temporary_path_);
+  check(H5Fflush(file_, H5F_SCOPE_GLOBAL), final_path_, "flush", temporary_path_);
+  const herr_t closed = H5Fclose(file_);
+  file_ = -1;
+  if (closed < 0) fail(final_path_, "close", temporary_path_, hdf5_error_detail());
+  // The contents reach the disk before the rename makes them visible under the final
+  // name, so that after a crash the final name holds the old file or the whole new one.
+  const int descriptor = ::open(temporary_path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (descriptor < 0 || ::fsync(descriptor) != 0) {
+    const int error = errno;
+    if (descriptor >= 0) ::close(descriptor);
+    fail(final_path_, "write", temporary_path_, std::generic_category().message(error));
+  }
+  ::close(descriptor);
+  if (std::rename(temporary_path_.c_str(), final_path_.c_str()) != 0) {
+    fail(final_path_, "rename onto it", temporary_path_, std::generic_category().message(errno));
+  }
+  committed_ = true;
+}
+
+// ---- Hdf5Reader ----
+
+Hdf5Reader::Hdf5Reader(const std::string& path) : path_(path) {
+  turn_off_hdf5_error_printing();
+  std::error_code error;
+  if (!fs::exists(path_, error)) throw InputError(path_, 0, "cannot open HDF5 file: no such file");
+  file_ = H5Fopen(path_.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (file_ < 0) throw InputError(path_, 0, "cannot open HDF5 file: " + hdf5_error_detail());
+}
+
+Hdf5Reader::~Hdf5Reader() {
+  if (file_ >= 0) H5Fclose(file_);
+}
+
+std::vector<float> Hdf5Reader::read_floats(const std::string& path) const {
+  return read_numbers<float>(file_, path_, path, H5T_NATIVE_FLOAT);
+}
+
+std::vector<double> Hdf5Reader::read_doubles(const std::string& path) const {
+  return read_numbers<double>(file_, path_, path, H5T_NATIVE_DOUBLE);
+}
+
+std::vector<std::int32_t> Hdf5Reader::read_int32(const std::string& path) const {
+  return read_numbers<std::int32_t>(file_, path_, path, H5T_NATIVE_INT32);
+}
+
+std::vector<std::int64_t> Hdf5Reader::read_int64(const std::string& path) const {
+  return read_numbers<std::int64_t>(file_, path_, path, H5T_NATIVE_INT64);
+}
+
+std::vector<std::uint8_t> Hdf5Reader::read_uint8(const std::string& path) const {
+  return read_numbers<std::uint8_t>(file_, path_, path, H5T_NATIVE_UINT8);
+}
+
+std::vector<std::string> Hdf5Reader::read_strings(const std::string& path) const {
+  turn_off_hdf5_error_printing();
+  const std::string object = absolute_path(path);
+  const OpenDataset opened = open_dataset(file_, path_, object);
+  const hid_t dataset = opened.dataset.get();
+  return read_string_values(opened.stored_type.get(), opened.space.get(), opened.count, path_,
+                            "read dataset", object, [dataset](hid_t memory_type, void* buffer) {
+                              return H5Dread(dataset, memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+                                             buffer);
+                            });
+}
+
+std::string Hdf5Reader::attribute_string(const std::string& object_path,
+                                         const std::string& name) const {
+  turn_off_hdf5_error_printing();
+  const std::string object = absolute_path(object_path);
+  const OpenAttribute opened = open_attribute(file_, path_, object, name);
+  const hid_t attribute = opened.attribute.get();
+  return read_string_values(opened.stored_type.get(), opened.space.get(), 1, path_,
+                            "read attribute '" + name + "' of", object,
+                            [attribute](hid_t memory_type, void* buffer) {
+                              return H5Aread(attribute, memory_type, buffer);
+                            })
+      .front();
+}
+
+double Hdf5Reader::attribute_double(const std::string& object_path, const std::string& name) const {
+  return read_number_attribute<double>(file_, path_, object_path, name, H5T_NATIVE_DOUBLE);
+}
+
+std::int64_t Hdf5Reader::attribute_int(const std::string& object_path,
+                                       const std::string& name) const {
+  return read_number_attribute<std::int64_t>(file_, path_, object_path, name, H5T_NATIVE_INT64);
+}
+
+bool Hdf5Reader::exists(const std::string& path) const {
+  turn_off_hdf5_error_printing();
+  return object_exists(file_, absolute_path(path));
+}
+
+std::vector<std::string> Hdf5Reader::list(const std::string& group_path) const {
+  turn_off_hdf5_error_printing();
+  const std::string object = absolute_path(group_path);
+  const std::string action = "list group";
+  const Id group(check(H5Gopen2(file_, object.c_str(), H5P_DEFAULT), path_, action, object),
+                 H5Gclose);
+  H5G_info_t info{};
+  check(H5Gget_info(group.get(), &info), path_, action, object);
+  std::vector<std::string> names;
+  for (hsize_t i = 0; i < info.nlinks; ++i) {
+    const auto length = check(H5Lget_name_by_idx(group.get(), ".", H5_INDEX_NAME, H5_ITER_INC, i,
+                                                 nullptr, 0, H5P_DEFAULT),
+                              path_, action, object);
+    std::vector<char> name(static_cast<std::size_t>(length) + 1, '\0');
+    check(H5Lget_name_by_idx(group.get(), ".", H5_INDEX_NAME, H5_ITER_INC, i, name.data(),
+                             name.size(), H5P_DEFAULT),
+          path_, action, object);
+    names.emplace_back(name.data(), static_cast<std::size_t>(length));
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace duet::io

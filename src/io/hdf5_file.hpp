@@ -1,0 +1,120 @@
+// HDF5 files over the HDF5 C API: Hdf5Writer writes 1-D datasets and scalar attributes
+// into a temporary file that commit() renames onto the final path, so that a run that
+// fails never leaves a partial output file nor touches an earlier one; Hdf5Reader reads
+// them back. Every HDF5 failure becomes a std::runtime_error naming the file and the
+// object path; HDF5's own printing of errors to stderr is switched off.
+//
+// Object paths are absolute or relative to the root group ("/hits/score", "hits/score").
+// Each object is opened and closed within one call, so the classes hold only the file.
+#pragma once
+
+#include <concepts>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace duet::io {
+
+// Integer types other than std::int64_t (which has its own overload) and bool.
+template <class T>
+concept OtherInteger = std::integral<T> && !std::same_as<T, bool> && !std::same_as<T, std::int64_t>;
+
+class Hdf5Writer {
+ public:
+  // Creates "<final_path>.tmp-<pid>" in the same folder (at most one writer per final
+  // path in a process). If the folder does not exist or is not writable, throws
+  // duet::InputError(final_path, 0, "cannot create output file: <reason>") before anything
+  // is written. An existing file at final_path is untouched until commit().
+  explicit Hdf5Writer(std::string final_path);
+  ~Hdf5Writer();  // not committed: closes and deletes the temporary file
+  Hdf5Writer(const Hdf5Writer&) = delete;
+  Hdf5Writer& operator=(const Hdf5Writer&) = delete;
+
+  const std::string& final_path() const { return final_path_; }
+  const std::string& temporary_path() const { return temporary_path_; }
+
+  // Creates the group and any missing groups above it; an existing group is left as is.
+  void create_group(const std::string& path);
+
+  // One 1-D dataset per call, creating missing groups above it; the path must be new.
+  // More than 4096 elements: stored chunked and compressed (deflate level 1).
+  // Empty vectors give datasets of length 0.
+  void write(const std::string& path, const std::vector<float>& values);
+  void write(const std::string& path, const std::vector<double>& values);
+  void write(const std::string& path, const std::vector<std::int32_t>& values);
+  void write(const std::string& path, const std::vector<std::int64_t>& values);
+  void write(const std::string& path, const std::vector<std::uint8_t>& values);
+  // Variable-length UTF-8 strings (h5py reads them as bytes, or as str with .asstr());
+  // a string holding a NUL byte is an error.
+  void write(const std::string& path, const std::vector<std::string>& values);
+
+  // Scalar attributes on an existing group or dataset; an attribute of the same name is
+  // replaced. Strings are variable-length UTF-8 (h5py reads them as str).
+  void set_attribute(const std::string& object_path, const std::string& name,
+                     const std::string& value);
+  void set_attribute(const std::string& object_path, const std::string& name, double value);
+  void set_attribute(const std::string& object_path, const std::string& name, std::int64_t value);
+  // Any other integer type (int, std::size_t...) is stored as a 64-bit integer; bool is
+  // refused at compile time rather than stored as a number.
+  template <OtherInteger Integer>
+  void set_attribute(const std::string& object_path, const std::string& name, Integer value) {
+    if constexpr (std::is_unsigned_v<Integer> && sizeof(Integer) >= sizeof(std::int64_t)) {
+      if (value > static_cast<Integer>(std::numeric_limits<std::int64_t>::max())) {
+        throw std::runtime_error(final_path_ + ": cannot set attribute '" + name + "' on '" +
+                                 object_path + "': value too large for a signed 64-bit integer");
+      }
+    }
+    set_attribute(object_path, name, static_cast<std::int64_t>(value));
+  }
+
+  // Flushes and closes the file, then renames it onto final_path (atomic on POSIX file
+  // systems: readers see the old file or the new one). No other call may follow.
+  void commit();
+
+ private:
+  std::string final_path_;
+  std::string temporary_path_;
+  std::int64_t file_ = -1;  // HDF5 file id (hid_t); -1 once closed
+  bool committed_ = false;
+};
+
+class Hdf5Reader {
+ public:
+  // Opens an existing HDF5 file read-only; a missing or non-HDF5 file is a
+  // duet::InputError(path, 0, ...).
+  explicit Hdf5Reader(const std::string& path);
+  ~Hdf5Reader();
+  Hdf5Reader(const Hdf5Reader&) = delete;
+  Hdf5Reader& operator=(const Hdf5Reader&) = delete;
+
+  // Whole 1-D datasets. The stored type must be of the same kind and convert without loss
+  // (a 32-bit float dataset reads as doubles, an int32 one as int64, uint8 as int32);
+  // anything else is an error naming the stored type.
+  std::vector<float> read_floats(const std::string& path) const;
+  std::vector<double> read_doubles(const std::string& path) const;
+  std::vector<std::int32_t> read_int32(const std::string& path) const;
+  std::vector<std::int64_t> read_int64(const std::string& path) const;
+  std::vector<std::uint8_t> read_uint8(const std::string& path) const;
+  // Variable-length or fixed-length strings.
+  std::vector<std::string> read_strings(const std::string& path) const;
+
+  // Scalar attributes, under the same type rules as datasets.
+  std::string attribute_string(const std::string& object_path, const std::string& name) const;
+  double attribute_double(const std::string& object_path, const std::string& name) const;
+  std::int64_t attribute_int(const std::string& object_path, const std::string& name) const;
+
+  // Whether a group or dataset exists at `path` (false, not an error, when a group above
+  // it is missing).
+  bool exists(const std::string& path) const;
+  // Names of the members of a group, sorted.
+  std::vector<std::string> list(const std::string& group_path) const;
+
+ private:
+  std::string path_;
+  std::int64_t file_ = -1;  // HDF5 file id (hid_t)
+};
+
+}  // namespace duet::io

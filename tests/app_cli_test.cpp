@@ -1,0 +1,151 @@
+// The `duet` command as a user meets it: bad input gives one clear message naming the
+// file (and line), a non-zero exit, and leaves nothing behind; good input gives an HDF5
+// file whose contents agree with the text report.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "io/hdf5_file.hpp"
+#include "test_support.hpp"
+
+namespace duet {
+namespace {
+
+using test::TempDir;
+
+const std::string kGlobins = "/usr/share/doc/hmmer/examples/tutorial/globins4.hmm";
+const std::string kDuet = DUET_BINARY;
+
+std::string small_db(const TempDir& dir) {
+  const std::string path = dir.file("db.fa");
+  test::run_command("zcat /usr/share/doc/mmseqs2/example-data/DB.fasta.gz | head -n 600 > " + path);
+  return path;
+}
+
+// Runs duet expecting failure; checks the message and that the folder holds only `keep`.
+void expect_failure(const TempDir& dir, const std::string& args, const std::string& must_contain,
+                    std::size_t files_expected) {
+  const auto r = test::run_command(kDuet + " " + args);
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find(must_contain), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("duet: error: "), std::string::npos) << r.output;
+  // One line of error, no half-written files.
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  std::size_t files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+    ++files;
+    EXPECT_EQ(e.path().string().find(".tmp-"), std::string::npos) << "left behind: " << e.path();
+  }
+  EXPECT_EQ(files, files_expected);
+}
+
+TEST(Cli, MissingFiles) {
+  TempDir dir;
+  const std::string db = small_db(dir);
+  expect_failure(dir, "hmmsearch -o " + dir.file("o.h5") + " " + dir.file("nope.hmm") + " " + db,
+                 "nope.hmm", 1);
+  expect_failure(dir, "hmmsearch -o " + dir.file("o.h5") + " " + kGlobins + " " + dir.file("nope.fa"),
+                 "nope.fa", 1);
+}
+
+TEST(Cli, MalformedFastaNamesLineAndKeepsExistingOutput) {
+  TempDir dir;
+  test::write_file(dir.file("bad.fa"), ">a\nACDEF\n>b\nAC%DE\n");
+  test::write_file(dir.file("old.h5"), "previous results");
+  expect_failure(dir, "hmmsearch -o " + dir.file("old.h5") + " " + kGlobins + " " + dir.file("bad.fa"),
+                 "bad.fa:4: illegal character '%'", 2);
+  EXPECT_EQ(test::read_file(dir.file("old.h5")), "previous results");
+}
+
+TEST(Cli, MalformedHmmNamesLine) {
+  TempDir dir;
+  std::string text = test::read_file(kGlobins);
+  const auto p = text.find("      3 ");
+  text.replace(p + 10, 7, "abcdefg");
+  test::write_file(dir.file("bad.hmm"), text);
+  const std::string db = small_db(dir);
+  const auto line = std::count(text.begin(), text.begin() + static_cast<long>(p), '\n') + 1;
+  expect_failure(dir, "hmmsearch -o " + dir.file("o.h5") + " " + dir.file("bad.hmm") + " " + db,
+                 "bad.hmm:" + std::to_string(line) + ":", 2);
+}
+
+TEST(Cli, BadConfigFiles) {
+  TempDir dir;
+  const std::string db = small_db(dir);
+  test::write_file(dir.file("unknown.toml"), "[hmmsearch]\nE = 1.0\nF4 = 0.1\n");
+  expect_failure(dir, "hmmsearch --config " + dir.file("unknown.toml") + " -o " + dir.file("o.h5") +
+                          " " + kGlobins + " " + db,
+                 "unknown.toml:3:", 2);
+  test::write_file(dir.file("type.toml"), "[run]\ncpu = \"two\"\n");
+  expect_failure(dir, "hmmsearch --config " + dir.file("type.toml") + " -o " + dir.file("o.h5") +
+                          " " + kGlobins + " " + db,
+                 "type.toml:2:", 3);
+}
+
+TEST(Cli, CorruptGzipDatabase) {
+  TempDir dir;
+  test::run_command("zcat /usr/share/doc/mmseqs2/example-data/DB.fasta.gz | head -n 4000 | gzip > " +
+                    dir.file("db.fa.gz"));
+  std::string bytes = test::read_file(dir.file("db.fa.gz"));
+  for (std::size_t i = bytes.size() / 2; i < bytes.size() / 2 + 64; ++i) bytes[i] = static_cast<char>(~bytes[i]);
+  test::write_file(dir.file("db.fa.gz"), bytes);
+  expect_failure(dir, "hmmsearch -o " + dir.file("o.h5") + " " + kGlobins + " " + dir.file("db.fa.gz"),
+                 "db.fa.gz", 1);
+}
+
+TEST(Cli, OutputFolderMissing) {
+  TempDir dir;
+  const std::string db = small_db(dir);
+  expect_failure(dir, "hmmsearch -o " + dir.file("no/such/o.h5") + " " + kGlobins + " " + db,
+                 "no/such/o.h5", 1);
+  expect_failure(dir, "hmmsearch --tblout " + dir.file("no/t.tbl") + " -o " + dir.file("o.h5") + " " +
+                          kGlobins + " " + db,
+                 "no/t.tbl", 1);
+}
+
+TEST(Cli, ResultFileAgreesWithReport) {
+  TempDir dir;
+  test::run_command("zcat /usr/share/doc/mmseqs2/example-data/DB.fasta.gz | head -n 6000 > " + dir.file("db.fa"));
+  const auto r = test::run_command(kDuet + " hmmsearch -E 100 -o " + dir.file("r.h5") + " " + kGlobins +
+                                   " " + dir.file("db.fa"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("null2"), std::string::npos);
+  const auto counts = test::read_pass_counts(r.output);
+  ASSERT_EQ(counts.size(), 1u);
+  io::Hdf5Reader h5(dir.file("r.h5"));
+  const std::string g = "/results/hmmsearch/globins4";
+  EXPECT_EQ(h5.attribute_int(g, "targets"), 3000);
+  EXPECT_EQ(h5.attribute_int(g, "passed_msv"), counts[0][0]);
+  EXPECT_EQ(h5.attribute_int(g, "passed_bias"), counts[0][1]);
+  EXPECT_EQ(h5.attribute_int(g, "passed_viterbi"), counts[0][2]);
+  EXPECT_EQ(h5.attribute_int(g, "passed_forward"), counts[0][3]);
+  const auto stage = h5.read_uint8(g + "/stage");
+  const auto index = h5.read_int64(g + "/index");
+  const auto names = h5.read_strings(g + "/name");
+  ASSERT_EQ(static_cast<long>(stage.size()), counts[0][0]);  // targets that passed MSV
+  ASSERT_EQ(names.size(), stage.size());
+  for (std::size_t i = 1; i < index.size(); ++i) EXPECT_LT(index[i - 1], index[i]);  // database order
+  const long passed = std::count(stage.begin(), stage.end(), 5);
+  EXPECT_EQ(passed, counts[0][3]);
+  EXPECT_NE(h5.attribute_string("/run", "null2").find("off"), std::string::npos);
+  EXPECT_NE(h5.attribute_string("/run", "config_toml").find("[hmmsearch]"), std::string::npos);
+  EXPECT_NE(h5.attribute_string("/run", "command_line").find("-E 100"), std::string::npos);
+}
+
+TEST(Cli, ConfigFileSetsOptionsAndCommandLineOverrides) {
+  TempDir dir;
+  const std::string db = small_db(dir);
+  test::write_file(dir.file("c.toml"), "[hmmsearch]\nE = 1e-30\n[run]\nout = \"" + dir.file("c.h5") + "\"\n");
+  const auto a = test::run_command(kDuet + " hmmsearch --config " + dir.file("c.toml") + " " + kGlobins + " " + db);
+  ASSERT_EQ(a.status, 0) << a.output;
+  io::Hdf5Reader h5(dir.file("c.h5"));
+  EXPECT_NE(h5.attribute_string("/run", "config_toml").find("1e-30"), std::string::npos);
+  const auto b = test::run_command(kDuet + " hmmsearch --config " + dir.file("c.toml") + " -o " +
+                                   dir.file("d.h5") + " -E 5 " + kGlobins + " " + db);
+  ASSERT_EQ(b.status, 0) << b.output;
+  io::Hdf5Reader h5b(dir.file("d.h5"));
+  EXPECT_EQ(h5b.attribute_string("/run", "config_toml").find("1e-30"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace duet

@@ -1,0 +1,246 @@
+// Unit tests of src/core: alphabets, readers, profile configuration, and the scalar
+// reference stages on small cases worked out by hand.
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <cmath>
+
+#include "core/alphabet.hpp"
+#include "core/cascade.hpp"
+#include "core/error.hpp"
+#include "core/fasta_reader.hpp"
+#include "core/hmm.hpp"
+#include "core/profile.hpp"
+#include "core/reference_kernels.hpp"
+#include "core/statistics.hpp"
+#include "test_support.hpp"
+
+namespace duet {
+namespace {
+
+using test::TempDir;
+using test::write_file;
+
+// A one-node DNA model: match emits A with 0.7, C/G/T with 0.1 each.
+std::string one_node_dna_model() {
+  auto f = [](double p) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.5f", -std::log(p));
+    return std::string(b);
+  };
+  std::string s = "HMMER3/f [test]\nNAME  one\nLENG  1\nALPH  DNA\nRF    no\nMM    no\nCONS  yes\n"
+                  "CS    no\nMAP   no\nSTATS LOCAL MSV       -5.0  0.7\n"
+                  "STATS LOCAL VITERBI   -5.5  0.7\nSTATS LOCAL FORWARD   -3.0  0.7\n"
+                  "HMM          A        C        G        T\n"
+                  "            m->m     m->i     m->d     i->m     i->i     d->m     d->d\n";
+  s += "  COMPO   " + f(0.7) + " " + f(0.1) + " " + f(0.1) + " " + f(0.1) + "\n";
+  s += "          " + f(0.25) + " " + f(0.25) + " " + f(0.25) + " " + f(0.25) + "\n";
+  s += "          " + f(0.98) + " " + f(0.01) + " " + f(0.01) + " " + f(0.5) + " " + f(0.5) +
+       " 0.00000        *\n";
+  s += "      1   " + f(0.7) + " " + f(0.1) + " " + f(0.1) + " " + f(0.1) + "      1 a - - -\n";
+  s += "          " + f(0.25) + " " + f(0.25) + " " + f(0.25) + " " + f(0.25) + "\n";
+  s += "          0.00000        *        *  0.00000        *  0.00000        *\n//\n";
+  return s;
+}
+
+TEST(Alphabet, CodesFollowEasel) {
+  const Alphabet& a = Alphabet::amino();
+  EXPECT_EQ(a.K(), 20);
+  EXPECT_EQ(a.Kp(), 29);
+  EXPECT_EQ(a.digitize('A'), 0);
+  EXPECT_EQ(a.digitize('y'), 19);
+  EXPECT_EQ(a.digitize('B'), 21);
+  EXPECT_EQ(a.digitize('X'), 26);
+  EXPECT_EQ(a.digitize('*'), 27);
+  EXPECT_EQ(a.digitize('1'), Alphabet::kIllegal);
+  EXPECT_TRUE(a.includes(a.digitize('B'), a.digitize('N')));
+  EXPECT_TRUE(a.includes(a.digitize('U'), a.digitize('C')));
+  EXPECT_FALSE(a.includes(a.digitize('B'), a.digitize('A')));
+  const Alphabet& d = Alphabet::dna();
+  EXPECT_EQ(d.Kp(), 18);
+  EXPECT_EQ(d.digitize('u'), d.digitize('T'));
+  EXPECT_EQ(d.digitize('X'), d.digitize('N'));
+  EXPECT_TRUE(d.includes(d.digitize('R'), d.digitize('G')));
+}
+
+TEST(FastaReader, ReadsPlainAndGzipWithEveryResidueCode) {
+  TempDir dir;
+  const std::string text = ">s1 first one\nACDEFGHIKLMNPQRSTVWY\nbjzouxacd*\n>s2\n\n>s3 x\nA\n";
+  write_file(dir.file("a.fa"), text);
+  gzFile gz = gzopen(dir.file("a.fa.gz").c_str(), "wb");
+  gzwrite(gz, text.data(), static_cast<unsigned>(text.size()));
+  gzclose(gz);
+  for (const char* name : {"a.fa", "a.fa.gz"}) {
+    FastaReader r(dir.file(name), Alphabet::amino());
+    Sequence s;
+    ASSERT_TRUE(r.next(s));
+    EXPECT_EQ(s.name, "s1");
+    EXPECT_EQ(s.description, "first one");
+    ASSERT_EQ(s.residues.size(), 30u);
+    EXPECT_EQ(s.residues[20], 21);  // b -> B
+    EXPECT_EQ(s.residues[29], 27);  // '*'
+    ASSERT_TRUE(r.next(s));
+    EXPECT_EQ(s.name, "s2");
+    EXPECT_TRUE(s.residues.empty());
+    ASSERT_TRUE(r.next(s));
+    EXPECT_EQ(s.residues.size(), 1u);
+    EXPECT_FALSE(r.next(s));
+  }
+}
+
+TEST(FastaReader, ErrorsNameFileAndLine) {
+  TempDir dir;
+  write_file(dir.file("bad.fa"), ">s1\nACDE\nAC1DE\n");
+  FastaReader r(dir.file("bad.fa"), Alphabet::amino());
+  Sequence s;
+  try {
+    r.next(s);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.line(), 3);
+    EXPECT_NE(std::string(e.what()).find("bad.fa:3"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'1'"), std::string::npos) << e.what();
+  }
+  write_file(dir.file("nohead.fa"), "ACDE\n");
+  FastaReader r2(dir.file("nohead.fa"), Alphabet::amino());
+  EXPECT_THROW(r2.next(s), InputError);
+  write_file(dir.file("gap.fa"), ">s\nAC-DE\n");
+  FastaReader r3(dir.file("gap.fa"), Alphabet::amino());
+  EXPECT_THROW(r3.next(s), InputError);
+  EXPECT_THROW(FastaReader(dir.file("missing.fa"), Alphabet::amino()), InputError);
+}
+
+TEST(FastaReader, CorruptGzipIsAnError) {
+  TempDir dir;
+  const std::string text(20000, 'A');
+  gzFile gz = gzopen(dir.file("c.fa.gz").c_str(), "wb");
+  const std::string rec = ">s\n" + text + "\n";
+  gzwrite(gz, rec.data(), static_cast<unsigned>(rec.size()));
+  gzclose(gz);
+  std::string bytes = test::read_file(dir.file("c.fa.gz"));
+  for (std::size_t i = 20; i < bytes.size() - 8; i += 7) bytes[i] = static_cast<char>(bytes[i] ^ 0x5a);
+  write_file(dir.file("c.fa.gz"), bytes);
+  FastaReader r(dir.file("c.fa.gz"), Alphabet::amino());
+  Sequence s;
+  EXPECT_THROW(while (r.next(s)) {}, InputError);
+}
+
+TEST(HmmReader, ReadsTutorialModels) {
+  const auto models = read_hmm_file("/usr/share/doc/hmmer/examples/tutorial/globins4.hmm");
+  ASSERT_EQ(models.size(), 1u);
+  EXPECT_EQ(models[0].name, "globins4");
+  EXPECT_EQ(models[0].M, 149);
+  EXPECT_EQ(models[0].alphabet, &Alphabet::amino());
+  EXPECT_NEAR(models[0].forward_lambda, 0.70957, 1e-6);
+  const auto dna = read_hmm_file("/usr/share/doc/hmmer/examples/tutorial/MADE1.hmm");
+  EXPECT_EQ(dna[0].alphabet, &Alphabet::dna());
+  EXPECT_EQ(dna[0].M, 80);
+}
+
+TEST(HmmReader, SeveralModelsAndErrors) {
+  TempDir dir;
+  const std::string one = one_node_dna_model();
+  write_file(dir.file("two.hmm"), one + one);
+  EXPECT_EQ(read_hmm_file(dir.file("two.hmm")).size(), 2u);
+  // Truncated after the node line: error names the line.
+  std::string cut = one.substr(0, one.find("      1   "));
+  write_file(dir.file("cut.hmm"), cut);
+  try {
+    read_hmm_file(dir.file("cut.hmm"));
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("cut.hmm:"), std::string::npos) << e.what();
+  }
+  std::string bad = one;
+  bad.replace(bad.find("      1   ") + 10, 7, "0.1x234");
+  write_file(dir.file("bad.hmm"), bad);
+  EXPECT_THROW(read_hmm_file(dir.file("bad.hmm")), InputError);
+  write_file(dir.file("empty.hmm"), "");
+  EXPECT_THROW(read_hmm_file(dir.file("empty.hmm")), InputError);
+}
+
+// Worked by hand (see the comments): bytes and words as HMMER's conversions give them.
+TEST(Reference, OneNodeModelByHand) {
+  TempDir dir;
+  write_file(dir.file("one.hmm"), one_node_dna_model());
+  const HmmModel hmm = read_hmm_file(dir.file("one.hmm"))[0];
+  const SearchProfile sp = build_search_profile(hmm, Background::for_alphabet(Alphabet::dna()));
+  const Alphabet& a = Alphabet::dna();
+  // MSV: scale 3/ln2 = 4.328; score(A) = ln(0.7/0.25) = 1.0296 nats -> 4.456 -> bias 4.
+  EXPECT_EQ(sp.msv.bias, 4);
+  EXPECT_EQ(sp.msv.cost[a.digitize('A')][1], 0);  // -4 + bias
+  EXPECT_EQ(sp.msv.cost[a.digitize('C')][1], 8);  // ln(0.4) -> -3.97 -> cost 4 + bias
+  EXPECT_EQ(sp.msv.tbm, 0);                       // ln(2 / (1*2)) = 0
+  EXPECT_EQ(sp.msv.tec, 3);                       // ln(1/2) = -1 bit = 3 units
+  EXPECT_EQ(sp.msv.tjb(1), 1);                    // ln(3/4) -> -1.245 units
+  const Residue A[] = {a.digitize('A')};
+  // xB = 190 - 1; M = 189 + 4 - 0 = 193; xJ = 193 - 3 = 190; (190 - 1 - 190) / scale - 3.
+  const FilterScore msv = msv_filter_reference(sp.msv, A, 1);
+  EXPECT_FALSE(msv.overflow);
+  EXPECT_FLOAT_EQ(msv.nats, -1.0f / sp.msv.scale - 3.0f);
+  // Viterbi: scale 500/ln2 = 721.35; match(A) = 743; N->B for L=1 = ln(3/4) -> -208;
+  // E->C = -500. xB = 11792; M = 12535; xC = 12035; (12035 - 208 - 12000)/scale - 3.
+  EXPECT_EQ(sp.viterbi.match[a.digitize('A')][1], 743);
+  EXPECT_EQ(sp.viterbi.ncj_move(1), -208);
+  EXPECT_EQ(sp.viterbi.e_move, -500);
+  const FilterScore vit = viterbi_filter_reference(sp.viterbi, A, 1);
+  EXPECT_FLOAT_EQ(vit.nats, -173.0f / sp.viterbi.scale - 3.0f);
+  // Forward: B = 3/4, M = 0.75 * 1 * 2.8 = 2.1, C = 2.1 / 2, score = ln(1.05 * 3/4).
+  EXPECT_NEAR(forward_parser_reference(sp.forward, A, 1), std::log(1.05 * 0.75), 1e-5);
+  // Null model: L ln(L/(L+1)) + ln(1/(L+1)) = 2 ln(1/2) for L = 1.
+  EXPECT_NEAR(null_score(1), 2 * std::log(0.5), 1e-6);
+}
+
+TEST(Reference, SaturationAndEmptyTargets) {
+  const HmmModel hmm = read_hmm_file("/usr/share/doc/hmmer/examples/tutorial/globins4.hmm")[0];
+  const SearchProfile sp = build_search_profile(hmm, Background::for_alphabet(Alphabet::amino()));
+  // The consensus repeated scores far beyond the 8-bit range: MSV reports overflow.
+  std::vector<Residue> seq;
+  for (int r = 0; r < 4; ++r)
+    for (int k = 1; k <= hmm.M; ++k) seq.push_back(Alphabet::amino().digitize(hmm.consensus[k]));
+  const FilterScore msv = msv_filter_reference(sp.msv, seq.data(), static_cast<int>(seq.size()));
+  EXPECT_TRUE(msv.overflow);
+  EXPECT_TRUE(std::isinf(msv.nats));
+  ReferenceKernels kernels(sp);
+  const TargetScores t = run_cascade(sp, CascadeSettings{}, kernels, seq.data(), static_cast<int>(seq.size()));
+  EXPECT_EQ(t.stage, Stage::passed);
+  const TargetScores e = run_cascade(sp, CascadeSettings{}, kernels, seq.data(), 0);
+  EXPECT_EQ(e.stage, Stage::empty);
+}
+
+TEST(Reference, SsvShortcutAgreesWithMsv) {
+  const std::uint64_t seed = test::test_seed();
+  std::mt19937_64 rng(seed);
+  for (const char* name : {"globins4", "fn3", "Pkinase"}) {
+    const HmmModel hmm = read_hmm_file(std::string("/usr/share/doc/hmmer/examples/tutorial/") + name + ".hmm")[0];
+    const SearchProfile sp = build_search_profile(hmm, Background::for_alphabet(Alphabet::amino()));
+    int conclusive = 0;
+    for (int n = 0; n < 300; ++n) {
+      const int L = 1 + static_cast<int>(rng() % 600);  // for L = 0 HMMER never runs the filters
+      std::vector<Residue> s(L);
+      for (auto& x : s) x = static_cast<Residue>(rng() % 29 == 0 ? 21 + rng() % 8 : rng() % 20);
+      if (n % 10 == 0) {  // plant a stretch of consensus
+        for (int k = 1; k <= hmm.M && k < L; ++k) s[k - 1] = Alphabet::amino().digitize(hmm.consensus[k]);
+      }
+      FilterScore ssv;
+      if (!ssv_filter_reference(sp.msv, s.data(), L, ssv)) continue;
+      ++conclusive;
+      const FilterScore msv = msv_filter_reference(sp.msv, s.data(), L);
+      ASSERT_EQ(ssv.overflow, msv.overflow) << name << " n=" << n;
+      if (!msv.overflow) {
+        ASSERT_EQ(ssv.nats, msv.nats) << name << " n=" << n;
+      }
+    }
+    EXPECT_GT(conclusive, 100) << name;
+  }
+}
+
+TEST(Statistics, MatchEasel) {
+  EXPECT_NEAR(gumbel_survival(0.0, 0.0, 1.0), 1.0 - std::exp(-1.0), 1e-12);
+  EXPECT_NEAR(gumbel_survival(40.0, 0.0, 1.0), std::exp(-40.0), 1e-25);
+  EXPECT_EQ(exponential_survival(-1.0, 0.0, 0.7), 1.0);
+  EXPECT_NEAR(exponential_survival(10.0, 2.0, 0.7), std::exp(-5.6), 1e-15);
+}
+
+}  // namespace
+}  // namespace duet

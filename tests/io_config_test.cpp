@@ -1,0 +1,346 @@
+// Tests of the TOML configuration (src/io/config): defaults, a full file, every kind of
+// error with its file and line, and the to_toml round trip (fixed and random configs).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "io/config.hpp"
+#include "io_temp_dir.hpp"
+
+namespace duet::io {
+namespace {
+
+using testing::TempDir;
+
+TEST(IoConfig, DefaultsAreHmmersearchDefaults) {
+  const Config config;
+  EXPECT_EQ(config.search.E, 10.0);
+  EXPECT_FALSE(config.search.T.has_value());
+  EXPECT_FALSE(config.search.Z.has_value());
+  EXPECT_EQ(config.search.F1, 0.02);
+  EXPECT_EQ(config.search.F2, 1e-3);
+  EXPECT_EQ(config.search.F3, 1e-5);
+  EXPECT_FALSE(config.search.max);
+  EXPECT_FALSE(config.search.nobias);
+  EXPECT_FALSE(config.search.nonull2);
+  EXPECT_EQ(config.run.cpu, 0);
+  EXPECT_EQ(config.run.out, "duet.h5");
+  EXPECT_EQ(config.run.tblout, "");
+  EXPECT_EQ(config.run.isa, "auto");
+  EXPECT_FALSE(config.run.quiet);
+}
+
+TEST(IoConfig, EmptyTextGivesDefaults) {
+  EXPECT_EQ(parse_config("", "empty.toml"), Config{});
+  EXPECT_EQ(parse_config("# only a comment\n\n", "empty.toml"), Config{});
+  EXPECT_EQ(parse_config("[hmmsearch]\n[run]\n", "empty.toml"), Config{});
+}
+
+TEST(IoConfig, FullFileIsRead) {
+  const Config config = parse_config(R"(# every key
+[hmmsearch]
+E = 0.5
+T = 25.5
+Z = 45638612
+F1 = 0.05
+F2 = 2e-3
+F3 = 1e-6
+max = true
+nobias = true
+nonull2 = true
+
+[run]
+cpu = 8
+out = "results/pfam.h5"
+tblout = "hits.tbl"
+isa = "avx2"
+quiet = true
+)",
+                                     "full.toml");
+  EXPECT_EQ(config.search.E, 0.5);
+  EXPECT_EQ(config.search.T, 25.5);
+  EXPECT_EQ(config.search.Z, 45638612.0);
+  EXPECT_EQ(config.search.F1, 0.05);
+  EXPECT_EQ(config.search.F2, 2e-3);
+  EXPECT_EQ(config.search.F3, 1e-6);
+  EXPECT_TRUE(config.search.max);
+  EXPECT_TRUE(config.search.nobias);
+  EXPECT_TRUE(config.search.nonull2);
+  EXPECT_EQ(config.run.cpu, 8);
+  EXPECT_EQ(config.run.out, "results/pfam.h5");
+  EXPECT_EQ(config.run.tblout, "hits.tbl");
+  EXPECT_EQ(config.run.isa, "avx2");
+  EXPECT_TRUE(config.run.quiet);
+}
+
+TEST(IoConfig, MissingKeysKeepDefaults) {
+  const Config config = parse_config("[hmmsearch]\nT = 20\n[run]\ncpu = 2\n", "part.toml");
+  Config expected;
+  expected.search.T = 20.0;
+  expected.run.cpu = 2;
+  EXPECT_EQ(config, expected);
+}
+
+TEST(IoConfig, IntegersAreAcceptedForNumbers) {
+  const Config config = parse_config("[hmmsearch]\nE = 5\nT = -3\nZ = 1000\nF1 = 1\n", "int.toml");
+  EXPECT_EQ(config.search.E, 5.0);
+  EXPECT_EQ(config.search.T, -3.0);
+  EXPECT_EQ(config.search.Z, 1000.0);
+  EXPECT_EQ(config.search.F1, 1.0);
+}
+
+TEST(IoConfig, EveryIsaNameIsAccepted) {
+  for (const std::string isa : {"auto", "scalar", "sse4.1", "avx2", "avx512"}) {
+    EXPECT_EQ(parse_config("[run]\nisa = \"" + isa + "\"\n", "isa.toml").run.isa, isa);
+  }
+}
+
+TEST(IoConfig, InlineTablesAreTables) {
+  const Config config =
+      parse_config("hmmsearch = { E = 1e-3 }\nrun = { cpu = 4 }\n", "inline.toml");
+  EXPECT_EQ(config.search.E, 1e-3);
+  EXPECT_EQ(config.run.cpu, 4);
+}
+
+// ---- errors ----
+
+struct ConfigErrorCase {
+  const char* name;
+  const char* text;
+  std::int64_t line;    // the line the error must name
+  const char* message;  // what follows "cfg.toml:<line>: " (a prefix of it)
+};
+
+void PrintTo(const ConfigErrorCase& error_case, std::ostream* out) {
+  *out << error_case.name;
+}
+
+class IoConfigError : public ::testing::TestWithParam<ConfigErrorCase> {};
+
+TEST_P(IoConfigError, NamesFileAndLine) {
+  const ConfigErrorCase& error_case = GetParam();
+  try {
+    parse_config(error_case.text, "cfg.toml");
+    FAIL() << "no error for:\n" << error_case.text;
+  } catch (const InputError& error) {
+    EXPECT_EQ(error.file(), "cfg.toml");
+    EXPECT_EQ(error.line(), error_case.line) << error.what();
+    const std::string expected =
+        "cfg.toml:" + std::to_string(error_case.line) + ": " + error_case.message;
+    EXPECT_EQ(std::string(error.what()).substr(0, expected.size()), expected) << error.what();
+  }
+}
+
+const ConfigErrorCase kConfigErrors[] = {
+    // unknown names
+    {"unknown_key_hmmsearch", "[hmmsearch]\nE = 1.0\nF4 = 0.1\n", 3,
+     "unknown key 'F4' in [hmmsearch]"},
+    {"unknown_key_run", "[run]\ncpu = 1\n\nthreads = 4\n", 4, "unknown key 'threads' in [run]"},
+    {"unknown_table", "[hmmsearch]\nE = 1.0\n[output]\nfile = \"x\"\n", 3,
+     "unknown table [output]"},
+    {"unknown_subtable", "[hmmsearch]\nE = 1.0\n[hmmsearch.extra]\nx = 1\n", 3,
+     "unknown key 'extra' in [hmmsearch]"},
+    {"key_outside_table", "E = 1.0\n[hmmsearch]\n", 1, "unknown key 'E' outside a table"},
+    {"first_problem_in_file_order", "[hmmsearch]\nnobias = 1\nE = \"x\"\n", 2,
+     "'nobias' must be a boolean"},
+    // wrong types
+    {"string_for_number", "[hmmsearch]\nE = \"1e-3\"\n", 2, "'E' must be a number, not a string"},
+    {"boolean_for_number", "[hmmsearch]\n\nT = true\n", 3, "'T' must be a number, not a boolean"},
+    {"array_for_number", "[hmmsearch]\nZ = [1, 2]\n", 2, "'Z' must be a number, not an array"},
+    {"float_for_integer", "[run]\ncpu = 2.5\n", 2,
+     "'cpu' must be an integer, not a floating-point number"},
+    {"integer_for_boolean", "[run]\nquiet = 1\n", 2,
+     "'quiet' must be a boolean (true or false), not an integer"},
+    {"string_for_boolean", "[hmmsearch]\nmax = \"yes\"\n", 2,
+     "'max' must be a boolean (true or false), not a string"},
+    {"integer_for_string", "[run]\nout = 5\n", 2, "'out' must be a string, not an integer"},
+    {"date_for_string", "[run]\ntblout = 2024-01-01\n", 2, "'tblout' must be a string, not a date"},
+    {"number_for_table", "hmmsearch = 3\n", 1, "'hmmsearch' must be a table, not an integer"},
+    // out of range
+    {"E_zero", "[hmmsearch]\nE = 0\n", 2, "'E' must be > 0, not 0"},
+    {"E_negative", "[hmmsearch]\nE = -1.5\n", 2, "'E' must be > 0, not -1.5"},
+    {"E_infinite", "[hmmsearch]\nE = inf\n", 2, "'E' must be a finite number"},
+    {"E_nan", "[hmmsearch]\nE = nan\n", 2, "'E' must be a finite number"},
+    {"T_infinite", "[hmmsearch]\nT = -inf\n", 2, "'T' must be a finite number"},
+    {"Z_zero", "[hmmsearch]\nZ = 0.0\n", 2, "'Z' must be > 0, not 0"},
+    {"F1_zero", "[hmmsearch]\nF1 = 0\n", 2, "'F1' must be in (0, 1], not 0"},
+    {"F2_above_one", "[hmmsearch]\nF2 = 1.5\n", 2, "'F2' must be in (0, 1], not 1.5"},
+    {"F3_negative", "[hmmsearch]\nF3 = -1e-5\n", 2, "'F3' must be in (0, 1], not -1e-05"},
+    {"cpu_negative", "[run]\ncpu = -1\n", 2, "'cpu' must be >= 0, not -1"},
+    {"cpu_too_large", "[run]\ncpu = 3000000000\n", 2, "'cpu' must be at most 2147483647"},
+    {"isa_unknown", "[run]\nisa = \"neon\"\n", 2,
+     "'isa' must be one of auto, scalar, sse4.1, avx2, avx512, not 'neon'"},
+    {"isa_wrong_case", "[run]\nisa = \"AVX2\"\n", 2, "'isa' must be one of"},
+    {"out_empty", "[run]\nout = \"\"\n", 2, "'out' must not be empty"},
+    // TOML syntax
+    {"syntax_missing_value", "[hmmsearch]\nE = 1.0\nF1 =\n", 3, "TOML syntax error"},
+    {"syntax_unterminated_string", "[run]\nout = \"x.h5\nquiet = true\n", 2, "TOML syntax error"},
+    {"syntax_bad_header", "[hmmsearch\nE = 1.0\n", 1, "TOML syntax error"},
+    {"syntax_duplicate_key", "[hmmsearch]\nE = 1.0\nE = 2.0\n", 3, "TOML syntax error"},
+    {"syntax_duplicate_table", "[run]\ncpu = 1\n[run]\nquiet = true\n", 3, "TOML syntax error"},
+};
+
+INSTANTIATE_TEST_SUITE_P(Cases, IoConfigError, ::testing::ValuesIn(kConfigErrors),
+                         [](const ::testing::TestParamInfo<ConfigErrorCase>& param_info) {
+                           return std::string(param_info.param.name);
+                         });
+
+// ---- files ----
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  ASSERT_TRUE(out.good()) << path;
+}
+
+TEST(IoConfig, LoadsFile) {
+  const TempDir folder;
+  const std::string path = folder.file("duet.toml");
+  write_text(path, "[hmmsearch]\nE = 0.01\n[run]\ncpu = 3\nisa = \"scalar\"\n");
+  const Config config = load_config(path);
+  EXPECT_EQ(config.search.E, 0.01);
+  EXPECT_EQ(config.run.cpu, 3);
+  EXPECT_EQ(config.run.isa, "scalar");
+}
+
+TEST(IoConfig, FileErrorNamesPathAndLine) {
+  const TempDir folder;
+  const std::string path = folder.file("bad.toml");
+  write_text(path, "[hmmsearch]\nE = 1e-3\n\n[run]\nisa = \"sse2\"\n");
+  try {
+    load_config(path);
+    FAIL() << "no error";
+  } catch (const InputError& error) {
+    EXPECT_EQ(error.file(), path);
+    EXPECT_EQ(error.line(), 5);
+    EXPECT_EQ(std::string(error.what()).rfind(path + ":5: 'isa' must be one of", 0), 0u)
+        << error.what();
+  }
+}
+
+TEST(IoConfig, SyntaxErrorInFileNamesPathAndLine) {
+  const TempDir folder;
+  const std::string path = folder.file("syntax.toml");
+  write_text(path, "[run]\ncpu = 2\nout = = \"x\"\n");
+  try {
+    load_config(path);
+    FAIL() << "no error";
+  } catch (const InputError& error) {
+    EXPECT_EQ(error.file(), path);
+    EXPECT_EQ(error.line(), 3);
+    EXPECT_NE(std::string(error.what()).find(path + ":3: TOML syntax error"), std::string::npos)
+        << error.what();
+  }
+}
+
+TEST(IoConfig, MissingFileIsInputError) {
+  const TempDir folder;
+  const std::string path = folder.file("absent.toml");
+  try {
+    load_config(path);
+    FAIL() << "no error";
+  } catch (const InputError& error) {
+    EXPECT_EQ(error.file(), path);
+    EXPECT_EQ(error.line(), 0);
+    EXPECT_EQ(std::string(error.what()),
+              path + ": cannot read configuration file: No such file or directory");
+  }
+}
+
+TEST(IoConfig, FolderIsInputError) {
+  const TempDir folder;
+  try {
+    load_config(folder.path().string());
+    FAIL() << "no error";
+  } catch (const InputError& error) {
+    EXPECT_EQ(error.file(), folder.path().string());
+    EXPECT_EQ(error.line(), 0);
+    EXPECT_NE(std::string(error.what()).find("cannot read configuration file"), std::string::npos);
+  }
+}
+
+// ---- to_toml ----
+
+void expect_round_trip(const Config& config) {
+  const std::string text = to_toml(config);
+  Config read_back;
+  ASSERT_NO_THROW(read_back = parse_config(text, "round_trip.toml")) << text;
+  EXPECT_EQ(read_back, config) << text;
+}
+
+TEST(IoConfig, ToTomlRoundTripsDefaults) {
+  expect_round_trip(Config{});
+}
+
+TEST(IoConfig, ToTomlRoundTripsEveryField) {
+  Config config;
+  config.search.E = 0.1;
+  config.search.T = -12.375;
+  config.search.Z = 123456789012345678.0;  // more digits than an int64 literal may hold
+  config.search.F1 = 1.0;
+  config.search.F2 = 1.0 / 3.0;
+  config.search.F3 = 4.9406564584124654e-324;  // smallest subnormal
+  config.search.max = true;
+  config.search.nobias = true;
+  config.search.nonull2 = true;
+  config.run.cpu = std::numeric_limits<int>::max();
+  config.run.out = "dir with space/\"quoted\" \\ back\tslash\x01\x7f.h5";
+  config.run.tblout = "r\xC3\xA9sultats/\xCE\xB1\xCE\xB2.tbl";  // UTF-8
+  config.run.isa = "sse4.1";
+  config.run.quiet = true;
+  expect_round_trip(config);
+}
+
+TEST(IoConfig, ToTomlRoundTripsLargeAndWholeNumbers) {
+  for (const double value : {1.0, 10.0, 1e15, 1e16, 1e17, 1e22, 1.7976931348623157e308, 2e-308}) {
+    Config config;
+    config.search.E = value;
+    config.search.Z = value;
+    config.search.T = -value;
+    expect_round_trip(config);
+  }
+}
+
+TEST(IoConfig, ToTomlRoundTripsRandomConfigs) {
+  // A fresh seed each run unless DUET_TEST_SEED replays one.
+  const char* replay = std::getenv("DUET_TEST_SEED");
+  const auto seed = replay != nullptr ? static_cast<std::uint32_t>(std::stoul(replay))
+                                      : static_cast<std::uint32_t>(std::random_device{}());
+  RecordProperty("seed", std::to_string(seed));
+  SCOPED_TRACE("seed " + std::to_string(seed) +
+               " (replay with DUET_TEST_SEED=" + std::to_string(seed) + ")");
+  std::mt19937 random(seed);
+  std::uniform_real_distribution<double> exponent(-300.0, 300.0);
+  std::uniform_real_distribution<double> fraction_exponent(-300.0, 0.0);
+  std::bernoulli_distribution coin(0.5);
+  const auto positive = [&] { return std::pow(10.0, exponent(random)); };
+  const auto fraction = [&] { return std::pow(10.0, fraction_exponent(random)); };
+  for (int i = 0; i < 500; ++i) {
+    Config config;
+    config.search.E = positive();
+    if (coin(random)) config.search.T = (coin(random) ? 1.0 : -1.0) * positive();
+    if (coin(random)) config.search.Z = positive();
+    config.search.F1 = fraction();
+    config.search.F2 = fraction();
+    config.search.F3 = fraction();
+    config.search.max = coin(random);
+    config.search.nobias = coin(random);
+    config.search.nonull2 = coin(random);
+    config.run.cpu = std::uniform_int_distribution<int>(0, std::numeric_limits<int>::max())(random);
+    config.run.out = "out" + std::to_string(i) + ".h5";
+    config.run.quiet = coin(random);
+    expect_round_trip(config);
+    if (HasFailure()) break;
+  }
+}
+
+}  // namespace
+}  // namespace duet::io

@@ -18,6 +18,7 @@
 #include "core/error.hpp"
 #include "core/fasta_reader.hpp"
 #include "core/hmm.hpp"
+#include "device/gpu_info.hpp"
 #include "io/config.hpp"
 #include "io/hdf5_file.hpp"
 
@@ -170,11 +171,15 @@ int run_info() {
             << (cpu_has("avx2") ? "yes" : "no") << ", avx512bw " << (cpu_has("avx512bw") ? "yes" : "no")
             << "\n";
   std::cout << "kernels:    scalar (reference)\n";
-#ifdef DUET_HAVE_CUDA
-  std::cout << "CUDA:       compiled in\n";
-#else
-  std::cout << "CUDA:       not compiled in (CPU-only build)\n";
-#endif
+  const device::GpuInventory inv = device::list_gpus();
+  std::cout << "CUDA:       " << (inv.cuda_compiled ? "compiled in" : "not compiled in (CPU-only build)");
+  if (!inv.driver.empty()) std::cout << ", driver " << inv.driver;
+  std::cout << "\n";
+  for (const auto& g : inv.gpus) {
+    std::printf("GPU %d:      %s, %d SMs, %.1f GiB, compute capability %d.%d\n", g.index,
+                g.name.c_str(), g.multiprocessors, g.memory_gib, g.compute_major, g.compute_minor);
+  }
+  if (inv.gpus.empty()) std::cout << "GPUs:       none usable (" << inv.problem << ")\n";
   std::cout << "libraries:  oneTBB " << TBB_VERSION_MAJOR << "." << TBB_VERSION_MINOR << ", HDF5 "
             << H5_VERS_MAJOR << "." << H5_VERS_MINOR << "." << H5_VERS_RELEASE << ", toml++ "
             << TOML_LIB_MAJOR << "." << TOML_LIB_MINOR << "." << TOML_LIB_PATCH << ", CLI11 "

@@ -27,7 +27,7 @@ FilterScore msv_filter_reference(const MsvScores& msv, const Residue* dsq, int L
 
 // SSV: the single best ungapped diagonal, HMMER's shortcut for MSV. Returns true and
 // sets `score` when the shortcut is conclusive (then it equals MSV's score); false when
-// MSV must be run (J state could have been used, or saturation is ambiguous).
+// MSV must be run (J state could have been used, or saturation is ambiguous). L >= 1.
 bool ssv_filter_reference(const MsvScores& msv, const Residue* dsq, int L, FilterScore& score);
 
 // Viterbi filter: 16-bit saturating local Viterbi with HMMER's lazy evaluation of

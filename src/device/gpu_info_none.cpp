@@ -1,0 +1,12 @@
+// list_gpus() in a build without CUDA.
+#include "device/gpu_info.hpp"
+
+namespace duet::device {
+
+GpuInventory list_gpus() {
+  GpuInventory inv;
+  inv.problem = "this build has no CUDA support (nvcc was not found when it was configured)";
+  return inv;
+}
+
+}  // namespace duet::device

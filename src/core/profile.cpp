@@ -145,6 +145,29 @@ ForwardScores::Length ForwardScores::ncj(int L) const {
 
 namespace {
 
+// Fills the per-node transition arrays of a filter's score system: into M_k from node
+// k-1 (bm, mm, im, dm) and out of node k (md, mi, ii, dd; impossible at k = M), each
+// value converted by `convert(node, transition)`.
+template <typename T, typename Convert>
+void fill_node_transitions(int M, T impossible, Convert convert, std::vector<T>& bm,
+                           std::vector<T>& mm, std::vector<T>& im, std::vector<T>& dm,
+                           std::vector<T>& md, std::vector<T>& mi, std::vector<T>& ii,
+                           std::vector<T>& dd) {
+  for (auto* v : {&bm, &mm, &im, &dm, &md, &mi, &ii, &dd}) v->assign(M + 1, impossible);
+  for (int k = 1; k <= M; ++k) {
+    bm[k] = convert(k - 1, kPBM);
+    mm[k] = convert(k - 1, kPMM);
+    im[k] = convert(k - 1, kPIM);
+    dm[k] = convert(k - 1, kPDM);
+    if (k < M) {
+      md[k] = convert(k, kPMD);
+      mi[k] = convert(k, kPMI);
+      ii[k] = convert(k, kPII);
+      dd[k] = convert(k, kPDD);
+    }
+  }
+}
+
 MsvScores msv_scores(const Profile& gm) {
   const int M = gm.M;
   const int Kp = gm.alphabet->Kp();
@@ -173,21 +196,13 @@ ViterbiScores viterbi_scores(const Profile& gm) {
   for (int x = 0; x < Kp; ++x)
     for (int k = 1; k <= M; ++k) om.match[x][k] = wordify(om.scale, gm.match_score[x][k]);
   const auto w = [&](int k, int t) { return wordify(om.scale, gm.tsc[k][t]); };
-  om.bm.assign(M + 1, -32768);
-  om.mm = om.im = om.dm = om.md = om.mi = om.ii = om.dd = om.bm;
-  for (int k = 1; k <= M; ++k) {
-    // Into M_k from node k-1 (node 0 only has B). HMMER caps these at 0.
-    om.bm[k] = std::min<std::int16_t>(w(k - 1, kPBM), 0);
-    om.mm[k] = std::min<std::int16_t>(w(k - 1, kPMM), 0);
-    om.im[k] = std::min<std::int16_t>(w(k - 1, kPIM), 0);
-    om.dm[k] = std::min<std::int16_t>(w(k - 1, kPDM), 0);
-    if (k < M) {
-      om.md[k] = std::min<std::int16_t>(w(k, kPMD), 0);
-      om.mi[k] = std::min<std::int16_t>(w(k, kPMI), 0);
-      om.ii[k] = std::min<std::int16_t>(w(k, kPII), -1);  // never a zero-cost II loop
-      om.dd[k] = w(k, kPDD);
-    }
-  }
+  // HMMER caps every transition but D->D at 0, and I->I at -1 (never a free loop).
+  const auto capped = [&](int k, int t) -> std::int16_t {
+    const std::int16_t cap = t == kPII ? -1 : 0;
+    return t == kPDD ? w(k, t) : std::min<std::int16_t>(w(k, t), cap);
+  };
+  fill_node_transitions<std::int16_t>(M, -32768, capped, om.bm, om.mm, om.im, om.dm, om.md, om.mi,
+                                      om.ii, om.dd);
   om.e_loop = wordify(om.scale, gm.e_loop);
   om.e_move = wordify(om.scale, gm.e_move);
   // Bound for skipping D->D paths: max_k tDD(k) + tDM(k+1) - tBM(k+1), k = 2..M-2.
@@ -209,20 +224,7 @@ ForwardScores forward_scores(const Profile& gm) {
   for (int x = 0; x < Kp; ++x)
     for (int k = 1; k <= M; ++k) om.match[x][k] = std::exp(gm.match_score[x][k]);
   const auto p = [&](int k, int t) { return std::exp(gm.tsc[k][t]); };
-  om.bm.assign(M + 1, 0.0f);
-  om.mm = om.im = om.dm = om.md = om.mi = om.ii = om.dd = om.bm;
-  for (int k = 1; k <= M; ++k) {
-    om.bm[k] = p(k - 1, kPBM);
-    om.mm[k] = p(k - 1, kPMM);
-    om.im[k] = p(k - 1, kPIM);
-    om.dm[k] = p(k - 1, kPDM);
-    if (k < M) {
-      om.md[k] = p(k, kPMD);
-      om.mi[k] = p(k, kPMI);
-      om.ii[k] = p(k, kPII);
-      om.dd[k] = p(k, kPDD);
-    }
-  }
+  fill_node_transitions<float>(M, 0.0f, p, om.bm, om.mm, om.im, om.dm, om.md, om.mi, om.ii, om.dd);
   om.e_loop = std::exp(gm.e_loop);
   om.e_move = std::exp(gm.e_move);
   return om;

@@ -5,7 +5,12 @@
 #include <oneapi/tbb/version.h>
 #include <toml++/toml.h>
 
+#include <unistd.h>
+
+#include <atomic>
 #include <chrono>
+#include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -25,6 +30,24 @@
 namespace {
 
 using namespace duet;
+
+// Set by SIGINT; the scheduler polls it between blocks.
+std::atomic<bool> g_interrupted{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+extern "C" void on_sigint(int) { g_interrupted.store(true); }
+
+// A debug setting from the environment: a non-negative integer, 0 when unset.
+int debug_setting(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == 0) return 0;
+  char* end = nullptr;
+  const long n = std::strtol(value, &end, 10);
+  if (*end != 0 || n < 0 || n > 64) throw UsageError(std::string(name) + " must be an integer in 0..64");
+  return static_cast<int>(n);
+}
+
+// Thrown when SIGINT stopped the search: exit status 130, no output files.
+struct Interrupted {};
 
 std::string now_iso8601() {
   const std::time_t t = std::time(nullptr);
@@ -64,6 +87,11 @@ struct HmmsearchOptions {
   int cpu = 0;
   std::string out, tblout;
   bool max = false, nobias = false, nonull2 = false, quiet = false;
+  bool no_gpu = false, gpu_only = false;
+  std::string policy = "dynamic";
+  double static_cpu_fraction = 0.5;
+  std::size_t block_residues = 1 << 20, queue_depth = 0, gpu_batch_blocks = 8;
+  std::int64_t gpu_batch_residues = 16 << 20;
 };
 
 void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& action,
@@ -84,7 +112,21 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
   auto* cpu = cmd->add_option("--cpu", o.cpu, "worker threads (default: one per core)");
   auto* out = cmd->add_option("-o,--out", o.out, "HDF5 result file (default duet.h5)");
   auto* tblout = cmd->add_option("--tblout", o.tblout, "per-target table in HMMER's format");
-  auto* quiet = cmd->add_flag("--quiet", o.quiet, "no output on standard output");
+  auto* quiet = cmd->add_flag("--quiet", o.quiet, "no output on standard output, no progress line");
+  cmd->add_flag("--no-gpu", o.no_gpu, "run on the CPU only");
+  cmd->add_flag("--gpu-only", o.gpu_only, "fresh blocks to GPUs only (the CPU runs CPU-only stages and redoes failed batches)")
+      ->excludes("--no-gpu");
+  cmd->add_option("--policy", o.policy, "CPU/GPU split: dynamic (self-scheduling) or static")
+      ->check(CLI::IsMember({"dynamic", "static"}));
+  cmd->add_option("--static-cpu-fraction", o.static_cpu_fraction, "static policy: share of residues for the CPU")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--block-residues", o.block_residues, "residues per block (default 1048576)")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 32));
+  cmd->add_option("--queue-depth", o.queue_depth, "blocks waiting in the queue (memory budget; 0 = 2 per worker)");
+  cmd->add_option("--gpu-batch-blocks", o.gpu_batch_blocks, "blocks per GPU batch (default 8)")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
+  cmd->add_option("--gpu-batch-residues", o.gpu_batch_residues, "residue budget of a GPU batch (default 16777216)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
   action = [=, &o]() -> int {
     io::Config config = o.config_path.empty() ? io::Config{} : io::load_config(o.config_path);
     (void)config_opt;
@@ -130,7 +172,27 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
     const std::vector<HmmModel> models = read_hmm_file(o.hmm_path);
     { FastaReader probe(o.database_path, *models.front().alphabet); }
 
-    const app::SearchRun run = app::run_hmmsearch(models, o.database_path, config);
+    app::HybridOptions hybrid;
+    hybrid.gpu = o.no_gpu ? app::HybridOptions::Gpu::off
+                 : o.gpu_only ? app::HybridOptions::Gpu::only
+                              : app::HybridOptions::Gpu::auto_detect;
+    hybrid.policy = o.policy == "static" ? scheduler::SplitPolicy::static_fraction : scheduler::SplitPolicy::dynamic;
+    hybrid.static_cpu_fraction = o.static_cpu_fraction;
+    hybrid.block_residues = o.block_residues;
+    hybrid.queue_depth = o.queue_depth;
+    hybrid.gpu_batch_blocks = o.gpu_batch_blocks;
+    hybrid.gpu_batch_residues = o.gpu_batch_residues;
+    hybrid.test_gpus = debug_setting("DUET_DEBUG_TEST_GPU");
+    hybrid.fault_every = debug_setting("DUET_DEBUG_GPU_FAULT_EVERY");
+    if (hybrid.test_gpus > 0 && hybrid.gpu != app::HybridOptions::Gpu::off) {
+      std::cerr << "duet: warning: DUET_DEBUG_TEST_GPU: the GPU is a TEST DOUBLE running CPU kernels; "
+                   "the output file records it\n";
+    }
+    hybrid.progress = !config.run.quiet && ::isatty(STDERR_FILENO);
+    hybrid.stop = &g_interrupted;
+    std::signal(SIGINT, on_sigint);
+    const app::SearchRun run = app::run_hmmsearch(models, o.database_path, config, hybrid);
+    if (run.stopped || g_interrupted.load()) throw Interrupted{};
     app::write_hdf5(h5, run, config, info);
     if (!config.run.tblout.empty()) {
       write_text_file_atomically(config.run.tblout,
@@ -206,6 +268,9 @@ int main(int argc, char** argv) {
   try {
     if (info->parsed()) return run_info();
     return hmmsearch_action();
+  } catch (const Interrupted&) {
+    std::cerr << "duet: interrupted; no output written\n";
+    return 130;
   } catch (const InputError& e) {
     std::cerr << "duet: error: " << e.what() << "\n";
     return 1;

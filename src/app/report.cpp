@@ -40,6 +40,90 @@ std::string host_name() {
   return name;
 }
 
+// /trace/<query>/...: one row per batch, as parallel 1-D arrays; /run: totals, device
+// shares, throughput and idle tail over all queries.
+void write_trace(io::Hdf5Writer& file, const SearchRun& run) {
+  file.create_group("/trace");
+  std::int64_t residues = 0, cpu_residues = 0, gpu_residues = 0, faults = 0;
+  double cpu_cells = 0, gpu_cells = 0, cpu_busy = 0, gpu_busy = 0, idle_tail = 0;
+  bool test_double = false;
+  int cpu_workers = 0, gpu_feeders = 0;
+  for (std::size_t qi = 0; qi < run.queries.size(); ++qi) {
+    const scheduler::RunSummary& s = run.queries[qi].schedule;
+    const std::string g = "/trace/" + query_group_name(run, qi);
+    const std::size_t n = s.trace.size();
+    std::vector<std::int32_t> worker(n);
+    std::vector<std::uint8_t> device(n), failed(n);
+    std::vector<std::string> stage(n);
+    std::vector<double> start(n), end(n);
+    std::vector<std::int64_t> block(n), blocks(n), sequences(n), res(n), cells(n), survivors(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const scheduler::TraceRow& r = s.trace[i];
+      worker[i] = r.worker;
+      device[i] = static_cast<std::uint8_t>(r.device);
+      failed[i] = r.failed ? 1 : 0;
+      stage[i] = r.stage;
+      start[i] = r.start;
+      end[i] = r.end;
+      block[i] = r.block;
+      blocks[i] = r.blocks;
+      sequences[i] = r.sequences;
+      res[i] = r.residues;
+      cells[i] = r.cells;
+      survivors[i] = r.survivors;
+    }
+    file.create_group(g);
+    file.write(g + "/worker", worker);
+    file.write(g + "/device", device);
+    file.write(g + "/stage", stage);
+    file.write(g + "/start", start);
+    file.write(g + "/end", end);
+    file.write(g + "/first_block", block);
+    file.write(g + "/blocks", blocks);
+    file.write(g + "/sequences", sequences);
+    file.write(g + "/residues", res);
+    file.write(g + "/cells", cells);
+    file.write(g + "/survivors", survivors);
+    file.write(g + "/failed", failed);
+    file.set_attribute(g, "device_codes", std::string("0 CPU worker, 1 GPU feeder"));
+    file.set_attribute(g, "stage_names",
+                       std::string("all: every stage; post: CPU-only stages after a device; fault: "
+                                   "failed device batch (redone by the CPU); others: the stages a device ran"));
+    file.set_attribute(g, "time_unit", std::string("seconds from the start of this query's run"));
+    file.set_attribute(g, "wall_seconds", s.seconds);
+    file.set_attribute(g, "idle_tail_seconds", s.idle_tail_seconds);
+    residues += s.residues;
+    cpu_residues += s.cpu_residues;
+    gpu_residues += s.gpu_residues;
+    faults += s.gpu_faults;
+    cpu_busy += s.cpu_busy_seconds;
+    gpu_busy += s.gpu_busy_seconds;
+    cpu_cells += s.cpu_cells_per_second * s.cpu_busy_seconds / std::max(1, s.cpu_workers);
+    gpu_cells += s.gpu_cells_per_second * s.gpu_busy_seconds / std::max(1, s.gpu_feeders);
+    idle_tail += s.idle_tail_seconds;
+    test_double = test_double || s.test_double;
+    cpu_workers = s.cpu_workers;
+    gpu_feeders = s.gpu_feeders;
+  }
+  const double total = static_cast<double>(std::max<std::int64_t>(residues, 1));
+  file.set_attribute("/run", "cpu_workers", cpu_workers);
+  file.set_attribute("/run", "gpu_feeders", gpu_feeders);
+  file.set_attribute("/run", "gpu_backend",
+                     std::string(gpu_feeders == 0 ? "none"
+                                 : test_double    ? "TEST DOUBLE (CPU kernels on the feeder thread; debug setting)"
+                                                  : "cuda"));
+  file.set_attribute("/run", "test_double_output", std::int64_t{test_double ? 1 : 0});
+  file.set_attribute("/run", "residues_total", residues);
+  file.set_attribute("/run", "cpu_residue_share", static_cast<double>(cpu_residues) / total);
+  file.set_attribute("/run", "gpu_residue_share", static_cast<double>(gpu_residues) / total);
+  file.set_attribute("/run", "cpu_cells_per_second",
+                     cpu_busy > 0 ? cpu_cells / (cpu_busy / std::max(1, cpu_workers)) : 0.0);
+  file.set_attribute("/run", "gpu_cells_per_second",
+                     gpu_busy > 0 ? gpu_cells / (gpu_busy / std::max(1, gpu_feeders)) : 0.0);
+  file.set_attribute("/run", "idle_tail_seconds", idle_tail);
+  file.set_attribute("/run", "gpu_faults", faults);
+}
+
 }  // namespace
 
 std::string query_group_name(const SearchRun& run, std::size_t query) {
@@ -164,6 +248,7 @@ void write_hdf5(io::Hdf5Writer& file, const SearchRun& run, const io::Config& co
                      static_cast<std::int64_t>(std::thread::hardware_concurrency()));
   file.set_attribute("/run", "started", info.started);
   file.set_attribute("/run", "wall_seconds", run.seconds);
+  write_trace(file, run);
   file.create_group("/results/hmmsearch");
   for (std::size_t qi = 0; qi < run.queries.size(); ++qi) {
     const QueryResult& q = run.queries[qi];

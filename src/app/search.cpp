@@ -1,16 +1,17 @@
-// run_hmmsearch: a plain parallel loop over batches of the streamed database (the
-// hybrid scheduler replaces this loop).
+// run_hmmsearch: the hmmsearch workload (HmmsearchWorkload) and the CPU-backed test-double
+// GPU backend, run by the hybrid scheduler; results merged in database order.
 #include "app/search.hpp"
-
-#include <tbb/global_control.h>
-#include <tbb/parallel_for.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <thread>
 
-#include "core/fasta_reader.hpp"
+#include "core/error.hpp"
+#include "scheduler/result_sink.hpp"
 
 namespace duet::app {
 
@@ -49,18 +50,175 @@ void finish_query(QueryResult& query, const io::SearchConfig& config) {
 
 namespace {
 
-constexpr std::size_t kBatchSequences = 4096;
-constexpr std::size_t kBatchResidues = 4 << 20;
+// One block's records (targets that passed MSV) and pipeline counts.
+struct BlockRecords {
+  std::vector<TargetRecord> targets;
+  PipelineCounts counts;
+};
+
+// Turns the scores of one block into its records; returns the targets that passed every
+// filter.
+std::int64_t add_block(const scheduler::Block& block, const std::vector<TargetScores>& scores,
+                       scheduler::ResultSink<BlockRecords>& sink) {
+  BlockRecords out;
+  std::int64_t passed = 0;
+  for (std::size_t i = 0; i < block.sequences(); ++i) {
+    PipelineCounts& c = out.counts;
+    const Stage st = scores[i].stage;
+    ++c.targets;
+    c.residues += block.length(i);
+    if (st > Stage::msv) ++c.passed_msv;
+    if (st > Stage::bias) ++c.passed_bias;
+    if (st > Stage::viterbi) ++c.passed_viterbi;
+    if (st > Stage::forward) ++c.passed_forward, ++passed;
+    if (st > Stage::msv) {
+      TargetRecord rec;
+      rec.index = block.first_sequence + static_cast<std::int64_t>(i);
+      rec.name = block.names[i];
+      rec.description = block.descriptions[i];
+      rec.length = block.length(i);
+      rec.scores = scores[i];
+      out.targets.push_back(std::move(rec));
+    }
+  }
+  sink.put(block.index, std::move(out));
+  return passed;
+}
+
+// The CPU side: the whole cascade on one block with per-worker kernels; the post stage
+// finishes the targets a device left at Forward.
+class HmmsearchWorkload final : public scheduler::Workload {
+ public:
+  HmmsearchWorkload(const SearchProfile& profile, const CascadeSettings& settings, int threads,
+                    scheduler::ResultSink<BlockRecords>& sink)
+      : profile_(profile), settings_(settings), sink_(sink) {
+    for (int i = 0; i < threads; ++i) kernels_.push_back(std::make_unique<ReferenceKernels>(profile));
+  }
+  std::int64_t cells_per_residue() const override { return profile_.M; }
+  std::int64_t run_block(const scheduler::Block& block, int worker) override {
+    FilterKernels& k = *kernels_[static_cast<std::size_t>(worker)];
+    std::vector<TargetScores> scores(block.sequences());
+    for (std::size_t i = 0; i < block.sequences(); ++i) {
+      scores[i] = run_cascade(profile_, settings_, k, block.sequence(i), block.length(i));
+    }
+    return add_block(block, scores, sink_);
+  }
+  std::int64_t run_post(const scheduler::Block& block, int worker) override {
+    std::vector<TargetScores> scores;
+    std::vector<bool> deferred;
+    {
+      std::lock_guard lock(mutex_);
+      auto it = partial_.find(block.index);
+      scores = std::move(it->second.first);
+      deferred = std::move(it->second.second);
+      partial_.erase(it);
+    }
+    FilterKernels& k = *kernels_[static_cast<std::size_t>(worker)];
+    for (std::size_t i = 0; i < block.sequences(); ++i) {
+      if (deferred[i]) scores[i] = run_cascade(profile_, settings_, k, block.sequence(i), block.length(i));
+    }
+    return add_block(block, scores, sink_);
+  }
+  // A device's early-stage scores of a block, with the targets whose Forward remains.
+  void store_partial(std::int64_t block, std::vector<TargetScores> scores, std::vector<bool> deferred) {
+    std::lock_guard lock(mutex_);
+    partial_.emplace(block, std::make_pair(std::move(scores), std::move(deferred)));
+  }
+
+ private:
+  const SearchProfile& profile_;
+  CascadeSettings settings_;
+  scheduler::ResultSink<BlockRecords>& sink_;
+  std::vector<std::unique_ptr<FilterKernels>> kernels_;
+  std::mutex mutex_;
+  std::map<std::int64_t, std::pair<std::vector<TargetScores>, std::vector<bool>>> partial_;
+};
+
+// Kernels that run MSV and Viterbi and leave Forward to the CPU's post stage.
+class EarlyStageKernels final : public FilterKernels {
+ public:
+  explicit EarlyStageKernels(const SearchProfile& profile) : inner_(profile) {}
+  FilterScore msv(const Residue* dsq, int L) override { return inner_.msv(dsq, L); }
+  FilterScore viterbi(const Residue* dsq, int L) override { return inner_.viterbi(dsq, L); }
+  float forward(const Residue*, int) override {
+    forward_requested = true;
+    return 0;
+  }
+  bool forward_requested = false;
+
+ private:
+  ReferenceKernels inner_;
+};
+
+// TEST DOUBLE of a GPU (debug setting DUET_DEBUG_TEST_GPU only): runs the early stages
+// with the CPU reference kernels on the feeder's own thread and posts Forward survivors
+// to the CPU, exercising the feeder path (batches, post-queue, fault requeue).
+class TestDoubleGpu final : public scheduler::GpuBackend {
+ public:
+  TestDoubleGpu(const SearchProfile& profile, const CascadeSettings& settings, HmmsearchWorkload& workload,
+                scheduler::ResultSink<BlockRecords>& sink, int number)
+      : profile_(profile), settings_(settings), workload_(workload), sink_(sink), kernels_(profile),
+        number_(number) {}
+  std::string name() const override { return "test-double GPU " + std::to_string(number_); }
+  bool test_double() const override { return true; }
+  std::string stages() const override { return "msv+bias+viterbi"; }
+  std::vector<scheduler::GpuBlockOutcome> run(std::span<const scheduler::BlockPtr> blocks, int) override {
+    std::vector<scheduler::GpuBlockOutcome> outcomes;
+    for (const scheduler::BlockPtr& b : blocks) {
+      std::vector<TargetScores> scores(b->sequences());
+      std::vector<bool> deferred(b->sequences(), false);
+      scheduler::GpuBlockOutcome outcome;
+      for (std::size_t i = 0; i < b->sequences(); ++i) {
+        kernels_.forward_requested = false;
+        scores[i] = run_cascade(profile_, settings_, kernels_, b->sequence(i), b->length(i));
+        deferred[i] = kernels_.forward_requested;
+        if (deferred[i]) ++outcome.survivors;
+      }
+      outcome.needs_post = outcome.survivors > 0;
+      if (outcome.needs_post) {
+        workload_.store_partial(b->index, std::move(scores), std::move(deferred));
+      } else {
+        add_block(*b, scores, sink_);
+      }
+      outcomes.push_back(outcome);
+    }
+    return outcomes;
+  }
+
+ private:
+  const SearchProfile& profile_;
+  CascadeSettings settings_;
+  HmmsearchWorkload& workload_;
+  scheduler::ResultSink<BlockRecords>& sink_;
+  EarlyStageKernels kernels_;
+  int number_;
+};
 
 }  // namespace
 
 SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& database_path,
-                        const io::Config& config) {
+                        const io::Config& config, const HybridOptions& hybrid) {
   using Clock = std::chrono::steady_clock;
   const auto run_start = Clock::now();
-  const int threads = config.run.cpu > 0 ? config.run.cpu
-                                         : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  tbb::global_control limit(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(threads));
+  // A build without CUDA has no GPU backend: only the test double can act as one.
+  const int gpus = hybrid.gpu == HybridOptions::Gpu::off ? 0 : hybrid.test_gpus;
+  if (hybrid.gpu == HybridOptions::Gpu::only && gpus == 0) {
+    throw UsageError("--gpu-only: no GPU available (this build has no CUDA backend)");
+  }
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  scheduler::SchedulerOptions options;
+  options.cpu_workers = config.run.cpu > 0 ? config.run.cpu : std::max(1, cores - gpus);
+  options.block_residues = hybrid.block_residues;
+  options.queue_depth = hybrid.queue_depth;
+  options.gpu_batch_blocks = hybrid.gpu_batch_blocks;
+  options.gpu_batch_residues = hybrid.gpu_batch_residues;
+  options.policy = hybrid.policy;
+  options.static_cpu_fraction = hybrid.static_cpu_fraction;
+  options.gpu_only = hybrid.gpu == HybridOptions::Gpu::only;
+  options.fault_every = hybrid.fault_every;
+  options.progress = hybrid.progress;
+  options.stop = hybrid.stop;
+
   const CascadeSettings settings = cascade_settings(config.search);
   SearchRun run;
   for (const HmmModel& hmm : models) {
@@ -73,52 +231,29 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& 
     query.description = hmm.description;
     query.M = hmm.M;
 
-    FastaReader reader(database_path, *hmm.alphabet);
-    std::vector<Sequence> batch;
-    std::vector<TargetScores> scores;
-    bool more = true;
-    while (more) {
-      batch.clear();
-      std::size_t residues = 0;
-      Sequence seq;
-      while (batch.size() < kBatchSequences && residues < kBatchResidues) {
-        if (!reader.next(seq)) {
-          more = false;
-          break;
-        }
-        residues += seq.residues.size();
-        batch.push_back(std::move(seq));
-      }
-      scores.assign(batch.size(), TargetScores{});
-      tbb::parallel_for(tbb::blocked_range<std::size_t>(0, batch.size(), 16),
-                        [&](const tbb::blocked_range<std::size_t>& r) {
-                          ReferenceKernels kernels(profile);
-                          for (std::size_t i = r.begin(); i != r.end(); ++i) {
-                            const auto& s = batch[i];
-                            scores[i] = run_cascade(profile, settings, kernels, s.residues.data(),
-                                                    static_cast<int>(s.residues.size()));
-                          }
-                        });
-      for (std::size_t i = 0; i < batch.size(); ++i) {
-        PipelineCounts& c = query.counts;
-        const Stage st = scores[i].stage;
-        ++c.targets;
-        c.residues += static_cast<std::int64_t>(batch[i].residues.size());
-        if (st > Stage::msv) ++c.passed_msv;
-        if (st > Stage::bias) ++c.passed_bias;
-        if (st > Stage::viterbi) ++c.passed_viterbi;
-        if (st > Stage::forward) ++c.passed_forward;
-        if (st > Stage::msv) {
-          TargetRecord rec;
-          rec.index = c.targets - 1;
-          rec.name = std::move(batch[i].name);
-          rec.description = std::move(batch[i].description);
-          rec.length = static_cast<std::int32_t>(batch[i].residues.size());
-          rec.scores = scores[i];
-          query.targets.push_back(std::move(rec));
-        }
-      }
+    scheduler::ResultSink<BlockRecords> sink([&query](std::int64_t, BlockRecords&& block) {
+      PipelineCounts& c = query.counts;
+      c.targets += block.counts.targets;
+      c.residues += block.counts.residues;
+      c.passed_msv += block.counts.passed_msv;
+      c.passed_bias += block.counts.passed_bias;
+      c.passed_viterbi += block.counts.passed_viterbi;
+      c.passed_forward += block.counts.passed_forward;
+      for (auto& t : block.targets) query.targets.push_back(std::move(t));
+    });
+    HmmsearchWorkload workload(profile, settings, options.cpu_workers + gpus, sink);
+    std::vector<std::unique_ptr<TestDoubleGpu>> doubles;
+    std::vector<scheduler::GpuBackend*> backends;
+    for (int g = 0; g < gpus; ++g) {
+      doubles.push_back(std::make_unique<TestDoubleGpu>(profile, settings, workload, sink, g));
+      backends.push_back(doubles.back().get());
     }
+    query.schedule = scheduler::run_blocks(database_path, *hmm.alphabet, workload, backends, options);
+    if (query.schedule.stopped) {
+      run.stopped = true;
+      return run;
+    }
+    if (sink.held_back() != 0) throw std::logic_error("scheduler: results of some blocks are missing");
     finish_query(query, config.search);
     query.seconds = std::chrono::duration<double>(Clock::now() - query_start).count();
     run.queries.push_back(std::move(query));

@@ -1,13 +1,16 @@
-// The hmmsearch workload as the app runs it: queries against a streamed database,
-// results kept in database order, then thresholded into reported hits.
+// The hmmsearch workload as the app runs it: queries against a streamed database, run by
+// the hybrid scheduler (src/scheduler), results kept in database order, then thresholded
+// into reported hits.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "core/cascade.hpp"
 #include "core/hmm.hpp"
+#include "scheduler/scheduler.hpp"
 #include "io/config.hpp"
 
 namespace duet::app {
@@ -37,20 +40,41 @@ struct QueryResult {
   std::vector<TargetRecord> targets;  // database order
   std::vector<std::size_t> reported;  // indices into `targets`, best first
   double seconds = 0;
+  scheduler::RunSummary schedule;  // trace and device shares of this query's run
 };
 
 struct SearchRun {
   std::vector<QueryResult> queries;
   double seconds = 0;
+  bool stopped = false;  // interrupted (SIGINT): results are incomplete
+};
+
+// How the scheduler runs the search: devices, split policy, debug settings.
+struct HybridOptions {
+  enum class Gpu { auto_detect, off, only } gpu = Gpu::auto_detect;
+  scheduler::SplitPolicy policy = scheduler::SplitPolicy::dynamic;
+  double static_cpu_fraction = 0.5;
+  std::size_t block_residues = 1 << 20;
+  std::size_t queue_depth = 0;
+  std::size_t gpu_batch_blocks = 8;
+  std::int64_t gpu_batch_residues = 16 << 20;
+  // Debug settings (environment DUET_DEBUG_TEST_GPU, DUET_DEBUG_GPU_FAULT_EVERY): feeders
+  // of the CPU-backed test-double GPU backend, and every Nth GPU batch failing.
+  int test_gpus = 0;
+  int fault_every = 0;
+  bool progress = false;
+  const std::atomic<bool>* stop = nullptr;
 };
 
 // HMMER's settings derived from the options (--max, --nobias, F1..F3).
 CascadeSettings cascade_settings(const io::SearchConfig& config);
 
 // Searches every model of `models` against the database at `database_path` with
-// `threads` worker threads (0 = all cores).
+// config.run.cpu CPU workers (0 = one per core, less the GPU feeders) and the devices of
+// `hybrid`. A build without CUDA has no GPU: asking for one (Gpu::only without the test
+// double) is a UsageError.
 SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& database_path,
-                        const io::Config& config);
+                        const io::Config& config, const HybridOptions& hybrid = {});
 
 // Sets E-values and the reported flag once Z is known; orders reported hits best first.
 void finish_query(QueryResult& query, const io::SearchConfig& config);

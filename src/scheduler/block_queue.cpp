@@ -1,0 +1,115 @@
+// BlockQueue: see block_queue.hpp. One mutex and one condition variable guard all three
+// queues, so that a waiter wakes for whichever of them gets work.
+#include "scheduler/block_queue.hpp"
+
+#include <algorithm>
+
+namespace duet::scheduler {
+
+bool BlockQueue::push(BlockPtr block) {
+  std::unique_lock lock(mutex_);
+  changed_.wait(lock, [&] { return cancelled_ || fresh_.size() < depth_; });
+  if (cancelled_) return false;
+  fresh_.push_back(std::move(block));
+  changed_.notify_all();
+  return true;
+}
+
+void BlockQueue::close() {
+  std::lock_guard lock(mutex_);
+  closed_ = true;
+  changed_.notify_all();
+}
+
+void BlockQueue::cancel() {
+  std::lock_guard lock(mutex_);
+  cancelled_ = closed_ = true;
+  fresh_.clear();
+  requeued_.clear();
+  post_.clear();
+  changed_.notify_all();
+}
+
+bool BlockQueue::cancelled() const {
+  std::lock_guard lock(mutex_);
+  return cancelled_;
+}
+
+void BlockQueue::requeue(std::vector<BlockPtr> blocks) {
+  std::lock_guard lock(mutex_);
+  if (cancelled_) return;
+  for (auto& b : blocks) {
+    b->affinity = Affinity::cpu_only;
+    requeued_.push_back(std::move(b));
+  }
+  changed_.notify_all();
+}
+
+void BlockQueue::post(BlockPtr block) {
+  std::lock_guard lock(mutex_);
+  if (cancelled_) return;
+  post_.push_back(std::move(block));
+  changed_.notify_all();
+}
+
+std::optional<CpuTask> BlockQueue::pop_for_cpu() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    if (cancelled_) return std::nullopt;
+    if (!post_.empty()) {
+      CpuTask t{CpuTask::Kind::post, std::move(post_.front())};
+      post_.pop_front();
+      return t;
+    }
+    if (!requeued_.empty()) {
+      CpuTask t{CpuTask::Kind::block, std::move(requeued_.front())};
+      requeued_.pop_front();
+      return t;
+    }
+    const auto it = std::find_if(fresh_.begin(), fresh_.end(), [&](const BlockPtr& b) { return cpu_may_take(*b); });
+    if (it != fresh_.end()) {
+      CpuTask t{CpuTask::Kind::block, std::move(*it)};
+      fresh_.erase(it);
+      changed_.notify_all();  // room for the reader
+      return t;
+    }
+    if (!more_may_come() && fresh_.empty()) return std::nullopt;
+    changed_.wait(lock);
+  }
+}
+
+std::vector<BlockPtr> BlockQueue::pop_batch_for_gpu(std::size_t max_blocks, std::int64_t max_residues) {
+  std::unique_lock lock(mutex_);
+  std::vector<BlockPtr> batch;
+  for (;;) {
+    if (cancelled_) return batch;
+    std::int64_t residues = 0;
+    for (auto it = fresh_.begin(); it != fresh_.end() && batch.size() < std::max<std::size_t>(1, max_blocks);) {
+      const std::int64_t r = (*it)->residue_count();
+      if (!gpu_may_take(**it)) {
+        ++it;
+        continue;
+      }
+      if (!batch.empty() && residues + r > max_residues) break;
+      residues += r;
+      batch.push_back(std::move(*it));
+      it = fresh_.erase(it);
+    }
+    if (!batch.empty()) {
+      ++gpu_batches_out_;
+      changed_.notify_all();
+      return batch;
+    }
+    // Only the reader can bring blocks a GPU may take (requeued ones are cpu_only).
+    if (closed_) return batch;
+    changed_.wait(lock);
+  }
+}
+
+void BlockQueue::end_gpu_batch() {
+  std::lock_guard lock(mutex_);
+  --gpu_batches_out_;
+  changed_.notify_all();
+}
+
+}  // namespace duet::scheduler

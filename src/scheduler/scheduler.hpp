@@ -1,0 +1,107 @@
+// The hybrid scheduler: a reader thread streams the database into a bounded BlockQueue;
+// CPU workers (one block at a time) and GPU feeders (up to K blocks per batch) drain it
+// at the same time; a device that runs only the early stages posts its blocks to the
+// post-queue, which CPU workers serve first; a failed device batch goes back to the queue
+// and the CPU finishes it. Every batch leaves a TraceRow.
+//
+// The scheduler knows blocks, stages and costs, not the workload: the per-block work is a
+// Workload (CPU) and a GpuBackend (device) supplied by the caller, which also owns where
+// results go (typically a ResultSink, so that they come out in database order).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "scheduler/block.hpp"
+
+namespace duet::scheduler {
+
+// The CPU side of a workload. Called from several threads at once; `worker` (0 to
+// workers-1, feeders after the CPU workers) lets it keep per-thread state.
+class Workload {
+ public:
+  virtual ~Workload() = default;
+  // Cost of one residue, in DP cells (the model length for hmmsearch).
+  virtual std::int64_t cells_per_residue() const = 0;
+  // Runs every stage on a block and delivers its results; returns the survivors of the
+  // last stage.
+  virtual std::int64_t run_block(const Block& block, int worker) = 0;
+  // Runs the CPU-only stages of a block whose early stages a device ran; delivers its
+  // results; returns the survivors.
+  virtual std::int64_t run_post(const Block& block, int worker) = 0;
+};
+
+// What a device batch did with one of its blocks.
+struct GpuBlockOutcome {
+  bool needs_post = false;     // early stages only: the block goes to the post-queue
+  std::int64_t survivors = 0;  // sequences passing the stages the device ran
+};
+
+// A device. run() is called from its feeder thread only. On failure it throws, and must
+// not have delivered any result of the batch (the blocks are redone by the CPU).
+class GpuBackend {
+ public:
+  virtual ~GpuBackend() = default;
+  virtual std::string name() const = 0;
+  // True for the CPU-backed test double: outputs must say so.
+  virtual bool test_double() const = 0;
+  // Stages the device runs, for the trace ("all" or e.g. "msv+bias+viterbi").
+  virtual std::string stages() const = 0;
+  virtual std::vector<GpuBlockOutcome> run(std::span<const BlockPtr> blocks, int worker) = 0;
+};
+
+enum class SplitPolicy { dynamic, static_fraction };
+
+struct SchedulerOptions {
+  int cpu_workers = 1;  // >= 0 ; 0 only with a GPU (then faults and the post-queue still need one: see run())
+  std::size_t block_residues = 1 << 20;
+  std::size_t queue_depth = 0;  // fresh blocks waiting; 0 = 2 per worker and feeder
+  std::size_t gpu_batch_blocks = 8;
+  std::int64_t gpu_batch_residues = 16 << 20;
+  SplitPolicy policy = SplitPolicy::dynamic;
+  double static_cpu_fraction = 0.5;  // static: share of residues given to the CPU up front
+  bool gpu_only = false;             // fresh blocks to GPUs only (CPU: post-queue and faults)
+  int fault_every = 0;               // debug: every Nth GPU batch fails (0 = never)
+  bool progress = false;             // one-line progress on stderr
+  const std::atomic<bool>* stop = nullptr;  // set (e.g. by SIGINT) to stop early
+};
+
+enum class Device : std::uint8_t { cpu = 0, gpu = 1 };
+
+struct TraceRow {
+  int worker = 0;
+  Device device = Device::cpu;
+  std::string stage;  // "all", the device's stages, "post", or "fault"
+  double start = 0, end = 0;  // seconds from the start of the run
+  std::int64_t block = 0;     // first block of the batch
+  std::int64_t blocks = 0, sequences = 0, residues = 0, cells = 0, survivors = 0;
+  bool failed = false;
+};
+
+struct RunSummary {
+  std::vector<TraceRow> trace;  // sorted by start time
+  double seconds = 0;
+  std::int64_t blocks = 0, sequences = 0, residues = 0;
+  std::int64_t cpu_residues = 0, gpu_residues = 0;  // residues of batches that completed there
+  double cpu_busy_seconds = 0, gpu_busy_seconds = 0;
+  double cpu_cells_per_second = 0, gpu_cells_per_second = 0;  // per busy second, summed over workers
+  double idle_tail_seconds = 0;  // end of run minus the earliest time a worker ran out of work
+  std::int64_t gpu_faults = 0;
+  int cpu_workers = 0, gpu_feeders = 0;
+  bool test_double = false;
+  bool stopped = false;  // stopped through options.stop: results are incomplete
+};
+
+// Streams `database` into blocks and runs them. `gpus` may be empty. Blocks reach the
+// Workload or a GpuBackend exactly once each (a failed GPU batch delivers nothing and is
+// redone by a CPU worker). With GPUs and cpu_workers == 0, one CPU worker is still started
+// to serve the post-queue and failed batches. Rethrows the first exception of any thread
+// after stopping the others.
+RunSummary run_blocks(const std::string& database, const Alphabet& alphabet, Workload& workload,
+                      std::span<GpuBackend* const> gpus, const SchedulerOptions& options);
+
+}  // namespace duet::scheduler

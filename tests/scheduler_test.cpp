@@ -1,0 +1,280 @@
+// The hybrid scheduler (src/scheduler): the BlockQueue and ResultSink on their own; the
+// invariant that hmmsearch results are identical, bit for bit, whatever the worker count,
+// block size, split policy, test-double GPU and injected faults; edge databases; Ctrl-C.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "app/search.hpp"
+#include "core/error.hpp"
+#include "core/hmm.hpp"
+#include "core/text_reader.hpp"
+#include "scheduler/block_queue.hpp"
+#include "scheduler/result_sink.hpp"
+#include "scheduler/scheduler.hpp"
+#include "test_support.hpp"
+
+namespace duet {
+namespace {
+
+const std::string kDatabase = "/usr/share/doc/mmseqs2/example-data/DB.fasta.gz";
+const std::string kModel = "/usr/share/doc/hmmer/examples/tutorial/globins4.hmm";
+
+// The first `count` records of the example database, as a plain FASTA file.
+std::string small_database(const test::TempDir& dir, int count) {
+  const std::string path = dir.file("db" + std::to_string(count) + ".fa");
+  TextReader in(kDatabase);
+  std::ofstream out(path);
+  std::string line;
+  int headers = 0;
+  while (in.next_line(line)) {
+    if (!line.empty() && line[0] == '>' && ++headers > count) break;
+    out << line << '\n';
+  }
+  return path;
+}
+
+// Bitwise equality of two searches' results (what /results holds).
+void expect_identical(const app::SearchRun& a, const app::SearchRun& b, const std::string& what) {
+  ASSERT_EQ(a.queries.size(), b.queries.size()) << what;
+  for (std::size_t q = 0; q < a.queries.size(); ++q) {
+    const auto& x = a.queries[q];
+    const auto& y = b.queries[q];
+    EXPECT_EQ(x.counts.targets, y.counts.targets) << what;
+    EXPECT_EQ(x.counts.residues, y.counts.residues) << what;
+    EXPECT_EQ(x.counts.passed_msv, y.counts.passed_msv) << what;
+    EXPECT_EQ(x.counts.passed_bias, y.counts.passed_bias) << what;
+    EXPECT_EQ(x.counts.passed_viterbi, y.counts.passed_viterbi) << what;
+    EXPECT_EQ(x.counts.passed_forward, y.counts.passed_forward) << what;
+    EXPECT_EQ(x.reported, y.reported) << what;
+    ASSERT_EQ(x.targets.size(), y.targets.size()) << what;
+    for (std::size_t i = 0; i < x.targets.size(); ++i) {
+      const auto& s = x.targets[i];
+      const auto& t = y.targets[i];
+      EXPECT_EQ(s.index, t.index) << what;
+      EXPECT_EQ(s.name, t.name) << what;
+      EXPECT_EQ(s.description, t.description) << what;
+      EXPECT_EQ(s.length, t.length) << what;
+      EXPECT_EQ(s.scores.stage, t.scores.stage) << what;
+      EXPECT_EQ(0, std::memcmp(&s.scores.msv_bits, &t.scores.msv_bits, sizeof(float))) << what;
+      EXPECT_EQ(0, std::memcmp(&s.scores.viterbi_bits, &t.scores.viterbi_bits, sizeof(float))) << what;
+      EXPECT_EQ(0, std::memcmp(&s.scores.forward_bits, &t.scores.forward_bits, sizeof(float))) << what;
+      EXPECT_EQ(0, std::memcmp(&s.scores.pvalue, &t.scores.pvalue, sizeof(double))) << what;
+      EXPECT_EQ(0, std::memcmp(&s.evalue, &t.evalue, sizeof(double))) << what;
+      EXPECT_EQ(s.reported, t.reported) << what;
+    }
+  }
+}
+
+app::SearchRun search(const std::string& db, int workers, const app::HybridOptions& hybrid) {
+  static const std::vector<HmmModel> models = read_hmm_file(kModel);
+  io::Config config;
+  config.run.cpu = workers;
+  // Filters relaxed so that many targets reach Forward (and the post-queue).
+  config.search.F1 = 0.3;
+  config.search.F2 = 0.05;
+  config.search.F3 = 0.01;
+  return app::run_hmmsearch(models, db, config, hybrid);
+}
+
+TEST(SchedulerInvariant, ResultsIdenticalAcrossWorkersBlocksPoliciesAndFaults) {
+  test::TempDir dir;
+  const std::string db = small_database(dir, 1500);
+  app::HybridOptions base;
+  base.gpu = app::HybridOptions::Gpu::off;
+  const app::SearchRun reference = search(db, 1, base);
+  ASSERT_GT(reference.queries.at(0).counts.targets, 1000);
+  ASSERT_GT(reference.queries.at(0).counts.passed_forward, 0);
+
+  for (int workers = 1; workers <= 4; ++workers) {
+    for (std::size_t block : {std::size_t{1}, std::size_t{5000}, std::size_t{1} << 24}) {
+      app::HybridOptions h = base;
+      h.block_residues = block;
+      expect_identical(reference, search(db, workers, h),
+                       "cpu workers=" + std::to_string(workers) + " block=" + std::to_string(block));
+    }
+  }
+  struct Case {
+    const char* name;
+    int gpus, fault_every;
+    scheduler::SplitPolicy policy;
+    app::HybridOptions::Gpu mode;
+  };
+  const Case cases[] = {
+      {"test gpu dynamic", 1, 0, scheduler::SplitPolicy::dynamic, app::HybridOptions::Gpu::auto_detect},
+      {"two test gpus", 2, 0, scheduler::SplitPolicy::dynamic, app::HybridOptions::Gpu::auto_detect},
+      {"test gpu static", 1, 0, scheduler::SplitPolicy::static_fraction, app::HybridOptions::Gpu::auto_detect},
+      {"test gpu only", 1, 0, scheduler::SplitPolicy::dynamic, app::HybridOptions::Gpu::only},
+      {"faults every 2", 1, 2, scheduler::SplitPolicy::dynamic, app::HybridOptions::Gpu::auto_detect},
+      {"faults every batch", 1, 1, scheduler::SplitPolicy::dynamic, app::HybridOptions::Gpu::only},
+      {"static with faults", 2, 3, scheduler::SplitPolicy::static_fraction, app::HybridOptions::Gpu::auto_detect},
+  };
+  for (const Case& c : cases) {
+    for (int workers : {1, 3}) {
+      app::HybridOptions h = base;
+      h.gpu = c.mode;
+      h.test_gpus = c.gpus;
+      h.fault_every = c.fault_every;
+      h.policy = c.policy;
+      h.static_cpu_fraction = 0.3;
+      h.block_residues = 20000;
+      h.gpu_batch_blocks = 3;
+      const app::SearchRun run = search(db, workers, h);
+      const std::string what = std::string(c.name) + " workers=" + std::to_string(workers);
+      expect_identical(reference, run, what);
+      const auto& s = run.queries.at(0).schedule;
+      EXPECT_TRUE(s.test_double) << what;
+      EXPECT_EQ(s.residues, reference.queries[0].counts.residues) << what;
+      if (c.fault_every == 1) {
+        EXPECT_EQ(s.gpu_residues, 0) << what;
+      } else {
+        EXPECT_GT(s.gpu_residues, 0) << what;
+      }
+      if (c.fault_every > 0) {
+        EXPECT_GT(s.gpu_faults, 0) << what;
+        bool fault_row = false;
+        for (const auto& r : s.trace) fault_row = fault_row || (r.failed && r.stage == "fault");
+        EXPECT_TRUE(fault_row) << what;
+      }
+    }
+  }
+}
+
+TEST(SchedulerInvariant, TinyBlocksManyWorkersStress) {
+  test::TempDir dir;
+  const std::string db = small_database(dir, 300);
+  app::HybridOptions base;
+  base.gpu = app::HybridOptions::Gpu::off;
+  const app::SearchRun reference = search(db, 1, base);
+  for (int round = 0; round < 3; ++round) {
+    app::HybridOptions h = base;
+    h.gpu = app::HybridOptions::Gpu::auto_detect;
+    h.test_gpus = 2;
+    h.fault_every = 5;
+    h.block_residues = 1;
+    h.queue_depth = 1;
+    h.gpu_batch_blocks = 4;
+    expect_identical(reference, search(db, 8, h), "stress round " + std::to_string(round));
+  }
+}
+
+TEST(SchedulerEdges, EmptyDatabaseOneSequenceMoreWorkersThanBlocks) {
+  test::TempDir dir;
+  const std::string empty = dir.file("empty.fa");
+  test::write_file(empty, "");
+  app::HybridOptions h;
+  h.test_gpus = 1;
+  for (int workers : {1, 4}) {
+    const app::SearchRun run = search(empty, workers, h);
+    EXPECT_EQ(run.queries.at(0).counts.targets, 0);
+    EXPECT_TRUE(run.queries[0].targets.empty());
+  }
+  const std::string one = small_database(dir, 1);
+  h.gpu = app::HybridOptions::Gpu::off;
+  const app::SearchRun single = search(one, 1, h);
+  EXPECT_EQ(single.queries.at(0).counts.targets, 1);
+  expect_identical(single, search(one, 6, h), "one sequence, 6 workers");
+  h.gpu = app::HybridOptions::Gpu::auto_detect;
+  expect_identical(single, search(one, 6, h), "one sequence, 6 workers, test gpu");
+  const std::string few = small_database(dir, 3);
+  h.gpu = app::HybridOptions::Gpu::off;
+  const app::SearchRun three = search(few, 1, h);
+  h.block_residues = 1;
+  EXPECT_EQ(search(few, 8, h).queries[0].schedule.blocks, 3);
+  expect_identical(three, search(few, 8, h), "3 blocks, 8 workers");
+}
+
+TEST(SchedulerEdges, NoGpuAvailableIsUsageError) {
+  test::TempDir dir;
+  const std::string db = small_database(dir, 2);
+  app::HybridOptions h;
+  h.gpu = app::HybridOptions::Gpu::only;
+  EXPECT_THROW(search(db, 1, h), UsageError);
+}
+
+TEST(SchedulerParts, QueueBoundsDepthAndServesPostAndRequeuedFirst) {
+  scheduler::BlockQueue queue(2);
+  auto block = [](std::int64_t i) {
+    auto b = std::make_shared<scheduler::Block>();
+    b->index = i;
+    return b;
+  };
+  EXPECT_TRUE(queue.push(block(0)));
+  EXPECT_TRUE(queue.push(block(1)));
+  std::atomic<bool> third_pushed{false};
+  std::thread producer([&] {
+    queue.push(block(2));
+    third_pushed = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(third_pushed.load());  // depth 2: the reader waits
+  auto gpu = queue.pop_batch_for_gpu(1, 1 << 20);
+  ASSERT_EQ(gpu.size(), 1u);
+  producer.join();
+  EXPECT_TRUE(third_pushed.load());
+  queue.requeue({gpu[0]});
+  queue.post(block(9));
+  queue.end_gpu_batch();
+  queue.close();
+  auto t = queue.pop_for_cpu();
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->kind, scheduler::CpuTask::Kind::post);
+  t = queue.pop_for_cpu();
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->block->index, 0);  // requeued, cpu_only
+  EXPECT_EQ(t->block->affinity, scheduler::Affinity::cpu_only);
+  EXPECT_EQ(queue.pop_for_cpu()->block->index, 1);
+  EXPECT_EQ(queue.pop_for_cpu()->block->index, 2);
+  EXPECT_FALSE(queue.pop_for_cpu());
+  EXPECT_TRUE(queue.pop_batch_for_gpu(4, 100).empty());
+}
+
+TEST(SchedulerParts, ResultSinkDeliversInOrder) {
+  std::vector<std::int64_t> seen;
+  scheduler::ResultSink<int> sink([&](std::int64_t i, int&& v) {
+    EXPECT_EQ(v, static_cast<int>(i) * 10);
+    seen.push_back(i);
+  });
+  for (int i : {3, 1, 0, 2, 5, 4}) sink.put(i, i * 10);
+  EXPECT_EQ(seen, (std::vector<std::int64_t>{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(sink.held_back(), 0u);
+  EXPECT_THROW(sink.put(2, 20), std::logic_error);
+}
+
+TEST(SchedulerCli, SigintStopsCleanlyWithExit130AndNoOutput) {
+  test::TempDir dir;
+  const std::string db = small_database(dir, 20000);
+  const std::string out = dir.file("out.h5");
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const int devnull = ::open("/dev/null", O_WRONLY);
+    dup2(devnull, 1);
+    dup2(devnull, 2);
+    execl(DUET_BINARY, DUET_BINARY, "hmmsearch", "--cpu", "1", "--block-residues", "1000", "-o", out.c_str(),
+          "/usr/share/doc/hmmer/examples/tutorial/Pkinase.hmm", db.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  ASSERT_EQ(kill(pid, SIGINT), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    EXPECT_EQ(entry.path().extension(), ".fa") << "left behind: " << entry.path();
+  }
+}
+
+}  // namespace
+}  // namespace duet

@@ -12,7 +12,7 @@ double forward_pvalue(const SearchProfile& profile, double bits) {
   return std::exp(exponential_log_survival(bits, profile.forward_tau, profile.forward_lambda));
 }
 
-TargetScores run_cascade(const SearchProfile& profile, const CascadeSettings& settings,
+TargetScores run_filters(const SearchProfile& profile, const CascadeSettings& settings,
                          FilterKernels& kernels, const Residue* dsq, int L) {
   TargetScores out;
   if (L == 0) return out;  // HMMER skips empty targets silently
@@ -52,17 +52,27 @@ TargetScores run_cascade(const SearchProfile& profile, const CascadeSettings& se
     if (P > settings.F2) return out;
   }
 
-  // Forward filter.
-  out.stage = Stage::forward;
+  out.stage = Stage::forward;  // Forward comes next (run_forward_stage)
+  return out;
+}
+
+void run_forward_stage(const SearchProfile& profile, const CascadeSettings& settings,
+                       FilterKernels& kernels, const Residue* dsq, int L, TargetScores& out) {
   const float fwdsc = kernels.forward(dsq, L);
-  seq_score = (fwdsc - filtersc) / static_cast<float>(kLog2);
-  P = exponential_survival(seq_score, profile.forward_tau, profile.forward_lambda);
+  const float seq_score = (fwdsc - out.filter_nats) / static_cast<float>(kLog2);
+  const double P = exponential_survival(seq_score, profile.forward_tau, profile.forward_lambda);
   out.pvalue = P;
   // The reported score uses the plain null model (no null2: --nonull2 semantics).
-  out.forward_bits = (fwdsc - nullsc) / static_cast<float>(kLog2);
-  if (P > settings.F3) return out;
+  out.forward_bits = (fwdsc - out.null_nats) / static_cast<float>(kLog2);
+  if (P > settings.F3) return;
   out.stage = Stage::passed;
   out.pvalue = forward_pvalue(profile, out.forward_bits);
+}
+
+TargetScores run_cascade(const SearchProfile& profile, const CascadeSettings& settings,
+                         FilterKernels& kernels, const Residue* dsq, int L) {
+  TargetScores out = run_filters(profile, settings, kernels, dsq, L);
+  if (out.stage == Stage::forward) run_forward_stage(profile, settings, kernels, dsq, L, out);
   return out;
 }
 

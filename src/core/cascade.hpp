@@ -60,8 +60,21 @@ class ReferenceKernels final : public FilterKernels {
   const SearchProfile& profile_;
 };
 
+// The whole cascade for one target.
 TargetScores run_cascade(const SearchProfile& profile, const CascadeSettings& settings,
                          FilterKernels& kernels, const Residue* dsq, int L);
+
+// The cascade split where a device hands over to the CPU: run_filters stops before the
+// Forward stage (a target that reaches it has stage == Stage::forward and no Forward
+// score yet: `needs_forward`); run_forward_stage finishes it. Together they give exactly
+// what run_cascade gives.
+TargetScores run_filters(const SearchProfile& profile, const CascadeSettings& settings,
+                         FilterKernels& kernels, const Residue* dsq, int L);
+inline bool needs_forward(const TargetScores& t) {
+  return t.stage == Stage::forward && t.forward_bits != t.forward_bits;  // NaN: not run yet
+}
+void run_forward_stage(const SearchProfile& profile, const CascadeSettings& settings,
+                       FilterKernels& kernels, const Residue* dsq, int L, TargetScores& target);
 
 // Forward P-value of a bit score, and E-value for a search space of Z targets.
 double forward_pvalue(const SearchProfile& profile, double bits);

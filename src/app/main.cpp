@@ -20,6 +20,7 @@
 
 #include "app/report.hpp"
 #include "app/search.hpp"
+#include "app/synth_command.hpp"
 #include "core/error.hpp"
 #include "core/fasta_reader.hpp"
 #include "core/hmm.hpp"
@@ -259,6 +260,10 @@ int main(int argc, char** argv) {
   std::function<int()> hmmsearch_action;
   add_hmmsearch(app, hmmsearch_options, hmmsearch_action, argc, argv);
   auto* info = app.add_subcommand("info", "Show the CPU, GPUs, instruction sets and build options");
+  // Further subcommands register here: each is run when it is the one parsed.
+  std::vector<std::pair<CLI::App*, std::function<int()>>> commands;
+  commands.emplace_back(info, run_info);
+  app::add_synth_commands(app, commands);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -266,7 +271,8 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   try {
-    if (info->parsed()) return run_info();
+    for (auto& [command, action] : commands)
+      if (command->parsed()) return action();
     return hmmsearch_action();
   } catch (const Interrupted&) {
     std::cerr << "duet: interrupted; no output written\n";

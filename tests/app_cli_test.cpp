@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "io/hdf5_file.hpp"
+#include "io/sweep.hpp"
 #include "test_support.hpp"
 
 namespace duet {
@@ -145,6 +146,52 @@ TEST(Cli, ConfigFileSetsOptionsAndCommandLineOverrides) {
   ASSERT_EQ(b.status, 0) << b.output;
   io::Hdf5Reader h5b(dir.file("d.h5"));
   EXPECT_EQ(h5b.attribute_string("/run", "config_toml").find("1e-30"), std::string::npos);
+}
+
+TEST(Cli, SyntheticWorkloadsAreDeterministic) {
+  TempDir dir;
+  for (const char* name : {"a", "b"}) {
+    const std::string d = dir.file(name);
+    ASSERT_EQ(test::run_command(kDuet + " synth-model -L 60 -L 300 --seed 5 -o " + d + ".hmm").status, 0);
+    ASSERT_EQ(test::run_command(kDuet + " synth-db --residues 3e5 --homologs 0.02 --model " + d +
+                                ".hmm --seed 9 -o " + d + ".fa.gz").status, 0);
+  }
+  EXPECT_EQ(test::read_file(dir.file("a.hmm")), test::read_file(dir.file("b.hmm")));
+  EXPECT_EQ(test::run_command("zcat " + dir.file("a.fa.gz") + " | md5sum").output,
+            test::run_command("zcat " + dir.file("b.fa.gz") + " | md5sum").output);
+  // HMMER reads both files (a plain copy: it cannot rewind gzip for a second query).
+  ASSERT_EQ(test::run_command("zcat " + dir.file("a.fa.gz") + " > " + dir.file("a.fa")).status, 0);
+  const auto h = test::run_command("hmmsearch -o /dev/null " + dir.file("a.hmm") + " " + dir.file("a.fa"));
+  EXPECT_EQ(h.status, 0) << h.output;
+}
+
+TEST(Cli, BenchSweepWritesSummary) {
+  TempDir dir;
+  test::write_file(dir.file("s.toml"),
+                   "name = \"t\"\n[workload]\nsynthetic_lengths = [40, 120]\nsynthetic_residues = 2e5\n"
+                   "[sweep]\ndevices = [\"cpu\"]\ncpu = [1, 2]\n");
+  const auto r = test::run_command(kDuet + " bench " + dir.file("s.toml") + " -o " + dir.file("out"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto rows = io::read_csv(test::read_file(dir.file("out/summary.csv")));
+  ASSERT_EQ(rows.size(), 5u);  // header + 2 models x 2 worker counts
+  const auto& h = rows[0];
+  auto col = [&](const std::string& name) {
+    return static_cast<std::size_t>(std::find(h.begin(), h.end(), name) - h.begin());
+  };
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i][col("status")], "ok");
+    EXPECT_GT(std::stod(rows[i][col("gcups")]), 0.0);
+    EXPECT_EQ(rows[i][col("M")], i <= 2 ? "40" : "120");
+    EXPECT_TRUE(std::filesystem::exists(rows[i][col("result_file")]));
+  }
+  // A sweep asking for something this build cannot do records the failure and goes on.
+  test::write_file(dir.file("g.toml"),
+                   "[workload]\nsynthetic_lengths = [40]\nsynthetic_residues = 1e5\n[sweep]\ndevices = [\"gpu\"]\n");
+  const auto g = test::run_command(kDuet + " bench " + dir.file("g.toml") + " -o " + dir.file("out2"));
+  ASSERT_EQ(g.status, 0) << g.output;
+  const auto grows = io::read_csv(test::read_file(dir.file("out2/summary.csv")));
+  ASSERT_EQ(grows.size(), 2u);
+  EXPECT_NE(grows[1][col("status")].find("failed"), std::string::npos);
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "app/report.hpp"
+#include "app/bench_command.hpp"
 #include "app/search.hpp"
 #include "app/synth_command.hpp"
 #include "core/error.hpp"
@@ -264,6 +265,7 @@ int main(int argc, char** argv) {
   std::vector<std::pair<CLI::App*, std::function<int()>>> commands;
   commands.emplace_back(info, run_info);
   app::add_synth_commands(app, commands);
+  app::add_bench_command(app, commands);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,100 @@
+// The boundary between the ISA-independent code and the per-ISA kernel objects: plain
+// views of the striped profiles (built in striped_profiles.cpp) and one table of kernel
+// entry points per ISA namespace (defined by kernels_impl.hpp, compiled per ISA).
+//
+// This header is included by code compiled with ISA flags, so it holds only plain data
+// and declarations: no inline code from the standard library may be instantiated in an
+// ISA translation unit (the linker could keep an AVX-512 copy for every caller).
+//
+// Striped order (Farrar): a model of M nodes in vectors of n lanes uses Q = ceil(M / n)
+// vectors per row; node k = 1..M sits in vector q = (k-1) % Q, lane (k-1) / Q, at element
+// q * n + lane. Nodes past M are padding whose scores keep them at -infinity.
+#pragma once
+
+#include <cstdint>
+
+#include "core/alphabet.hpp"
+
+namespace duet::simd {
+
+// MSV costs: cost[x * Q * n + element], unsigned biased costs (255 in padding).
+struct MsvStripedView {
+  int Q = 0;
+  const std::uint8_t* cost = nullptr;
+  std::uint8_t base = 0, bias = 0, tbm = 0, tec = 0;
+};
+
+// SSV steps: step[x * stride * n + p * n + lane] = min(cost - bias, 127) of vector
+// p mod Q, for p = 0 .. Q + extension - 1 (the copies let a diagonal read past Q).
+struct SsvStripedView {
+  int Q = 0;
+  int stride = 0;  // vectors per residue: Q + extension
+  const std::int8_t* step = nullptr;
+};
+
+// Viterbi filter: match[x * Q * n + element]; transitions: for each q, seven vectors
+// (B->M, M->M, I->M, D->M into node k; M->D, M->I, I->I out of node k), then Q vectors
+// of D->D out of node k. Padding is -32768 everywhere.
+enum ViterbiStripedTransition {
+  kVitBM = 0,
+  kVitMM,
+  kVitIM,
+  kVitDM,
+  kVitMD,
+  kVitMI,
+  kVitII,
+  kVitPerQ
+};
+struct ViterbiStripedView {
+  int Q = 0;
+  const std::int16_t* match = nullptr;
+  const std::int16_t* transitions = nullptr;
+  std::int16_t base = 0, e_loop = 0, e_move = 0, dd_bound = 0;
+};
+
+// Forward: the same order as the Viterbi filter, probabilities (0 in padding).
+struct ForwardStripedView {
+  int Q = 0;
+  const float* match = nullptr;
+  const float* transitions = nullptr;
+  float e_loop = 0, e_move = 0;
+};
+
+// Raw results; the ISA-independent code turns them into scores exactly as the
+// references do (simd_kernels.cpp).
+struct MsvRaw {
+  bool overflow = false;
+  int xJ = 0;
+};
+struct ViterbiRaw {
+  bool overflow = false;
+  int xC = 0;
+};
+
+// One ISA's kernels. DP rows are caller-owned, 64-byte aligned, of the sizes below (in
+// elements, for Q vectors): MSV Q*n bytes; Viterbi 3*Q*n int16; Forward 3*Q*n floats.
+struct IsaKernels {
+  int vector_bytes;
+  int ssv_registers;  // vectors SSV keeps in registers: its profile's extension + 1
+  // SSV: the largest cell of every diagonal, as an unsigned byte (ssv_filter_reference's xE).
+  int (*ssv_max)(const SsvStripedView& profile, const Residue* dsq, int L);
+  MsvRaw (*msv)(const MsvStripedView& profile, const Residue* dsq, int L, int tjb,
+                std::uint8_t* row);
+  ViterbiRaw (*viterbi)(const ViterbiStripedView& profile, const Residue* dsq, int L, int ncj_move,
+                        std::int16_t* rows);
+  // The Forward parser's score in nats, for N/C/J loop and move probabilities of length L.
+  float (*forward)(const ForwardStripedView& profile, const Residue* dsq, int L, float loop,
+                   float move, float* rows);
+};
+
+namespace sse41 {
+const IsaKernels& isa_kernels();
+}
+namespace avx2 {
+const IsaKernels& isa_kernels();
+}
+namespace avx512 {
+const IsaKernels& isa_kernels();
+}
+
+}  // namespace duet::simd

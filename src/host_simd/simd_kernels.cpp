@@ -1,0 +1,266 @@
+// The variant table's helpers, the ISA dispatcher and SimdFilterKernels; the contract is
+// in simd_kernels.hpp. The raw results of the ISA kernels become scores here, with the
+// references' own expressions, so the scores are the same bit for bit.
+#include "host_simd/simd_kernels.hpp"
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "core/error.hpp"
+#include "core/statistics.hpp"
+#include "host_simd/striped_profiles.hpp"
+
+namespace duet::simd {
+
+struct StripedProfiles {
+  const IsaKernels* kernels = nullptr;
+  StripedSsvProfile ssv;
+  StripedMsvProfile msv;
+  StripedViterbiProfile viterbi;
+  StripedForwardProfile forward;
+};
+
+struct DpRows {
+  AlignedBuffer<std::uint8_t> msv;
+  AlignedBuffer<std::int16_t> viterbi;
+  AlignedBuffer<float> forward;
+};
+
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+const IsaKernels* isa_kernels_of(Isa isa) {
+  switch (isa) {
+    case Isa::sse41:
+      return &sse41::isa_kernels();
+    case Isa::avx2:
+      return &avx2::isa_kernels();
+    case Isa::avx512:
+      return &avx512::isa_kernels();
+    case Isa::scalar:
+      break;
+  }
+  return nullptr;
+}
+
+// SSV's shortcut can be conclusive only when an overflow implies a possible J state.
+bool ssv_applicable(const MsvScores& msv, int tjb) {
+  return tjb + msv.tbm + msv.tec + msv.bias < 127;
+}
+
+// The end of ssv_filter_reference, from the largest diagonal cell xE (unsigned byte).
+bool ssv_decision(const MsvScores& msv, int tjb, int xE, FilterScore& result) {
+  if (xE >= 255 - msv.bias) {
+    result = {kInf, true};
+    return msv.base - tjb - msv.tbm >= 128;  // otherwise MSV itself might not overflow
+  }
+  xE += msv.base - tjb - msv.tbm;
+  xE -= 128;
+  if (xE >= 255 - msv.bias) {
+    result = {kInf, true};
+    return true;
+  }
+  const int xJ = xE - msv.tec;
+  if (xJ > msv.base) return false;  // the J state could have been used
+  float score = static_cast<float>(xJ - tjb) - static_cast<float>(msv.base);
+  score /= msv.scale;
+  score -= 3.0f;
+  result = {score, false};
+  return true;
+}
+
+FilterScore msv_score(const MsvScores& msv, int tjb, MsvRaw raw) {
+  if (raw.overflow) return {kInf, true};
+  float score = static_cast<float>(raw.xJ - tjb) - static_cast<float>(msv.base);
+  score /= msv.scale;
+  score -= 3.0f;
+  return {score, false};
+}
+
+FilterScore viterbi_score(const ViterbiScores& vit, int ncj_move, ViterbiRaw raw) {
+  if (raw.overflow) return {kInf, true};
+  if (raw.xC <= -32768) return {-kInf, false};
+  float score =
+      static_cast<float>(raw.xC) + static_cast<float>(ncj_move) - static_cast<float>(vit.base);
+  score /= vit.scale;
+  score -= 3.0f;
+  return {score, false};
+}
+
+}  // namespace
+
+std::string_view isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::scalar:
+      return "scalar";
+    case Isa::sse41:
+      return "sse4.1";
+    case Isa::avx2:
+      return "avx2";
+    case Isa::avx512:
+      return "avx512";
+  }
+  return "?";
+}
+
+std::string_view kernel_name(Kernel kernel) {
+  switch (kernel) {
+    case Kernel::ssv:
+      return "ssv";
+    case Kernel::msv:
+      return "msv";
+    case Kernel::viterbi:
+      return "viterbi";
+    case Kernel::forward:
+      return "forward";
+  }
+  return "?";
+}
+
+const Variant& variant(Kernel kernel, Isa isa) {
+  for (const Variant& v : kVariants) {
+    if (v.kernel == kernel && v.isa == isa) return v;
+  }
+  throw UsageError("no " + std::string(kernel_name(kernel)) + " kernel for " +
+                   std::string(isa_name(isa)));
+}
+
+int vector_bytes(Isa isa) {
+  const IsaKernels* kernels = isa_kernels_of(isa);
+  return kernels != nullptr ? kernels->vector_bytes : 1;
+}
+
+bool cpu_supports(Isa isa) {
+  switch (isa) {
+    case Isa::scalar:
+      return true;
+    case Isa::sse41:
+      return __builtin_cpu_supports("sse4.1");
+    case Isa::avx2:
+      return __builtin_cpu_supports("avx2");
+    case Isa::avx512:
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+  }
+  return false;
+}
+
+Isa best_isa() {
+  static const Isa chosen = [] {
+    for (Isa isa : kIsaPreference) {
+      if (cpu_supports(isa)) return isa;
+    }
+    return Isa::scalar;
+  }();
+  return chosen;
+}
+
+Isa isa_from_name(std::string_view name) {
+  if (name == "auto") return best_isa();
+  for (Isa isa : kIsaPreference) {
+    if (name != isa_name(isa)) continue;
+    if (!cpu_supports(isa)) {
+      throw UsageError("the ISA '" + std::string(name) +
+                       "' is not supported by this CPU (best available: " +
+                       std::string(isa_name(best_isa())) + ")");
+    }
+    return isa;
+  }
+  throw UsageError("unknown ISA '" + std::string(name) +
+                   "' (expected auto, scalar, sse4.1, avx2 or avx512)");
+}
+
+float forward_margin(float simd_score) {
+  return static_cast<float>(0.01 + 10.0 * (kForwardAbsoluteTolerance +
+                                           kForwardRelativeTolerance * std::fabs(simd_score)));
+}
+
+// ---- SimdFilterKernels ----
+
+SimdFilterKernels::SimdFilterKernels(const SearchProfile& profile, Isa isa, ForwardGate gate)
+    : profile_(profile), isa_(isa), gate_(gate) {
+  if (!cpu_supports(isa)) {
+    throw UsageError("the ISA '" + std::string(isa_name(isa)) + "' is not supported by this CPU");
+  }
+  const IsaKernels* kernels = isa_kernels_of(isa);
+  if (kernels == nullptr) return;  // scalar: the references need nothing more
+  striped_ = std::make_unique<StripedProfiles>();
+  striped_->kernels = kernels;
+  striped_->ssv =
+      stripe_ssv_steps(profile.msv, variant(Kernel::ssv, isa).lanes, kernels->ssv_registers - 1);
+  striped_->msv = stripe_msv_scores(profile.msv, variant(Kernel::msv, isa).lanes);
+  striped_->viterbi = stripe_viterbi_scores(profile.viterbi, variant(Kernel::viterbi, isa).lanes);
+  striped_->forward = stripe_forward_scores(profile.forward, variant(Kernel::forward, isa).lanes);
+  rows_ = std::make_unique<DpRows>();
+  rows_->msv.resize(static_cast<std::size_t>(striped_->msv.Q) * striped_->msv.lanes);
+  rows_->viterbi.resize(3 * static_cast<std::size_t>(striped_->viterbi.Q) *
+                        striped_->viterbi.lanes);
+  rows_->forward.resize(3 * static_cast<std::size_t>(striped_->forward.Q) *
+                        striped_->forward.lanes);
+}
+
+SimdFilterKernels::~SimdFilterKernels() = default;
+
+bool SimdFilterKernels::ssv_only(const Residue* dsq, int L, FilterScore& score) {
+  if (isa_ == Isa::scalar) return ssv_filter_reference(profile_.msv, dsq, L, score);
+  const int tjb = profile_.msv.tjb(L);
+  if (!ssv_applicable(profile_.msv, tjb)) return false;
+  const int xE = striped_->kernels->ssv_max(striped_->ssv.view(), dsq, L);
+  return ssv_decision(profile_.msv, tjb, xE, score);
+}
+
+FilterScore SimdFilterKernels::msv_only(const Residue* dsq, int L) {
+  if (isa_ == Isa::scalar) return msv_filter_reference(profile_.msv, dsq, L);
+  const int tjb = profile_.msv.tjb(L);
+  return msv_score(profile_.msv, tjb,
+                   striped_->kernels->msv(striped_->msv.view(), dsq, L, tjb, rows_->msv.data()));
+}
+
+FilterScore SimdFilterKernels::msv(const Residue* dsq, int L) {
+  if (isa_ == Isa::scalar) return msv_filter_reference(profile_.msv, dsq, L);
+  const int tjb = profile_.msv.tjb(L);
+  if (ssv_applicable(profile_.msv, tjb)) {
+    // SSV's xE starts at the begin score (128). Only a diagonal that rises above it gives
+    // MSV's score: when none does (L = 0, or tiny targets), MSV's best cell is lower.
+    const int xE = striped_->kernels->ssv_max(striped_->ssv.view(), dsq, L);
+    FilterScore score;
+    if (xE > 128 && ssv_decision(profile_.msv, tjb, xE, score)) return score;
+  }
+  return msv_score(profile_.msv, tjb,
+                   striped_->kernels->msv(striped_->msv.view(), dsq, L, tjb, rows_->msv.data()));
+}
+
+FilterScore SimdFilterKernels::viterbi(const Residue* dsq, int L) {
+  if (isa_ == Isa::scalar) return viterbi_filter_reference(profile_.viterbi, dsq, L);
+  const int ncj_move = profile_.viterbi.ncj_move(L);
+  return viterbi_score(profile_.viterbi, ncj_move,
+                       striped_->kernels->viterbi(striped_->viterbi.view(), dsq, L, ncj_move,
+                                                  rows_->viterbi.data()));
+}
+
+float SimdFilterKernels::forward_simd(const Residue* dsq, int L) {
+  if (isa_ == Isa::scalar) return forward_parser_reference(profile_.forward, dsq, L);
+  const ForwardScores::Length ncj = profile_.forward.ncj(L);
+  return striped_->kernels->forward(striped_->forward.view(), dsq, L, ncj.loop, ncj.move,
+                                    rows_->forward.data());
+}
+
+float SimdFilterKernels::forward(const Residue* dsq, int L) {
+  if (isa_ != Isa::scalar && gate_.enabled) {
+    const float fast = forward_simd(dsq, L);
+    if (std::isfinite(fast)) {
+      // The cascade's F3 test (run_cascade), on the SIMD score raised by the margin.
+      const float null =
+          gate_.bias_filter ? bias_filter_score(profile_.bias, dsq, L) : null_score(L);
+      const float optimistic = fast + forward_margin(fast);
+      const float bits = (optimistic - null) / static_cast<float>(kLog2);
+      const double P = exponential_survival(bits, profile_.forward_tau, profile_.forward_lambda);
+      if (P > gate_.F3) return fast;  // fails F3 whatever the exact score
+    }
+  }
+  ++forward_reference_calls_;
+  return forward_parser_reference(profile_.forward, dsq, L);
+}
+
+}  // namespace duet::simd

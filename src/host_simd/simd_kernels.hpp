@@ -1,0 +1,143 @@
+// CPU SIMD kernels for hmmsearch's filters: the variant table, the ISA dispatcher and the
+// per-model kernel object (SimdFilterKernels, a duet::FilterKernels).
+//
+// Contract of every kernel (written once, here):
+//   - Inputs: a SearchProfile's scores (core/profile.hpp), striped for the ISA's vector
+//     width by the functions of host_simd/striped_profiles.hpp, and a target of L digital
+//     residues (any code 0..Kp-1, degenerate, gap, '*' and '~' included); L = 0 is allowed.
+//   - SSV, MSV and Viterbi return EXACTLY the score of the scalar reference of
+//     core/reference_kernels.hpp, bit for bit, overflow included: an MSV or Viterbi
+//     overflow is FilterScore{+inf, overflow = true}; SSV also says, as the reference
+//     does, when its shortcut is inconclusive and MSV must run.
+//   - The SIMD Forward parser sums in another order than the reference; its score (nats)
+//     is within kForwardAbsoluteTolerance + kForwardRelativeTolerance * |score| of
+//     forward_parser_reference. It is only a filter: SimdFilterKernels::forward() reports
+//     the reference score for every target that might pass F3 (rule below).
+//
+// ISAs: each kernel source (kernels_impl.hpp) is compiled once per ISA, SSE4.1 (128-bit),
+// AVX2 (256-bit) and AVX-512BW (512-bit), into duet::simd::sse41 / avx2 / avx512.
+// "scalar" names the references themselves. The dispatcher picks, once, the first ISA of
+// kIsaPreference that the CPU has; isa_from_name() forces one and throws UsageError for
+// an unknown name or an ISA this CPU lacks.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "core/cascade.hpp"
+#include "core/profile.hpp"
+#include "core/reference_kernels.hpp"
+
+namespace duet::simd {
+
+enum class Isa : std::uint8_t { scalar, sse41, avx2, avx512 };
+enum class Kernel : std::uint8_t { ssv, msv, viterbi, forward };
+
+// One row per (kernel, ISA): the vector lanes and their element width.
+struct Variant {
+  Kernel kernel;
+  Isa isa;
+  int lanes;
+  int element_bits;
+};
+
+// Every variant; the dispatcher, the tests and the benchmark all read this table.
+inline constexpr std::array<Variant, 16> kVariants{{
+    {Kernel::ssv, Isa::scalar, 1, 8},
+    {Kernel::ssv, Isa::sse41, 16, 8},
+    {Kernel::ssv, Isa::avx2, 32, 8},
+    {Kernel::ssv, Isa::avx512, 64, 8},
+    {Kernel::msv, Isa::scalar, 1, 8},
+    {Kernel::msv, Isa::sse41, 16, 8},
+    {Kernel::msv, Isa::avx2, 32, 8},
+    {Kernel::msv, Isa::avx512, 64, 8},
+    {Kernel::viterbi, Isa::scalar, 1, 16},
+    {Kernel::viterbi, Isa::sse41, 8, 16},
+    {Kernel::viterbi, Isa::avx2, 16, 16},
+    {Kernel::viterbi, Isa::avx512, 32, 16},
+    {Kernel::forward, Isa::scalar, 1, 32},
+    {Kernel::forward, Isa::sse41, 4, 32},
+    {Kernel::forward, Isa::avx2, 8, 32},
+    {Kernel::forward, Isa::avx512, 16, 32},
+}};
+
+// The order in which the dispatcher tries ISAs: fastest first (bench/simd_bench).
+inline constexpr std::array<Isa, 4> kIsaPreference{Isa::avx512, Isa::avx2, Isa::sse41, Isa::scalar};
+
+// Forward tolerance of the SIMD parser against forward_parser_reference, in nats.
+inline constexpr double kForwardAbsoluteTolerance = 1e-4;
+inline constexpr double kForwardRelativeTolerance = 1e-5;
+
+std::string_view isa_name(Isa isa);           // "scalar", "sse4.1", "avx2", "avx512"
+std::string_view kernel_name(Kernel kernel);  // "ssv", "msv", "viterbi", "forward"
+const Variant& variant(Kernel kernel, Isa isa);
+int vector_bytes(Isa isa);  // 16, 32, 64 (1 for scalar)
+
+bool cpu_supports(Isa isa);
+// The ISA the dispatcher uses: the first of kIsaPreference this CPU has, decided once.
+Isa best_isa();
+// An ISA by name ("scalar", "sse4.1", "avx2", "avx512"); "auto" is best_isa(). Throws
+// UsageError for an unknown name, or an ISA this CPU lacks.
+Isa isa_from_name(std::string_view name);
+
+// When SimdFilterKernels::forward() may report its own SIMD score instead of the
+// reference's: only for a target that fails F3 even with the SIMD score raised by
+// forward_margin(). With `enabled` false, every target gets the reference score.
+struct ForwardGate {
+  bool enabled = false;
+  double F3 = 1e-5;
+  bool bias_filter = true;  // the cascade's null for the F3 test: bias filter or plain null
+  static ForwardGate from(const CascadeSettings& settings) {
+    return {true, settings.F3, settings.bias_filter};
+  }
+};
+// The margin (nats) added to a SIMD Forward score before the F3 test: ten times the
+// tolerance the tests enforce, plus 0.01 nats.
+float forward_margin(float simd_score);
+
+struct StripedProfiles;  // host_simd/striped_profiles.hpp
+struct DpRows;
+
+// The SIMD filters of one model for one ISA: striped profiles and DP rows, built once.
+// Construct one per model per worker thread; not thread-safe; keeps a reference to
+// `profile`, which must outlive it.
+//
+// forward() returns the canonical score (forward_parser_reference) except, when the gate
+// is enabled, for a target whose SIMD score plus forward_margin() still fails F3 against
+// the cascade's null score: then it returns the SIMD score, which differs from the
+// reference in the last digits only and cannot change the F3 decision.
+class SimdFilterKernels final : public FilterKernels {
+ public:
+  SimdFilterKernels(const SearchProfile& profile, Isa isa, ForwardGate gate = {});
+  ~SimdFilterKernels() override;
+  SimdFilterKernels(const SimdFilterKernels&) = delete;
+  SimdFilterKernels& operator=(const SimdFilterKernels&) = delete;
+
+  Isa isa() const { return isa_; }
+
+  // FilterKernels. msv() runs SSV first and MSV only where SSV cannot give MSV's score:
+  // where ssv_filter_reference is inconclusive, and where no diagonal rises above the
+  // begin score (then SSV reports the begin score, MSV its lower best cell).
+  FilterScore msv(const Residue* dsq, int L) override;
+  FilterScore viterbi(const Residue* dsq, int L) override;
+  float forward(const Residue* dsq, int L) override;
+
+  // Each kernel alone, as the tests and the benchmark call them.
+  bool ssv_only(const Residue* dsq, int L, FilterScore& score);  // ssv_filter_reference's contract
+  FilterScore msv_only(const Residue* dsq, int L);
+  float forward_simd(const Residue* dsq, int L);  // the SIMD parser's own score
+  // Number of targets whose Forward score came from the reference (for the trace).
+  std::int64_t forward_reference_calls() const { return forward_reference_calls_; }
+
+ private:
+  const SearchProfile& profile_;
+  Isa isa_;
+  ForwardGate gate_;
+  std::unique_ptr<StripedProfiles> striped_;
+  std::unique_ptr<DpRows> rows_;
+  std::int64_t forward_reference_calls_ = 0;
+};
+
+}  // namespace duet::simd

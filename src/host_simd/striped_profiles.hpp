@@ -1,0 +1,78 @@
+// Striped (Farrar) layouts of a SearchProfile's filter scores, one named function per
+// layout, built once per model and vector width, and the inverse of each for the
+// round-trip tests. The order is described in isa_kernels.hpp. The layouts depend on the
+// lane count only; every buffer is 64-byte aligned and every row is whole vectors, so one
+// allocation scheme serves every ISA up to the widest (AVX-512).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <new>
+#include <vector>
+
+#include "core/profile.hpp"
+#include "host_simd/isa_kernels.hpp"
+
+namespace duet::simd {
+
+inline constexpr std::size_t kBufferAlignment = 64;  // bytes: the widest vector
+
+template <class T>
+struct AlignedAllocator {
+  using value_type = T;
+  AlignedAllocator() = default;
+  template <class U>
+  explicit AlignedAllocator(const AlignedAllocator<U>&) {}
+  T* allocate(std::size_t n) {
+    return static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{kBufferAlignment}));
+  }
+  void deallocate(T* p, std::size_t) { ::operator delete (p, std::align_val_t{kBufferAlignment}); }
+  friend bool operator==(const AlignedAllocator&, const AlignedAllocator&) { return true; }
+};
+template <class T>
+using AlignedBuffer = std::vector<T, AlignedAllocator<T>>;
+
+// Vectors per row for M nodes in `lanes` lanes (at least one).
+int striped_segments(int M, int lanes);
+
+struct StripedMsvProfile {
+  int M = 0, Kp = 0, lanes = 0, Q = 0;
+  float scale = 0;
+  std::uint8_t base = 0, bias = 0, tbm = 0, tec = 0;
+  AlignedBuffer<std::uint8_t> cost;  // Kp * Q * lanes
+  MsvStripedView view() const;
+};
+StripedMsvProfile stripe_msv_scores(const MsvScores& msv, int lanes);
+MsvScores unstripe_msv_scores(const StripedMsvProfile& striped);
+
+// SSV's signed steps min(cost - bias, 127), extended by `extension` vectors that repeat
+// the first ones (127 in padding). The SSV kernel needs extension = ssv_registers - 1.
+struct StripedSsvProfile {
+  int M = 0, Kp = 0, lanes = 0, Q = 0, extension = 0;
+  AlignedBuffer<std::int8_t> step;  // Kp * (Q + extension) * lanes
+  SsvStripedView view() const;
+};
+StripedSsvProfile stripe_ssv_steps(const MsvScores& msv, int lanes, int extension);
+
+struct StripedViterbiProfile {
+  int M = 0, Kp = 0, lanes = 0, Q = 0;
+  float scale = 0;
+  std::int16_t base = 0, e_loop = 0, e_move = 0, dd_bound = 0;
+  AlignedBuffer<std::int16_t> match;        // Kp * Q * lanes
+  AlignedBuffer<std::int16_t> transitions;  // (kVitPerQ + 1) * Q * lanes
+  ViterbiStripedView view() const;
+};
+StripedViterbiProfile stripe_viterbi_scores(const ViterbiScores& vit, int lanes);
+ViterbiScores unstripe_viterbi_scores(const StripedViterbiProfile& striped);
+
+struct StripedForwardProfile {
+  int M = 0, Kp = 0, lanes = 0, Q = 0;
+  float e_loop = 0, e_move = 0;
+  AlignedBuffer<float> match;        // Kp * Q * lanes
+  AlignedBuffer<float> transitions;  // (kVitPerQ + 1) * Q * lanes, the Viterbi order
+  ForwardStripedView view() const;
+};
+StripedForwardProfile stripe_forward_scores(const ForwardScores& fwd, int lanes);
+ForwardScores unstripe_forward_scores(const StripedForwardProfile& striped);
+
+}  // namespace duet::simd

@@ -1,0 +1,363 @@
+// The width-abstraction layer: the few vector operations the kernels use, written once
+// per vector width through SIMDe. Included only by kernels_impl.hpp, inside the ISA's
+// namespace, with DUET_SIMD_VECTOR_BITS set to 128 (SSE4.1), 256 (AVX2) or 512
+// (AVX-512BW). Every function is `static inline`: each ISA object keeps its own copies.
+//
+// Lane order: "up" means towards higher lanes (higher model nodes in striped order).
+// shift_up_*() moves every element one lane up across the whole vector and puts zero in
+// lane 0 (HMMER's "right shift" of its diagram); callers OR in another fill value.
+//
+// This file is the 128-bit variant fully commented; the 256- and 512-bit variants differ
+// only where a whole-vector move crosses 128-bit lanes, and say how.
+#pragma once
+
+#include <cstdint>
+
+#if DUET_SIMD_VECTOR_BITS == 128
+#include <simde/x86/sse4.1.h>
+#elif DUET_SIMD_VECTOR_BITS == 256
+#include <simde/x86/avx2.h>
+#elif DUET_SIMD_VECTOR_BITS == 512
+#include <simde/x86/avx512.h>
+#endif
+
+namespace duet::simd::DUET_SIMD_NAMESPACE {
+
+// 128-bit reductions, shared by every width (the wider ones fold down to 128 bits first).
+// Largest unsigned byte / signed 16-bit element of 16 bytes: fold halves onto each other.
+static inline int hmax_u8_128(simde__m128i v) {
+  v = simde_mm_max_epu8(v, simde_mm_srli_si128(v, 8));
+  v = simde_mm_max_epu8(v, simde_mm_srli_si128(v, 4));
+  v = simde_mm_max_epu8(v, simde_mm_srli_si128(v, 2));
+  v = simde_mm_max_epu8(v, simde_mm_srli_si128(v, 1));
+  return simde_mm_extract_epi8(v, 0) & 0xff;
+}
+static inline int hmax_i16_128(simde__m128i v) {
+  v = simde_mm_max_epi16(v, simde_mm_srli_si128(v, 8));
+  v = simde_mm_max_epi16(v, simde_mm_srli_si128(v, 4));
+  v = simde_mm_max_epi16(v, simde_mm_srli_si128(v, 2));
+  return static_cast<std::int16_t>(simde_mm_extract_epi16(v, 0));
+}
+// Sum of the four elements: (e0 + e2) + (e1 + e3).
+static inline float hsum_f128(simde__m128 v) {
+  v = simde_mm_add_ps(v, simde_mm_movehl_ps(v, v));
+  v = simde_mm_add_ss(v, simde_mm_shuffle_ps(v, v, 1));
+  return simde_mm_cvtss_f32(v);
+}
+
+#if DUET_SIMD_VECTOR_BITS == 128
+
+using IntVector = simde__m128i;
+using FloatVector = simde__m128;
+
+static inline IntVector load(const void* p) {
+  return simde_mm_load_si128(static_cast<const IntVector*>(p));
+}
+static inline void store(void* p, IntVector v) {
+  simde_mm_store_si128(static_cast<IntVector*>(p), v);
+}
+static inline IntVector zero_int() {
+  return simde_mm_setzero_si128();
+}
+static inline IntVector bit_or(IntVector a, IntVector b) {
+  return simde_mm_or_si128(a, b);
+}
+// Every byte / 16-bit element set to x.
+static inline IntVector splat_u8(std::uint8_t x) {
+  return simde_mm_set1_epi8(static_cast<std::int8_t>(x));
+}
+static inline IntVector splat_i16(std::int16_t x) {
+  return simde_mm_set1_epi16(x);
+}
+// Unsigned bytes: a + b and a - b clamped to 0..255; the larger of a and b.
+static inline IntVector adds_u8(IntVector a, IntVector b) {
+  return simde_mm_adds_epu8(a, b);
+}
+static inline IntVector subs_u8(IntVector a, IntVector b) {
+  return simde_mm_subs_epu8(a, b);
+}
+static inline IntVector max_u8(IntVector a, IntVector b) {
+  return simde_mm_max_epu8(a, b);
+}
+// Signed bytes: a - b clamped to -128..127.
+static inline IntVector subs_i8(IntVector a, IntVector b) {
+  return simde_mm_subs_epi8(a, b);
+}
+// Signed 16-bit: a + b clamped to -32768..32767; the larger of a and b.
+static inline IntVector adds_i16(IntVector a, IntVector b) {
+  return simde_mm_adds_epi16(a, b);
+}
+static inline IntVector max_i16(IntVector a, IntVector b) {
+  return simde_mm_max_epi16(a, b);
+}
+// True when some 16-bit element of a is greater than the same element of b.
+static inline bool any_gt_i16(IntVector a, IntVector b) {
+  return simde_mm_movemask_epi8(simde_mm_cmpgt_epi16(a, b)) != 0;
+}
+// Every byte / 16-bit element one lane up, zero into lane 0 (a byte shift of the register).
+static inline IntVector shift_up_u8(IntVector v) {
+  return simde_mm_slli_si128(v, 1);
+}
+static inline IntVector shift_up_i16(IntVector v) {
+  return simde_mm_slli_si128(v, 2);
+}
+static inline int hmax_u8(IntVector v) {
+  return hmax_u8_128(v);
+}
+static inline int hmax_i16(IntVector v) {
+  return hmax_i16_128(v);
+}
+
+static inline FloatVector load_f(const float* p) {
+  return simde_mm_load_ps(p);
+}
+static inline void store_f(float* p, FloatVector v) {
+  simde_mm_store_ps(p, v);
+}
+static inline FloatVector zero_f() {
+  return simde_mm_setzero_ps();
+}
+static inline FloatVector splat_f(float x) {
+  return simde_mm_set1_ps(x);
+}
+static inline FloatVector add_f(FloatVector a, FloatVector b) {
+  return simde_mm_add_ps(a, b);
+}
+static inline FloatVector mul_f(FloatVector a, FloatVector b) {
+  return simde_mm_mul_ps(a, b);
+}
+static inline FloatVector shift_up_f(FloatVector v) {
+  return simde_mm_castsi128_ps(simde_mm_slli_si128(simde_mm_castps_si128(v), 4));
+}
+// True when some element of a is greater than the same element of b.
+static inline bool any_gt_f(FloatVector a, FloatVector b) {
+  return simde_mm_movemask_ps(simde_mm_cmpgt_ps(a, b)) != 0;
+}
+static inline float hsum_f(FloatVector v) {
+  return hsum_f128(v);
+}
+
+#elif DUET_SIMD_VECTOR_BITS == 256
+
+using IntVector = simde__m256i;
+using FloatVector = simde__m256;
+
+static inline IntVector load(const void* p) {
+  return simde_mm256_load_si256(static_cast<const IntVector*>(p));
+}
+static inline void store(void* p, IntVector v) {
+  simde_mm256_store_si256(static_cast<IntVector*>(p), v);
+}
+static inline IntVector zero_int() {
+  return simde_mm256_setzero_si256();
+}
+static inline IntVector bit_or(IntVector a, IntVector b) {
+  return simde_mm256_or_si256(a, b);
+}
+static inline IntVector splat_u8(std::uint8_t x) {
+  return simde_mm256_set1_epi8(static_cast<std::int8_t>(x));
+}
+static inline IntVector splat_i16(std::int16_t x) {
+  return simde_mm256_set1_epi16(x);
+}
+static inline IntVector adds_u8(IntVector a, IntVector b) {
+  return simde_mm256_adds_epu8(a, b);
+}
+static inline IntVector subs_u8(IntVector a, IntVector b) {
+  return simde_mm256_subs_epu8(a, b);
+}
+static inline IntVector max_u8(IntVector a, IntVector b) {
+  return simde_mm256_max_epu8(a, b);
+}
+static inline IntVector subs_i8(IntVector a, IntVector b) {
+  return simde_mm256_subs_epi8(a, b);
+}
+static inline IntVector adds_i16(IntVector a, IntVector b) {
+  return simde_mm256_adds_epi16(a, b);
+}
+static inline IntVector max_i16(IntVector a, IntVector b) {
+  return simde_mm256_max_epi16(a, b);
+}
+static inline bool any_gt_i16(IntVector a, IntVector b) {
+  return simde_mm256_movemask_epi8(simde_mm256_cmpgt_epi16(a, b)) != 0;
+}
+// Byte shifts work within 128-bit lanes, so the low lane's top bytes are brought into the
+// high lane first: t = (low lane 0, high lane v.low); alignr then takes, per lane, the
+// top `bytes` bytes of t's lane followed by the lane of v.
+template <int bytes>
+static inline IntVector shift_up_bytes(IntVector v) {
+  const IntVector t = simde_mm256_permute2x128_si256(v, v, 0x08);
+  return simde_mm256_alignr_epi8(v, t, 16 - bytes);
+}
+static inline IntVector shift_up_u8(IntVector v) {
+  return shift_up_bytes<1>(v);
+}
+static inline IntVector shift_up_i16(IntVector v) {
+  return shift_up_bytes<2>(v);
+}
+static inline int hmax_u8(IntVector v) {
+  return hmax_u8_128(
+      simde_mm_max_epu8(simde_mm256_castsi256_si128(v), simde_mm256_extracti128_si256(v, 1)));
+}
+static inline int hmax_i16(IntVector v) {
+  return hmax_i16_128(
+      simde_mm_max_epi16(simde_mm256_castsi256_si128(v), simde_mm256_extracti128_si256(v, 1)));
+}
+
+static inline FloatVector load_f(const float* p) {
+  return simde_mm256_load_ps(p);
+}
+static inline void store_f(float* p, FloatVector v) {
+  simde_mm256_store_ps(p, v);
+}
+static inline FloatVector zero_f() {
+  return simde_mm256_setzero_ps();
+}
+static inline FloatVector splat_f(float x) {
+  return simde_mm256_set1_ps(x);
+}
+static inline FloatVector add_f(FloatVector a, FloatVector b) {
+  return simde_mm256_add_ps(a, b);
+}
+static inline FloatVector mul_f(FloatVector a, FloatVector b) {
+  return simde_mm256_mul_ps(a, b);
+}
+static inline FloatVector shift_up_f(FloatVector v) {
+  return simde_mm256_castsi256_ps(shift_up_bytes<4>(simde_mm256_castps_si256(v)));
+}
+static inline bool any_gt_f(FloatVector a, FloatVector b) {
+  return simde_mm256_movemask_ps(simde_mm256_cmp_ps(a, b, SIMDE_CMP_GT_OQ)) != 0;
+}
+static inline float hsum_f(FloatVector v) {
+  return hsum_f128(
+      simde_mm_add_ps(simde_mm256_castps256_ps128(v), simde_mm256_extractf128_ps(v, 1)));
+}
+
+#elif DUET_SIMD_VECTOR_BITS == 512
+
+using IntVector = simde__m512i;
+using FloatVector = simde__m512;
+
+static inline IntVector load(const void* p) {
+  return simde_mm512_load_si512(p);
+}
+static inline void store(void* p, IntVector v) {
+  simde_mm512_store_si512(p, v);
+}
+static inline IntVector zero_int() {
+  return simde_mm512_setzero_si512();
+}
+static inline IntVector bit_or(IntVector a, IntVector b) {
+  return simde_mm512_or_si512(a, b);
+}
+static inline IntVector splat_u8(std::uint8_t x) {
+  return simde_mm512_set1_epi8(static_cast<std::int8_t>(x));
+}
+static inline IntVector splat_i16(std::int16_t x) {
+  return simde_mm512_set1_epi16(x);
+}
+static inline IntVector adds_u8(IntVector a, IntVector b) {
+  return simde_mm512_adds_epu8(a, b);
+}
+static inline IntVector subs_u8(IntVector a, IntVector b) {
+  return simde_mm512_subs_epu8(a, b);
+}
+static inline IntVector max_u8(IntVector a, IntVector b) {
+  return simde_mm512_max_epu8(a, b);
+}
+static inline IntVector subs_i8(IntVector a, IntVector b) {
+  return simde_mm512_subs_epi8(a, b);
+}
+static inline IntVector adds_i16(IntVector a, IntVector b) {
+  return simde_mm512_adds_epi16(a, b);
+}
+static inline IntVector max_i16(IntVector a, IntVector b) {
+  return simde_mm512_max_epi16(a, b);
+}
+// a > b somewhere <=> not (a <= b everywhere); 32 elements, one mask bit each.
+static inline bool any_gt_i16(IntVector a, IntVector b) {
+  return simde_mm512_cmple_epi16_mask(a, b) != static_cast<simde__mmask32>(0xffffffffu);
+}
+// Bytes: the 128-bit lanes moved up one (lane 0 zeroed), then per lane a byte shuffle
+// takes byte 15 of the lane below and bytes 0..14 of its own lane.
+static inline IntVector shift_up_u8(IntVector v) {
+  alignas(64) static const std::int8_t own[64] = {
+      -128, 0,  1,  2,  3,    4,  5,  6,  7,  8,  9,    10, 11, 12, 13, 14, -128, 0,  1,  2, 3, 4,
+      5,    6,  7,  8,  9,    10, 11, 12, 13, 14, -128, 0,  1,  2,  3,  4,  5,    6,  7,  8, 9, 10,
+      11,   12, 13, 14, -128, 0,  1,  2,  3,  4,  5,    6,  7,  8,  9,  10, 11,   12, 13, 14};
+  alignas(64) static const std::int8_t below[64] = {
+      15, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128,
+      15, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128,
+      15, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128,
+      15, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128};
+  const IntVector lanes_up = simde_mm512_maskz_shuffle_i32x4(0xfff0, v, v, 0x90);
+  return simde_mm512_or_si512(simde_mm512_shuffle_epi8(v, load(own)),
+                              simde_mm512_shuffle_epi8(lanes_up, load(below)));
+}
+// 16-bit elements: a full-width permute (element j takes element j - 1), lane 0 zeroed.
+static inline IntVector shift_up_i16(IntVector v) {
+  alignas(64) static const std::int16_t index[32] = {0,  0,  1,  2,  3,  4,  5,  6,  7,  8,  9,
+                                                     10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
+                                                     21, 22, 23, 24, 25, 26, 27, 28, 29, 30};
+  return simde_mm512_maskz_permutexvar_epi16(0xfffffffeu, load(index), v);
+}
+static inline int hmax_u8(IntVector v) {
+  const simde__m256i half =
+      simde_mm256_max_epu8(simde_mm512_castsi512_si256(v), simde_mm512_extracti64x4_epi64(v, 1));
+  return hmax_u8_128(
+      simde_mm_max_epu8(simde_mm256_castsi256_si128(half), simde_mm256_extracti128_si256(half, 1)));
+}
+static inline int hmax_i16(IntVector v) {
+  const simde__m256i half =
+      simde_mm256_max_epi16(simde_mm512_castsi512_si256(v), simde_mm512_extracti64x4_epi64(v, 1));
+  return hmax_i16_128(simde_mm_max_epi16(simde_mm256_castsi256_si128(half),
+                                         simde_mm256_extracti128_si256(half, 1)));
+}
+
+static inline FloatVector load_f(const float* p) {
+  return simde_mm512_load_ps(p);
+}
+static inline void store_f(float* p, FloatVector v) {
+  simde_mm512_store_ps(p, v);
+}
+static inline FloatVector zero_f() {
+  return simde_mm512_setzero_ps();
+}
+static inline FloatVector splat_f(float x) {
+  return simde_mm512_set1_ps(x);
+}
+static inline FloatVector add_f(FloatVector a, FloatVector b) {
+  return simde_mm512_add_ps(a, b);
+}
+static inline FloatVector mul_f(FloatVector a, FloatVector b) {
+  return simde_mm512_mul_ps(a, b);
+}
+// 32-bit elements: a full-width permute (element j takes element j - 1), lane 0 zeroed.
+static inline FloatVector shift_up_f(FloatVector v) {
+  alignas(64) static const std::int32_t index[16] = {0, 0, 1, 2,  3,  4,  5,  6,
+                                                     7, 8, 9, 10, 11, 12, 13, 14};
+  return simde_mm512_castsi512_ps(
+      simde_mm512_maskz_permutexvar_epi32(0xfffe, load(index), simde_mm512_castps_si512(v)));
+}
+static inline bool any_gt_f(FloatVector a, FloatVector b) {
+  return simde_mm512_cmp_ps_mask(a, b, SIMDE_CMP_GT_OQ) != 0;
+}
+static inline float hsum_f(FloatVector v) {
+  const simde__m256 high =
+      simde_mm256_castpd_ps(simde_mm512_extractf64x4_pd(simde_mm512_castps_pd(v), 1));
+  const simde__m256 half = simde_mm256_add_ps(simde_mm512_castps512_ps256(v), high);
+  return hsum_f128(
+      simde_mm_add_ps(simde_mm256_castps256_ps128(half), simde_mm256_extractf128_ps(half, 1)));
+}
+
+#else
+#error "DUET_SIMD_VECTOR_BITS must be 128, 256 or 512"
+#endif
+
+// Lanes of each element type in one vector.
+static constexpr int kVectorBytes = DUET_SIMD_VECTOR_BITS / 8;
+static constexpr int kLanesU8 = kVectorBytes;
+static constexpr int kLanesI16 = kVectorBytes / 2;
+static constexpr int kLanesF32 = kVectorBytes / 4;
+
+}  // namespace duet::simd::DUET_SIMD_NAMESPACE

@@ -74,8 +74,8 @@ std::int64_t add_block(const scheduler::Block& block, const std::vector<TargetSc
     if (st > Stage::msv) {
       TargetRecord rec;
       rec.index = block.first_sequence + static_cast<std::int64_t>(i);
-      rec.name = block.names[i];
-      rec.description = block.descriptions[i];
+      rec.name = block.name(i);
+      rec.description = block.description(i);
       rec.length = block.length(i);
       rec.scores = scores[i];
       out.targets.push_back(std::move(rec));

@@ -1,31 +1,30 @@
-// BlockReader: see block.hpp.
+// Block: see block.hpp.
 #include "scheduler/block.hpp"
 
 namespace duet::scheduler {
 
-namespace {
-constexpr std::size_t kMaxSequencesPerBlock = 1 << 16;
+void Block::add_header(std::string_view name, std::string_view description) {
+  header_text.append(name);
+  header_offsets.push_back(static_cast<std::int64_t>(header_text.size()));
+  header_text.append(description);
+  header_offsets.push_back(static_cast<std::int64_t>(header_text.size()));
 }
 
-BlockReader::BlockReader(const std::string& path, const Alphabet& alphabet, std::size_t block_residues)
-    : fasta_(path, alphabet), block_residues_(block_residues == 0 ? 1 : block_residues) {}
-
-BlockPtr BlockReader::next() {
-  auto block = std::make_shared<Block>();
-  block->index = next_block_;
-  block->first_sequence = next_sequence_;
-  block->residues.reserve(block_residues_ + block_residues_ / 4);
-  while (block->residues.size() < block_residues_ && block->sequences() < kMaxSequencesPerBlock &&
-         fasta_.next(sequence_)) {
-    block->names.push_back(std::move(sequence_.name));
-    block->descriptions.push_back(std::move(sequence_.description));
-    block->residues.insert(block->residues.end(), sequence_.residues.begin(), sequence_.residues.end());
-    block->offsets.push_back(static_cast<std::int64_t>(block->residues.size()));
+void Block::append(Block&& other) {
+  const auto residue_base = static_cast<std::int64_t>(residues.size());
+  residues.insert(residues.end(), other.residues.begin(), other.residues.end());
+  for (std::size_t i = 1; i < other.offsets.size(); ++i) offsets.push_back(residue_base + other.offsets[i]);
+  const auto header_base = static_cast<std::int64_t>(header_text.size());
+  header_text += other.header_text;
+  for (std::size_t i = 1; i < other.header_offsets.size(); ++i) {
+    header_offsets.push_back(header_base + other.header_offsets[i]);
   }
-  if (block->sequences() == 0) return nullptr;
-  ++next_block_;
-  next_sequence_ += static_cast<std::int64_t>(block->sequences());
-  return block;
+  other = Block{};
+}
+
+std::size_t Block::memory_bytes() const {
+  return sizeof(Block) + residues.capacity() + header_text.capacity() +
+         (offsets.capacity() + header_offsets.capacity()) * sizeof(std::int64_t);
 }
 
 }  // namespace duet::scheduler

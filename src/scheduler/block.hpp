@@ -1,15 +1,17 @@
 // Block: a run of consecutive database sequences, the unit of work every worker and
 // feeder takes. Residues of all sequences are concatenated; sequence i occupies
-// residues[offsets[i], offsets[i+1]). BlockReader streams a FASTA file into blocks.
+// residues[offsets[i], offsets[i+1]). Names and descriptions are packed the same way in
+// one string (one allocation per block, not two per sequence). BlockReader
+// (block_reader.hpp) streams a FASTA file into blocks.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/alphabet.hpp"
-#include "core/fasta_reader.hpp"
 
 namespace duet::scheduler {
 
@@ -20,35 +22,41 @@ enum class Affinity : std::uint8_t { any, cpu_only, gpu_only };
 struct Block {
   std::int64_t index = 0;           // position of the block in the database (0, 1, 2...)
   std::int64_t first_sequence = 0;  // database index of its first sequence
-  std::vector<std::string> names, descriptions;
-  std::vector<Residue> residues;        // all sequences, concatenated
+  std::vector<Residue> residues;         // all sequences, concatenated
   std::vector<std::int64_t> offsets{0};  // size sequences() + 1
+  // Name of sequence i: header_text[header_offsets[2i], header_offsets[2i+1]); its
+  // description follows up to header_offsets[2i+2].
+  std::string header_text;
+  std::vector<std::int64_t> header_offsets{0};
   Affinity affinity = Affinity::any;
+  // Where its first record starts in the file: byte offset in the (uncompressed) text and
+  // line number of the header. Lets a later pass re-read the file from this block on.
+  std::uint64_t file_offset = 0;
+  std::int64_t first_line = 0;
 
-  std::size_t sequences() const { return names.size(); }
+  std::size_t sequences() const { return offsets.size() - 1; }
   std::int64_t residue_count() const { return static_cast<std::int64_t>(residues.size()); }
   const Residue* sequence(std::size_t i) const { return residues.data() + offsets[i]; }
   int length(std::size_t i) const { return static_cast<int>(offsets[i + 1] - offsets[i]); }
+  std::string_view name(std::size_t i) const { return header(2 * i); }
+  std::string_view description(std::size_t i) const { return header(2 * i + 1); }
+
+  // Adds a sequence: its header now, its residues (already appended to `residues`) ending
+  // at residues.size().
+  void add_header(std::string_view name, std::string_view description);
+  void end_sequence() { offsets.push_back(static_cast<std::int64_t>(residues.size())); }
+  // Appends the sequences of `other` (which is left empty).
+  void append(Block&& other);
+  // Memory the block holds, in bytes (what its vectors and string allocated).
+  std::size_t memory_bytes() const;
+
+ private:
+  std::string_view header(std::size_t k) const {
+    return std::string_view(header_text).substr(static_cast<std::size_t>(header_offsets[k]),
+                                                static_cast<std::size_t>(header_offsets[k + 1] - header_offsets[k]));
+  }
 };
 
 using BlockPtr = std::shared_ptr<Block>;
-
-// Streams a FASTA file (plain or gzip) into blocks of at least `block_residues` residues
-// (fewer for the last one; one sequence longer than that makes a block by itself).
-class BlockReader {
- public:
-  BlockReader(const std::string& path, const Alphabet& alphabet, std::size_t block_residues);
-  // The next block, or nullptr at end of file. Throws InputError on bad input.
-  BlockPtr next();
-  // Bytes of the file consumed so far and its size (0 if unknown): progress.
-  std::uint64_t bytes_read() const { return fasta_.text().bytes_read(); }
-  std::uint64_t file_size() const { return fasta_.text().file_size(); }
-
- private:
-  FastaReader fasta_;
-  std::size_t block_residues_;
-  std::int64_t next_block_ = 0, next_sequence_ = 0;
-  Sequence sequence_;
-};
 
 }  // namespace duet::scheduler

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "scheduler/block_queue.hpp"
+#include "scheduler/block_reader.hpp"
 
 namespace duet::scheduler {
 

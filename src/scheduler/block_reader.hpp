@@ -1,0 +1,161 @@
+// BlockReader: streams a FASTA file (plain or gzip) into Blocks, parsing and digitizing
+// in parallel while handing the blocks out in database order.
+//
+// Pipeline (threads owned by the reader):
+//   source thread   cuts the file into large chunks that end just before a record's '>'
+//                   ("\n>"). A plain file is mapped into memory and the chunks are views
+//                   of it (nothing copied); a gzip file is inflated by this one thread
+//                   into chunk buffers, the part after the last record boundary carried
+//                   over to the next chunk;
+//   parser threads  parse and digitize whole chunks at once into blocks (a 256-entry
+//                   lookup table per alphabet, AVX2 where the CPU has it, memchr to find
+//                   line ends);
+//   next()          hands the blocks out in chunk order, numbers them (block index, first
+//                   sequence), joins a chunk's short last block with the next chunk's first
+//                   block, and turns a chunk-relative error line into the file's line.
+// Memory is bounded: at most `threads + 2` chunks exist at once (read, being parsed, or
+// parsed and waiting for next()); a mapped file is clean page cache that the kernel
+// reclaims as needed.
+//
+// Blocks: a block closes once it holds at least `block_residues` residues or 65,536
+// sequences; the last block of the file may be smaller; one sequence longer than
+// block_residues makes a block by itself. Where a chunk boundary falls in a block, the
+// two parts are joined (one copy), so a block holds less than about 2 x block_residues
+// plus one sequence. Results never depend on where blocks end.
+//
+// Parsing follows FastaReader exactly (same accepted input, same error messages with the
+// file and line): a header line starts with '>', the name is its first word, the
+// description the rest with surrounding white space removed; sequence lines may hold
+// spaces, tabs and '\r'; '-' and any byte outside the alphabet is an error; blank lines
+// may precede the first header; anything else before it is an error.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/alphabet.hpp"
+#include "scheduler/block.hpp"
+#include "scheduler/digitize.hpp"
+
+namespace duet::scheduler {
+
+// Where reading starts: the start of the file, or the header of a block seen in an
+// earlier pass (Block::file_offset, first_line, index, first_sequence), for a pass that
+// re-reads only the part of the database it did not keep.
+struct ReadStart {
+  std::uint64_t byte = 0;      // offset in the (uncompressed) text; at a header unless 0
+  std::int64_t line = 1;       // line number of that byte
+  std::int64_t block = 0;      // index of the first block read
+  std::int64_t sequence = 0;   // database index of the first sequence read
+};
+
+struct ReaderOptions {
+  std::size_t block_residues = 1 << 20;
+  int threads = 0;              // parser threads; 0 = one per core, at most 4
+  std::size_t chunk_bytes = 0;  // bytes read at once; 0 = 4 x block_residues within [8, 64] MiB
+  bool simd = true;             // false: the scalar digitizer (tests compare the two)
+  ReadStart start;
+};
+
+class BlockReader {
+ public:
+  // Opens the file (InputError when it cannot be opened, as TextReader) and starts reading.
+  BlockReader(const std::string& path, const Alphabet& alphabet, const ReaderOptions& options);
+  BlockReader(const std::string& path, const Alphabet& alphabet, std::size_t block_residues)
+      : BlockReader(path, alphabet, options_for(block_residues)) {}
+  ~BlockReader();  // stops and joins the reader's threads
+  BlockReader(const BlockReader&) = delete;
+  BlockReader& operator=(const BlockReader&) = delete;
+
+  // The next block in database order, or nullptr at the end of the file. Throws
+  // InputError on bad input (after every block before the problem was handed out).
+  // One thread at a time.
+  BlockPtr next();
+
+  // Bytes of the file consumed so far (compressed offset for gzip) and its size on disk
+  // (0 if unknown): progress. Any thread.
+  std::uint64_t bytes_read() const { return bytes_read_.load(std::memory_order_relaxed); }
+  std::uint64_t file_size() const { return file_size_; }
+
+ private:
+  static ReaderOptions options_for(std::size_t block_residues) {
+    ReaderOptions o;
+    o.block_residues = block_residues;
+    return o;
+  }
+  struct Failure {  // an error met by the source or a parser, reported in order by next()
+    std::int64_t local_line = 0;  // line within the chunk (1 = its first line); 0: none
+    std::string message;
+    std::exception_ptr other;     // anything that is not bad input
+  };
+  struct RawChunk {
+    std::int64_t index = 0;
+    std::uint64_t offset = 0;   // of its first byte in the text
+    const char* text = nullptr;  // `size` bytes; readable up to `readable_end`
+    std::size_t size = 0;
+    const char* readable_end = nullptr;
+    std::unique_ptr<char[]> storage;  // owns `text` for gzip input
+    bool first = false;         // starts the file (may begin with blank lines)
+    std::unique_ptr<Failure> failure;
+  };
+  struct ParsedChunk {
+    std::vector<BlockPtr> blocks;  // first_line chunk-relative, index and first_sequence unset
+    bool last_open = false;        // the last block may take more sequences
+    std::int64_t newlines = 0;
+    std::unique_ptr<Failure> failure;
+  };
+
+  void read_chunks();
+  void read_mapped_chunks();
+  void read_gzip_chunks();
+  // Queues a chunk for the parsers (or drops an empty one); false when stopping.
+  bool acquire_chunk_slot();
+  void queue_chunk(RawChunk chunk);
+  void parse_chunks();
+  ParsedChunk parse(const RawChunk& raw) const;
+  BlockPtr emit(BlockPtr block);
+
+  std::string path_;
+  const Alphabet& alphabet_;
+  DigitizeTable table_;
+  DigitizeLine digitize_;
+  std::size_t block_residues_;
+  std::size_t chunk_bytes_;
+  std::int64_t max_chunks_ = 0;
+  void* gz_ = nullptr;  // gzFile (gzip input), used by the source thread only
+  const char* map_ = nullptr;  // the mapped file (plain input)
+  std::size_t map_size_ = 0;
+  std::uint64_t start_offset_ = 0;
+  std::uint64_t file_size_ = 0;
+  std::atomic<std::uint64_t> bytes_read_{0};
+
+  std::mutex mutex_;
+  std::condition_variable source_wait_, parser_wait_, consumer_wait_;
+  std::deque<RawChunk> raw_;
+  std::map<std::int64_t, ParsedChunk> parsed_;
+  std::int64_t chunks_out_ = 0;  // chunks read and not yet taken by next()
+  std::int64_t chunks_read_ = 0;
+  bool source_done_ = false, stopping_ = false;
+
+  // next()'s own state (one consumer thread).
+  std::int64_t next_chunk_ = 0;
+  std::deque<BlockPtr> ready_;
+  BlockPtr pending_;  // the open last block of the previous chunk
+  std::int64_t lines_before_;  // lines of the file before the chunk next() takes next
+  std::int64_t next_block_, next_sequence_;
+  bool failed_ = false;
+
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace duet::scheduler

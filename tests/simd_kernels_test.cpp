@@ -539,8 +539,19 @@ TEST_P(StripedLayoutTest, RoundTripGivesTheSourceBack) {
           break;
         }
         case Kernel::forward: {
-          const ForwardScores back =
-              unstripe_forward_scores(stripe_forward_scores(p.forward, v.lanes));
+          const StripedForwardProfile striped = stripe_forward_scores(p.forward, v.lanes);
+          // The derived D->D products: lane by lane, in node order, from 1.
+          for (int lane = 0; lane < v.lanes; ++lane) {
+            float product = 1.0f;
+            for (int q = 0; q <= striped.Q; ++q) {
+              ASSERT_TRUE(same_bits(striped.dd_prefix[static_cast<std::size_t>(q) * v.lanes + lane],
+                                    product))
+                  << "lane " << lane << " q " << q;
+              const int k = lane * striped.Q + q + 1;
+              if (q < striped.Q) product *= k <= M ? p.forward.dd[k] : 0.0f;
+            }
+          }
+          const ForwardScores back = unstripe_forward_scores(striped);
           const ForwardScores& s = p.forward;
           EXPECT_EQ(back.M, s.M);
           EXPECT_TRUE(same_bits(back.e_loop, s.e_loop));

@@ -52,11 +52,15 @@ struct ViterbiStripedView {
   std::int16_t base = 0, e_loop = 0, e_move = 0, dd_bound = 0;
 };
 
-// Forward: the same order as the Viterbi filter, probabilities (0 in padding).
+// Forward: the same order as the Viterbi filter, probabilities (0 in padding); and
+// dd_prefix, Q + 1 vectors: vector q holds, per lane, the product of D->D over the lane's
+// nodes in vectors 0 .. q-1 (1 for q = 0), what a D value entering the lane at vector 0
+// keeps at vector q; vector Q is the whole lane's product.
 struct ForwardStripedView {
   int Q = 0;
   const float* match = nullptr;
   const float* transitions = nullptr;
+  const float* dd_prefix = nullptr;
   float e_loop = 0, e_move = 0;
 };
 

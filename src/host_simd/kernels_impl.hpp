@@ -53,12 +53,18 @@ IntVector lane0_i16(std::int16_t x) {
 // striped vector t + r where t = (q0 + i) mod Q; positions past Q - 1 read the step
 // table's extension (copies of vectors 0, 1, ...). When a register moves from vector
 // Q - 1 to vector 0 its diagonals move one lane up, so it is shifted and lane 0 restarts
-// at -128: that is register 0 on rows where t = 0, and register Q - t on rows where
-// t > Q - W. A sweep of W registers covers W striped vectors of every row; sweeps of
-// kSsvRegisters registers cover the model.
+// at -128. With W registers (W <= Q) every period of Q rows is: rows t = 1 .. Q - W where
+// no register wraps; then rows t = Q - W + 1 .. Q - 1 where register Q - t wraps (W - 1,
+// W - 2, .., 1); then row t = 0 where register 0 wraps. A sweep covers W striped vectors
+// of every row. Sweeps of kSsvRegisters cover the model; the last one starts at Q - W and
+// may repeat diagonals, which changes no maximum.
 // ============================================================================
 
 constexpr int kSsvRegisters = DUET_SIMD_VECTOR_BITS == 512 ? 16 : 12;
+
+// The registers stay in registers only if every lambda of a sweep is inlined into it,
+// which GCC's size heuristics would otherwise refuse for the wider sweeps.
+#define DUET_ALWAYS_INLINE __attribute__((always_inline))
 
 template <int W>
 IntVector ssv_sweep(const SsvStripedView& profile, const Residue* dsq, int L, int q0,
@@ -69,47 +75,45 @@ IntVector ssv_sweep(const SsvStripedView& profile, const Residue* dsq, int L, in
   const IntVector begin_lane0 = lane0_u8(0x80);
   IntVector v[W];
   for (int r = 0; r < W; ++r) v[r] = splat_u8(0x80);
+  IntVector best_odd = best;  // two maxima, so that the maxima of a row need not wait in line
 
   // One register on one row; Shifted is the register that wraps on this row (-1: none).
-  const auto cell = [&]<int R, int Shifted>(const std::int8_t* step) {
+  const auto cell = [&]<int R, int Shifted>(const std::int8_t* step) DUET_ALWAYS_INLINE {
     if constexpr (R == Shifted) v[R] = bit_or(shift_up_u8(v[R]), begin_lane0);
     v[R] = subs_i8(v[R], load(step + R * kVectorBytes));
-    best = max_u8(best, v[R]);
+    if constexpr (R % 2 == 0) {
+      best = max_u8(best, v[R]);
+    } else {
+      best_odd = max_u8(best_odd, v[R]);
+    }
   };
-  const auto row = [&]<int Shifted>(int i, int t) {
+  const auto row = [&]<int Shifted>(int i, int t) DUET_ALWAYS_INLINE {
     const std::int8_t* step = steps + dsq[i] * residue_bytes + vectors_to_bytes(t);
-    [&]<int... R>(std::integer_sequence<int, R...>) {
+    [&]<int... R>(std::integer_sequence<int, R...>) DUET_ALWAYS_INLINE {
       (cell.template operator()<R, Shifted>(step), ...);
     }
     (std::make_integer_sequence<int, W>{});
   };
-  // Rows where register s = Q - t (1 <= s < W) wraps.
-  const auto wrapping_row = [&](int s, int i, int t) {
-    [&]<int... S>(std::integer_sequence<int, S...>) {
-      ((s == S + 1 ? (row.template operator()<S + 1>(i, t), 0) : 0), ...);
-    }
-    (std::make_integer_sequence<int, W - 1>{});
-  };
 
+  // The first row of a sweep may count as "no register wraps": every register still holds
+  // -128 everywhere, which a wrap would leave unchanged.
   int t = q0;
   int i = 0;
-  while (i < L) {
-    if (t == 0) {
-      row.template operator()<0>(i, 0);
-      ++i;
-      t = Q > 1 ? 1 : 0;
-    } else if (t <= Q - W) {
-      // No register wraps until t passes Q - W.
-      const int end = i + min_int(Q - W + 1 - t, L - i);
-      for (; i < end; ++i, ++t) row.template operator()<-1>(i, t);
-      if (t == Q) t = 0;
-    } else {
-      wrapping_row(Q - t, i, t);
-      ++i;
-      if (++t == Q) t = 0;
+  for (;;) {
+    const int end = i + min_int(Q - W + 1 - t, L - i);
+    for (; i < end; ++i, ++t) row.template operator()<-1>(i, t);
+    if (i == L) break;
+    // The wrapping rows, S = W - 1 down to 0, each while the target lasts.
+    [&]<int... S>(std::integer_sequence<int, S...>) DUET_ALWAYS_INLINE {
+      ((i < L ? (row.template operator()<W - 1 - S>(i, W - 1 - S == 0 ? 0 : Q - (W - 1 - S)), ++i)
+              : 0),
+       ...);
     }
+    (std::make_integer_sequence<int, W>{});
+    t = 1;
+    if (i == L) break;
   }
-  return best;
+  return max_u8(best, best_odd);
 }
 
 using SsvSweep = IntVector (*)(const SsvStripedView&, const Residue*, int, int, IntVector);
@@ -126,9 +130,9 @@ constexpr const SsvSweep* ssv_sweep_table(std::integer_sequence<int, W...>) {
 int ssv_max(const SsvStripedView& profile, const Residue* dsq, int L) {
   const SsvSweep* sweeps = ssv_sweep_table(std::make_integer_sequence<int, kSsvRegisters>{});
   IntVector best = splat_u8(0x80);
+  if (profile.Q <= kSsvRegisters) return hmax_u8(sweeps[profile.Q - 1](profile, dsq, L, 0, best));
   for (int q0 = 0; q0 < profile.Q; q0 += kSsvRegisters) {
-    const int registers = min_int(kSsvRegisters, profile.Q - q0);
-    best = sweeps[registers - 1](profile, dsq, L, q0, best);
+    best = sweeps[kSsvRegisters - 1](profile, dsq, L, min_int(q0, profile.Q - kSsvRegisters), best);
   }
   return hmax_u8(best);
 }
@@ -138,7 +142,13 @@ int ssv_max(const SsvStripedView& profile, const Residue* dsq, int L) {
 //   M(i,k) = max(M(i-1,k-1), B(i-1)) + bias - cost(k, x_i)   (saturating 0..255)
 // The row is kept in memory; the value of M(i-1,k-1) for vector q is the previous row's
 // vector q-1, and for q = 0 the previous row's last vector shifted one lane up (lane 0
-// gets 0, node 0). E, J, B follow the reference exactly, once per row.
+// gets 0, node 0).
+//
+// E, J, B follow the reference exactly, but a row's best cell xE is only extracted when
+// the row can change something: an overflow (xE + bias >= 255), or xE - tec above
+// max(base, xJ), which is what B depends on. In the other ("quiet") rows the reference
+// may raise xJ, but not above base, so B is unchanged; xJ's final value is then recovered
+// from the largest cell of all rows, kept in a vector.
 // ============================================================================
 
 MsvRaw msv_filter(const MsvStripedView& profile, const Residue* dsq, int L, int tjb,
@@ -150,6 +160,13 @@ MsvRaw msv_filter(const MsvStripedView& profile, const Residue* dsq, int L, int 
   for (int q = 0; q < Q; ++q) store(row + vectors_to_bytes(q), zero_int());
   int xJ = 0;
   int xB = max_int(profile.base - bjbm, 0);
+  IntVector all_rows = zero_int();  // the largest cell of every row so far
+  // A row takes the exact path when some cell reaches `trigger` (always when it is 0).
+  const auto trigger_of = [&](int xJ_now) {
+    return min_int(255 - profile.bias, max_int(profile.base, xJ_now) + profile.tec + 1);
+  };
+  int trigger = trigger_of(xJ);
+  IntVector quiet_up_to = splat_u8(static_cast<std::uint8_t>(max_int(trigger - 1, 0)));
   for (int i = 0; i < L; ++i) {
     const std::uint8_t* cost = profile.cost + dsq[i] * residue_bytes;
     const IntVector begin = splat_u8(static_cast<std::uint8_t>(xB));
@@ -163,12 +180,18 @@ MsvRaw msv_filter(const MsvStripedView& profile, const Residue* dsq, int L, int 
       diagonal = load(row + vectors_to_bytes(q));
       store(row + vectors_to_bytes(q), sv);
     }
+    all_rows = max_u8(all_rows, best);
+    // Quiet: every cell below the trigger (cell - (trigger - 1) saturates to 0 everywhere).
+    if (trigger > 0 && !any_nonzero(subs_u8(best, quiet_up_to))) continue;
     int xE = hmax_u8(best);
     if (xE + profile.bias >= 255) return {true, 0};  // a cell could have saturated
     xE = max_int(xE - profile.tec, 0);
     xJ = max_int(xJ, xE);
     xB = max_int(max_int(profile.base, xJ) - bjbm, 0);
+    trigger = trigger_of(xJ);
+    quiet_up_to = splat_u8(static_cast<std::uint8_t>(max_int(trigger - 1, 0)));
   }
+  xJ = max_int(xJ, max_int(hmax_u8(all_rows) - profile.tec, 0));
   return {false, xJ};
 }
 
@@ -179,6 +202,10 @@ MsvRaw msv_filter(const MsvStripedView& profile, const Residue* dsq, int L, int 
 // vector late in `delete_next`); D->D chains are added afterwards ("lazy F") only when the
 // reference's test says they can matter, by passes over the row that carry the last
 // vector's D->D values one lane up, until a pass improves nothing.
+//
+// As in MSV, a row's best cell is only extracted when the row can change B (or
+// overflows); C, which only ever takes maxima, comes from the largest cell of all rows
+// at the end. The lazy-F test Dmax + dd_bound > xB is a vector comparison.
 // ============================================================================
 
 ViterbiRaw viterbi_filter(const ViterbiStripedView& profile, const Residue* dsq, int L,
@@ -201,7 +228,14 @@ ViterbiRaw viterbi_filter(const ViterbiStripedView& profile, const Residue* dsq,
   }
   const std::int16_t xN = profile.base;
   std::int16_t xB = static_cast<std::int16_t>(xN + ncj_move);
-  std::int16_t xJ = -32768, xC = -32768;
+  std::int16_t xJ = -32768;
+  IntVector all_rows = neg;  // the largest cell of every row so far
+  // A row takes the exact path when some cell exceeds this: an overflow, or xE + tEJ above
+  // max(xJ, xN), which is what B depends on.
+  const auto quiet_threshold = [&](int xJ_now) {
+    return static_cast<std::int16_t>(min_int(32766, max_int(xJ_now, xN) - profile.e_loop));
+  };
+  IntVector quiet_up_to = splat_i16(quiet_threshold(xJ));
   for (int i = 0; i < L; ++i) {
     const std::int16_t* match = profile.match + dsq[i] * row_elements;
     const std::int16_t* tsc = profile.transitions;
@@ -230,13 +264,21 @@ ViterbiRaw viterbi_filter(const ViterbiStripedView& profile, const Residue* dsq,
       store(at(irow, q),
             max_i16(adds_i16(mpv, load(tsc + kVitMI * n)), adds_i16(ipv, load(tsc + kVitII * n))));
     }
-    const std::int16_t xE = static_cast<std::int16_t>(hmax_i16(best));
-    if (xE >= 32767) return {true, 0};
-    xC = static_cast<std::int16_t>(max_int(int{xC}, xE + profile.e_move));
-    xJ = static_cast<std::int16_t>(max_int(int{xJ}, xE + profile.e_loop));
-    xB = static_cast<std::int16_t>(max_int(xJ + ncj_move, xN + ncj_move));
-
-    if (hmax_i16(best_delete) + profile.dd_bound > xB) {
+    all_rows = max_i16(all_rows, best);
+    if (any_gt_i16(best, quiet_up_to)) {
+      const std::int16_t xE = static_cast<std::int16_t>(hmax_i16(best));
+      if (xE >= 32767) return {true, 0};
+      xJ = static_cast<std::int16_t>(max_int(int{xJ}, xE + profile.e_loop));
+      xB = static_cast<std::int16_t>(max_int(xJ + ncj_move, xN + ncj_move));
+      quiet_up_to = splat_i16(quiet_threshold(xJ));
+    }
+    // Lazy F when Dmax + dd_bound > xB: some M->D entry above xB - dd_bound.
+    const int delete_threshold = xB - profile.dd_bound;
+    const bool lazy_f =
+        delete_threshold < -32768 ||
+        (delete_threshold < 32767 &&
+         any_gt_i16(best_delete, splat_i16(static_cast<std::int16_t>(delete_threshold))));
+    if (lazy_f) {
       // One full pass: every segment's D->D chain, fed by the last vector's M->D.
       IntVector carry = shift_in_neg(delete_next);
       for (int q = 0; q < Q; ++q) {
@@ -261,19 +303,53 @@ ViterbiRaw viterbi_filter(const ViterbiStripedView& profile, const Residue* dsq,
       store(at(drow, 0), shift_in_neg(delete_next));
     }
   }
+  // C only takes maxima of E + tEC over the rows (the reference's xC starts at -32768).
+  const int xC = max_int(-32768, hmax_i16(all_rows) + profile.e_move);
   return {false, xC};
 }
 
 // ============================================================================
 // Forward parser (forward_parser_reference): probability-space floats.
-// The same row scheme as the Viterbi filter with sums for maxima. D->D: one full pass,
-// then passes carrying the remaining D->D mass one lane further, at most lanes - 1 of
-// them, until a pass changes no D. Sums run in another order than the reference, so the
-// score matches it to a tolerance only (simd_kernels.hpp).
+// The same row scheme as the Viterbi filter, with sums for maxima. D->D chains are
+// linear, so they need no repeated passes: while the row is computed, each lane's
+// segment gets its D values as if nothing entered it at vector 0 ("within"); the value
+// leaving each lane's segment is then carried across the lanes by a prefix scan in
+// log2(lanes) steps (C[j] = out[j-1] + T[j-1] * C[j-1], T a lane's D->D product); and one
+// pass adds C[j] * (D->D product up to vector q) to every D. Sums run in another order
+// than the reference, and denormals are flushed to zero, so the score matches it to a
+// tolerance only (simd_kernels.hpp).
 // ============================================================================
+
+// Denormal results flushed to zero and denormal inputs read as zero while the parser
+// runs, as HMMER runs its vector code (impl_Init); the caller's mode comes back after.
+class FlushDenormals {
+ public:
+  FlushDenormals() : saved_(simde_mm_getcsr()) { simde_mm_setcsr(saved_ | 0x8040u); }
+  ~FlushDenormals() { simde_mm_setcsr(saved_); }
+  FlushDenormals(const FlushDenormals&) = delete;
+  FlushDenormals& operator=(const FlushDenormals&) = delete;
+
+ private:
+  std::uint32_t saved_;
+};
+
+// What enters each lane's segment at vector 0 through D->D, from what leaves each
+// segment (`out`) and each lane's D->D product (`through`): an inclusive scan of
+// C[j] = X[j] + U[j] * C[j-1] with X = out and U = through moved one lane up.
+template <int step = 1>
+FloatVector carry_into_lanes(FloatVector x, FloatVector u) {
+  if constexpr (step >= kLanesF32) {
+    return x;
+  } else {
+    x = add_f(x, mul_f(u, shift_up_f_by<step>(x)));
+    u = mul_f(u, shift_up_f_by<step>(u));
+    return carry_into_lanes<2 * step>(x, u);
+  }
+}
 
 float forward_parser(const ForwardStripedView& profile, const Residue* dsq, int L, float loop,
                      float move, float* rows) {
+  const FlushDenormals flush_denormals;
   const int Q = profile.Q;
   constexpr int n = kLanesF32;
   const std::size_t row_elements = static_cast<std::size_t>(Q) * n;
@@ -281,7 +357,8 @@ float forward_parser(const ForwardStripedView& profile, const Residue* dsq, int 
   float* const irow = rows + row_elements;
   float* const drow = rows + 2 * row_elements;
   const float* const dd = profile.transitions + kVitPerQ * row_elements;
-  const auto at = [](float* base, int q) { return base + static_cast<std::size_t>(q) * n; };
+  const auto at = [](auto* base, int q) { return base + static_cast<std::size_t>(q) * n; };
+  const FloatVector lane_through = shift_up_f(load_f(at(profile.dd_prefix, Q)));
   for (int q = 0; q < Q; ++q) {
     store_f(at(mrow, q), zero_f());
     store_f(at(irow, q), zero_f());
@@ -294,8 +371,8 @@ float forward_parser(const ForwardStripedView& profile, const Residue* dsq, int 
     const float* match = profile.match + dsq[i] * row_elements;
     const float* tsc = profile.transitions;
     const FloatVector begin = splat_f(xB);
-    FloatVector sum = zero_f();
-    FloatVector delete_next = zero_f();
+    FloatVector sum = zero_f();        // M and D of the row (D as computed within lanes)
+    FloatVector delete_in = zero_f();  // D within the lane at vector q
     FloatVector mpv = shift_up_f(load_f(at(mrow, Q - 1)));
     FloatVector ipv = shift_up_f(load_f(at(irow, Q - 1)));
     FloatVector dpv = shift_up_f(load_f(at(drow, Q - 1)));
@@ -305,37 +382,24 @@ float forward_parser(const ForwardStripedView& profile, const Residue* dsq, int 
       sv = add_f(sv, mul_f(ipv, load_f(tsc + kVitIM * n)));
       sv = add_f(sv, mul_f(dpv, load_f(tsc + kVitDM * n)));
       sv = mul_f(sv, load_f(match + static_cast<std::size_t>(q) * n));
-      sum = add_f(sum, sv);
+      sum = add_f(sum, add_f(sv, delete_in));
       mpv = load_f(at(mrow, q));
       ipv = load_f(at(irow, q));
       dpv = load_f(at(drow, q));
       store_f(at(mrow, q), sv);
-      store_f(at(drow, q), delete_next);
-      delete_next = mul_f(sv, load_f(tsc + kVitMD * n));
+      store_f(at(drow, q), delete_in);
       // Insert emissions have odds 1.
       store_f(at(irow, q),
               add_f(mul_f(mpv, load_f(tsc + kVitMI * n)), mul_f(ipv, load_f(tsc + kVitII * n))));
+      delete_in = add_f(mul_f(sv, load_f(tsc + kVitMD * n)), mul_f(delete_in, load_f(at(dd, q))));
     }
-    // D->D: the first pass extends every D; later passes carry only what crosses a lane.
-    FloatVector carry = shift_up_f(delete_next);
+    // D entering each lane's segment from the lane below, and what it adds to every D.
+    const FloatVector carry = carry_into_lanes(shift_up_f(delete_in), lane_through);
     for (int q = 0; q < Q; ++q) {
-      const FloatVector d = add_f(carry, load_f(at(drow, q)));
-      store_f(at(drow, q), d);
-      carry = mul_f(d, load_f(dd + static_cast<std::size_t>(q) * n));
+      const FloatVector added = mul_f(carry, load_f(at(profile.dd_prefix, q)));
+      store_f(at(drow, q), add_f(load_f(at(drow, q)), added));
+      sum = add_f(sum, added);
     }
-    for (int pass = 1; pass < n; ++pass) {
-      carry = shift_up_f(carry);
-      bool changed = false;
-      for (int q = 0; q < Q; ++q) {
-        const FloatVector old = load_f(at(drow, q));
-        const FloatVector d = add_f(carry, old);
-        changed = changed || any_gt_f(d, old);
-        store_f(at(drow, q), d);
-        carry = mul_f(carry, load_f(dd + static_cast<std::size_t>(q) * n));
-      }
-      if (!changed) break;
-    }
-    for (int q = 0; q < Q; ++q) sum = add_f(sum, load_f(at(drow, q)));  // local exits from D
     const float xE = hsum_f(sum);
 
     xN = xN * loop;

@@ -249,6 +249,15 @@ StripedForwardProfile stripe_forward_scores(const ForwardScores& fwd, int lanes)
   }
   s.transitions.assign(row * (kVitPerQ + 1), 0.0f);
   stripe_transitions(fwd, s.Q, lanes, s.transitions);
+  // Products of D->D along each lane, in node order.
+  const float* dd = s.transitions.data() + static_cast<std::size_t>(kVitPerQ) * row;
+  s.dd_prefix.assign(row_elements(s.Q + 1, lanes), 1.0f);
+  for (int q = 0; q < s.Q; ++q) {
+    for (int lane = 0; lane < lanes; ++lane) {
+      const std::size_t at = row_elements(q, lanes) + static_cast<std::size_t>(lane);
+      s.dd_prefix[at + static_cast<std::size_t>(lanes)] = s.dd_prefix[at] * dd[at];
+    }
+  }
   return s;
 }
 
@@ -274,6 +283,7 @@ ForwardStripedView StripedForwardProfile::view() const {
   v.Q = Q;
   v.match = match.data();
   v.transitions = transitions.data();
+  v.dd_prefix = dd_prefix.data();
   v.e_loop = e_loop;
   v.e_move = e_move;
   return v;

@@ -70,6 +70,7 @@ struct StripedForwardProfile {
   float e_loop = 0, e_move = 0;
   AlignedBuffer<float> match;        // Kp * Q * lanes
   AlignedBuffer<float> transitions;  // (kVitPerQ + 1) * Q * lanes, the Viterbi order
+  AlignedBuffer<float> dd_prefix;    // (Q + 1) * lanes, derived from D->D (isa_kernels.hpp)
   ForwardStripedView view() const;
 };
 StripedForwardProfile stripe_forward_scores(const ForwardScores& fwd, int lanes);

@@ -94,6 +94,10 @@ static inline IntVector max_i16(IntVector a, IntVector b) {
 static inline bool any_gt_i16(IntVector a, IntVector b) {
   return simde_mm_movemask_epi8(simde_mm_cmpgt_epi16(a, b)) != 0;
 }
+// True when some bit of v is set.
+static inline bool any_nonzero(IntVector v) {
+  return !simde_mm_testz_si128(v, v);
+}
 // Every byte / 16-bit element one lane up, zero into lane 0 (a byte shift of the register).
 static inline IntVector shift_up_u8(IntVector v) {
   return simde_mm_slli_si128(v, 1);
@@ -126,8 +130,13 @@ static inline FloatVector add_f(FloatVector a, FloatVector b) {
 static inline FloatVector mul_f(FloatVector a, FloatVector b) {
   return simde_mm_mul_ps(a, b);
 }
+// Every element `lanes` lanes up (zeros into the lowest ones).
+template <int lanes>
+static inline FloatVector shift_up_f_by(FloatVector v) {
+  return simde_mm_castsi128_ps(simde_mm_slli_si128(simde_mm_castps_si128(v), 4 * lanes));
+}
 static inline FloatVector shift_up_f(FloatVector v) {
-  return simde_mm_castsi128_ps(simde_mm_slli_si128(simde_mm_castps_si128(v), 4));
+  return shift_up_f_by<1>(v);
 }
 // True when some element of a is greater than the same element of b.
 static inline bool any_gt_f(FloatVector a, FloatVector b) {
@@ -181,6 +190,9 @@ static inline IntVector max_i16(IntVector a, IntVector b) {
 static inline bool any_gt_i16(IntVector a, IntVector b) {
   return simde_mm256_movemask_epi8(simde_mm256_cmpgt_epi16(a, b)) != 0;
 }
+static inline bool any_nonzero(IntVector v) {
+  return !simde_mm256_testz_si256(v, v);
+}
 // Byte shifts work within 128-bit lanes, so the low lane's top bytes are brought into the
 // high lane first: t = (low lane 0, high lane v.low); alignr then takes, per lane, the
 // top `bytes` bytes of t's lane followed by the lane of v.
@@ -222,8 +234,12 @@ static inline FloatVector add_f(FloatVector a, FloatVector b) {
 static inline FloatVector mul_f(FloatVector a, FloatVector b) {
   return simde_mm256_mul_ps(a, b);
 }
+template <int lanes>
+static inline FloatVector shift_up_f_by(FloatVector v) {
+  return simde_mm256_castsi256_ps(shift_up_bytes<4 * lanes>(simde_mm256_castps_si256(v)));
+}
 static inline FloatVector shift_up_f(FloatVector v) {
-  return simde_mm256_castsi256_ps(shift_up_bytes<4>(simde_mm256_castps_si256(v)));
+  return shift_up_f_by<1>(v);
 }
 static inline bool any_gt_f(FloatVector a, FloatVector b) {
   return simde_mm256_movemask_ps(simde_mm256_cmp_ps(a, b, SIMDE_CMP_GT_OQ)) != 0;
@@ -277,6 +293,9 @@ static inline IntVector max_i16(IntVector a, IntVector b) {
 // a > b somewhere <=> not (a <= b everywhere); 32 elements, one mask bit each.
 static inline bool any_gt_i16(IntVector a, IntVector b) {
   return simde_mm512_cmple_epi16_mask(a, b) != static_cast<simde__mmask32>(0xffffffffu);
+}
+static inline bool any_nonzero(IntVector v) {
+  return simde_mm512_test_epi8_mask(v, v) != 0;
 }
 // Bytes: the 128-bit lanes moved up one (lane 0 zeroed), then per lane a byte shuffle
 // takes byte 15 of the lane below and bytes 0..14 of its own lane.
@@ -333,11 +352,19 @@ static inline FloatVector mul_f(FloatVector a, FloatVector b) {
   return simde_mm512_mul_ps(a, b);
 }
 // 32-bit elements: a full-width permute (element j takes element j - 1), lane 0 zeroed.
+template <int lanes>
+static inline FloatVector shift_up_f_by(FloatVector v) {
+  const simde__mmask16 keep = static_cast<simde__mmask16>(0xffffu << lanes);
+  // Element j takes element j - lanes: the index vector read from `lanes` elements back
+  // (the first ones read before the table are masked to zero anyway).
+  alignas(64) static const std::int32_t down[32] = {0, 0, 0, 0, 0,  0,  0,  0,  0,  0, 0,
+                                                    0, 0, 0, 0, 0,  0,  1,  2,  3,  4, 5,
+                                                    6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+  return simde_mm512_castsi512_ps(simde_mm512_maskz_permutexvar_epi32(
+      keep, simde_mm512_loadu_si512(down + 16 - lanes), simde_mm512_castps_si512(v)));
+}
 static inline FloatVector shift_up_f(FloatVector v) {
-  alignas(64) static const std::int32_t index[16] = {0, 0, 1, 2,  3,  4,  5,  6,
-                                                     7, 8, 9, 10, 11, 12, 13, 14};
-  return simde_mm512_castsi512_ps(
-      simde_mm512_maskz_permutexvar_epi32(0xfffe, load(index), simde_mm512_castps_si512(v)));
+  return shift_up_f_by<1>(v);
 }
 static inline bool any_gt_f(FloatVector a, FloatVector b) {
   return simde_mm512_cmp_ps_mask(a, b, SIMDE_CMP_GT_OQ) != 0;

@@ -21,6 +21,7 @@
 #include "app/report.hpp"
 #include "app/bench_command.hpp"
 #include "app/search.hpp"
+#include "app/pairhmm_command.hpp"
 #include "app/synth_command.hpp"
 #include "core/error.hpp"
 #include "core/fasta_reader.hpp"
@@ -265,6 +266,7 @@ int main(int argc, char** argv) {
   std::vector<std::pair<CLI::App*, std::function<int()>>> commands;
   commands.emplace_back(info, run_info);
   app::add_synth_commands(app, commands);
+  app::add_pairhmm_command(app, commands, argc, argv);
   app::add_bench_command(app, commands);
   try {
     app.parse(argc, argv);

@@ -1,0 +1,256 @@
+// `duet pairhmm [--format gkl|batch] INPUT -o out.h5`: reads the pairs, runs them through
+// the scheduler, writes /results/pairhmm, /trace/pairhmm and /run.
+#include "app/pairhmm_command.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "app/pairhmm_workload.hpp"
+#include "core/error.hpp"
+#include "core/pairhmm_input.hpp"
+#include "core/pairhmm_model.hpp"
+#include "io/hdf5_file.hpp"
+
+namespace duet::app {
+
+namespace {
+
+std::atomic<bool> g_pairhmm_interrupted{false};
+extern "C" void on_pairhmm_sigint(int) { g_pairhmm_interrupted.store(true); }
+
+int debug_setting(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == 0) return 0;
+  char* end = nullptr;
+  const long n = std::strtol(value, &end, 10);
+  if (*end != 0 || n < 0 || n > 64) throw UsageError(std::string(name) + " must be an integer in 0..64");
+  return static_cast<int>(n);
+}
+
+std::string now_iso8601() {
+  const std::time_t t = std::time(nullptr);
+  char buffer[64];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%S%z", std::localtime(&t));
+  return buffer;
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown";
+}
+
+std::string host_name() {
+  char buffer[256] = {};
+  return ::gethostname(buffer, sizeof buffer - 1) == 0 ? buffer : "unknown";
+}
+
+struct Options {
+  std::string input, out = "duet.h5", format = "auto", isa = "auto", gpu_kernel = "auto";
+  std::string policy = "dynamic";
+  int cpu = 0, min_base_quality = 6;
+  double static_cpu_fraction = 0.5;
+  std::int64_t block_cells = 1 << 22;
+  std::size_t queue_depth = 0, gpu_batch_blocks = 64;
+  bool quiet = false, no_gpu = false, gpu_only = false;
+};
+
+void write_trace(io::Hdf5Writer& file, const scheduler::RunSummary& s) {
+  const std::string g = "/trace/pairhmm";
+  const std::size_t n = s.trace.size();
+  std::vector<std::int32_t> worker(n);
+  std::vector<std::uint8_t> device(n), failed(n);
+  std::vector<std::string> stage(n);
+  std::vector<double> start(n), end(n);
+  std::vector<std::int64_t> block(n), blocks(n), pairs(n), cells(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const scheduler::TraceRow& r = s.trace[i];
+    worker[i] = r.worker;
+    device[i] = static_cast<std::uint8_t>(r.device);
+    failed[i] = r.failed ? 1 : 0;
+    stage[i] = r.stage;
+    start[i] = r.start;
+    end[i] = r.end;
+    block[i] = r.block;
+    blocks[i] = r.blocks;
+    pairs[i] = r.sequences;
+    cells[i] = r.cells;
+  }
+  file.create_group(g);
+  file.write(g + "/worker", worker);
+  file.write(g + "/device", device);
+  file.write(g + "/stage", stage);
+  file.write(g + "/start", start);
+  file.write(g + "/end", end);
+  file.write(g + "/first_block", block);
+  file.write(g + "/blocks", blocks);
+  file.write(g + "/pairs", pairs);
+  file.write(g + "/cells", cells);
+  file.write(g + "/failed", failed);
+  file.set_attribute(g, "device_codes", std::string("0 CPU worker, 1 GPU feeder"));
+  file.set_attribute(g, "cells_note", std::string("DP cells counted in units of 256 per pair (work-unit adapter): "
+                                                  "within 256 cells per pair of the exact count"));
+  file.set_attribute(g, "time_unit", std::string("seconds from the start of the run"));
+  file.set_attribute(g, "wall_seconds", s.seconds);
+  file.set_attribute(g, "idle_tail_seconds", s.idle_tail_seconds);
+}
+
+void write_results(io::Hdf5Writer& file, const pairhmm::Input& input, const PairhmmRun& run,
+                   const Options& o, const std::string& command_line, const std::string& started) {
+  const std::string g = "/results/pairhmm";
+  file.write(g + "/log10_likelihood", run.log10_likelihood);
+  file.write(g + "/computed_in_double", run.in_double);
+  std::vector<std::int64_t> batch;
+  std::vector<std::int32_t> read, haplotype;
+  batch.reserve(static_cast<std::size_t>(run.pairs));
+  for (std::size_t b = 0; b < input.batches.size(); ++b)
+    for (std::size_t r = 0; r < input.batches[b].reads.size(); ++r)
+      for (std::size_t h = 0; h < input.batches[b].haplotypes.size(); ++h) {
+        batch.push_back(static_cast<std::int64_t>(b));
+        read.push_back(static_cast<std::int32_t>(r));
+        haplotype.push_back(static_cast<std::int32_t>(h));
+      }
+  file.write(g + "/batch", batch);
+  file.write(g + "/read", read);
+  file.write(g + "/haplotype", haplotype);
+  bool any_expected = false;
+  for (double e : input.expected) any_expected = any_expected || !std::isnan(e);
+  if (any_expected) file.write(g + "/expected_log10_likelihood", input.expected);
+  file.set_attribute(g, "input", input.path);
+  file.set_attribute(g, "format", std::string(pairhmm::format_name(input.format)));
+  file.set_attribute(g, "batches", static_cast<std::int64_t>(input.batches.size()));
+  file.set_attribute(g, "pairs", run.pairs);
+  file.set_attribute(g, "cells", run.cells);
+  file.set_attribute(g, "pairs_computed_in_double", run.pairs_in_double);
+  file.set_attribute(g, "min_base_quality", o.min_base_quality);
+  file.set_attribute(g, "model", std::string("GATK/GKL pair-HMM Forward: float (initial constant 2^120 / haplotype "
+                                             "length), recomputed in double (2^1020) when the float sum < 1e-28"));
+
+  file.create_group("/run");
+  file.set_attribute("/run", "program", std::string("duet pairhmm"));
+  file.set_attribute("/run", "version", std::string(DUET_VERSION));
+  file.set_attribute("/run", "command_line", command_line);
+  file.set_attribute("/run", "input", input.path);
+  file.set_attribute("/run", "isa", run.cpu_kernel);
+  file.set_attribute("/run", "cpu_kernel", run.cpu_kernel);
+  file.set_attribute("/run", "gpu_kernel", run.gpu_kernel.empty() ? std::string("none") : run.gpu_kernel);
+  file.set_attribute("/run", "machine_host", host_name());
+  file.set_attribute("/run", "machine_cpu", cpu_model());
+  file.set_attribute("/run", "machine_cores", static_cast<std::int64_t>(std::thread::hardware_concurrency()));
+  file.set_attribute("/run", "started", started);
+  file.set_attribute("/run", "wall_seconds", run.seconds);
+  const scheduler::RunSummary& s = run.schedule;
+  file.set_attribute("/run", "cpu_workers", s.cpu_workers);
+  file.set_attribute("/run", "gpu_feeders", s.gpu_feeders);
+  file.set_attribute("/run", "gpu_backend", std::string(s.gpu_feeders == 0 ? "none"
+                                                        : s.test_double ? "TEST DOUBLE (CPU kernels on the feeder thread; debug setting)"
+                                                                        : "cuda"));
+  file.set_attribute("/run", "test_double_output", std::int64_t{s.test_double ? 1 : 0});
+  file.set_attribute("/run", "scheduler_seconds", s.seconds);
+  file.set_attribute("/run", "cells_per_second", s.seconds > 0 ? static_cast<double>(run.cells) / s.seconds : 0.0);
+  const double units = static_cast<double>(std::max<std::int64_t>(1, s.residues));
+  file.set_attribute("/run", "cpu_cell_share", static_cast<double>(s.cpu_residues) / units);
+  file.set_attribute("/run", "gpu_cell_share", static_cast<double>(s.gpu_residues) / units);
+  file.set_attribute("/run", "cpu_cells_per_second", s.cpu_cells_per_second);
+  file.set_attribute("/run", "gpu_cells_per_second", s.gpu_cells_per_second);
+  file.set_attribute("/run", "idle_tail_seconds", s.idle_tail_seconds);
+  file.set_attribute("/run", "gpu_faults", s.gpu_faults);
+  write_trace(file, s);
+}
+
+}  // namespace
+
+void add_pairhmm_command(CLI::App& app, std::vector<std::pair<CLI::App*, std::function<int()>>>& commands,
+                         int argc, char** argv) {
+  auto o = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand("pairhmm", "GATK's pair-HMM Forward: log10 likelihood of every read/haplotype pair");
+  cmd->add_option("input", o->input, "pairs: GKL seven-column or batch format (plain or .gz)")->required();
+  cmd->add_option("--format", o->format, "input format: gkl, batch or auto (default: from the first line)")
+      ->check(CLI::IsMember({"gkl", "batch", "auto"}));
+  cmd->add_option("-o,--out", o->out, "HDF5 result file (default duet.h5)");
+  cmd->add_option("--cpu", o->cpu, "CPU worker threads (default: one per core)")->check(CLI::Range(0, 4096));
+  cmd->add_option("--min-base-quality", o->min_base_quality, "read base qualities below this are raised to it (default 6)")
+      ->check(CLI::Range(0, 93));
+  cmd->add_option("--isa", o->isa, "CPU kernel: auto, scalar, avx2, avx512")
+      ->check(CLI::IsMember({"auto", "scalar", "avx2", "avx512"}));
+  cmd->add_option("--gpu-kernel", o->gpu_kernel, "GPU kernel: auto, inter (a thread per pair), intra (a warp per pair)")
+      ->check(CLI::IsMember({"auto", "inter", "intra"}));
+  cmd->add_flag("--no-gpu", o->no_gpu, "run on the CPU only");
+  cmd->add_flag("--gpu-only", o->gpu_only, "pairs to GPUs only (the CPU redoes failed batches)")->excludes("--no-gpu");
+  cmd->add_option("--policy", o->policy, "CPU/GPU split: dynamic (self-scheduling) or static")
+      ->check(CLI::IsMember({"dynamic", "static"}));
+  cmd->add_option("--static-cpu-fraction", o->static_cpu_fraction, "static policy: share of cells for the CPU")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--block-cells", o->block_cells, "DP cells per block of pairs (default 4194304)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
+  cmd->add_option("--queue-depth", o->queue_depth, "blocks waiting in the queue (0 = 2 per worker)");
+  cmd->add_option("--gpu-batch-blocks", o->gpu_batch_blocks, "blocks per GPU batch (default 64)")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
+  cmd->add_flag("--quiet", o->quiet, "nothing on standard output, no progress line");
+  const std::string command_line = [&] {
+    std::string s;
+    for (int i = 0; i < argc; ++i) s += (i ? " " : "") + std::string(argv[i]);
+    return s;
+  }();
+  commands.emplace_back(cmd, [o, command_line]() -> int {
+    const std::string started = now_iso8601();
+    // The output file can be created, the input parses: checked before any work.
+    io::Hdf5Writer h5(o->out);
+    const pairhmm::Input input = pairhmm::read_input(o->input, pairhmm::parse_format(o->format));
+    const pairhmm::Model model(pairhmm::ModelOptions{o->min_base_quality});
+
+    PairhmmRunOptions r;
+    r.gpu = o->no_gpu ? PairhmmRunOptions::Gpu::off
+            : o->gpu_only ? PairhmmRunOptions::Gpu::only
+                          : PairhmmRunOptions::Gpu::auto_detect;
+    r.cpu_workers = o->cpu;
+    r.isa = o->isa;
+    r.gpu_kernel = o->gpu_kernel;
+    r.policy = o->policy == "static" ? scheduler::SplitPolicy::static_fraction : scheduler::SplitPolicy::dynamic;
+    r.static_cpu_fraction = o->static_cpu_fraction;
+    r.block_cells = o->block_cells;
+    r.queue_depth = o->queue_depth;
+    r.gpu_batch_blocks = o->gpu_batch_blocks;
+    r.test_gpus = debug_setting("DUET_DEBUG_TEST_GPU");
+    r.fault_every = debug_setting("DUET_DEBUG_GPU_FAULT_EVERY");
+    if (r.test_gpus > 0 && r.gpu != PairhmmRunOptions::Gpu::off) {
+      std::cerr << "duet: warning: DUET_DEBUG_TEST_GPU: the GPU is a TEST DOUBLE running CPU kernels; "
+                   "the output file records it\n";
+    }
+    r.progress = !o->quiet && ::isatty(STDERR_FILENO);
+    r.stop = &g_pairhmm_interrupted;
+    std::signal(SIGINT, on_pairhmm_sigint);
+    const PairhmmRun run = run_pairhmm(input, model, r);
+    if (run.stopped || g_pairhmm_interrupted.load()) {
+      std::cerr << "duet: interrupted; no output written\n";
+      return 130;
+    }
+    write_results(h5, input, run, *o, command_line, started);
+    h5.commit();
+    if (!o->quiet) {
+      std::printf("# pairhmm: %lld pairs in %zu batches, %.3g cells, %lld computed in double\n",
+                  static_cast<long long>(run.pairs), input.batches.size(), static_cast<double>(run.cells),
+                  static_cast<long long>(run.pairs_in_double));
+      std::printf("# kernels: CPU %s x %d workers, GPU %s\n", run.cpu_kernel.c_str(), run.schedule.cpu_workers,
+                  run.gpu_kernel.empty() ? "none" : run.gpu_kernel.c_str());
+      std::printf("# %.3f s, %.3f GCUPS overall\n", run.schedule.seconds,
+                  run.schedule.seconds > 0 ? static_cast<double>(run.cells) / run.schedule.seconds / 1e9 : 0.0);
+      std::printf("# results written to %s\n", o->out.c_str());
+    }
+    return 0;
+  });
+}
+
+}  // namespace duet::app

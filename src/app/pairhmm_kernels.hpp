@@ -1,0 +1,39 @@
+// Which pair-HMM kernels the app runs: the CPU kernel (scalar or a SIMD variant chosen at
+// run time, or forced by --isa) and the GPU backends (inter-task or intra-task kernel).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/pairhmm_model.hpp"
+#include "scheduler/scheduler.hpp"
+
+namespace duet::app {
+
+struct CpuKernel {
+  std::string name;  // e.g. "avx512 inter-pair x16 float"
+  std::string isa;   // scalar, avx2, avx512
+  pairhmm::ForwardSumsFunction function = nullptr;
+};
+
+// "auto": the fastest the CPU has; otherwise the named ISA, a UsageError when the CPU or
+// the build lacks it.
+const CpuKernel& select_cpu_kernel(const std::string& isa);
+
+// Delivers the float sums of pairs first, first + 1, ... once a device batch succeeded.
+using SumsConsumer = std::function<void(std::int64_t first, std::span<const float> sums)>;
+
+struct GpuBackends {
+  std::vector<std::unique_ptr<scheduler::GpuBackend>> backends;  // one per GPU
+  std::string kernel;                                            // name of the GPU kernel
+};
+
+// One backend per usable GPU with the kernel named by `kernel` ("auto", "inter", "intra").
+// No GPU (or a build without CUDA): no backend, or a UsageError when `required`.
+GpuBackends make_gpu_backends(const pairhmm::Model& model, const std::string& kernel, bool required,
+                              SumsConsumer consumer, std::span<const pairhmm::Pair> pairs);
+
+}  // namespace duet::app

@@ -1,0 +1,58 @@
+// The pair-HMM workload as the app runs it: every pair of an Input scored through the
+// hybrid scheduler (src/scheduler), results in input order whatever the split.
+//
+// Work-unit adapter: the scheduler streams blocks of database sequences from a FASTA file.
+// Pairs are not sequences, so each pair becomes one placeholder record of a temporary
+// FASTA file whose length is the pair's cost in units of kCellsPerUnit DP cells (at least
+// one); the scheduler then forms blocks of pairs sized by cells, and the workload maps a
+// block's records back to pairs by number (block.first_sequence). Trace cells are counted
+// in those units (within kCellsPerUnit per pair of the exact count); exact totals are in
+// PairhmmRun. A scheduler fed by a block source rather than a path would make this
+// adapter unnecessary.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/pairhmm_input.hpp"
+#include "core/pairhmm_model.hpp"
+#include "scheduler/scheduler.hpp"
+
+namespace duet::app {
+
+inline constexpr std::int64_t kCellsPerUnit = 256;
+
+struct PairhmmRunOptions {
+  enum class Gpu { auto_detect, off, only } gpu = Gpu::auto_detect;
+  int cpu_workers = 0;  // 0: one per core, less the GPU feeders
+  std::string isa = "auto";         // CPU kernel: auto, scalar, avx2, avx512
+  std::string gpu_kernel = "auto";  // auto, inter (a thread per pair), intra (a warp per pair)
+  scheduler::SplitPolicy policy = scheduler::SplitPolicy::dynamic;
+  double static_cpu_fraction = 0.5;
+  std::int64_t block_cells = 1 << 22;
+  std::size_t queue_depth = 0;
+  std::size_t gpu_batch_blocks = 64;
+  // Debug settings (DUET_DEBUG_TEST_GPU, DUET_DEBUG_GPU_FAULT_EVERY): feeders of a
+  // CPU-backed test-double GPU, and every Nth GPU batch failing.
+  int test_gpus = 0;
+  int fault_every = 0;
+  bool progress = false;
+  const std::atomic<bool>* stop = nullptr;
+};
+
+struct PairhmmRun {
+  std::vector<double> log10_likelihood;  // input order
+  std::vector<std::uint8_t> in_double;   // 1 where the float sum was below 1e-28
+  std::int64_t pairs = 0, cells = 0, pairs_in_double = 0;
+  std::string cpu_kernel, gpu_kernel;    // names of the kernels used ("" when none)
+  scheduler::RunSummary schedule;
+  double seconds = 0;
+  bool stopped = false;
+};
+
+PairhmmRun run_pairhmm(const pairhmm::Input& input, const pairhmm::Model& model,
+                       const PairhmmRunOptions& options);
+
+}  // namespace duet::app

@@ -1,0 +1,244 @@
+// Readers of the pair-HMM input formats (see pairhmm_input.hpp).
+#include "core/pairhmm_input.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <string_view>
+
+#include "core/error.hpp"
+#include "core/text_reader.hpp"
+
+namespace duet::pairhmm {
+
+namespace {
+
+std::vector<std::string_view> split_fields(std::string_view line) {
+  std::vector<std::string_view> fields;
+  std::size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+    if (i == line.size()) break;
+    const std::size_t start = i;
+    while (i < line.size() && line[i] != ' ' && line[i] != '\t') ++i;
+    fields.push_back(line.substr(start, i - start));
+  }
+  return fields;
+}
+
+bool is_blank(std::string_view line) { return split_fields(line).empty(); }
+
+class Parser {
+ public:
+  explicit Parser(const TextReader& text) : text_(text) {}
+
+  [[noreturn]] void fail(const std::string& message) const {
+    throw InputError(text_.path(), text_.line_number(), message);
+  }
+
+  std::vector<std::uint8_t> bases(std::string_view field, const char* what) const {
+    if (field.empty()) fail(std::string("empty ") + what);
+    std::vector<std::uint8_t> codes(field.size());
+    for (std::size_t i = 0; i < field.size(); ++i) {
+      switch (field[i]) {
+        case 'A': codes[i] = kA; break;
+        case 'C': codes[i] = kC; break;
+        case 'G': codes[i] = kG; break;
+        case 'T': codes[i] = kT; break;
+        case 'N': codes[i] = kN; break;
+        default:
+          fail(std::string("illegal base '") + field[i] + "' in " + what + " (A, C, G, T or N)");
+      }
+    }
+    return codes;
+  }
+
+  std::vector<std::uint8_t> qualities(std::string_view field, std::size_t length, const char* what) const {
+    if (field.size() != length) {
+      fail(std::string(what) + " has " + std::to_string(field.size()) + " characters for a read of " +
+           std::to_string(length) + " bases");
+    }
+    std::vector<std::uint8_t> q(field.size());
+    for (std::size_t i = 0; i < field.size(); ++i) {
+      const int c = static_cast<unsigned char>(field[i]);
+      if (c < 33 || c > 126) fail(std::string("illegal quality character in ") + what + " (Phred+33: '!' to '~')");
+      q[i] = static_cast<std::uint8_t>(c - 33);
+    }
+    return q;
+  }
+
+  // The five read columns starting at fields[first]: bases and four quality strings.
+  Read read(const std::vector<std::string_view>& fields, std::size_t first) const {
+    Read r;
+    r.bases = bases(fields[first], "read");
+    r.base_quality = qualities(fields[first + 1], r.bases.size(), "base qualities");
+    r.insertion_quality = qualities(fields[first + 2], r.bases.size(), "insertion qualities");
+    r.deletion_quality = qualities(fields[first + 3], r.bases.size(), "deletion qualities");
+    r.gcp_quality = qualities(fields[first + 4], r.bases.size(), "gap-continuation qualities");
+    return r;
+  }
+
+  std::int64_t count(std::string_view field, const char* what) const {
+    std::int64_t n = 0;
+    const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), n);
+    if (ec != std::errc() || end != field.data() + field.size() || n < 1 || n > (1 << 30)) {
+      fail(std::string("expected a positive number of ") + what + ", found '" + std::string(field) + "'");
+    }
+    return n;
+  }
+
+  double number(std::string_view field) const {
+    double x = 0;
+    const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), x);
+    if (ec != std::errc() || end != field.data() + field.size() || !std::isfinite(x)) {
+      fail("expected log10 likelihood is not a number: '" + std::string(field) + "'");
+    }
+    return x;
+  }
+
+ private:
+  const TextReader& text_;
+};
+
+void read_gkl(TextReader& text, Input& input, std::string& line, bool have_line) {
+  Parser parse(text);
+  for (; have_line || text.next_line(line); have_line = false) {
+    if (is_blank(line) || line[0] == '#') continue;
+    const auto fields = split_fields(line);
+    if (fields.size() != 6 && fields.size() != 7) {
+      parse.fail("expected 6 or 7 columns (haplotype, read, base, insertion, deletion and "
+                 "gap-continuation qualities, optional expected log10), found " +
+                 std::to_string(fields.size()));
+    }
+    Batch batch;
+    batch.first_pair = static_cast<std::int64_t>(input.expected.size());
+    batch.haplotypes.push_back(Haplotype{parse.bases(fields[0], "haplotype")});
+    batch.reads.push_back(parse.read(fields, 1));
+    input.expected.push_back(fields.size() == 7 ? parse.number(fields[6])
+                                                : std::numeric_limits<double>::quiet_NaN());
+    input.batches.push_back(std::move(batch));
+  }
+}
+
+void read_batches(TextReader& text, Input& input, std::string& line, bool have_line) {
+  Parser parse(text);
+  auto next_content_line = [&](const char* expecting) {
+    while (text.next_line(line))
+      if (!is_blank(line)) return;
+    throw InputError(text.path(), text.line_number(), std::string("unexpected end of file: expected ") + expecting);
+  };
+  std::int64_t pairs = 0;
+  for (; have_line || text.next_line(line); have_line = false) {
+    if (is_blank(line)) continue;
+    auto fields = split_fields(line);
+    if (fields.size() != 2) {
+      parse.fail("expected a batch header 'R H' (numbers of reads and haplotypes), found " +
+                 std::to_string(fields.size()) + " columns");
+    }
+    Batch batch;
+    batch.first_pair = pairs;
+    const std::int64_t reads = parse.count(fields[0], "reads");
+    const std::int64_t haplotypes = parse.count(fields[1], "haplotypes");
+    for (std::int64_t i = 0; i < reads; ++i) {
+      next_content_line("a read line");
+      fields = split_fields(line);
+      if (fields.size() != 5) {
+        parse.fail("expected a read line with 5 columns (bases, base, insertion, deletion and "
+                   "gap-continuation qualities), found " + std::to_string(fields.size()));
+      }
+      batch.reads.push_back(parse.read(fields, 0));
+    }
+    for (std::int64_t i = 0; i < haplotypes; ++i) {
+      next_content_line("a haplotype line");
+      fields = split_fields(line);
+      if (fields.size() != 1) {
+        parse.fail("expected a haplotype line with 1 column, found " + std::to_string(fields.size()));
+      }
+      batch.haplotypes.push_back(Haplotype{parse.bases(fields[0], "haplotype")});
+    }
+    pairs += batch.pairs();
+    input.batches.push_back(std::move(batch));
+  }
+}
+
+}  // namespace
+
+char base_symbol(std::uint8_t code) {
+  switch (code) {
+    case kA: return 'A';
+    case kC: return 'C';
+    case kG: return 'G';
+    case kT: return 'T';
+    case kN: return 'N';
+    default: return '?';
+  }
+}
+
+Format parse_format(const std::string& name) {
+  if (name == "gkl") return Format::gkl;
+  if (name == "batch") return Format::batch;
+  if (name == "auto") return Format::automatic;
+  throw UsageError("unknown pair-HMM input format '" + name + "' (gkl, batch or auto)");
+}
+
+const char* format_name(Format format) {
+  switch (format) {
+    case Format::gkl: return "gkl";
+    case Format::batch: return "batch";
+    case Format::automatic: return "auto";
+  }
+  return "?";
+}
+
+std::int64_t Input::pairs() const {
+  std::int64_t n = 0;
+  for (const Batch& b : batches) n += b.pairs();
+  return n;
+}
+
+std::int64_t Input::cells() const {
+  std::int64_t n = 0;
+  for (const Batch& b : batches) {
+    std::int64_t rows = 0, columns = 0;
+    for (const Read& r : b.reads) rows += r.length();
+    for (const Haplotype& h : b.haplotypes) columns += h.length();
+    n += rows * columns;
+  }
+  return n;
+}
+
+std::vector<Pair> Input::pair_list() const {
+  std::vector<Pair> list;
+  list.reserve(static_cast<std::size_t>(pairs()));
+  for (const Batch& b : batches)
+    for (const Read& r : b.reads)
+      for (const Haplotype& h : b.haplotypes) list.push_back(Pair{&r, &h});
+  return list;
+}
+
+Input read_input(const std::string& path, Format format) {
+  TextReader text(path);
+  Input input;
+  input.path = path;
+  std::string line;
+  bool have_line = false;
+  while (text.next_line(line)) {
+    if (is_blank(line) || line[0] == '#') continue;
+    have_line = true;
+    break;
+  }
+  if (!have_line) throw InputError(path, 0, "no pairs: the file is empty");
+  if (format == Format::automatic) {
+    const auto fields = split_fields(line);
+    format = fields.size() == 2 ? Format::batch : Format::gkl;
+  }
+  input.format = format;
+  if (format == Format::gkl) {
+    read_gkl(text, input, line, have_line);
+  } else {
+    read_batches(text, input, line, have_line);
+  }
+  return input;
+}
+
+}  // namespace duet::pairhmm

@@ -1,0 +1,118 @@
+// Every pair-HMM CPU kernel of the variant table against the canonical float sum (bit for
+// bit) and, through finish_likelihood, against the double reference; ISAs this CPU lacks
+// are skipped. Random tests print their seed; DUET_TEST_SEED replays one.
+#include <gtest/gtest.h>
+
+#include <simde/x86/sse.h>
+
+#include <cstring>
+#include <random>
+
+#include "core/error.hpp"
+#include "core/pairhmm_model.hpp"
+#include "host_simd/pairhmm_simd.hpp"
+#include "pairhmm_test_support.hpp"
+#include "test_support.hpp"
+
+namespace duet::simd::pairhmm {
+namespace {
+
+using duet::pairhmm::Input;
+using duet::pairhmm::Model;
+using duet::pairhmm::Pair;
+
+class PairhmmKernel : public ::testing::TestWithParam<PairhmmVariant> {
+ protected:
+  void SetUp() override {
+    if (!cpu_supports(GetParam().isa)) GTEST_SKIP() << "this CPU lacks " << GetParam().name;
+  }
+  // Kernel sums bit for bit equal to forward_sum<float>, for any order of pairs.
+  static void expect_canonical(const Model& model, const std::vector<Pair>& pairs) {
+    std::vector<float> sums(pairs.size(), -1.0f);
+    GetParam().function(model, pairs, sums.data());
+    for (std::size_t i = 0; i < pairs.size(); ++i) {
+      const float canonical = duet::pairhmm::forward_sum<float>(model, pairs[i]);
+      EXPECT_EQ(std::memcmp(&sums[i], &canonical, sizeof(float)), 0)
+          << GetParam().name << " pair " << i << " (" << pairs[i].rows() << "x" << pairs[i].columns()
+          << "): " << sums[i] << " vs " << canonical;
+    }
+  }
+};
+
+TEST_P(PairhmmKernel, RandomPairsBitForBitAndNearTheReference) {
+  std::mt19937_64 rng(test::test_seed());
+  const Input input = test::random_input(rng, 50, 500, 5, 5);
+  const Model model;
+  const auto pairs = input.pair_list();
+  std::vector<float> sums(pairs.size());
+  GetParam().function(model, pairs, sums.data());
+  int in_double = 0;
+  for (std::size_t i = 0; i < pairs.size(); ++i) {
+    const float canonical = duet::pairhmm::forward_sum<float>(model, pairs[i]);
+    ASSERT_EQ(std::memcmp(&sums[i], &canonical, sizeof(float)), 0) << "pair " << i;
+    const auto l = duet::pairhmm::finish_likelihood(model, pairs[i], sums[i]);
+    const double reference = duet::pairhmm::reference_log10_likelihood(model, pairs[i]);
+    // The double pass is the reference's arithmetic (equal, -inf included when even double
+    // underflows); the float pass is within 1e-4 in log10.
+    if (l.in_double) {
+      EXPECT_EQ(l.log10, reference) << "pair " << i;
+    } else {
+      EXPECT_NEAR(l.log10, reference, 1e-4) << "pair " << i;
+    }
+    in_double += l.in_double;
+  }
+  EXPECT_GT(in_double, 0) << "no pair needed the double fallback";
+}
+
+TEST_P(PairhmmKernel, GroupEdgesAndSizes) {
+  std::mt19937_64 rng(test::test_seed());
+  const Model model;
+  // 1 .. 2W+1 pairs (partial groups), lengths 1..40 and 1..3 (edge sizes).
+  for (int length : {3, 40}) {
+    const Input input = test::random_input(rng, 12, length, 3, 3);
+    std::vector<Pair> pairs = input.pair_list();
+    for (std::size_t n = 1; n <= std::min<std::size_t>(pairs.size(), 2 * GetParam().lanes + 1); ++n) {
+      expect_canonical(model, std::vector<Pair>(pairs.begin(), pairs.begin() + static_cast<std::ptrdiff_t>(n)));
+    }
+  }
+}
+
+TEST_P(PairhmmKernel, GklCasesAndDegenerateQualities) {
+  const Input gkl = duet::pairhmm::read_input(test::kGklTestData);
+  expect_canonical(Model{}, gkl.pair_list());
+  // Insertion and deletion qualities 0..3 make match-to-match zero or negative: still the
+  // canonical sums, whatever they are.
+  std::mt19937_64 rng(test::test_seed());
+  Input input = test::random_input(rng, 10, 60);
+  for (auto& b : input.batches)
+    for (auto& r : b.reads)
+      for (std::size_t i = 0; i < r.bases.size(); ++i) {
+        r.insertion_quality[i] = static_cast<std::uint8_t>(rng() % 4);
+        r.deletion_quality[i] = static_cast<std::uint8_t>(rng() % 4);
+      }
+  expect_canonical(Model(duet::pairhmm::ModelOptions{0}), input.pair_list());
+}
+
+TEST_P(PairhmmKernel, LeavesTheFloatingPointModeAsFound) {
+  // The control bits of MXCSR (rounding, flush to zero, masks); the low six bits are
+  // sticky exception flags that any arithmetic sets.
+  const auto control = [] { return simde_mm_getcsr() & ~0x3Fu; };
+  const unsigned before = control();
+  const Input gkl = duet::pairhmm::read_input(test::kGklTestData);
+  std::vector<float> sums(static_cast<std::size_t>(gkl.pairs()));
+  GetParam().function(Model{}, gkl.pair_list(), sums.data());
+  EXPECT_EQ(control(), before);
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, PairhmmKernel, ::testing::ValuesIn(kPairhmmVariants),
+                         [](const ::testing::TestParamInfo<PairhmmVariant>& variant) { return std::string(variant.param.name); });
+
+TEST(PairhmmDispatch, BestVariantAndNames) {
+  EXPECT_TRUE(cpu_supports(best_pairhmm_variant().isa));
+  EXPECT_EQ(&pairhmm_variant("auto"), &best_pairhmm_variant());
+  EXPECT_EQ(pairhmm_variant("scalar").lanes, 1);
+  EXPECT_THROW(pairhmm_variant("sse2"), duet::UsageError);
+}
+
+}  // namespace
+}  // namespace duet::simd::pairhmm

@@ -10,7 +10,8 @@
 // SSV cannot answer), msv-full (the striped MSV alone), viterbi, forward (the SIMD
 // parser's own score); "scalar" rows time the references.
 //
-// Usage: simd_bench [--db FASTA] [--residues N] [--lengths 50,100,...] [--kernels LIST]
+// Usage: simd_bench [--db FASTA] [--models DIR] [--residues N] [--lengths 50,100,...] [--kernels
+// LIST]
 //                   [--isas LIST] [--min-seconds S] [--scalar-residues N]
 #include <time.h>
 
@@ -173,6 +174,8 @@ int main(int argc, char** argv) {
     };
     if (arg == "--db") {
       db = value();
+    } else if (arg == "--models") {
+      tutorial = value() + "/";
     } else if (arg == "--residues") {
       residues_wanted = std::atoll(value().c_str());
     } else if (arg == "--scalar-residues") {
@@ -189,7 +192,8 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(
           stderr,
-          "usage: simd_bench [--db FASTA] [--residues N] [--lengths 50,100,...] [--kernels "
+          "usage: simd_bench [--db FASTA] [--models DIR] [--residues N] [--lengths 50,100,...] "
+          "[--kernels "
           "ssv,msv,msv-full,viterbi,forward] [--isas scalar,sse4.1,avx2,avx512] [--min-seconds S] "
           "[--scalar-residues N]\n");
       return 2;

@@ -647,12 +647,23 @@ std::string show(const TargetScores& s) {
 bool same_bits_or_both_nan(float a, float b) {
   return (std::isnan(a) && std::isnan(b)) || same_bits(a, b);
 }
+bool same_or_both_nan(double a, double b) {
+  return (std::isnan(a) && std::isnan(b)) || a == b;
+}
+
+bool same_results(const TargetScores& a, const TargetScores& b) {
+  return a.stage == b.stage && same_bits_or_both_nan(a.msv_bits, b.msv_bits) &&
+         same_bits_or_both_nan(a.viterbi_bits, b.viterbi_bits) &&
+         same_bits_or_both_nan(a.forward_bits, b.forward_bits) &&
+         same_or_both_nan(a.pvalue, b.pvalue);
+}
 
 // Tutorial models on the database, plus the random models on their own targets (sampled
 // ones pass every filter, so that reported Forward scores are compared). The reference
 // cascade runs once; every ISA this CPU has (scalar included) is compared with it, with
-// the Forward gate off (every score exact) and on (every decision and every passing
-// target's scores exact).
+// the Forward gate off and on: every result the same. (Should the cascade keep the
+// Forward score of a target that F3 rejects, the gated kernels may give a SIMD score
+// there: only that score and its P-value are then exempt.)
 TEST(SimdCascade, EveryIsaGivesTheReferenceResults) {
   SCOPED_TRACE("DUET_TEST_SEED=" + std::to_string(test_seed()));
   struct Job {
@@ -698,16 +709,13 @@ TEST(SimdCascade, EveryIsaGivesTheReferenceResults) {
     for (std::size_t j = 0; j < isas.size() && failures < kMaxReportedFailures; ++j) {
       const TargetScores got = run_cascade(current->profile, settings, *exact[j], dsq, L);
       const TargetScores got_gated = run_cascade(current->profile, settings, *gated[j], dsq, L);
-      const bool same =
-          want.stage == got.stage && same_bits_or_both_nan(want.msv_bits, got.msv_bits) &&
-          same_bits_or_both_nan(want.viterbi_bits, got.viterbi_bits) &&
-          same_bits_or_both_nan(want.forward_bits, got.forward_bits) && want.pvalue == got.pvalue;
-      bool same_gated = want.stage == got_gated.stage &&
-                        same_bits_or_both_nan(want.msv_bits, got_gated.msv_bits) &&
-                        same_bits_or_both_nan(want.viterbi_bits, got_gated.viterbi_bits);
-      if (want.stage == Stage::passed) {
-        same_gated = same_gated && same_bits(want.forward_bits, got_gated.forward_bits) &&
-                     want.pvalue == got_gated.pvalue;
+      const bool same = same_results(want, got);
+      bool same_gated = same_results(want, got_gated);
+      if (want.stage == Stage::forward && !std::isnan(want.forward_bits)) {
+        TargetScores exempt = got_gated;
+        exempt.forward_bits = want.forward_bits;
+        exempt.pvalue = want.pvalue;
+        same_gated = same_results(want, exempt);
       }
       if (!same || !same_gated) {
         ADD_FAILURE() << isa_name(isas[j]) << ": " << current->label << " L=" << L

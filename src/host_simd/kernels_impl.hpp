@@ -56,8 +56,8 @@ IntVector lane0_i16(std::int16_t x) {
 // at -128. With W registers (W <= Q) every period of Q rows is: rows t = 1 .. Q - W where
 // no register wraps; then rows t = Q - W + 1 .. Q - 1 where register Q - t wraps (W - 1,
 // W - 2, .., 1); then row t = 0 where register 0 wraps. A sweep covers W striped vectors
-// of every row. Sweeps of kSsvRegisters cover the model; the last one starts at Q - W and
-// may repeat diagonals, which changes no maximum.
+// of every row. Sweeps of equal width, at most kSsvRegisters, cover the model; the last
+// one starts at Q - W and may repeat diagonals, which changes no maximum.
 // ============================================================================
 
 constexpr int kSsvRegisters = DUET_SIMD_VECTOR_BITS == 512 ? 16 : 12;
@@ -101,7 +101,11 @@ IntVector ssv_sweep(const SsvStripedView& profile, const Residue* dsq, int L, in
   int i = 0;
   for (;;) {
     const int end = i + min_int(Q - W + 1 - t, L - i);
-    for (; i < end; ++i, ++t) row.template operator()<-1>(i, t);
+    for (; i + 1 < end; i += 2, t += 2) {  // two rows a turn: less loop overhead per row
+      row.template operator()<-1>(i, t);
+      row.template operator()<-1>(i + 1, t + 1);
+    }
+    if (i < end) row.template operator()<-1>(i++, t++);
     if (i == L) break;
     // The wrapping rows, S = W - 1 down to 0, each while the target lasts.
     [&]<int... S>(std::integer_sequence<int, S...>) DUET_ALWAYS_INLINE {
@@ -129,10 +133,13 @@ constexpr const SsvSweep* ssv_sweep_table(std::integer_sequence<int, W...>) {
 
 int ssv_max(const SsvStripedView& profile, const Residue* dsq, int L) {
   const SsvSweep* sweeps = ssv_sweep_table(std::make_integer_sequence<int, kSsvRegisters>{});
+  // As few sweeps as the registers allow, all of one width (the last may overlap).
+  const int Q = profile.Q;
+  const int count = (Q + kSsvRegisters - 1) / kSsvRegisters;
+  const int width = (Q + count - 1) / count;
   IntVector best = splat_u8(0x80);
-  if (profile.Q <= kSsvRegisters) return hmax_u8(sweeps[profile.Q - 1](profile, dsq, L, 0, best));
-  for (int q0 = 0; q0 < profile.Q; q0 += kSsvRegisters) {
-    best = sweeps[kSsvRegisters - 1](profile, dsq, L, min_int(q0, profile.Q - kSsvRegisters), best);
+  for (int s = 0; s < count; ++s) {
+    best = sweeps[width - 1](profile, dsq, L, min_int(s * width, Q - width), best);
   }
   return hmax_u8(best);
 }

@@ -3,6 +3,7 @@
 #include "core/cascade.hpp"
 
 #include <cmath>
+#include <limits>
 
 #include "core/statistics.hpp"
 
@@ -58,13 +59,20 @@ TargetScores run_filters(const SearchProfile& profile, const CascadeSettings& se
 
 void run_forward_stage(const SearchProfile& profile, const CascadeSettings& settings,
                        FilterKernels& kernels, const Residue* dsq, int L, TargetScores& out) {
+  out.forward_run = true;
   const float fwdsc = kernels.forward(dsq, L);
   const float seq_score = (fwdsc - out.filter_nats) / static_cast<float>(kLog2);
   const double P = exponential_survival(seq_score, profile.forward_tau, profile.forward_lambda);
-  out.pvalue = P;
+  if (P > settings.F3) {
+    // Rejected. A fast kernel may have decided this with a score that is not the
+    // canonical one, so no Forward score or P-value is kept for rejected targets:
+    // results stay identical whatever kernel or device ran the stage.
+    out.forward_bits = TargetScores::kNotComputed;
+    out.pvalue = std::numeric_limits<double>::quiet_NaN();
+    return;
+  }
   // The reported score uses the plain null model (no null2: --nonull2 semantics).
   out.forward_bits = (fwdsc - out.null_nats) / static_cast<float>(kLog2);
-  if (P > settings.F3) return;
   out.stage = Stage::passed;
   out.pvalue = forward_pvalue(profile, out.forward_bits);
 }

@@ -28,8 +28,9 @@ struct TargetScores {
   float filter_nats = 0;      // null score used by later stages (bias filter or null)
   float msv_bits = kNotComputed;      // MSV score, null-corrected (bits)
   float viterbi_bits = kNotComputed;  // NaN when not run (rejected before, or skipped)
-  float forward_bits = kNotComputed;  // NaN when not reached
-  double pvalue = 1.0;        // P-value of the last stage run
+  float forward_bits = kNotComputed;  // NaN unless the target passed every filter
+  double pvalue = 1.0;        // P-value of the last stage run (NaN when Forward rejected it)
+  bool forward_run = false;   // the Forward stage has run (see needs_forward)
 };
 
 // The kernels of one stage set, for one model; one object per worker thread.
@@ -38,7 +39,8 @@ class FilterKernels {
   virtual ~FilterKernels() = default;
   virtual FilterScore msv(const Residue* dsq, int L) = 0;
   virtual FilterScore viterbi(const Residue* dsq, int L) = 0;
-  // Canonical Forward score in nats (what is reported).
+  // Forward score in nats: the canonical score (forward_parser_reference) for every
+  // target that passes F3; a faster, inexact score may decide a rejection.
   virtual float forward(const Residue* dsq, int L) = 0;
 };
 
@@ -71,7 +73,7 @@ TargetScores run_cascade(const SearchProfile& profile, const CascadeSettings& se
 TargetScores run_filters(const SearchProfile& profile, const CascadeSettings& settings,
                          FilterKernels& kernels, const Residue* dsq, int L);
 inline bool needs_forward(const TargetScores& t) {
-  return t.stage == Stage::forward && t.forward_bits != t.forward_bits;  // NaN: not run yet
+  return t.stage == Stage::forward && !t.forward_run;
 }
 void run_forward_stage(const SearchProfile& profile, const CascadeSettings& settings,
                        FilterKernels& kernels, const Residue* dsq, int L, TargetScores& target);

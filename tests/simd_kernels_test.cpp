@@ -26,6 +26,7 @@
 #include "core/hmm.hpp"
 #include "core/profile.hpp"
 #include "core/reference_kernels.hpp"
+#include "core/statistics.hpp"
 #include "host_simd/striped_profiles.hpp"
 #include "simd_test_support.hpp"
 
@@ -731,6 +732,56 @@ TEST(SimdCascade, EveryIsaGivesTheReferenceResults) {
             << " ISAs; gated Forward used the reference " << gated_reference_calls << " times of "
             << forward_reached * static_cast<int>(isas.size()) << std::endl;
   EXPECT_GT(passed, 0);
+}
+
+// SimdFilterKernels::forward(): without the gate, always the reference score; with it,
+// either the reference score or a SIMD score for a target the reference score would
+// also reject at F3, whatever the threshold.
+TEST(SimdForwardGate, NeverChangesTheF3Decision) {
+  SCOPED_TRACE("DUET_TEST_SEED=" + std::to_string(test_seed()));
+  const Corpus& corpus = random_corpus();
+  const Isa isa = best_isa();
+  if (isa == Isa::scalar) GTEST_SKIP() << "no SIMD ISA on this CPU";
+  std::vector<CascadeSettings> thresholds(3);
+  thresholds[0].F3 = 1e-5;
+  thresholds[1].F3 = 1e-2;
+  thresholds[1].bias_filter = false;  // both nulls of the F3 test
+  thresholds[2].F3 = 0.5;
+  int simd_scores = 0, reference_scores = 0;
+  for (std::size_t m = 0; m < corpus.models.size(); ++m) {
+    const SearchProfile& p = corpus.models[m].profile;
+    SimdFilterKernels exact(p, isa);
+    std::vector<std::unique_ptr<SimdFilterKernels>> gated;
+    for (const CascadeSettings& settings : thresholds) {
+      gated.push_back(std::make_unique<SimdFilterKernels>(p, isa, ForwardGate::from(settings)));
+    }
+    for (const TestCase& c : corpus.cases) {
+      if (c.model != static_cast<int>(m) || c.dsq.size() * static_cast<std::size_t>(p.M) > 1000000)
+        continue;
+      const Residue* dsq = c.dsq.data();
+      const int L = static_cast<int>(c.dsq.size());
+      const float reference = forward_parser_reference(p.forward, dsq, L);
+      ASSERT_TRUE(same_bits(exact.forward(dsq, L), reference)) << corpus.models[m].label;
+      for (std::size_t j = 0; j < thresholds.size(); ++j) {
+        const float got = gated[j]->forward(dsq, L);
+        if (same_bits(got, reference)) {
+          ++reference_scores;
+          continue;
+        }
+        ++simd_scores;
+        const float null =
+            thresholds[j].bias_filter ? bias_filter_score(p.bias, dsq, L) : null_score(L);
+        const double P = exponential_survival((reference - null) / static_cast<float>(kLog2),
+                                              p.forward_tau, p.forward_lambda);
+        EXPECT_GT(P, thresholds[j].F3)
+            << corpus.models[m].label << " " << c.label << ": the SIMD score " << got
+            << " stood in for " << reference << " on a target that passes F3";
+      }
+    }
+  }
+  std::cout << "[ gate     ] " << isa_name(isa) << ": " << simd_scores << " SIMD scores, "
+            << reference_scores << " reference scores" << std::endl;
+  EXPECT_GT(simd_scores, 0);
 }
 
 // ---------------------------------------------------------------------------

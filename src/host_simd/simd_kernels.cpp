@@ -133,6 +133,7 @@ int vector_bytes(Isa isa) {
 }
 
 bool cpu_supports(Isa isa) {
+  __builtin_cpu_init();  // harmless when already done; needed before static constructors
   switch (isa) {
     case Isa::scalar:
       return true;

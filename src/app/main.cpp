@@ -91,6 +91,8 @@ struct HmmsearchOptions {
   std::string out, tblout;
   bool max = false, nobias = false, nonull2 = false, quiet = false;
   bool no_gpu = false, gpu_only = false;
+  std::vector<int> gpus;
+  std::string gpu_strategy = "warp";
   std::string policy = "dynamic";
   double static_cpu_fraction = 0.5;
   std::size_t block_residues = 1 << 20, queue_depth = 0, gpu_batch_blocks = 8;
@@ -119,6 +121,12 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
   cmd->add_flag("--no-gpu", o.no_gpu, "run on the CPU only");
   cmd->add_flag("--gpu-only", o.gpu_only, "fresh blocks to GPUs only (the CPU runs CPU-only stages and redoes failed batches)")
       ->excludes("--no-gpu");
+  cmd->add_option("--gpus", o.gpus, "GPUs to use, e.g. 0,1 (default: every GPU found)")
+      ->delimiter(',')
+      ->excludes("--no-gpu");
+  cmd->add_option("--gpu-strategy", o.gpu_strategy,
+                  "GPU kernels: warp (thread groups and warps per target) or thread (one thread per target, Walters et al.)")
+      ->check(CLI::IsMember({"warp", "thread"}));
   cmd->add_option("--policy", o.policy, "CPU/GPU split: dynamic (self-scheduling) or static")
       ->check(CLI::IsMember({"dynamic", "static"}));
   cmd->add_option("--static-cpu-fraction", o.static_cpu_fraction, "static policy: share of residues for the CPU")
@@ -185,6 +193,8 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
     hybrid.queue_depth = o.queue_depth;
     hybrid.gpu_batch_blocks = o.gpu_batch_blocks;
     hybrid.gpu_batch_residues = o.gpu_batch_residues;
+    hybrid.gpu_devices = o.gpus;
+    hybrid.gpu_strategy = o.gpu_strategy;
     hybrid.test_gpus = debug_setting("DUET_DEBUG_TEST_GPU");
     hybrid.fault_every = debug_setting("DUET_DEBUG_GPU_FAULT_EVERY");
     if (hybrid.test_gpus > 0 && hybrid.gpu != app::HybridOptions::Gpu::off) {

@@ -12,6 +12,10 @@
 
 #include "core/error.hpp"
 #include "scheduler/result_sink.hpp"
+#ifdef DUET_HAVE_CUDA
+#include "app/gpu_backend.hpp"
+#include "device/gpu_info.hpp"
+#endif
 
 namespace duet::app {
 
@@ -200,10 +204,25 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& 
                         const io::Config& config, const HybridOptions& hybrid) {
   using Clock = std::chrono::steady_clock;
   const auto run_start = Clock::now();
-  // A build without CUDA has no GPU backend: only the test double can act as one.
-  const int gpus = hybrid.gpu == HybridOptions::Gpu::off ? 0 : hybrid.test_gpus;
+  // GPUs: the debug test double, or the real ones of a CUDA build (gpu_backend.hpp).
+  std::vector<int> devices;
+  if (hybrid.gpu != HybridOptions::Gpu::off && hybrid.test_gpus == 0) {
+#ifdef DUET_HAVE_CUDA
+    devices = resolve_gpu_devices(hybrid.gpu_devices);
+    (void)device::parse_gpu_strategy(hybrid.gpu_strategy);  // a bad name fails before the search
+#else
+    if (!hybrid.gpu_devices.empty()) throw UsageError("--gpus: this build has no CUDA support (no GPU can be used)");
+#endif
+  }
+  const int gpus = hybrid.gpu == HybridOptions::Gpu::off ? 0
+                   : hybrid.test_gpus > 0                ? hybrid.test_gpus
+                                                         : static_cast<int>(devices.size());
   if (hybrid.gpu == HybridOptions::Gpu::only && gpus == 0) {
-    throw UsageError("--gpu-only: no GPU available (this build has no CUDA backend)");
+#ifdef DUET_HAVE_CUDA
+    throw UsageError("--gpu-only: no GPU available (" + device::list_gpus().problem + ")");
+#else
+    throw UsageError("--gpu-only: no GPU available (this build has no CUDA support)");
+#endif
   }
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   scheduler::SchedulerOptions options;
@@ -244,10 +263,28 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& 
     HmmsearchWorkload workload(profile, settings, options.cpu_workers + gpus, sink);
     std::vector<std::unique_ptr<TestDoubleGpu>> doubles;
     std::vector<scheduler::GpuBackend*> backends;
-    for (int g = 0; g < gpus; ++g) {
+    for (int g = 0; g < hybrid.test_gpus && gpus > 0; ++g) {
       doubles.push_back(std::make_unique<TestDoubleGpu>(profile, settings, workload, sink, g));
       backends.push_back(doubles.back().get());
     }
+#ifdef DUET_HAVE_CUDA
+    std::vector<std::unique_ptr<HmmsearchGpuBackend>> devices_in_use;
+    const auto deliver = [&workload, &sink](const scheduler::Block& b, std::vector<TargetScores>&& scores,
+                                            std::vector<bool>&& deferred) {
+      const bool post = std::find(deferred.begin(), deferred.end(), true) != deferred.end();
+      if (post) {
+        workload.store_partial(b.index, std::move(scores), std::move(deferred));
+      } else {
+        add_block(b, scores, sink);
+      }
+      return post;
+    };
+    for (int d : devices) {
+      devices_in_use.push_back(std::make_unique<HmmsearchGpuBackend>(
+          d, profile, settings, device::parse_gpu_strategy(hybrid.gpu_strategy), deliver));
+      backends.push_back(devices_in_use.back().get());
+    }
+#endif
     query.schedule = scheduler::run_blocks(database_path, *hmm.alphabet, workload, backends, options);
     if (query.schedule.stopped) {
       run.stopped = true;

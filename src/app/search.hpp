@@ -62,6 +62,10 @@ struct HybridOptions {
   // of the CPU-backed test-double GPU backend, and every Nth GPU batch failing.
   int test_gpus = 0;
   int fault_every = 0;
+  // Real GPUs (CUDA builds): the devices of --gpus (empty: every GPU found) and the
+  // kernel strategy of --gpu-strategy ("warp" or "thread").
+  std::vector<int> gpu_devices;
+  std::string gpu_strategy = "warp";
   bool progress = false;
   const std::atomic<bool>* stop = nullptr;
 };

@@ -1,0 +1,102 @@
+// Kernel-only throughput of the hmmsearch GPU kernels (src/device/hmm_gpu.hpp): MSV and
+// the Viterbi filter, in cells per second (model length x residues / kernel time, CUDA
+// events, uploads excluded), against model length, on the MMseqs2 example database
+// replicated to a given size. Each run checks a sample of its scores against the scalar
+// references (a benchmark that does not check its answers proves nothing).
+//   usage: hmm_gpu_bench [msv_residues (default 1e9)] [viterbi_residues (default 3e7)]
+//                        [model lengths... (default 50 100 200 400 800 1500 2500)]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/fasta_reader.hpp"
+#include "core/profile.hpp"
+#include "core/reference_kernels.hpp"
+#include "device/hmm_gpu.hpp"
+#include "../tests/simd_test_support.hpp"
+
+using namespace duet;
+
+int main(int argc, char** argv) {
+  const double msv_residues = argc > 1 ? std::atof(argv[1]) : 1e9;
+  const double vit_residues = argc > 2 ? std::atof(argv[2]) : 3e7;
+  std::vector<int> lengths;
+  for (int i = 3; i < argc; ++i) lengths.push_back(std::atoi(argv[i]));
+  if (lengths.empty()) lengths = {50, 100, 200, 400, 800, 1500, 2500};
+
+  const Alphabet& abc = Alphabet::amino();
+  const auto db = simd_test::read_sequences(simd_test::kMmseqsDatabase, abc, 1 << 30);
+  std::size_t db_residues = 0;
+  for (const auto& s : db) db_residues += s.residues.size();
+  std::printf("database: %zu sequences, %zu residues; replicated to %.3g (MSV) and %.3g (Viterbi) residues\n",
+              db.size(), db_residues, msv_residues, vit_residues);
+  const auto replicate = [&](double residues) {
+    std::vector<device::GpuTarget> t;
+    double total = 0;
+    while (total < residues) {
+      for (const auto& s : db) {
+        t.push_back({s.residues.data(), static_cast<int>(s.residues.size())});
+        total += static_cast<double>(s.residues.size());
+        if (total >= residues) break;
+      }
+    }
+    return std::make_pair(t, total);
+  };
+  const auto [msv_targets, msv_total] = replicate(msv_residues);
+  const auto [vit_targets, vit_total] = replicate(vit_residues);
+
+  std::mt19937_64 rng(42);
+  std::printf("%6s %10s %10s %12s %10s %10s %8s %s\n", "M", "MSV_ms", "MSV_GCUPS", "exact_tgts", "VIT_ms",
+              "VIT_GCUPS", "checked", "strategy");
+  for (const auto strategy : {device::GpuStrategy::warp_groups, device::GpuStrategy::thread_per_target}) {
+    for (int M : lengths) {
+      const HmmModel hmm = simd_test::random_hmm(rng, abc, M, simd_test::random_style(rng));
+      const SearchProfile p = build_search_profile(hmm, Background::for_alphabet(abc));
+      device::HmmGpuEngine engine(0, p, strategy);
+      double msv_ms = 0, msv_exact_ms = 0;
+      long long exact = 0;
+      int checked = 0, wrong = 0;
+      if (strategy == device::GpuStrategy::warp_groups) {
+        // Warm-up on a small batch, then the timed run.
+        engine.submit_msv(0, msv_targets.data(), std::min<std::size_t>(msv_targets.size(), 2000));
+        engine.wait_msv(0);
+        engine.submit_msv(0, msv_targets.data(), msv_targets.size());
+        const auto& scores = engine.wait_msv(0);
+        const auto times = engine.kernel_times(0);
+        msv_ms = times.msv_ms;
+        msv_exact_ms = times.msv_exact_ms;
+        exact = times.msv_exact_targets;
+        for (std::size_t i = 0; i < scores.size(); i += scores.size() / 50 + 1) {
+          const auto r = msv_filter_reference(p.msv, msv_targets[i].residues, msv_targets[i].length);
+          ++checked;
+          if (r.overflow != scores[i].overflow || std::memcmp(&r.nats, &scores[i].nats, sizeof(float)) != 0) ++wrong;
+        }
+      }
+      engine.submit_msv(1, vit_targets.data(), vit_targets.size());
+      engine.wait_msv(1);
+      std::vector<int> all(vit_targets.size());
+      for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
+      engine.submit_viterbi(1, all.data(), all.size());
+      const auto& vscores = engine.wait_viterbi(1);
+      const double vit_ms = engine.kernel_times(1).viterbi_ms;
+      for (std::size_t i = 0; i < vscores.size(); i += vscores.size() / 20 + 1) {
+        const auto r = viterbi_filter_reference(p.viterbi, vit_targets[i].residues, vit_targets[i].length);
+        ++checked;
+        if (r.overflow != vscores[i].overflow || std::memcmp(&r.nats, &vscores[i].nats, sizeof(float)) != 0) ++wrong;
+      }
+      const double msv_gcups = msv_ms > 0 ? msv_total * M / (msv_ms + msv_exact_ms) / 1e6 : 0;
+      const double vit_gcups = vit_total * M / vit_ms / 1e6;
+      std::printf("%6d %10.2f %10.1f %12lld %10.2f %10.1f %5d/%d %s%s\n", M, msv_ms + msv_exact_ms, msv_gcups, exact,
+                  vit_ms, vit_gcups, checked - wrong, checked, device::gpu_strategy_name(strategy).c_str(),
+                  wrong ? "  MISMATCH" : "");
+      std::fflush(stdout);
+      if (wrong) return 1;
+    }
+  }
+  return 0;
+}

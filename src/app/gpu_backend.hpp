@@ -1,0 +1,45 @@
+// The real GPU backend of the hmmsearch workload (CUDA builds only): a GpuBackend that
+// runs MSV and the Viterbi filter on one GPU (src/device/hmm_gpu.hpp), the bias filter and
+// the cascade's decisions on the feeder's thread, and hands the targets that need Forward
+// to the CPU's post-queue. A batch is split in two halves on the engine's two slots
+// (streams), so that one half's kernels overlap the other half's host work and copies.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/cascade.hpp"
+#include "device/hmm_gpu.hpp"
+#include "scheduler/scheduler.hpp"
+
+namespace duet::app {
+
+class HmmsearchGpuBackend final : public scheduler::GpuBackend {
+ public:
+  // Receives a block's scores once the whole batch has succeeded; `deferred` marks the
+  // targets whose Forward stage remains (they go to the post-queue). Returns whether the
+  // block needs the post-queue.
+  using Deliver = std::function<bool(const scheduler::Block&, std::vector<TargetScores>&&, std::vector<bool>&&)>;
+
+  HmmsearchGpuBackend(int device, const SearchProfile& profile, const CascadeSettings& settings,
+                      device::GpuStrategy strategy, Deliver deliver);
+  std::string name() const override;
+  bool test_double() const override { return false; }
+  std::string stages() const override { return "msv+bias+viterbi"; }
+  std::vector<scheduler::GpuBlockOutcome> run(std::span<const scheduler::BlockPtr> blocks, int worker) override;
+
+ private:
+  const SearchProfile& profile_;
+  CascadeSettings settings_;
+  Deliver deliver_;
+  device::HmmGpuEngine engine_;
+};
+
+// The GPUs a search uses: `requested` (from --gpus) or, when empty, every GPU the CUDA
+// runtime lists. Throws UsageError for an index that does not exist.
+std::vector<int> resolve_gpu_devices(const std::vector<int>& requested);
+
+}  // namespace duet::app

@@ -1,0 +1,931 @@
+// HmmGpuEngine (hmm_gpu.hpp): the MSV and Viterbi filter kernels for Hopper, the RAII
+// wrappers of CUDA objects they use, and the two-slot batch pipeline. The contract and
+// the designs are described in hmm_gpu.hpp; the kernels' arithmetic is commented here.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <mutex>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+#include "device/hmm_gpu.hpp"
+
+namespace duet::device {
+
+namespace {
+
+// ---------------------------------------------------------------- CUDA error checks, RAII
+
+void check(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) {
+    throw std::runtime_error(std::string("CUDA: ") + what + ": " + cudaGetErrorString(status));
+  }
+}
+void check_launch(const char* kernel) { check(cudaGetLastError(), kernel); }
+
+template <class T>
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  ~DeviceBuffer() { release(); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  // Grows to at least n elements (contents are not kept).
+  void reserve(std::size_t n) {
+    if (n <= capacity_) return;
+    release();
+    check(cudaMalloc(reinterpret_cast<void**>(&data_), std::max<std::size_t>(n, 1) * sizeof(T)), "cudaMalloc");
+    capacity_ = n;
+  }
+  T* get() const { return data_; }
+  std::size_t capacity() const { return capacity_; }
+
+ private:
+  void release() {
+    if (data_ != nullptr) cudaFree(data_);  // no throw from a destructor path
+    data_ = nullptr;
+    capacity_ = 0;
+  }
+  T* data_ = nullptr;
+  std::size_t capacity_ = 0;
+};
+
+template <class T>
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  ~PinnedBuffer() { release(); }
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  void reserve(std::size_t n) {
+    if (n <= capacity_) return;
+    release();
+    const std::size_t grown = std::max<std::size_t>(n + n / 4, 1);
+    check(cudaMallocHost(reinterpret_cast<void**>(&data_), grown * sizeof(T)), "cudaMallocHost");
+    capacity_ = grown;
+  }
+  T* get() const { return data_; }
+  T& operator[](std::size_t i) const { return data_[i]; }
+
+ private:
+  void release() {
+    if (data_ != nullptr) cudaFreeHost(data_);
+    data_ = nullptr;
+    capacity_ = 0;
+  }
+  T* data_ = nullptr;
+  std::size_t capacity_ = 0;
+};
+
+class Stream {
+ public:
+  Stream() { check(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking), "cudaStreamCreate"); }
+  ~Stream() { cudaStreamDestroy(s_); }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  cudaStream_t get() const { return s_; }
+
+ private:
+  cudaStream_t s_ = nullptr;
+};
+
+// Events wait with cudaEventBlockingSync: the waiting thread sleeps.
+class Event {
+ public:
+  explicit Event(bool timing = true) {
+    check(cudaEventCreateWithFlags(&e_, cudaEventBlockingSync | (timing ? 0u : cudaEventDisableTiming)),
+          "cudaEventCreate");
+  }
+  ~Event() { cudaEventDestroy(e_); }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  void record(cudaStream_t s) { check(cudaEventRecord(e_, s), "cudaEventRecord"); }
+  float ms_since(const Event& start) const {
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, start.e_, e_), "cudaEventElapsedTime");
+    return ms;
+  }
+
+ private:
+  cudaEvent_t e_ = nullptr;
+};
+
+// ---------------------------------------------------------------- shared constants
+
+constexpr unsigned kAll = 0xffffffffu;
+constexpr int kNeg16 = -32768;
+constexpr int kMsvBlockThreads = 512;
+constexpr int kExactBlockThreads = 256;
+// Result codes of the MSV kernels: the fast kernel leaves the best cell C (0..255);
+// the exact kernel writes kMsvExact + xJ or kMsvOverflow.
+constexpr int kMsvExact = 1000;
+constexpr int kMsvOverflow = 2000;
+constexpr int kViterbiOverflow = INT_MAX;
+
+__host__ __device__ inline unsigned pack2(int v) {
+  const unsigned h = static_cast<unsigned>(v) & 0xffffu;
+  return h | (h << 16);
+}
+__device__ inline int clamp16(int v) { return min(max(v, -32768), 32767); }
+
+// ---------------------------------------------------------------- MSV, fast wavefront
+
+struct MsvFastArgs {
+  const uint4* profile;  // MsvDeviceLayout::words
+  int profile_vec4;      // its size in 16-byte units
+  int tiles;
+  const std::uint8_t* residues;
+  const std::int64_t* offsets;  // n + 1
+  const int* order;             // targets, longest first
+  int n;
+  const std::uint8_t* bjbm;  // per target: (tjb(L) + tbm) & 0xff
+  int base, bias, tec;
+  std::int16_t* boundary;  // 2 values per residue: tile boundary columns, ping-pong
+  int* result;
+  int* exact_list;
+  int* exact_count;
+};
+
+// One group of G threads per target. Values are kept as w = v - K with K = 255 - bias,
+// where v is HMMER's unsigned byte; then one MSV cell
+//     v' = max(min(max(v_diag, xB) + bias, 255) - cost, 0)
+// becomes, without the final max with 0 (a negative v' only ever meets max(., xB) with
+// xB >= 0 again, and the best cell starts at v = 0):
+//     w' = min(max(w_diag, xB - K), 0) + (bias - cost) = min(z + b, b),  z = max(w_diag, xB-K)
+// i.e. one __vimax_s16x2 and one __viaddmin_s16x2 (DPX) per two cells.
+template <int G>
+__global__ void __launch_bounds__(kMsvBlockThreads) msv_wavefront_kernel(MsvFastArgs a) {
+  extern __shared__ uint4 shared_profile[];
+  for (int i = threadIdx.x; i < a.profile_vec4; i += blockDim.x) shared_profile[i] = a.profile[i];
+  __syncthreads();
+
+  const int t = threadIdx.x % G;
+  const int group = (blockIdx.x * blockDim.x + threadIdx.x) / G;
+  const bool has_target = group < a.n;
+  const int target = has_target ? a.order[group] : 0;
+  const std::int64_t offset = has_target ? a.offsets[target] : 0;
+  const int L = has_target ? static_cast<int>(a.offsets[target + 1] - offset) : 0;
+  const std::uint8_t* dsq = a.residues + offset;
+  const int K = 255 - a.bias;
+  const int xB = has_target ? max(a.base - int{a.bjbm[target]}, 0) : 0;
+  const unsigned xBK2 = pack2(xB - K);
+  const unsigned zero_v = pack2(-K);  // v = 0
+  const int steps = __reduce_max_sync(kAll, static_cast<unsigned>(L)) + G - 1;
+
+  unsigned best = zero_v;
+  std::int16_t* read_column = a.boundary + 2 * offset;
+  std::int16_t* write_column = read_column + L;
+  for (int tile = 0; tile < a.tiles; ++tile) {
+    unsigned w[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) w[j] = zero_v;
+    // Last register (holding the strip's last node in its high half) at my two latest
+    // rows: the next thread needs the older one (the diagonal predecessor).
+    unsigned last_now = zero_v, last_before = zero_v;
+    unsigned residue = 0;
+    const uint4* tile_profile = shared_profile + static_cast<std::size_t>(tile) * 2 * G + t;
+    // Thread 0's inputs of steps s..s+G-1 (residue s, boundary cell s-1) are loaded by the
+    // group's G threads one step each, a whole G steps ahead of use: global-memory latency
+    // stays off the wavefront's critical path.
+    const auto load_residue = [&](int s0) -> unsigned { return s0 + t < L ? dsq[s0 + t] : 0u; };
+    const auto load_boundary = [&](int s0) -> unsigned {
+      const int row = s0 + t - 1;
+      return (tile > 0 && row >= 0 && row < L) ? static_cast<std::uint16_t>(read_column[row]) : 0u;
+    };
+    unsigned residues_now = load_residue(0), residues_next = load_residue(G);
+    unsigned column_now = load_boundary(0), column_next = load_boundary(G);
+    for (int s = 0; s < steps; ++s) {
+      if (s > 0 && (s & (G - 1)) == 0) {
+        residues_now = residues_next;
+        column_now = column_next;
+        residues_next = load_residue(s + G);
+        column_next = load_boundary(s + G);
+      }
+      const unsigned residue_in = __shfl_sync(kAll, residues_now, s & (G - 1), G);
+      const unsigned column_in = __shfl_sync(kAll, column_now, s & (G - 1), G);
+      unsigned left = __shfl_up_sync(kAll, last_before, 1, G);
+      unsigned r = __shfl_up_sync(kAll, residue, 1, G);
+      const int i = s - t;  // my row
+      if (t == 0) {
+        r = residue_in;
+        left = (tile == 0 || s == 0 || s >= L) ? zero_v : (column_in << 16);
+      }
+      residue = r;
+      if (i >= 0 && i < L) {
+        const uint4* p = tile_profile + static_cast<std::size_t>(r) * a.tiles * 2 * G;
+        const uint4 q0 = p[0];
+        const uint4 q1 = p[G];
+        const unsigned b[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+        // Register 0's diagonal predecessors: (left neighbour's last node, my node 7).
+        const unsigned shifted0 = __byte_perm(left, w[7], 0x5432);
+#pragma unroll
+        for (int j = 7; j >= 1; --j) w[j] = __viaddmin_s16x2(__vmaxs2(w[j - 1], xBK2), b[j], b[j]);
+        w[0] = __viaddmin_s16x2(__vmaxs2(shifted0, xBK2), b[0], b[0]);
+        best = __vimax3_s16x2(best, w[0], w[1]);
+        best = __vimax3_s16x2(best, w[2], w[3]);
+        best = __vimax3_s16x2(best, w[4], w[5]);
+        best = __vimax3_s16x2(best, w[6], w[7]);
+        last_before = last_now;
+        last_now = w[7];
+        if (t == G - 1 && tile + 1 < a.tiles) write_column[i] = static_cast<std::int16_t>(w[7] >> 16);
+      }
+    }
+    __syncwarp();
+    std::int16_t* swap = read_column;
+    read_column = write_column;
+    write_column = swap;
+  }
+  int c = max(static_cast<int>(static_cast<std::int16_t>(best & 0xffffu)),
+              static_cast<int>(static_cast<std::int16_t>(best >> 16)));
+#pragma unroll
+  for (int d = G / 2; d >= 1; d /= 2) c = max(c, __shfl_xor_sync(kAll, c, d, G));
+  if (t == 0 && has_target) {
+    const int C = c + K;  // best cell as HMMER's byte
+    if (C - a.tec > a.base) {
+      // The J state could have been used: the begin score was not constant. Exact kernel.
+      a.result[target] = -1;
+      a.exact_list[atomicAdd(a.exact_count, 1)] = target;
+    } else {
+      a.result[target] = C;
+    }
+  }
+}
+
+// ---------------------------------------------------------------- MSV, exact rows
+
+struct MsvExactArgs {
+  const std::uint8_t* cost;  // [x][k], k = 0..M
+  int M;
+  const std::uint8_t* residues;
+  const std::int64_t* offsets;
+  const std::uint8_t* bjbm;
+  int base, bias, tec;
+  const int* list;
+  const int* count;
+  std::uint8_t* rows;  // one row of M+1 per warp
+  int* result;
+};
+
+// A warp per target, rows in order: lane l owns nodes l+1, l+33, ...; the diagonal
+// predecessor comes from lane l-1 (or the previous chunk's lane 31) by shuffle. The same
+// operations as msv_filter_reference, J state included.
+__global__ void __launch_bounds__(kExactBlockThreads) msv_exact_kernel(MsvExactArgs a) {
+  const int lane = threadIdx.x % 32;
+  const int warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+  const int warps = gridDim.x * blockDim.x / 32;
+  std::uint8_t* row = a.rows + static_cast<std::size_t>(warp) * (a.M + 1);
+  const int count = *a.count;
+  for (int item = warp; item < count; item += warps) {
+    const int target = a.list[item];
+    const std::int64_t offset = a.offsets[target];
+    const int L = static_cast<int>(a.offsets[target + 1] - offset);
+    const std::uint8_t* dsq = a.residues + offset;
+    const int bjbm = a.bjbm[target];
+    for (int k = lane + 1; k <= a.M; k += 32) row[k] = 0;
+    __syncwarp();
+    int xJ = 0;
+    int xB = max(a.base - bjbm, 0);
+    bool overflow = false;
+    for (int i = 0; i < L; ++i) {
+      const std::uint8_t* cost = a.cost + static_cast<std::size_t>(dsq[i]) * (a.M + 1);
+      int carry = 0;  // node 0
+      int row_best = 0;
+      for (int c = 0; c < a.M; c += 32) {
+        const int k = c + lane + 1;
+        const bool valid = k <= a.M;
+        const int old = valid ? row[k] : 0;
+        int diag = __shfl_up_sync(kAll, old, 1);
+        if (lane == 0) diag = carry;
+        carry = __shfl_sync(kAll, old, 31);
+        if (valid) {
+          int sv = max(diag, xB);
+          sv = min(sv + a.bias, 255);
+          sv = max(sv - int{cost[k]}, 0);
+          row[k] = static_cast<std::uint8_t>(sv);
+          row_best = max(row_best, sv);
+        }
+      }
+      const int xE = __reduce_max_sync(kAll, static_cast<unsigned>(row_best));
+      if (min(xE + a.bias, 255) == 255) {
+        overflow = true;
+        break;
+      }
+      xJ = max(xJ, max(xE - a.tec, 0));
+      xB = max(max(a.base, xJ) - bjbm, 0);
+    }
+    __syncwarp();
+    if (lane == 0) a.result[target] = overflow ? kMsvOverflow : kMsvExact + xJ;
+  }
+}
+
+// ---------------------------------------------------------------- Viterbi filter
+
+struct ViterbiArgs {
+  const std::int16_t* match;  // [x][k], k = 0..M
+  const uint4* nodes;         // per node: bm mm im dm md mi ii dd_in (int16 each)
+  int M;
+  int base, e_loop, e_move, dd_bound;
+  const std::uint8_t* residues;
+  const std::int64_t* offsets;
+  const int* list;                // targets
+  const std::int16_t* ncj_move;  // per list entry
+  int count;
+  const int* item_order;  // list entries, longest target first (warp strategy)
+  int* next_item;         // work counter (warp strategy), zero at launch
+  short4* rows;  // warp strategy: (M+1) per warp; thread strategy: see kernel
+  int* result;   // per list entry: xC, or kViterbiOverflow
+};
+
+struct NodeScores {
+  int bm, mm, im, dm, md, mi, ii, dd_in;
+};
+__device__ inline NodeScores unpack_node(uint4 q) {
+  const auto lo = [](unsigned v) { return static_cast<int>(static_cast<std::int16_t>(v & 0xffffu)); };
+  const auto hi = [](unsigned v) { return static_cast<int>(static_cast<std::int16_t>(v >> 16)); };
+  return {lo(q.x), hi(q.x), lo(q.y), hi(q.y), lo(q.z), hi(q.z), lo(q.w), hi(q.w)};
+}
+
+// A warp per target, rows in order (lane l owns nodes l+1, l+33, ...), the row of
+// (M, I, D) in global memory (cached). The lazy-F rule of viterbi_filter_reference: the
+// delete-delete chain is run on a row only when Dmax + dd_bound > xB. The chain
+// D(k) = max(D(k), D(k-1) + dd(k-1)) with 16-bit saturation equals the unsaturated
+// (max,+) recurrence because dd <= 0 and every D >= -32768, so it is a warp scan of the
+// maps f_k(x) = max(a_k, x + b_k), carried from chunk to chunk.
+__global__ void __launch_bounds__(kExactBlockThreads) viterbi_warp_kernel(ViterbiArgs a) {
+  extern __shared__ short4 shared_rows[];
+  const int lane = threadIdx.x % 32;
+  const int warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+  const int warps = gridDim.x * blockDim.x / 32;
+  // The row in shared memory when the launch gave some (a.rows == nullptr), else global.
+  short4* row = a.rows == nullptr ? shared_rows + static_cast<std::size_t>(threadIdx.x / 32) * (a.M + 1)
+                                  : a.rows + static_cast<std::size_t>(warp) * (a.M + 1);
+  const short neg = static_cast<short>(kNeg16);
+  (void)warps;
+  // Warps take the next target from a counter, longest targets first: no warp is left
+  // with a long tail of fixed work.
+  for (;;) {
+    int next = 0;
+    if (lane == 0) next = atomicAdd(a.next_item, 1);
+    next = __shfl_sync(kAll, next, 0);
+    if (next >= a.count) break;
+    const int item = a.item_order[next];
+    const int target = a.list[item];
+    const std::int64_t offset = a.offsets[target];
+    const int L = static_cast<int>(a.offsets[target + 1] - offset);
+    const std::uint8_t* dsq = a.residues + offset;
+    const int ncj = a.ncj_move[item];
+    for (int k = lane + 1; k <= a.M; k += 32) row[k] = make_short4(neg, neg, neg, 0);
+    __syncwarp();
+    const int xN = a.base;
+    int xB = static_cast<std::int16_t>(xN + ncj);
+    int xJ = kNeg16, xC = kNeg16;
+    bool overflow = false;
+    for (int i = 0; i < L; ++i) {
+      const std::int16_t* match = a.match + static_cast<std::size_t>(dsq[i]) * (a.M + 1);
+      int carry_m = kNeg16, carry_i = kNeg16, carry_d = kNeg16, carry_md = kNeg16;
+      int best_match = kNeg16, best_delete_entry = kNeg16;
+      for (int c = 0; c < a.M; c += 32) {
+        const int k = c + lane + 1;
+        const bool valid = k <= a.M;
+        const short4 old = valid ? row[k] : make_short4(neg, neg, neg, 0);
+        const NodeScores n = unpack_node(valid ? a.nodes[k] : a.nodes[0]);
+        int diag_m = __shfl_up_sync(kAll, static_cast<int>(old.x), 1);
+        int diag_i = __shfl_up_sync(kAll, static_cast<int>(old.y), 1);
+        int diag_d = __shfl_up_sync(kAll, static_cast<int>(old.z), 1);
+        if (lane == 0) diag_m = carry_m, diag_i = carry_i, diag_d = carry_d;
+        carry_m = __shfl_sync(kAll, static_cast<int>(old.x), 31);
+        carry_i = __shfl_sync(kAll, static_cast<int>(old.y), 31);
+        carry_d = __shfl_sync(kAll, static_cast<int>(old.z), 31);
+        int sv = clamp16(xB + n.bm);
+        sv = max(sv, clamp16(diag_m + n.mm));
+        sv = max(sv, clamp16(diag_i + n.im));
+        sv = max(sv, clamp16(diag_d + n.dm));
+        sv = clamp16(sv + (valid ? int{match[k]} : 0));
+        const int ins = max(clamp16(int{old.x} + n.mi), clamp16(int{old.y} + n.ii));
+        const int md = clamp16(sv + n.md);  // M_k -> D_k+1
+        int del = __shfl_up_sync(kAll, md, 1);
+        if (lane == 0) del = carry_md;
+        carry_md = __shfl_sync(kAll, md, 31);
+        if (valid) {
+          best_match = max(best_match, sv);
+          best_delete_entry = max(best_delete_entry, md);
+          row[k] = make_short4(static_cast<short>(sv), static_cast<short>(ins), static_cast<short>(k == 1 ? kNeg16 : del), 0);
+        }
+      }
+      const int xE = __reduce_max_sync(kAll, static_cast<unsigned>(best_match + 32768)) - 32768;
+      if (xE >= 32767) {
+        overflow = true;
+        break;
+      }
+      xC = static_cast<std::int16_t>(max(xC, xE + a.e_move));
+      xJ = static_cast<std::int16_t>(max(xJ, xE + a.e_loop));
+      xB = static_cast<std::int16_t>(max(xJ + ncj, xN + ncj));
+      const int d_max = __reduce_max_sync(kAll, static_cast<unsigned>(best_delete_entry + 32768)) - 32768;
+      if (d_max + a.dd_bound > xB) {
+        __syncwarp();
+        int carry = kNeg16;  // D(0): none
+        for (int c = 0; c < a.M; c += 32) {
+          const int k = c + lane + 1;
+          const bool valid = k <= a.M;
+          int A = valid ? int{row[k].z} : kNeg16;
+          int B = valid ? unpack_node(a.nodes[k]).dd_in : kNeg16;
+#pragma unroll
+          for (int d = 1; d < 32; d *= 2) {
+            const int A_before = __shfl_up_sync(kAll, A, d);
+            const int B_before = __shfl_up_sync(kAll, B, d);
+            if (lane >= d) {
+              A = max(A, A_before + B);
+              B = max(B_before + B, -(1 << 24));  // keep sums far from int overflow
+            }
+          }
+          const int D = max(A, carry + B);
+          if (valid && k >= 2) row[k].z = static_cast<short>(D);
+          carry = __shfl_sync(kAll, D, 31);
+        }
+      }
+      __syncwarp();
+    }
+    __syncwarp();
+    if (lane == 0) a.result[item] = overflow ? kViterbiOverflow : xC;
+  }
+}
+
+// Walters et al. (2009): one thread per target, the whole row in 32-bit registers and
+// global memory, interleaved across threads so that neighbouring threads' accesses
+// coalesce. Same arithmetic as viterbi_filter_reference, step for step.
+__global__ void viterbi_thread_kernel(ViterbiArgs a) {
+  const int thread = blockIdx.x * blockDim.x + threadIdx.x;
+  const int threads = gridDim.x * blockDim.x;
+  const short neg = static_cast<short>(kNeg16);
+  // rows[k * threads + thread], k = 0..M+1.
+  const auto at = [&](int k) -> short4& { return a.rows[static_cast<std::size_t>(k) * threads + thread]; };
+  for (int item = thread; item < a.count; item += threads) {
+    const int target = a.list[item];
+    const std::int64_t offset = a.offsets[target];
+    const int L = static_cast<int>(a.offsets[target + 1] - offset);
+    const std::uint8_t* dsq = a.residues + offset;
+    const int ncj = a.ncj_move[item];
+    for (int k = 0; k <= a.M + 1; ++k) at(k) = make_short4(neg, neg, neg, 0);
+    const int xN = a.base;
+    int xB = static_cast<std::int16_t>(xN + ncj);
+    int xJ = kNeg16, xC = kNeg16;
+    bool overflow = false;
+    for (int i = 0; i < L && !overflow; ++i) {
+      const std::int16_t* match = a.match + static_cast<std::size_t>(dsq[i]) * (a.M + 1);
+      int best_match = kNeg16, best_delete_entry = kNeg16;
+      short4 diag = at(0);   // row i-1, node k-1
+      int d_next = kNeg16;   // D(i, k) from M(i, k-1)
+      for (int k = 1; k <= a.M; ++k) {
+        const short4 old = at(k);
+        const NodeScores n = unpack_node(a.nodes[k]);
+        int sv = clamp16(xB + n.bm);
+        sv = max(sv, clamp16(int{diag.x} + n.mm));
+        sv = max(sv, clamp16(int{diag.y} + n.im));
+        sv = max(sv, clamp16(int{diag.z} + n.dm));
+        sv = clamp16(sv + match[k]);
+        best_match = max(best_match, sv);
+        const int md = clamp16(sv + n.md);
+        best_delete_entry = max(best_delete_entry, md);
+        const int ins = max(clamp16(int{old.x} + n.mi), clamp16(int{old.y} + n.ii));
+        at(k) = make_short4(static_cast<short>(sv), static_cast<short>(ins), static_cast<short>(d_next), 0);
+        d_next = md;
+        diag = old;
+      }
+      const int xE = best_match;
+      if (xE >= 32767) {
+        overflow = true;
+        break;
+      }
+      xC = static_cast<std::int16_t>(max(xC, xE + a.e_move));
+      xJ = static_cast<std::int16_t>(max(xJ, xE + a.e_loop));
+      xB = static_cast<std::int16_t>(max(xJ + ncj, xN + ncj));
+      if (best_delete_entry + a.dd_bound > xB) {
+        int previous = at(1).z;
+        for (int k = 2; k <= a.M; ++k) {
+          short4 cell = at(k);
+          const int d = max(int{cell.z}, clamp16(previous + unpack_node(a.nodes[k]).dd_in));
+          cell.z = static_cast<short>(d);
+          at(k) = cell;
+          previous = d;
+        }
+      }
+    }
+    a.result[item] = overflow ? kViterbiOverflow : xC;
+  }
+}
+
+// ---------------------------------------------------------------- context setup
+
+// cudaDeviceScheduleBlockingSync must be set before the device's primary context exists;
+// done once per device per process.
+void select_device(int device) {
+  static std::mutex mutex;
+  static std::vector<int> configured;
+  std::lock_guard lock(mutex);
+  check(cudaSetDevice(device), "cudaSetDevice");
+  if (std::find(configured.begin(), configured.end(), device) != configured.end()) return;
+  const cudaError_t status = cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync);
+  if (status == cudaErrorSetOnActiveProcess) {
+    cudaGetLastError();  // context already active (created elsewhere): keep its flags
+  } else {
+    check(status, "cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync)");
+  }
+  configured.push_back(device);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- engine
+
+struct HmmGpuEngine::Impl {
+  int device = 0;
+  std::string name;
+  GpuStrategy strategy = GpuStrategy::warp_groups;
+  int multiprocessors = 0;
+  MsvScores msv;  // copies of the scores the host needs to finish the scores
+  ViterbiScores vit;
+  MsvDeviceLayout msv_layout;
+  ViterbiDeviceLayout vit_layout;
+  bool msv_fast_fits = true;  // the profile fits in shared memory
+  DeviceBuffer<std::int16_t> msv_words;
+  DeviceBuffer<std::uint8_t> msv_costs;
+  DeviceBuffer<std::int16_t> vit_match;
+  DeviceBuffer<std::int16_t> vit_nodes;
+  int exact_blocks = 0;
+  int viterbi_warps_per_block = 0;  // > 0: Viterbi rows in shared memory
+  int viterbi_resident_blocks = 0;  // blocks of viterbi_warp_kernel resident on the device
+  std::vector<std::uint8_t> bjbm_by_length;
+  std::vector<std::int16_t> ncj_by_length;
+
+  struct Slot {
+    Stream stream;
+    Event msv_start, msv_fast_done, msv_done, vit_start, vit_done;
+    PinnedBuffer<std::uint8_t> residues, bjbm;
+    PinnedBuffer<std::int64_t> offsets;
+    PinnedBuffer<int> order, result, vit_list, vit_result, exact_count;
+    PinnedBuffer<std::int16_t> ncj;
+    PinnedBuffer<int> vit_order;
+    DeviceBuffer<int> d_vit_order, d_vit_counter;
+    DeviceBuffer<std::uint8_t> d_residues, d_bjbm;
+    DeviceBuffer<std::int64_t> d_offsets;
+    DeviceBuffer<int> d_order, d_result, d_exact_list, d_exact_count, d_vit_list, d_vit_result;
+    DeviceBuffer<std::int16_t> d_boundary, d_ncj;
+    DeviceBuffer<short4> d_vit_rows;
+    DeviceBuffer<std::uint8_t> d_exact_rows;  // one per slot: the slots' streams run at once
+    int n = 0, vit_n = 0;
+    std::vector<int> lengths;
+    std::vector<FilterScore> msv_scores, vit_scores;
+    GpuKernelTimes times;
+  };
+  // Created once the device is selected: streams and events belong to the current device.
+  std::unique_ptr<Slot> slots[kSlots];
+
+  std::uint8_t bjbm(int L) {
+    if (static_cast<std::size_t>(L) >= bjbm_by_length.size()) {
+      const std::size_t old = bjbm_by_length.size();
+      bjbm_by_length.resize(std::max<std::size_t>(L + 1, 2 * old));
+      for (std::size_t l = old; l < bjbm_by_length.size(); ++l) {
+        bjbm_by_length[l] = static_cast<std::uint8_t>((msv.tjb(static_cast<int>(l)) + msv.tbm) & 0xff);
+      }
+    }
+    return bjbm_by_length[L];
+  }
+  std::int16_t ncj(int L) {
+    if (static_cast<std::size_t>(L) >= ncj_by_length.size()) {
+      const std::size_t old = ncj_by_length.size();
+      ncj_by_length.resize(std::max<std::size_t>(L + 1, 2 * old));
+      for (std::size_t l = old; l < ncj_by_length.size(); ++l) ncj_by_length[l] = vit.ncj_move(static_cast<int>(l));
+    }
+    return ncj_by_length[L];
+  }
+};
+
+HmmGpuEngine::HmmGpuEngine(int device, const SearchProfile& profile, GpuStrategy strategy)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.device = device;
+  m.strategy = strategy;
+  int count = 0;
+  check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
+  if (device < 0 || device >= count) {
+    throw std::runtime_error("GPU " + std::to_string(device) + " does not exist (" + std::to_string(count) +
+                             " CUDA devices)");
+  }
+  select_device(device);
+  for (auto& slot : m.slots) slot = std::make_unique<Impl::Slot>();
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
+  m.name = prop.name;
+  m.multiprocessors = prop.multiProcessorCount;
+  m.msv = profile.msv;
+  m.vit = profile.viterbi;
+  m.msv_layout = build_msv_device_layout(profile.msv, msv_group_threads(profile.M));
+  m.vit_layout = build_viterbi_device_layout(profile.viterbi);
+  // Shared memory: the whole profile (all residues, all tiles).
+  m.msv_fast_fits = m.msv_layout.bytes() <= static_cast<std::size_t>(prop.sharedMemPerBlockOptin);
+  if (m.msv_fast_fits) {
+    const int bytes = static_cast<int>(m.msv_layout.bytes());
+    check(cudaFuncSetAttribute(msv_wavefront_kernel<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes), "cudaFuncSetAttribute");
+    check(cudaFuncSetAttribute(msv_wavefront_kernel<16>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes), "cudaFuncSetAttribute");
+    check(cudaFuncSetAttribute(msv_wavefront_kernel<32>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes), "cudaFuncSetAttribute");
+  }
+  const auto upload = [](auto& buffer, const auto& host) {
+    buffer.reserve(host.size());
+    check(cudaMemcpy(buffer.get(), host.data(), host.size() * sizeof(host[0]), cudaMemcpyHostToDevice), "cudaMemcpy profile");
+  };
+  upload(m.msv_words, m.msv_layout.words);
+  upload(m.msv_costs, m.msv_layout.costs);
+  upload(m.vit_match, m.vit_layout.match);
+  upload(m.vit_nodes, m.vit_layout.nodes);
+  m.exact_blocks = 2 * m.multiprocessors;
+  for (auto& s : m.slots) {
+    s->d_exact_rows.reserve(static_cast<std::size_t>(m.exact_blocks) * (kExactBlockThreads / 32) * (profile.M + 1));
+  }
+  // Viterbi rows in shared memory: as many warps per block (up to 8) as fit.
+  const std::size_t row_bytes = static_cast<std::size_t>(profile.M + 1) * sizeof(short4);
+  m.viterbi_warps_per_block = static_cast<int>(std::min<std::size_t>(8, prop.sharedMemPerBlockOptin / row_bytes));
+  if (m.viterbi_warps_per_block > 0) {
+    check(cudaFuncSetAttribute(viterbi_warp_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               static_cast<int>(m.viterbi_warps_per_block * row_bytes)),
+          "cudaFuncSetAttribute");
+  }
+  int per_sm = 0;
+  const int vit_threads = m.viterbi_warps_per_block > 0 ? m.viterbi_warps_per_block * 32 : kExactBlockThreads;
+  const std::size_t vit_shared = m.viterbi_warps_per_block > 0 ? m.viterbi_warps_per_block * row_bytes : 0;
+  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, viterbi_warp_kernel, vit_threads, vit_shared),
+        "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  m.viterbi_resident_blocks = std::max(1, per_sm) * m.multiprocessors;
+}
+
+HmmGpuEngine::~HmmGpuEngine() {
+  if (impl_) {
+    cudaSetDevice(impl_->device);
+    for (auto& s : impl_->slots) {
+      if (s) cudaStreamSynchronize(s->stream.get());
+    }
+  }
+}
+
+std::string HmmGpuEngine::device_name() const { return impl_->name; }
+int HmmGpuEngine::device() const { return impl_->device; }
+
+void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::size_t count) {
+  Impl& m = *impl_;
+  Impl::Slot& s = *m.slots[slot_index];
+  check(cudaSetDevice(m.device), "cudaSetDevice");
+  check(cudaStreamSynchronize(s.stream.get()), "cudaStreamSynchronize");  // buffers free
+  const int n = static_cast<int>(count);
+  s.n = n;
+  s.lengths.resize(n);
+  std::size_t residues = 0;
+  for (int i = 0; i < n; ++i) {
+    s.lengths[i] = targets[i].length;
+    residues += static_cast<std::size_t>(targets[i].length);
+  }
+  s.residues.reserve(residues + 16);
+  s.offsets.reserve(n + 1);
+  s.order.reserve(n + 1);
+  s.bjbm.reserve(n + 1);
+  s.result.reserve(n + 1);
+  s.exact_count.reserve(1);
+  std::int64_t at = 0;
+  for (int i = 0; i < n; ++i) {
+    s.offsets[i] = at;
+    if (targets[i].length > 0) std::memcpy(s.residues.get() + at, targets[i].residues, targets[i].length);
+    at += targets[i].length;
+    s.bjbm[i] = m.bjbm(targets[i].length);
+  }
+  s.offsets[n] = at;
+  std::iota(s.order.get(), s.order.get() + n, 0);
+  std::stable_sort(s.order.get(), s.order.get() + n, [&](int a, int b) { return s.lengths[a] > s.lengths[b]; });
+  s.exact_count[0] = 0;
+  if (!m.msv_fast_fits) {
+    // The profile does not fit in shared memory: every target takes the exact kernel.
+    std::copy(s.order.get(), s.order.get() + n, s.result.get());  // reused below as the list
+    s.exact_count[0] = n;
+  }
+
+  s.d_residues.reserve(residues + 16);
+  s.d_offsets.reserve(n + 1);
+  s.d_order.reserve(n + 1);
+  s.d_bjbm.reserve(n + 1);
+  s.d_result.reserve(n + 1);
+  s.d_exact_list.reserve(n + 1);
+  s.d_exact_count.reserve(1);
+  s.d_boundary.reserve(2 * residues + 16);
+  cudaStream_t st = s.stream.get();
+  check(cudaMemcpyAsync(s.d_residues.get(), s.residues.get(), residues, cudaMemcpyHostToDevice, st), "H2D residues");
+  check(cudaMemcpyAsync(s.d_offsets.get(), s.offsets.get(), (n + 1) * sizeof(std::int64_t), cudaMemcpyHostToDevice, st), "H2D offsets");
+  check(cudaMemcpyAsync(s.d_order.get(), s.order.get(), n * sizeof(int), cudaMemcpyHostToDevice, st), "H2D order");
+  check(cudaMemcpyAsync(s.d_bjbm.get(), s.bjbm.get(), n, cudaMemcpyHostToDevice, st), "H2D bjbm");
+  check(cudaMemcpyAsync(s.d_exact_count.get(), s.exact_count.get(), sizeof(int), cudaMemcpyHostToDevice, st), "H2D count");
+  if (!m.msv_fast_fits) {
+    check(cudaMemcpyAsync(s.d_exact_list.get(), s.result.get(), n * sizeof(int), cudaMemcpyHostToDevice, st), "H2D list");
+  }
+  s.msv_start.record(st);  // kernel time only, after the uploads
+  if (n > 0 && m.msv_fast_fits) {
+    MsvFastArgs a{};
+    a.profile = reinterpret_cast<const uint4*>(m.msv_words.get());
+    a.profile_vec4 = static_cast<int>(m.msv_layout.bytes() / sizeof(uint4));
+    a.tiles = m.msv_layout.tiles;
+    a.residues = s.d_residues.get();
+    a.offsets = s.d_offsets.get();
+    a.order = s.d_order.get();
+    a.n = n;
+    a.bjbm = s.d_bjbm.get();
+    a.base = m.msv.base;
+    a.bias = m.msv.bias;
+    a.tec = m.msv.tec;
+    a.boundary = s.d_boundary.get();
+    a.result = s.d_result.get();
+    a.exact_list = s.d_exact_list.get();
+    a.exact_count = s.d_exact_count.get();
+    const int G = m.msv_layout.group_threads;
+    const int groups_per_block = kMsvBlockThreads / G;
+    const int blocks = (n + groups_per_block - 1) / groups_per_block;
+    const std::size_t shared = m.msv_layout.bytes();
+    if (G == 8) msv_wavefront_kernel<8><<<blocks, kMsvBlockThreads, shared, st>>>(a);
+    else if (G == 16) msv_wavefront_kernel<16><<<blocks, kMsvBlockThreads, shared, st>>>(a);
+    else msv_wavefront_kernel<32><<<blocks, kMsvBlockThreads, shared, st>>>(a);
+    check_launch("msv_wavefront_kernel");
+  }
+  s.msv_fast_done.record(st);
+  if (n > 0) {
+    MsvExactArgs e{};
+    e.cost = m.msv_costs.get();
+    e.M = m.msv.M;
+    e.residues = s.d_residues.get();
+    e.offsets = s.d_offsets.get();
+    e.bjbm = s.d_bjbm.get();
+    e.base = m.msv.base;
+    e.bias = m.msv.bias;
+    e.tec = m.msv.tec;
+    e.list = s.d_exact_list.get();
+    e.count = s.d_exact_count.get();
+    e.rows = s.d_exact_rows.get();
+    e.result = s.d_result.get();
+    msv_exact_kernel<<<m.exact_blocks, kExactBlockThreads, 0, st>>>(e);
+    check_launch("msv_exact_kernel");
+  }
+  s.msv_done.record(st);
+  check(cudaMemcpyAsync(s.result.get(), s.d_result.get(), n * sizeof(int), cudaMemcpyDeviceToHost, st), "D2H result");
+  check(cudaMemcpyAsync(s.exact_count.get(), s.d_exact_count.get(), sizeof(int), cudaMemcpyDeviceToHost, st), "D2H count");
+}
+
+const std::vector<FilterScore>& HmmGpuEngine::wait_msv(int slot_index) {
+  Impl& m = *impl_;
+  Impl::Slot& s = *m.slots[slot_index];
+  check(cudaSetDevice(m.device), "cudaSetDevice");
+  check(cudaStreamSynchronize(s.stream.get()), "cudaStreamSynchronize msv");
+  s.times.msv_ms = s.msv_fast_done.ms_since(s.msv_start);
+  s.times.msv_exact_ms = s.msv_done.ms_since(s.msv_fast_done);
+  s.times.msv_exact_targets = s.exact_count[0];
+  s.msv_scores.resize(s.n);
+  const int bias = m.msv.bias, tec = m.msv.tec;
+  for (int i = 0; i < s.n; ++i) {
+    const int code = s.result[i];
+    int xJ = 0;
+    if (code == kMsvOverflow || (code >= 0 && code < kMsvExact && code >= 255 - bias)) {
+      s.msv_scores[i] = {std::numeric_limits<float>::infinity(), true};
+      continue;
+    }
+    if (code >= kMsvExact) {
+      xJ = code - kMsvExact;
+    } else if (code >= 0) {
+      xJ = std::max(code - tec, 0);
+    } else {
+      throw std::logic_error("MSV kernel left a target without a score");
+    }
+    // As msv_filter_reference finishes: C -> T with the -3 nats of the loops.
+    const int tjb = m.msv.tjb(s.lengths[i]);
+    float score = static_cast<float>(xJ - tjb) - static_cast<float>(m.msv.base);
+    score /= m.msv.scale;
+    score -= 3.0f;
+    s.msv_scores[i] = {score, false};
+  }
+  return s.msv_scores;
+}
+
+void HmmGpuEngine::submit_viterbi(int slot_index, const int* which, std::size_t count) {
+  Impl& m = *impl_;
+  Impl::Slot& s = *m.slots[slot_index];
+  check(cudaSetDevice(m.device), "cudaSetDevice");
+  const int n = static_cast<int>(count);
+  s.vit_n = n;
+  s.vit_list.reserve(n + 1);
+  s.vit_result.reserve(n + 1);
+  s.ncj.reserve(n + 1);
+  s.vit_order.reserve(n + 1);
+  for (int i = 0; i < n; ++i) {
+    s.vit_list[i] = which[i];
+    s.ncj[i] = m.ncj(s.lengths[which[i]]);
+  }
+  std::iota(s.vit_order.get(), s.vit_order.get() + n, 0);
+  std::stable_sort(s.vit_order.get(), s.vit_order.get() + n,
+                   [&](int a, int b) { return s.lengths[which[a]] > s.lengths[which[b]]; });
+  s.d_vit_order.reserve(n + 1);
+  s.d_vit_counter.reserve(1);
+  s.d_vit_list.reserve(n + 1);
+  s.d_vit_result.reserve(n + 1);
+  s.d_ncj.reserve(n + 1);
+  cudaStream_t st = s.stream.get();
+  if (n > 0) {
+    check(cudaMemcpyAsync(s.d_vit_list.get(), s.vit_list.get(), n * sizeof(int), cudaMemcpyHostToDevice, st), "H2D list");
+    check(cudaMemcpyAsync(s.d_ncj.get(), s.ncj.get(), n * sizeof(std::int16_t), cudaMemcpyHostToDevice, st), "H2D ncj");
+    check(cudaMemcpyAsync(s.d_vit_order.get(), s.vit_order.get(), n * sizeof(int), cudaMemcpyHostToDevice, st), "H2D order");
+    check(cudaMemsetAsync(s.d_vit_counter.get(), 0, sizeof(int), st), "cudaMemsetAsync");
+  }
+  s.vit_start.record(st);
+  if (n > 0) {
+    ViterbiArgs a{};
+    a.match = m.vit_match.get();
+    a.nodes = reinterpret_cast<const uint4*>(m.vit_nodes.get());
+    a.M = m.vit.M;
+    a.base = m.vit.base;
+    a.e_loop = m.vit.e_loop;
+    a.e_move = m.vit.e_move;
+    a.dd_bound = m.vit.dd_bound;
+    a.residues = s.d_residues.get();
+    a.offsets = s.d_offsets.get();
+    a.list = s.d_vit_list.get();
+    a.ncj_move = s.d_ncj.get();
+    a.count = n;
+    a.item_order = s.d_vit_order.get();
+    a.next_item = s.d_vit_counter.get();
+    a.result = s.d_vit_result.get();
+    if (m.strategy == GpuStrategy::warp_groups) {
+      const std::size_t row_bytes = static_cast<std::size_t>(m.vit.M + 1) * sizeof(short4);
+      if (m.viterbi_warps_per_block > 0) {
+        const int per_block = m.viterbi_warps_per_block;
+        const int blocks = std::min(m.viterbi_resident_blocks, (n + per_block - 1) / per_block);
+        a.rows = nullptr;
+        viterbi_warp_kernel<<<blocks, per_block * 32, per_block * row_bytes, st>>>(a);
+      } else {
+        const int blocks = std::min(m.viterbi_resident_blocks, (n * 32 + kExactBlockThreads - 1) / kExactBlockThreads);
+        s.d_vit_rows.reserve(static_cast<std::size_t>(blocks) * (kExactBlockThreads / 32) * (m.vit.M + 1));
+        a.rows = s.d_vit_rows.get();
+        viterbi_warp_kernel<<<blocks, kExactBlockThreads, 0, st>>>(a);
+      }
+      check_launch("viterbi_warp_kernel");
+    } else {
+      constexpr int threads = 128;
+      const int blocks = std::min(std::max(1, 16384 / threads), (n + threads - 1) / threads);
+      s.d_vit_rows.reserve(static_cast<std::size_t>(blocks) * threads * (m.vit.M + 2));
+      a.rows = s.d_vit_rows.get();
+      viterbi_thread_kernel<<<blocks, threads, 0, st>>>(a);
+      check_launch("viterbi_thread_kernel");
+    }
+  }
+  s.vit_done.record(st);
+  if (n > 0) {
+    check(cudaMemcpyAsync(s.vit_result.get(), s.d_vit_result.get(), n * sizeof(int), cudaMemcpyDeviceToHost, st), "D2H viterbi");
+  }
+}
+
+const std::vector<FilterScore>& HmmGpuEngine::wait_viterbi(int slot_index) {
+  Impl& m = *impl_;
+  Impl::Slot& s = *m.slots[slot_index];
+  check(cudaSetDevice(m.device), "cudaSetDevice");
+  check(cudaStreamSynchronize(s.stream.get()), "cudaStreamSynchronize viterbi");
+  s.times.viterbi_ms = s.vit_done.ms_since(s.vit_start);
+  s.vit_scores.resize(s.vit_n);
+  for (int i = 0; i < s.vit_n; ++i) {
+    const int code = s.vit_result[i];
+    if (code == kViterbiOverflow) {
+      s.vit_scores[i] = {std::numeric_limits<float>::infinity(), true};
+    } else if (code <= kNeg16) {
+      s.vit_scores[i] = {-std::numeric_limits<float>::infinity(), false};
+    } else {
+      // As viterbi_filter_reference finishes.
+      const int ncj = s.ncj[i];
+      float score = static_cast<float>(code) + static_cast<float>(ncj) - static_cast<float>(m.vit.base);
+      score /= m.vit.scale;
+      score -= 3.0f;
+      s.vit_scores[i] = {score, false};
+    }
+  }
+  return s.vit_scores;
+}
+
+GpuKernelTimes HmmGpuEngine::kernel_times(int slot) const { return impl_->slots[slot]->times; }
+
+std::vector<FilterScore> HmmGpuEngine::msv(const std::vector<GpuTarget>& targets) {
+  submit_msv(0, targets.data(), targets.size());
+  return wait_msv(0);
+}
+
+std::vector<FilterScore> HmmGpuEngine::viterbi(const std::vector<GpuTarget>& targets) {
+  submit_msv(0, targets.data(), targets.size());
+  wait_msv(0);
+  std::vector<int> all(targets.size());
+  std::iota(all.begin(), all.end(), 0);
+  submit_viterbi(0, all.data(), all.size());
+  return wait_viterbi(0);
+}
+
+}  // namespace duet::device

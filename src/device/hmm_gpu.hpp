@@ -1,0 +1,134 @@
+// The hmmsearch filters on a GPU, behind a plain C++ header (no CUDA types):
+//   - device layouts of the MSV and Viterbi score systems, each built from the core score
+//     arrays (src/core/profile.hpp) in one named function, with the inverse for tests;
+//   - HmmGpuEngine: one model on one GPU; uploads batches of targets and runs
+//       MSV:     a thread group per target (8, 16 or 32 threads, several targets per warp
+//                for short models), the model split into per-thread strips of 16 nodes,
+//                anti-diagonal wavefront across the group, 16-bit lanes (two nodes per
+//                register) with DPX add-and-min/max emulating HMMER's unsigned 8-bit
+//                saturation exactly, the profile slice in shared memory laid out so a
+//                warp's 16-byte reads never conflict. It runs with the begin score held
+//                constant (no J state), as HMMER's SSV does; a target whose best cell
+//                shows the J state could have been used is re-run by an exact
+//                row-synchronous MSV kernel on the device (a warp per target).
+//       Viterbi: a warp per target, row-synchronous, 16-bit saturation emulated in 32-bit
+//                registers, HMMER's lazy-F decision (`Dmax + dd_bound > xB`) taken per row
+//                exactly as the reference takes it; the delete-delete chain is a (max,+)
+//                warp scan.
+//     or, with GpuStrategy::thread_per_target (Walters et al. 2009), one thread per target
+//     running the whole row in 32-bit integers for the Viterbi filter (same exact rules).
+// Contract: for every target the scores equal the scalar references'
+// (msv_filter_reference, viterbi_filter_reference) bit for bit, overflow flags included.
+// Errors from CUDA are thrown as std::runtime_error naming the call and the device.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/profile.hpp"
+#include "core/reference_kernels.hpp"
+
+namespace duet::device {
+
+// ---- device layouts (host-side data, copied verbatim to the GPU) ----
+
+// MSV: nodes are padded to whole tiles of `group_threads` x 16 nodes; thread t of a
+// group owns the 16 nodes [t*16, t*16+16) of a tile, held as 8 registers of two 16-bit
+// lanes: register j = (node t*16 + j, node t*16 + 8 + j). The stored value per node is
+// `bias - cost` (int16), and words are ordered [residue][tile][half][thread][4 words] so
+// that a warp's 16-byte reads land in distinct banks whatever residue each thread is on.
+// Padding nodes have cost 255.
+struct MsvDeviceLayout {
+  int M = 0, Kp = 0;
+  int group_threads = 0;  // 8, 16 or 32
+  int tiles = 0;          // tile = group_threads * 16 nodes
+  std::uint8_t base = 0, bias = 0, tec = 0, tbm = 0;
+  std::vector<std::int16_t> words;  // Kp * tiles * group_threads * 16 values
+  // For the exact row-synchronous MSV kernel: plain costs cost[x * (M+1) + k].
+  std::vector<std::uint8_t> costs;
+  std::size_t bytes() const { return words.size() * sizeof(std::int16_t); }
+};
+inline constexpr int kMsvNodesPerThread = 16;
+// Group size chosen by model length (8 up to 128 nodes, 16 up to 256, else 32).
+int msv_group_threads(int M);
+MsvDeviceLayout build_msv_device_layout(const MsvScores& msv, int group_threads);
+// Inverse of the layout: cost[x][k] (k = 1..M, index 0 is 255), for round-trip tests.
+std::vector<std::vector<std::uint8_t>> msv_costs_from_device_layout(const MsvDeviceLayout& layout);
+
+// Viterbi: match[x * (M+1) + k] (k = 0..M, k = 0 is -32768) and one 16-byte record per
+// node k = 0..M: {bm, mm, im, dm, md, mi, ii, dd into k (= dd[k-1], -32768 for k <= 1)}.
+struct ViterbiDeviceLayout {
+  int M = 0, Kp = 0;
+  std::int16_t base = 0, e_loop = 0, e_move = 0, dd_bound = 0;
+  std::vector<std::int16_t> match;  // Kp * (M+1)
+  std::vector<std::int16_t> nodes;  // 8 * (M+1)
+};
+inline constexpr int kViterbiNodeFields = 8;
+// Throws std::invalid_argument when a D->D score is positive (never from a valid model:
+// the delete-chain scan relies on it).
+ViterbiDeviceLayout build_viterbi_device_layout(const ViterbiScores& vit);
+// Inverse, for round-trip tests: the per-node arrays of ViterbiScores (scale, base,
+// e_loop, e_move, dd_bound, match, bm..dd).
+ViterbiScores viterbi_scores_from_device_layout(const ViterbiDeviceLayout& layout, float scale);
+
+// ---- engine ----
+
+enum class GpuStrategy {
+  warp_groups,        // MSV thread groups + Viterbi warp per target (default)
+  thread_per_target,  // Walters et al.: one thread per target, 32-bit Viterbi filter
+};
+GpuStrategy parse_gpu_strategy(const std::string& name);  // "warp" | "thread"; throws
+std::string gpu_strategy_name(GpuStrategy s);
+
+// One target: residues (codes of the model's alphabet) and length.
+struct GpuTarget {
+  const Residue* residues = nullptr;
+  int length = 0;
+};
+
+// Wall-clock spent in the kernels of the last completed batch of a slot (CUDA events).
+struct GpuKernelTimes {
+  float msv_ms = 0, msv_exact_ms = 0, viterbi_ms = 0;
+  std::int64_t msv_exact_targets = 0;
+};
+
+class HmmGpuEngine {
+ public:
+  // Two independent slots (stream, pinned and device buffers): two batches in flight.
+  static constexpr int kSlots = 2;
+
+  // Selects `device`, sets cudaDeviceScheduleBlockingSync before its context exists (a
+  // waiting thread sleeps instead of spinning), uploads the model's layouts.
+  HmmGpuEngine(int device, const SearchProfile& profile, GpuStrategy strategy = GpuStrategy::warp_groups);
+  ~HmmGpuEngine();
+  HmmGpuEngine(const HmmGpuEngine&) = delete;
+  HmmGpuEngine& operator=(const HmmGpuEngine&) = delete;
+
+  std::string device_name() const;
+  int device() const;
+
+  // Copies the targets into the slot's pinned buffer, uploads them and starts MSV;
+  // returns at once. The targets' memory may be reused after the call.
+  void submit_msv(int slot, const GpuTarget* targets, std::size_t count);
+  // Waits (sleeping) for the slot's MSV and returns one score per target, in order (valid
+  // until the slot's next submit).
+  const std::vector<FilterScore>& wait_msv(int slot);
+  // Starts the Viterbi filter on some of the slot's uploaded targets (indices into the
+  // last submit_msv's list); the residues are already on the device.
+  void submit_viterbi(int slot, const int* which, std::size_t count);
+  // Waits for it and returns one score per index of `which`, in order.
+  const std::vector<FilterScore>& wait_viterbi(int slot);
+  GpuKernelTimes kernel_times(int slot) const;
+
+  // Synchronous conveniences (slot 0), for tests and benchmarks.
+  std::vector<FilterScore> msv(const std::vector<GpuTarget>& targets);
+  std::vector<FilterScore> viterbi(const std::vector<GpuTarget>& targets);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace duet::device

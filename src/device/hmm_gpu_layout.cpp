@@ -1,0 +1,151 @@
+// Device layouts of the MSV and Viterbi score systems (see hmm_gpu.hpp), built from the
+// core score arrays in one place, and their inverses for the round-trip tests. Host
+// code only: compiled with or without CUDA.
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "device/hmm_gpu.hpp"
+
+namespace duet::device {
+
+namespace {
+constexpr int kHalf = kMsvNodesPerThread / 2;  // registers per thread, two nodes each
+// Index of the value of node `node` (0-based within the padded model) for residue x.
+std::size_t msv_value_index(const MsvDeviceLayout& l, int x, int node) {
+  const int tile_nodes = l.group_threads * kMsvNodesPerThread;
+  const int tile = node / tile_nodes;
+  const int in_tile = node % tile_nodes;
+  const int thread = in_tile / kMsvNodesPerThread;
+  const int in_thread = in_tile % kMsvNodesPerThread;
+  const int reg = in_thread % kHalf;          // register j
+  const int lane = in_thread / kHalf;         // 0: low 16 bits, 1: high 16 bits
+  const int half = reg / 4;                   // which 16-byte read
+  const int word = reg % 4;                   // 32-bit word inside it
+  // [residue][tile][half][thread][word][lane]
+  std::size_t i = static_cast<std::size_t>(x) * l.tiles + tile;
+  i = (i * 2 + half) * l.group_threads + thread;
+  return (i * 4 + word) * 2 + lane;
+}
+}  // namespace
+
+int msv_group_threads(int M) {
+  if (M <= 8 * kMsvNodesPerThread) return 8;
+  if (M <= 16 * kMsvNodesPerThread) return 16;
+  return 32;
+}
+
+MsvDeviceLayout build_msv_device_layout(const MsvScores& msv, int group_threads) {
+  if (group_threads != 8 && group_threads != 16 && group_threads != 32) {
+    throw std::invalid_argument("MSV device layout: group of 8, 16 or 32 threads");
+  }
+  MsvDeviceLayout l;
+  l.M = msv.M;
+  l.Kp = static_cast<int>(msv.cost.size());
+  l.group_threads = group_threads;
+  const int tile_nodes = group_threads * kMsvNodesPerThread;
+  l.tiles = std::max(1, (msv.M + tile_nodes - 1) / tile_nodes);
+  l.base = msv.base;
+  l.bias = msv.bias;
+  l.tec = msv.tec;
+  l.tbm = msv.tbm;
+  l.words.assign(static_cast<std::size_t>(l.Kp) * l.tiles * tile_nodes, 0);
+  for (int x = 0; x < l.Kp; ++x) {
+    for (int node = 0; node < l.tiles * tile_nodes; ++node) {
+      const int k = node + 1;
+      const int cost = k <= msv.M ? msv.cost[x][k] : 255;
+      l.words[msv_value_index(l, x, node)] = static_cast<std::int16_t>(int{msv.bias} - cost);
+    }
+  }
+  const std::size_t row = static_cast<std::size_t>(msv.M) + 1;
+  l.costs.assign(l.Kp * row, 255);
+  for (int x = 0; x < l.Kp; ++x) {
+    for (int k = 1; k <= msv.M; ++k) l.costs[x * row + k] = msv.cost[x][k];
+  }
+  return l;
+}
+
+std::vector<std::vector<std::uint8_t>> msv_costs_from_device_layout(const MsvDeviceLayout& l) {
+  std::vector<std::vector<std::uint8_t>> cost(l.Kp, std::vector<std::uint8_t>(l.M + 1, 255));
+  for (int x = 0; x < l.Kp; ++x) {
+    for (int k = 1; k <= l.M; ++k) {
+      cost[x][k] = static_cast<std::uint8_t>(int{l.bias} - l.words[msv_value_index(l, x, k - 1)]);
+    }
+  }
+  return cost;
+}
+
+ViterbiDeviceLayout build_viterbi_device_layout(const ViterbiScores& vit) {
+  ViterbiDeviceLayout l;
+  const int M = vit.M;
+  l.M = M;
+  l.Kp = static_cast<int>(vit.match.size());
+  l.base = vit.base;
+  l.e_loop = vit.e_loop;
+  l.e_move = vit.e_move;
+  l.dd_bound = vit.dd_bound;
+  const std::size_t row = static_cast<std::size_t>(M) + 1;
+  l.match.assign(static_cast<std::size_t>(l.Kp) * row, -32768);
+  for (int x = 0; x < l.Kp; ++x) {
+    for (int k = 1; k <= M; ++k) l.match[x * row + k] = vit.match[x][k];
+  }
+  l.nodes.assign(kViterbiNodeFields * row, -32768);
+  for (int k = 1; k <= M; ++k) {
+    std::int16_t* n = &l.nodes[kViterbiNodeFields * static_cast<std::size_t>(k)];
+    n[0] = vit.bm[k];
+    n[1] = vit.mm[k];
+    n[2] = vit.im[k];
+    n[3] = vit.dm[k];
+    n[4] = vit.md[k];
+    n[5] = vit.mi[k];
+    n[6] = vit.ii[k];
+    n[7] = k >= 2 ? vit.dd[k - 1] : std::int16_t{-32768};
+    if (k < M && vit.dd[k] > 0) {
+      throw std::invalid_argument("Viterbi device layout: positive D->D score at node " + std::to_string(k));
+    }
+  }
+  return l;
+}
+
+ViterbiScores viterbi_scores_from_device_layout(const ViterbiDeviceLayout& l, float scale) {
+  ViterbiScores v;
+  const int M = l.M;
+  v.M = M;
+  v.scale = scale;
+  v.base = l.base;
+  v.e_loop = l.e_loop;
+  v.e_move = l.e_move;
+  v.dd_bound = l.dd_bound;
+  const std::size_t row = static_cast<std::size_t>(M) + 1;
+  v.match.assign(l.Kp, std::vector<std::int16_t>(row, -32768));
+  for (int x = 0; x < l.Kp; ++x) {
+    for (int k = 1; k <= M; ++k) v.match[x][k] = l.match[x * row + k];
+  }
+  for (auto* a : {&v.bm, &v.mm, &v.im, &v.dm, &v.md, &v.mi, &v.ii, &v.dd}) a->assign(row, -32768);
+  for (int k = 1; k <= M; ++k) {
+    const std::int16_t* n = &l.nodes[kViterbiNodeFields * static_cast<std::size_t>(k)];
+    v.bm[k] = n[0];
+    v.mm[k] = n[1];
+    v.im[k] = n[2];
+    v.dm[k] = n[3];
+    v.md[k] = n[4];
+    v.mi[k] = n[5];
+    v.ii[k] = n[6];
+    if (k >= 2) v.dd[k - 1] = n[7];
+  }
+  // dd[M] is not part of the layout (no node M+1): the core arrays hold -32768 there.
+  v.dd[M] = -32768;
+  return v;
+}
+
+GpuStrategy parse_gpu_strategy(const std::string& name) {
+  if (name == "warp") return GpuStrategy::warp_groups;
+  if (name == "thread") return GpuStrategy::thread_per_target;
+  throw std::invalid_argument("--gpu-strategy: expected 'warp' or 'thread', got '" + name + "'");
+}
+
+std::string gpu_strategy_name(GpuStrategy s) {
+  return s == GpuStrategy::warp_groups ? "warp" : "thread";
+}
+
+}  // namespace duet::device

@@ -1,0 +1,264 @@
+// The GPU kernels of hmmsearch (src/device/hmm_gpu.hpp) against the scalar references,
+// and whole searches with and without the GPU. Labelled `gpu`; where no GPU is present
+// the device tests are skipped with a message (the layout round trips still run).
+// Random models and targets print their seed; DUET_TEST_SEED replays one.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+#include <random>
+
+#include "app/search.hpp"
+#include "core/hmm.hpp"
+#include "core/profile.hpp"
+#include "core/reference_kernels.hpp"
+#include "core/text_reader.hpp"
+#include "device/gpu_info.hpp"
+#include "device/hmm_gpu.hpp"
+#include "simd_test_support.hpp"
+#include "test_support.hpp"
+
+namespace duet {
+namespace {
+
+using simd_test::test_seed;
+
+bool have_gpu() { return !device::list_gpus().gpus.empty(); }
+#define REQUIRE_GPU()                                                                   \
+  if (!have_gpu()) GTEST_SKIP() << "no usable GPU (" << device::list_gpus().problem << ")"
+
+SearchProfile profile_of(const HmmModel& hmm) {
+  return build_search_profile(hmm, Background::for_alphabet(*hmm.alphabet));
+}
+
+// ---- layouts (host only) ----
+
+TEST(GpuLayouts, RoundTripOnRandomModels) {
+  std::mt19937_64 rng(test_seed() ^ 0x1a);
+  for (int M : {1, 2, 17, 128, 129, 256, 257, 511, 512, 513, 1500, 3000}) {
+    for (const Alphabet* abc : {&Alphabet::amino(), &Alphabet::dna()}) {
+      const HmmModel hmm = simd_test::random_hmm(rng, *abc, M, simd_test::random_style(rng));
+      const SearchProfile p = profile_of(hmm);
+      const device::MsvDeviceLayout ml = device::build_msv_device_layout(p.msv, device::msv_group_threads(M));
+      EXPECT_EQ(device::msv_costs_from_device_layout(ml), p.msv.cost) << "M=" << M;
+      const device::ViterbiDeviceLayout vl = device::build_viterbi_device_layout(p.viterbi);
+      const ViterbiScores back = device::viterbi_scores_from_device_layout(vl, p.viterbi.scale);
+      EXPECT_EQ(back.match, p.viterbi.match) << "M=" << M;
+      EXPECT_EQ(back.bm, p.viterbi.bm);
+      EXPECT_EQ(back.mm, p.viterbi.mm);
+      EXPECT_EQ(back.im, p.viterbi.im);
+      EXPECT_EQ(back.dm, p.viterbi.dm);
+      EXPECT_EQ(back.md, p.viterbi.md);
+      EXPECT_EQ(back.mi, p.viterbi.mi);
+      EXPECT_EQ(back.ii, p.viterbi.ii);
+      EXPECT_EQ(back.dd, p.viterbi.dd);
+      EXPECT_EQ(back.dd_bound, p.viterbi.dd_bound);
+      EXPECT_EQ(back.e_loop, p.viterbi.e_loop);
+      EXPECT_EQ(back.e_move, p.viterbi.e_move);
+    }
+  }
+}
+
+// ---- kernels against the references ----
+
+struct TargetSet {
+  std::vector<std::vector<Residue>> seqs;
+  std::vector<device::GpuTarget> view() const {
+    std::vector<device::GpuTarget> v;
+    for (const auto& s : seqs) v.push_back({s.data(), static_cast<int>(s.size())});
+    return v;
+  }
+};
+
+// Real sequences from the MMseqs2 example database, random codes of every kind (lengths
+// 0, 1 and more), sequences sampled from the model (strong hits: the J state and
+// overflow), the consensus repeated (overflow) and with deletions (D->D paths).
+TargetSet targets_for(std::mt19937_64& rng, const HmmModel& hmm, int database_count) {
+  TargetSet t;
+  static const auto amino_db = simd_test::read_sequences(simd_test::kMmseqsDatabase, Alphabet::amino(), 3000);
+  if (hmm.alphabet == &Alphabet::amino()) {
+    std::uniform_int_distribution<std::size_t> pick(0, amino_db.empty() ? 0 : amino_db.size() - 1);
+    for (int i = 0; i < database_count && !amino_db.empty(); ++i) t.seqs.push_back(amino_db[pick(rng)].residues);
+  }
+  std::uniform_int_distribution<int> length(1, 800);
+  for (int L : {0, 1, 2, 3}) t.seqs.push_back(simd_test::random_codes(rng, *hmm.alphabet, L));
+  for (int i = 0; i < 40; ++i) t.seqs.push_back(simd_test::random_codes(rng, *hmm.alphabet, length(rng)));
+  for (int i = 0; i < 40; ++i) {
+    t.seqs.push_back(simd_test::sampled_from_model(rng, hmm, std::max(1, hmm.M / 2 + length(rng)), 0.05 * (i % 4)));
+  }
+  t.seqs.push_back(simd_test::consensus_repeated(hmm, 3 * hmm.M + 5));
+  t.seqs.push_back(simd_test::consensus_repeated(hmm, std::max(1, hmm.M / 3)));
+  for (int gaps : {1, 3, 8}) t.seqs.push_back(simd_test::consensus_with_deletions(rng, hmm, gaps));
+  std::shuffle(t.seqs.begin(), t.seqs.end(), rng);
+  return t;
+}
+
+void expect_same(const FilterScore& gpu, const FilterScore& ref, const std::string& what) {
+  EXPECT_EQ(gpu.overflow, ref.overflow) << what;
+  EXPECT_EQ(0, std::memcmp(&gpu.nats, &ref.nats, sizeof(float))) << what << ": gpu " << gpu.nats << " reference " << ref.nats;
+}
+
+void check_model(const HmmModel& hmm, std::mt19937_64& rng, device::GpuStrategy strategy, int database_count,
+                 const std::string& what) {
+  const SearchProfile p = profile_of(hmm);
+  const TargetSet targets = targets_for(rng, hmm, database_count);
+  device::HmmGpuEngine engine(0, p, strategy);
+  const std::vector<FilterScore> msv = engine.msv(targets.view());
+  const std::vector<FilterScore> vit = engine.viterbi(targets.view());
+  ASSERT_EQ(msv.size(), targets.seqs.size());
+  ASSERT_EQ(vit.size(), targets.seqs.size());
+  int failures = 0;
+  for (std::size_t i = 0; i < targets.seqs.size() && failures < 5; ++i) {
+    const auto& s = targets.seqs[i];
+    const int L = static_cast<int>(s.size());
+    const std::string where = what + " target " + std::to_string(i) + " L=" + std::to_string(L);
+    const FilterScore m = msv_filter_reference(p.msv, s.data(), L);
+    const FilterScore v = viterbi_filter_reference(p.viterbi, s.data(), L);
+    expect_same(msv[i], m, where + " MSV");
+    expect_same(vit[i], v, where + " Viterbi");
+    if (::testing::Test::HasFailure()) ++failures;
+  }
+}
+
+TEST(GpuKernels, MatchReferenceOnRandomModels) {
+  REQUIRE_GPU();
+  std::mt19937_64 rng(test_seed() ^ 0x2b);
+  for (int M : {1, 2, 5, 31, 100, 128, 129, 200, 256, 257, 400, 511, 512, 513, 1000, 2100, 3000}) {
+    for (const Alphabet* abc : {&Alphabet::amino(), &Alphabet::dna()}) {
+      const HmmModel hmm = simd_test::random_hmm(rng, *abc, M, simd_test::random_style(rng));
+      check_model(hmm, rng, device::GpuStrategy::warp_groups, M > 1000 ? 60 : 200,
+                  "M=" + std::to_string(M) + (abc == &Alphabet::dna() ? " dna" : " amino"));
+      if (HasFailure()) return;
+    }
+  }
+}
+
+TEST(GpuKernels, ThreadPerTargetStrategyMatchesReference) {
+  REQUIRE_GPU();
+  std::mt19937_64 rng(test_seed() ^ 0x3c);
+  for (int M : {1, 40, 300, 1200}) {
+    const HmmModel hmm = simd_test::random_hmm(rng, Alphabet::amino(), M, simd_test::random_style(rng));
+    check_model(hmm, rng, device::GpuStrategy::thread_per_target, 100, "thread strategy M=" + std::to_string(M));
+    if (HasFailure()) return;
+  }
+}
+
+TEST(GpuKernels, MatchReferenceOnTutorialModels) {
+  REQUIRE_GPU();
+  std::mt19937_64 rng(test_seed() ^ 0x4d);
+  for (const char* name : {"Pkinase.hmm", "fn3.hmm", "globins4.hmm", "MADE1.hmm"}) {
+    const std::string path = std::string(simd_test::kTutorialDir) + name;
+    if (!std::ifstream(path)) continue;
+    for (const HmmModel& hmm : read_hmm_file(path)) check_model(hmm, rng, device::GpuStrategy::warp_groups, 1500, name);
+  }
+}
+
+// Scores do not depend on a target's neighbours in a batch, nor on the slot.
+TEST(GpuKernels, BatchesAndSlotsAgree) {
+  REQUIRE_GPU();
+  std::mt19937_64 rng(test_seed() ^ 0x5e);
+  const HmmModel hmm = simd_test::random_hmm(rng, Alphabet::amino(), 700, simd_test::random_style(rng));
+  const SearchProfile p = profile_of(hmm);
+  const TargetSet targets = targets_for(rng, hmm, 300);
+  device::HmmGpuEngine engine(0, p);
+  const auto all = targets.view();
+  engine.submit_msv(1, all.data() + 10, 50);
+  engine.submit_msv(0, all.data(), all.size());
+  const std::vector<FilterScore> whole = engine.wait_msv(0);
+  const std::vector<FilterScore> part = engine.wait_msv(1);
+  for (int i = 0; i < 50; ++i) expect_same(part[i], whole[10 + i], "slot 1 target " + std::to_string(i));
+}
+
+// ---- whole searches ----
+
+std::string database_prefix(const test::TempDir& dir, int count) {
+  const std::string path = dir.file("db" + std::to_string(count) + ".fa");
+  TextReader in(simd_test::kMmseqsDatabase);
+  std::ofstream out(path);
+  std::string line;
+  int headers = 0;
+  while (in.next_line(line)) {
+    if (!line.empty() && line[0] == '>' && ++headers > count) break;
+    out << line << '\n';
+  }
+  return path;
+}
+
+void expect_identical(const app::SearchRun& a, const app::SearchRun& b, const std::string& what) {
+  ASSERT_EQ(a.queries.size(), b.queries.size()) << what;
+  for (std::size_t q = 0; q < a.queries.size(); ++q) {
+    const auto& x = a.queries[q];
+    const auto& y = b.queries[q];
+    EXPECT_EQ(x.counts.targets, y.counts.targets) << what;
+    EXPECT_EQ(x.counts.passed_msv, y.counts.passed_msv) << what;
+    EXPECT_EQ(x.counts.passed_bias, y.counts.passed_bias) << what;
+    EXPECT_EQ(x.counts.passed_viterbi, y.counts.passed_viterbi) << what;
+    EXPECT_EQ(x.counts.passed_forward, y.counts.passed_forward) << what;
+    EXPECT_EQ(x.reported, y.reported) << what;
+    ASSERT_EQ(x.targets.size(), y.targets.size()) << what;
+    for (std::size_t i = 0; i < x.targets.size(); ++i) {
+      const auto& s = x.targets[i];
+      const auto& t = y.targets[i];
+      ASSERT_EQ(s.index, t.index) << what;
+      EXPECT_EQ(s.scores.stage, t.scores.stage) << what << " " << s.name;
+      EXPECT_EQ(0, std::memcmp(&s.scores.msv_bits, &t.scores.msv_bits, sizeof(float))) << what << " " << s.name;
+      EXPECT_EQ(0, std::memcmp(&s.scores.viterbi_bits, &t.scores.viterbi_bits, sizeof(float))) << what << " " << s.name;
+      EXPECT_EQ(0, std::memcmp(&s.scores.forward_bits, &t.scores.forward_bits, sizeof(float))) << what << " " << s.name;
+      EXPECT_EQ(0, std::memcmp(&s.scores.pvalue, &t.scores.pvalue, sizeof(double))) << what << " " << s.name;
+      EXPECT_EQ(s.reported, t.reported) << what;
+    }
+  }
+}
+
+TEST(GpuSearch, ResultsIdenticalWithAndWithoutGpu) {
+  REQUIRE_GPU();
+  test::TempDir dir;
+  const std::string db = database_prefix(dir, 6000);
+  for (const char* name : {"globins4.hmm", "Pkinase.hmm", "fn3.hmm"}) {
+    const std::vector<HmmModel> models = read_hmm_file(std::string(simd_test::kTutorialDir) + name);
+    for (bool relaxed : {false, true}) {
+      io::Config config;
+      config.run.cpu = 4;
+      if (relaxed) {  // many targets reach Viterbi, Forward and the post-queue
+        config.search.F1 = 0.3;
+        config.search.F2 = 0.05;
+        config.search.F3 = 0.01;
+      }
+      app::HybridOptions cpu;
+      cpu.gpu = app::HybridOptions::Gpu::off;
+      const app::SearchRun reference = app::run_hmmsearch(models, db, config, cpu);
+      for (const char* strategy : {"warp", "thread"}) {
+        for (auto mode : {app::HybridOptions::Gpu::only, app::HybridOptions::Gpu::auto_detect}) {
+          app::HybridOptions gpu;
+          gpu.gpu = mode;
+          gpu.gpu_devices = {0};
+          gpu.gpu_strategy = strategy;
+          gpu.block_residues = 40000;  // many blocks: several batches, both slots
+          gpu.gpu_batch_blocks = 4;
+          const app::SearchRun run = app::run_hmmsearch(models, db, config, gpu);
+          EXPECT_GT(run.queries.at(0).schedule.gpu_residues, 0);
+          expect_identical(reference, run,
+                           std::string(name) + (relaxed ? " relaxed " : " ") + strategy +
+                               (mode == app::HybridOptions::Gpu::only ? " gpu-only" : " hybrid"));
+        }
+      }
+    }
+  }
+}
+
+TEST(GpuSearch, UnknownGpuIsAClearError) {
+  test::TempDir dir;
+  const std::string db = database_prefix(dir, 10);
+  const std::vector<HmmModel> models = read_hmm_file(std::string(simd_test::kTutorialDir) + "globins4.hmm");
+  app::HybridOptions gpu;
+  gpu.gpu_devices = {99};
+  try {
+    app::run_hmmsearch(models, db, io::Config{}, gpu);
+    FAIL() << "expected an error";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("GPU 99"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace duet

@@ -36,12 +36,73 @@ TEST(IoConfig, DefaultsAreHmmersearchDefaults) {
   EXPECT_EQ(config.run.tblout, "");
   EXPECT_EQ(config.run.isa, "auto");
   EXPECT_FALSE(config.run.quiet);
+  EXPECT_EQ(config.scheduler.policy, "dynamic");
+  EXPECT_EQ(config.scheduler.static_cpu_fraction, 0.5);
+  EXPECT_EQ(config.scheduler.block_residues, 1 << 20);
+  EXPECT_EQ(config.scheduler.queue_depth, 0);
+  EXPECT_EQ(config.scheduler.gpu_batch_blocks, 8);
+  EXPECT_EQ(config.scheduler.gpu_batch_residues, 16 << 20);
+  EXPECT_FALSE(config.scheduler.no_gpu);
+  EXPECT_FALSE(config.scheduler.gpu_only);
+  EXPECT_EQ(config.scheduler.reuse_memory, std::uint64_t{2} << 30);
+  EXPECT_EQ(config.scheduler.reader_threads, 0);
 }
 
 TEST(IoConfig, EmptyTextGivesDefaults) {
   EXPECT_EQ(parse_config("", "empty.toml"), Config{});
   EXPECT_EQ(parse_config("# only a comment\n\n", "empty.toml"), Config{});
   EXPECT_EQ(parse_config("[hmmsearch]\n[run]\n", "empty.toml"), Config{});
+  EXPECT_EQ(parse_config("[scheduler]\n", "empty.toml"), Config{});
+}
+
+TEST(IoConfig, SchedulerTableIsRead) {
+  const Config config = parse_config(R"([scheduler]
+policy = "static"
+static_cpu_fraction = 0.25
+block_residues = 65536
+queue_depth = 12
+gpu_batch_blocks = 16
+gpu_batch_residues = 33554432
+gpu_only = true
+no_gpu = false
+reuse_memory = "512M"
+reader_threads = 3
+)",
+                                     "sched.toml");
+  const SchedulerConfig& s = config.scheduler;
+  EXPECT_EQ(s.policy, "static");
+  EXPECT_EQ(s.static_cpu_fraction, 0.25);
+  EXPECT_EQ(s.block_residues, 65536);
+  EXPECT_EQ(s.queue_depth, 12);
+  EXPECT_EQ(s.gpu_batch_blocks, 16);
+  EXPECT_EQ(s.gpu_batch_residues, 33554432);
+  EXPECT_TRUE(s.gpu_only);
+  EXPECT_FALSE(s.no_gpu);
+  EXPECT_EQ(s.reuse_memory, std::uint64_t{512} << 20);
+  EXPECT_EQ(s.reader_threads, 3);
+  EXPECT_EQ(parse_config("[scheduler]\nreuse_memory = 1000\npolicy = \"adaptive\"\nno_gpu = true\n", "s.toml").scheduler,
+            (SchedulerConfig{"adaptive", 0.5, 1 << 20, 0, 8, 16 << 20, true, false, 1000, 0}));
+  EXPECT_EQ(parse_config("[scheduler]\nstatic_cpu_fraction = 1\n", "s.toml").scheduler.static_cpu_fraction, 1.0);
+}
+
+TEST(IoConfig, MemorySizes) {
+  EXPECT_EQ(parse_memory_size("0"), 0u);
+  EXPECT_EQ(parse_memory_size("100000"), 100000u);
+  EXPECT_EQ(parse_memory_size("4k"), 4096u);
+  EXPECT_EQ(parse_memory_size("512M"), std::uint64_t{512} << 20);
+  EXPECT_EQ(parse_memory_size("2GiB"), std::uint64_t{2} << 30);
+  EXPECT_EQ(parse_memory_size("3GB"), std::uint64_t{3} << 30);
+  EXPECT_EQ(parse_memory_size("1T"), std::uint64_t{1} << 40);
+  EXPECT_EQ(parse_memory_size("10B"), 10u);
+  for (const char* bad : {"", "G", "-1", "1.5G", "2 G", "2X", "2GG", "9999999999T", " 1"}) {
+    EXPECT_FALSE(parse_memory_size(bad).has_value()) << bad;
+  }
+  for (const std::uint64_t bytes : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{1024}, std::uint64_t{1536} << 20,
+                                    std::uint64_t{2} << 30, (std::uint64_t{1} << 40) + 1}) {
+    EXPECT_EQ(parse_memory_size(format_memory_size(bytes)), bytes) << format_memory_size(bytes);
+  }
+  EXPECT_EQ(format_memory_size(std::uint64_t{2} << 30), "2G");
+  EXPECT_EQ(format_memory_size(std::uint64_t{1536} << 20), "1536M");
 }
 
 TEST(IoConfig, FullFileIsRead) {
@@ -180,6 +241,38 @@ const ConfigErrorCase kConfigErrors[] = {
      "'isa' must be one of auto, scalar, sse4.1, avx2, avx512, not 'neon'"},
     {"isa_wrong_case", "[run]\nisa = \"AVX2\"\n", 2, "'isa' must be one of"},
     {"out_empty", "[run]\nout = \"\"\n", 2, "'out' must not be empty"},
+    // [scheduler]
+    {"scheduler_unknown_key", "[scheduler]\npolicy = \"static\"\nsplit = 0.5\n", 3,
+     "unknown key 'split' in [scheduler]"},
+    {"policy_unknown", "[scheduler]\npolicy = \"greedy\"\n", 2,
+     "'policy' must be one of dynamic, static, adaptive, not 'greedy'"},
+    {"policy_not_string", "[scheduler]\npolicy = 1\n", 2, "'policy' must be a string, not an integer"},
+    {"fraction_above_one", "[scheduler]\nstatic_cpu_fraction = 1.5\n", 2,
+     "'static_cpu_fraction' must be in [0, 1], not 1.5"},
+    {"fraction_negative", "[scheduler]\nstatic_cpu_fraction = -0.1\n", 2,
+     "'static_cpu_fraction' must be in [0, 1], not -0.1"},
+    {"fraction_string", "[scheduler]\nstatic_cpu_fraction = \"half\"\n", 2,
+     "'static_cpu_fraction' must be a number, not a string"},
+    {"block_residues_zero", "[scheduler]\nblock_residues = 0\n", 2,
+     "'block_residues' must be in [1, 4294967296], not 0"},
+    {"block_residues_float", "[scheduler]\nblock_residues = 1e6\n", 2,
+     "'block_residues' must be an integer, not a floating-point number"},
+    {"queue_depth_negative", "[scheduler]\nqueue_depth = -1\n", 2, "'queue_depth' must be in [0, 1048576], not -1"},
+    {"gpu_batch_blocks_zero", "[scheduler]\n\ngpu_batch_blocks = 0\n", 3,
+     "'gpu_batch_blocks' must be in [1, 1048576], not 0"},
+    {"gpu_batch_residues_huge", "[scheduler]\ngpu_batch_residues = 2000000000000\n", 2,
+     "'gpu_batch_residues' must be in [1, 1099511627776]"},
+    {"no_gpu_not_boolean", "[scheduler]\nno_gpu = 1\n", 2, "'no_gpu' must be a boolean (true or false), not an integer"},
+    {"no_gpu_and_gpu_only", "[scheduler]\ngpu_only = true\npolicy = \"dynamic\"\nno_gpu = true\n", 4,
+     "'no_gpu' and 'gpu_only' cannot both be true"},
+    {"reuse_memory_bad_text", "[scheduler]\nreuse_memory = \"lots\"\n", 2,
+     "'reuse_memory' must be a size such as \"512M\" or \"4G\", not 'lots'"},
+    {"reuse_memory_negative", "[scheduler]\nreuse_memory = -5\n", 2, "'reuse_memory' must be >= 0, not -5"},
+    {"reuse_memory_boolean", "[scheduler]\nreuse_memory = true\n", 2,
+     "'reuse_memory' must be an integer (bytes) or a string such as \"4G\", not a boolean"},
+    {"reader_threads_too_many", "[scheduler]\nreader_threads = 1000\n", 2,
+     "'reader_threads' must be in [0, 256], not 1000"},
+    {"scheduler_not_table", "scheduler = \"dynamic\"\n", 1, "'scheduler' must be a table, not a string"},
     // TOML syntax
     {"syntax_missing_value", "[hmmsearch]\nE = 1.0\nF1 =\n", 3, "TOML syntax error"},
     {"syntax_unterminated_string", "[run]\nout = \"x.h5\nquiet = true\n", 2, "TOML syntax error"},
@@ -296,6 +389,11 @@ TEST(IoConfig, ToTomlRoundTripsEveryField) {
   config.run.tblout = "r\xC3\xA9sultats/\xCE\xB1\xCE\xB2.tbl";  // UTF-8
   config.run.isa = "sse4.1";
   config.run.quiet = true;
+  config.scheduler = {"adaptive", 1.0 / 3.0, std::int64_t{1} << 32, 7, 1 << 20, std::int64_t{1} << 40, false, true,
+                      (std::uint64_t{3} << 30) + 5, 256};
+  expect_round_trip(config);
+  config.scheduler.reuse_memory = 0;
+  config.scheduler.static_cpu_fraction = 0;
   expect_round_trip(config);
 }
 
@@ -337,6 +435,13 @@ TEST(IoConfig, ToTomlRoundTripsRandomConfigs) {
     config.run.cpu = std::uniform_int_distribution<int>(0, std::numeric_limits<int>::max())(random);
     config.run.out = "out" + std::to_string(i) + ".h5";
     config.run.quiet = coin(random);
+    config.scheduler.policy = coin(random) ? "static" : "dynamic";
+    config.scheduler.static_cpu_fraction = std::uniform_real_distribution<double>(0.0, 1.0)(random);
+    config.scheduler.block_residues = std::uniform_int_distribution<std::int64_t>(1, std::int64_t{1} << 32)(random);
+    config.scheduler.gpu_batch_residues = std::uniform_int_distribution<std::int64_t>(1, std::int64_t{1} << 40)(random);
+    config.scheduler.no_gpu = coin(random);
+    config.scheduler.reuse_memory = std::uniform_int_distribution<std::uint64_t>(0, std::uint64_t{1} << 50)(random) &
+                                    ~((std::uint64_t{1} << (random() % 40)) - 1);
     expect_round_trip(config);
     if (HasFailure()) break;
   }

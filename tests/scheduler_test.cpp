@@ -19,6 +19,7 @@
 #include "core/error.hpp"
 #include "core/hmm.hpp"
 #include "core/text_reader.hpp"
+#include "io/hdf5_file.hpp"
 #include "scheduler/block_queue.hpp"
 #include "scheduler/result_sink.hpp"
 #include "scheduler/scheduler.hpp"
@@ -76,15 +77,19 @@ void expect_identical(const app::SearchRun& a, const app::SearchRun& b, const st
   }
 }
 
-app::SearchRun search(const std::string& db, int workers, const app::HybridOptions& hybrid) {
-  static const std::vector<HmmModel> models = read_hmm_file(kModel);
+io::Config relaxed_config(int workers) {
   io::Config config;
   config.run.cpu = workers;
   // Filters relaxed so that many targets reach Forward (and the post-queue).
   config.search.F1 = 0.3;
   config.search.F2 = 0.05;
   config.search.F3 = 0.01;
-  return app::run_hmmsearch(models, db, config, hybrid);
+  return config;
+}
+
+app::SearchRun search(const std::string& db, int workers, const app::HybridOptions& hybrid) {
+  static const std::vector<HmmModel> models = read_hmm_file(kModel);
+  return app::run_hmmsearch(models, db, relaxed_config(workers), hybrid);
 }
 
 TEST(SchedulerInvariant, ResultsIdenticalAcrossWorkersBlocksPoliciesAndFaults) {
@@ -118,6 +123,8 @@ TEST(SchedulerInvariant, ResultsIdenticalAcrossWorkersBlocksPoliciesAndFaults) {
       {"faults every 2", 1, 2, scheduler::SplitPolicy::dynamic, app::HybridOptions::Gpu::auto_detect},
       {"faults every batch", 1, 1, scheduler::SplitPolicy::dynamic, app::HybridOptions::Gpu::only},
       {"static with faults", 2, 3, scheduler::SplitPolicy::static_fraction, app::HybridOptions::Gpu::auto_detect},
+      {"adaptive", 1, 0, scheduler::SplitPolicy::adaptive, app::HybridOptions::Gpu::auto_detect},
+      {"adaptive, two gpus, faults", 2, 2, scheduler::SplitPolicy::adaptive, app::HybridOptions::Gpu::auto_detect},
   };
   for (const Case& c : cases) {
     for (int workers : {1, 3}) {
@@ -146,6 +153,32 @@ TEST(SchedulerInvariant, ResultsIdenticalAcrossWorkersBlocksPoliciesAndFaults) {
         for (const auto& r : s.trace) fault_row = fault_row || (r.failed && r.stage == "fault");
         EXPECT_TRUE(fault_row) << what;
       }
+      // Post rows count only the targets a device left at Forward: with every block on
+      // the GPU and no fault, they are exactly the targets that reached Forward.
+      const auto& q = run.queries[0];
+      std::int64_t post_sequences = 0, post_residues = 0, post_cells = 0;
+      for (const auto& r : s.trace) {
+        if (r.stage != "post") continue;
+        EXPECT_EQ(r.cells, r.residues * q.M) << what;
+        post_sequences += r.sequences;
+        post_residues += r.residues;
+        post_cells += r.cells;
+      }
+      EXPECT_EQ(post_cells, s.post_cells) << what;
+      if (c.mode == app::HybridOptions::Gpu::only && c.fault_every == 0) {
+        std::int64_t at_forward = 0, at_forward_residues = 0;
+        for (const auto& t : q.targets) {
+          if (t.scores.stage < Stage::forward) continue;
+          ++at_forward;
+          at_forward_residues += t.length;
+        }
+        EXPECT_EQ(post_sequences, q.counts.passed_viterbi) << what;
+        EXPECT_EQ(post_sequences, at_forward) << what;
+        EXPECT_EQ(post_residues, at_forward_residues) << what;
+        EXPECT_LT(post_residues, q.counts.residues) << what;
+      }
+      EXPECT_GE(s.idle_tail_seconds, 0) << what;
+      EXPECT_GE(s.worker_idle_tail_seconds, s.idle_tail_seconds - 1e-9) << what;
     }
   }
 }
@@ -273,6 +306,121 @@ TEST(SchedulerCli, SigintStopsCleanlyWithExit130AndNoOutput) {
   EXPECT_EQ(WEXITSTATUS(status), 130);
   for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
     EXPECT_EQ(entry.path().extension(), ".fa") << "left behind: " << entry.path();
+  }
+}
+
+// Several query models: parsed blocks kept in memory for the later queries (all of the
+// database, part of it, or none) give results identical to re-reading the file.
+TEST(SchedulerReuse, ResultsIdenticalWithAndWithoutReusedBlocks) {
+  test::TempDir dir;
+  const std::string db = small_database(dir, 700);
+  const std::string hmm = dir.file("three.hmm");
+  test::run_command("cat /usr/share/doc/hmmer/examples/tutorial/globins4.hmm "
+                    "/usr/share/doc/hmmer/examples/tutorial/fn3.hmm "
+                    "/usr/share/doc/hmmer/examples/tutorial/Pkinase.hmm > " + hmm);
+  const std::vector<HmmModel> models = read_hmm_file(hmm);
+  ASSERT_EQ(models.size(), 3u);
+  const io::Config config = relaxed_config(2);
+  auto run = [&](std::uint64_t reuse, int test_gpus, const std::string& db_path) {
+    app::HybridOptions h;
+    h.gpu = test_gpus > 0 ? app::HybridOptions::Gpu::auto_detect : app::HybridOptions::Gpu::off;
+    h.test_gpus = test_gpus;
+    h.block_residues = 10000;
+    h.reuse_memory = reuse;
+    return app::run_hmmsearch(models, db_path, config, h);
+  };
+  const app::SearchRun reread = run(0, 0, db);
+  ASSERT_EQ(reread.queries.size(), 3u);
+  const std::int64_t blocks = reread.queries[0].schedule.blocks;
+  ASSERT_GT(blocks, 10);
+  for (const auto& q : reread.queries) EXPECT_EQ(q.schedule.reused_blocks, 0);
+
+  const app::SearchRun all = run(std::uint64_t{1} << 30, 0, db);
+  expect_identical(reread, all, "everything kept");
+  EXPECT_EQ(all.queries[0].schedule.reused_blocks, 0);
+  EXPECT_EQ(all.queries[1].schedule.reused_blocks, blocks);
+  EXPECT_EQ(all.queries[2].schedule.reused_blocks, blocks);
+
+  for (const std::string& path : {db, dir.file("db.fa.gz")}) {
+    if (path.ends_with(".gz")) test::run_command("gzip -c " + db + " > " + path);
+    for (int gpus : {0, 1}) {
+      // Memory for about a third of the blocks (a block holds about one byte per residue).
+      const app::SearchRun part = run(static_cast<std::uint64_t>(reread.queries[0].counts.residues / 3), gpus, path);
+      const std::string what = "part kept, " + path + ", test gpus " + std::to_string(gpus);
+      expect_identical(reread, part, what);
+      const std::int64_t kept = part.queries[1].schedule.reused_blocks;
+      EXPECT_GT(kept, 0) << what;
+      EXPECT_LT(kept, blocks) << what;
+      EXPECT_EQ(part.queries[2].schedule.reused_blocks, kept) << what;
+      for (const auto& q : part.queries) EXPECT_EQ(q.schedule.residues, reread.queries[0].counts.residues) << what;
+    }
+  }
+}
+
+// The [scheduler] table of a configuration file, overridden by the command line, and
+// recorded in /run config_toml; fault warnings go away with --quiet.
+TEST(SchedulerCli, ConfigTableCommandLineOverridesAndQuietFaults) {
+  test::TempDir dir;
+  const std::string db = small_database(dir, 300);
+  const std::string cfg = dir.file("s.toml");
+  test::write_file(cfg, "[scheduler]\npolicy = \"static\"\nstatic_cpu_fraction = 0.25\nblock_residues = 5000\n"
+                        "reuse_memory = \"64M\"\nqueue_depth = 3\n");
+  const std::string out = dir.file("o.h5");
+  const std::string base = std::string("DUET_DEBUG_TEST_GPU=1 DUET_DEBUG_GPU_FAULT_EVERY=2 ") + DUET_BINARY +
+                           " hmmsearch --cpu 2 --config " + cfg + " -o " + out;
+  const auto r = test::run_command(base + " --policy adaptive --reuse-memory 1G " + kModel + " " + db);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("failed on blocks"), std::string::npos) << r.output;
+  io::Hdf5Reader h5(out);
+  const std::string toml = h5.attribute_string("/run", "config_toml");
+  EXPECT_NE(toml.find("policy = \"adaptive\""), std::string::npos) << toml;
+  EXPECT_NE(toml.find("static_cpu_fraction = 0.25"), std::string::npos) << toml;
+  EXPECT_NE(toml.find("block_residues = 5000"), std::string::npos) << toml;
+  EXPECT_NE(toml.find("queue_depth = 3"), std::string::npos) << toml;
+  EXPECT_NE(toml.find("reuse_memory = \"1G\""), std::string::npos) << toml;
+  EXPECT_GT(h5.attribute_int("/run", "gpu_faults"), 0);
+  EXPECT_GT(h5.attribute_int("/run", "blocks"), 10);
+  EXPECT_GE(h5.attribute_double("/run", "idle_tail_seconds"), 0.0);
+
+  const auto quiet = test::run_command(base + " --quiet " + kModel + " " + db);
+  ASSERT_EQ(quiet.status, 0) << quiet.output;
+  EXPECT_EQ(quiet.output.find("failed on blocks"), std::string::npos) << quiet.output;
+
+  const auto bad = test::run_command(std::string(DUET_BINARY) + " hmmsearch --reuse-memory lots -o " + out + " " +
+                                     kModel + " " + db);
+  EXPECT_EQ(bad.status, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--reuse-memory"), std::string::npos) << bad.output;
+}
+
+// Ctrl-C at any moment, even while the command starts: no temporary file is left.
+TEST(SchedulerCli, EarlySigintLeavesNoTemporaryFile) {
+  test::TempDir dir;
+  const std::string db = small_database(dir, 3000);
+  for (int delay_ms : {5, 20, 50, 100, 200}) {
+    const std::string out = dir.file("early.h5");
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      const int devnull = ::open("/dev/null", O_WRONLY);
+      dup2(devnull, 1);
+      dup2(devnull, 2);
+      execl(DUET_BINARY, DUET_BINARY, "hmmsearch", "--cpu", "1", "-o", out.c_str(),
+            "/usr/share/doc/hmmer/examples/tutorial/Pkinase.hmm", db.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    ASSERT_EQ(kill(pid, SIGINT), 0);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    // Killed by the signal before the handler exists, or stopped by it (exit 130).
+    if (WIFEXITED(status)) {
+      EXPECT_EQ(WEXITSTATUS(status), 130) << "delay " << delay_ms;
+    } else {
+      EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) << "delay " << delay_ms;
+    }
+    for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+      EXPECT_EQ(entry.path().extension(), ".fa") << "left behind after " << delay_ms << " ms: " << entry.path();
+    }
   }
 }
 

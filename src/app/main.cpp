@@ -95,8 +95,10 @@ struct HmmsearchOptions {
   std::string gpu_strategy = "warp";
   std::string policy = "dynamic";
   double static_cpu_fraction = 0.5;
-  std::size_t block_residues = 1 << 20, queue_depth = 0, gpu_batch_blocks = 8;
+  std::int64_t block_residues = 1 << 20, queue_depth = 0, gpu_batch_blocks = 8;
   std::int64_t gpu_batch_residues = 16 << 20;
+  std::string reuse_memory;
+  int reader_threads = 0;
 };
 
 void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& action,
@@ -118,27 +120,43 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
   auto* out = cmd->add_option("-o,--out", o.out, "HDF5 result file (default duet.h5)");
   auto* tblout = cmd->add_option("--tblout", o.tblout, "per-target table in HMMER's format");
   auto* quiet = cmd->add_flag("--quiet", o.quiet, "no output on standard output, no progress line");
-  cmd->add_flag("--no-gpu", o.no_gpu, "run on the CPU only");
-  cmd->add_flag("--gpu-only", o.gpu_only, "fresh blocks to GPUs only (the CPU runs CPU-only stages and redoes failed batches)")
-      ->excludes("--no-gpu");
+  auto* no_gpu = cmd->add_flag("--no-gpu", o.no_gpu, "run on the CPU only");
+  auto* gpu_only = cmd->add_flag("--gpu-only", o.gpu_only,
+                                 "fresh blocks to GPUs only (the CPU runs CPU-only stages and redoes failed batches)")
+                       ->excludes("--no-gpu");
   cmd->add_option("--gpus", o.gpus, "GPUs to use, e.g. 0,1 (default: every GPU found)")
       ->delimiter(',')
       ->excludes("--no-gpu");
   cmd->add_option("--gpu-strategy", o.gpu_strategy,
                   "GPU kernels: warp (thread groups and warps per target) or thread (one thread per target, Walters et al.)")
       ->check(CLI::IsMember({"warp", "thread"}));
-  cmd->add_option("--policy", o.policy, "CPU/GPU split: dynamic (self-scheduling) or static")
-      ->check(CLI::IsMember({"dynamic", "static"}));
-  cmd->add_option("--static-cpu-fraction", o.static_cpu_fraction, "static policy: share of residues for the CPU")
-      ->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--block-residues", o.block_residues, "residues per block (default 1048576)")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 32));
-  cmd->add_option("--queue-depth", o.queue_depth, "blocks waiting in the queue (memory budget; 0 = 2 per worker)");
-  cmd->add_option("--gpu-batch-blocks", o.gpu_batch_blocks, "blocks per GPU batch (default 8)")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
-  cmd->add_option("--gpu-batch-residues", o.gpu_batch_residues, "residue budget of a GPU batch (default 16777216)")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
+  // Scheduler settings ([scheduler] in the configuration; these override it).
+  auto* policy = cmd->add_option("--policy", o.policy,
+                                 "CPU/GPU split: dynamic (self-scheduling), static, or adaptive (GPU batches sized "
+                                 "from measured throughput)")
+                     ->check(CLI::IsMember({"dynamic", "static", "adaptive"}));
+  auto* static_cpu_fraction =
+      cmd->add_option("--static-cpu-fraction", o.static_cpu_fraction, "static policy: share of residues for the CPU")
+          ->check(CLI::Range(0.0, 1.0));
+  auto* block_residues = cmd->add_option("--block-residues", o.block_residues, "residues per block (default 1048576)")
+                             ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 32));
+  auto* queue_depth =
+      cmd->add_option("--queue-depth", o.queue_depth, "blocks waiting in the queue (memory budget; 0 = 2 per worker)")
+          ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 20));
+  auto* gpu_batch_blocks = cmd->add_option("--gpu-batch-blocks", o.gpu_batch_blocks, "blocks per GPU batch (default 8)")
+                               ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
+  auto* gpu_batch_residues =
+      cmd->add_option("--gpu-batch-residues", o.gpu_batch_residues, "residue budget of a GPU batch (default 16777216)")
+          ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
+  auto* reuse_memory = cmd->add_option("--reuse-memory", o.reuse_memory,
+                                       "memory for parsed blocks kept across query models, e.g. 512M, 4G; 0 = "
+                                       "re-read the database for each model (default 2G)");
+  auto* reader_threads =
+      cmd->add_option("--reader-threads", o.reader_threads, "threads parsing the database (default: one per core, at most 4)")
+          ->check(CLI::Range(0, 256));
   action = [=, &o]() -> int {
+    // Ctrl-C from here on stops the search cleanly; no output file exists yet.
+    std::signal(SIGINT, on_sigint);
     io::Config config = o.config_path.empty() ? io::Config{} : io::load_config(o.config_path);
     (void)config_opt;
     auto& s = config.search;
@@ -155,6 +173,27 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
     if (out->count()) config.run.out = o.out;
     if (tblout->count()) config.run.tblout = o.tblout;
     if (quiet->count()) config.run.quiet = true;
+    auto& sched = config.scheduler;
+    if (policy->count()) sched.policy = o.policy;
+    if (static_cpu_fraction->count()) sched.static_cpu_fraction = o.static_cpu_fraction;
+    if (block_residues->count()) sched.block_residues = o.block_residues;
+    if (queue_depth->count()) sched.queue_depth = o.queue_depth;
+    if (gpu_batch_blocks->count()) sched.gpu_batch_blocks = o.gpu_batch_blocks;
+    if (gpu_batch_residues->count()) sched.gpu_batch_residues = o.gpu_batch_residues;
+    if (reader_threads->count()) sched.reader_threads = o.reader_threads;
+    if (no_gpu->count()) {
+      sched.no_gpu = true;
+      sched.gpu_only = false;
+    }
+    if (gpu_only->count()) {
+      sched.gpu_only = true;
+      sched.no_gpu = false;
+    }
+    if (reuse_memory->count()) {
+      const auto bytes = io::parse_memory_size(o.reuse_memory);
+      if (!bytes) throw UsageError("--reuse-memory: '" + o.reuse_memory + "' is not a size such as 512M or 4G");
+      sched.reuse_memory = *bytes;
+    }
     if (s.E <= 0) throw UsageError("-E must be positive");
     if (s.Z && *s.Z <= 0) throw UsageError("-Z must be positive");
     for (double f : {s.F1, s.F2, s.F3})
@@ -183,16 +222,7 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
     const std::vector<HmmModel> models = read_hmm_file(o.hmm_path);
     { FastaReader probe(o.database_path, *models.front().alphabet); }
 
-    app::HybridOptions hybrid;
-    hybrid.gpu = o.no_gpu ? app::HybridOptions::Gpu::off
-                 : o.gpu_only ? app::HybridOptions::Gpu::only
-                              : app::HybridOptions::Gpu::auto_detect;
-    hybrid.policy = o.policy == "static" ? scheduler::SplitPolicy::static_fraction : scheduler::SplitPolicy::dynamic;
-    hybrid.static_cpu_fraction = o.static_cpu_fraction;
-    hybrid.block_residues = o.block_residues;
-    hybrid.queue_depth = o.queue_depth;
-    hybrid.gpu_batch_blocks = o.gpu_batch_blocks;
-    hybrid.gpu_batch_residues = o.gpu_batch_residues;
+    app::HybridOptions hybrid = app::hybrid_options(config);
     hybrid.gpu_devices = o.gpus;
     hybrid.gpu_strategy = o.gpu_strategy;
     hybrid.test_gpus = debug_setting("DUET_DEBUG_TEST_GPU");
@@ -202,8 +232,9 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
                    "the output file records it\n";
     }
     hybrid.progress = !config.run.quiet && ::isatty(STDERR_FILENO);
+    hybrid.warnings = !config.run.quiet;
     hybrid.stop = &g_interrupted;
-    std::signal(SIGINT, on_sigint);
+    if (g_interrupted.load()) throw Interrupted{};
     const app::SearchRun run = app::run_hmmsearch(models, o.database_path, config, hybrid);
     if (run.stopped || g_interrupted.load()) throw Interrupted{};
     app::write_hdf5(h5, run, config, info);

@@ -41,13 +41,18 @@ std::string host_name() {
 }
 
 // /trace/<query>/...: one row per batch, as parallel 1-D arrays; /run: totals, device
-// shares, throughput and idle tail over all queries.
+// shares, throughput (per device kind and per GPU) and idle tails over all queries.
 void write_trace(io::Hdf5Writer& file, const SearchRun& run) {
   file.create_group("/trace");
-  std::int64_t residues = 0, cpu_residues = 0, gpu_residues = 0, faults = 0;
-  double cpu_cells = 0, gpu_cells = 0, cpu_busy = 0, gpu_busy = 0, idle_tail = 0;
+  std::int64_t residues = 0, cpu_residues = 0, gpu_residues = 0, faults = 0, reused = 0, blocks = 0;
+  std::int64_t cpu_cells = 0, gpu_cells = 0, post_cells = 0;
+  double cpu_stage = 0, gpu_stage = 0, post_seconds = 0, idle_tail = 0, worker_idle_tail = 0;
   bool test_double = false;
   int cpu_workers = 0, gpu_feeders = 0;
+  // Per GPU (feeder k is worker cpu_workers + k): residues, cells and busy seconds of the
+  // batches it completed.
+  std::vector<std::int64_t> feeder_residues, feeder_cells;
+  std::vector<double> feeder_seconds;
   for (std::size_t qi = 0; qi < run.queries.size(); ++qi) {
     const scheduler::RunSummary& s = run.queries[qi].schedule;
     const std::string g = "/trace/" + query_group_name(run, qi);
@@ -56,7 +61,10 @@ void write_trace(io::Hdf5Writer& file, const SearchRun& run) {
     std::vector<std::uint8_t> device(n), failed(n);
     std::vector<std::string> stage(n);
     std::vector<double> start(n), end(n);
-    std::vector<std::int64_t> block(n), blocks(n), sequences(n), res(n), cells(n), survivors(n);
+    std::vector<std::int64_t> block(n), row_blocks(n), sequences(n), res(n), cells(n), survivors(n);
+    feeder_residues.resize(static_cast<std::size_t>(s.gpu_feeders), 0);
+    feeder_cells.resize(static_cast<std::size_t>(s.gpu_feeders), 0);
+    feeder_seconds.resize(static_cast<std::size_t>(s.gpu_feeders), 0);
     for (std::size_t i = 0; i < n; ++i) {
       const scheduler::TraceRow& r = s.trace[i];
       worker[i] = r.worker;
@@ -66,11 +74,17 @@ void write_trace(io::Hdf5Writer& file, const SearchRun& run) {
       start[i] = r.start;
       end[i] = r.end;
       block[i] = r.block;
-      blocks[i] = r.blocks;
+      row_blocks[i] = r.blocks;
       sequences[i] = r.sequences;
       res[i] = r.residues;
       cells[i] = r.cells;
       survivors[i] = r.survivors;
+      const int k = r.worker - s.cpu_workers;
+      if (r.device == scheduler::Device::gpu && !r.failed && k >= 0 && k < s.gpu_feeders) {
+        feeder_residues[static_cast<std::size_t>(k)] += r.residues;
+        feeder_cells[static_cast<std::size_t>(k)] += r.cells;
+        feeder_seconds[static_cast<std::size_t>(k)] += r.end - r.start;
+      }
     }
     file.create_group(g);
     file.write(g + "/worker", worker);
@@ -79,7 +93,7 @@ void write_trace(io::Hdf5Writer& file, const SearchRun& run) {
     file.write(g + "/start", start);
     file.write(g + "/end", end);
     file.write(g + "/first_block", block);
-    file.write(g + "/blocks", blocks);
+    file.write(g + "/blocks", row_blocks);
     file.write(g + "/sequences", sequences);
     file.write(g + "/residues", res);
     file.write(g + "/cells", cells);
@@ -87,20 +101,29 @@ void write_trace(io::Hdf5Writer& file, const SearchRun& run) {
     file.write(g + "/failed", failed);
     file.set_attribute(g, "device_codes", std::string("0 CPU worker, 1 GPU feeder"));
     file.set_attribute(g, "stage_names",
-                       std::string("all: every stage; post: CPU-only stages after a device; fault: "
-                                   "failed device batch (redone by the CPU); others: the stages a device ran"));
+                       std::string("all: every stage; post: CPU-only stages after a device (sequences, residues "
+                                   "and cells count only the targets the device left to the CPU); fault: failed "
+                                   "device batch (redone by the CPU); others: the stages a device ran"));
     file.set_attribute(g, "time_unit", std::string("seconds from the start of this query's run"));
     file.set_attribute(g, "wall_seconds", s.seconds);
     file.set_attribute(g, "idle_tail_seconds", s.idle_tail_seconds);
+    file.set_attribute(g, "worker_idle_tail_seconds", s.worker_idle_tail_seconds);
+    file.set_attribute(g, "blocks", s.blocks);
+    file.set_attribute(g, "reused_blocks", s.reused_blocks);
     residues += s.residues;
     cpu_residues += s.cpu_residues;
     gpu_residues += s.gpu_residues;
     faults += s.gpu_faults;
-    cpu_busy += s.cpu_busy_seconds;
-    gpu_busy += s.gpu_busy_seconds;
-    cpu_cells += s.cpu_cells_per_second * s.cpu_busy_seconds / std::max(1, s.cpu_workers);
-    gpu_cells += s.gpu_cells_per_second * s.gpu_busy_seconds / std::max(1, s.gpu_feeders);
+    reused += s.reused_blocks;
+    blocks += s.blocks;
+    cpu_cells += s.cpu_cells;
+    gpu_cells += s.gpu_cells;
+    post_cells += s.post_cells;
+    cpu_stage += s.cpu_stage_seconds;
+    gpu_stage += s.gpu_stage_seconds;
+    post_seconds += s.post_seconds;
     idle_tail += s.idle_tail_seconds;
+    worker_idle_tail += s.worker_idle_tail_seconds;
     test_double = test_double || s.test_double;
     cpu_workers = s.cpu_workers;
     gpu_feeders = s.gpu_feeders;
@@ -117,11 +140,26 @@ void write_trace(io::Hdf5Writer& file, const SearchRun& run) {
   file.set_attribute("/run", "cpu_residue_share", static_cast<double>(cpu_residues) / total);
   file.set_attribute("/run", "gpu_residue_share", static_cast<double>(gpu_residues) / total);
   file.set_attribute("/run", "cpu_cells_per_second",
-                     cpu_busy > 0 ? cpu_cells / (cpu_busy / std::max(1, cpu_workers)) : 0.0);
+                     cpu_stage > 0 ? static_cast<double>(cpu_cells) / (cpu_stage / std::max(1, cpu_workers)) : 0.0);
   file.set_attribute("/run", "gpu_cells_per_second",
-                     gpu_busy > 0 ? gpu_cells / (gpu_busy / std::max(1, gpu_feeders)) : 0.0);
+                     gpu_stage > 0 ? static_cast<double>(gpu_cells) / (gpu_stage / std::max(1, gpu_feeders)) : 0.0);
+  for (std::size_t k = 0; k < feeder_residues.size(); ++k) {
+    const std::string gpu = "gpu" + std::to_string(k);
+    file.set_attribute("/run", gpu + "_residue_share", static_cast<double>(feeder_residues[k]) / total);
+    file.set_attribute("/run", gpu + "_cells_per_second",
+                       feeder_seconds[k] > 0 ? static_cast<double>(feeder_cells[k]) / feeder_seconds[k] : 0.0);
+  }
+  file.set_attribute("/run", "post_seconds", post_seconds);
+  file.set_attribute("/run", "post_cells", post_cells);
   file.set_attribute("/run", "idle_tail_seconds", idle_tail);
+  file.set_attribute("/run", "worker_idle_tail_seconds", worker_idle_tail);
+  file.set_attribute("/run", "idle_tail_definition",
+                     std::string("per query, run end minus the moment the first device (the CPU workers together, "
+                                 "or one GPU) ended its last batch; worker_: each CPU worker and GPU feeder on its "
+                                 "own; summed over queries"));
   file.set_attribute("/run", "gpu_faults", faults);
+  file.set_attribute("/run", "blocks", blocks);
+  file.set_attribute("/run", "reused_blocks", reused);
 }
 
 }  // namespace

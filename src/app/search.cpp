@@ -32,6 +32,23 @@ CascadeSettings cascade_settings(const io::SearchConfig& config) {
   return s;
 }
 
+HybridOptions hybrid_options(const io::Config& config) {
+  const io::SchedulerConfig& c = config.scheduler;
+  HybridOptions h;
+  h.gpu = c.no_gpu ? HybridOptions::Gpu::off : c.gpu_only ? HybridOptions::Gpu::only : HybridOptions::Gpu::auto_detect;
+  h.policy = c.policy == "static"     ? scheduler::SplitPolicy::static_fraction
+             : c.policy == "adaptive" ? scheduler::SplitPolicy::adaptive
+                                      : scheduler::SplitPolicy::dynamic;
+  h.static_cpu_fraction = c.static_cpu_fraction;
+  h.block_residues = static_cast<std::size_t>(c.block_residues);
+  h.queue_depth = static_cast<std::size_t>(c.queue_depth);
+  h.gpu_batch_blocks = static_cast<std::size_t>(c.gpu_batch_blocks);
+  h.gpu_batch_residues = c.gpu_batch_residues;
+  h.reader_threads = c.reader_threads;
+  h.reuse_memory = c.reuse_memory;
+  return h;
+}
+
 void finish_query(QueryResult& query, const io::SearchConfig& config) {
   query.Z_from_option = config.Z.has_value();
   query.Z = config.Z ? *config.Z : static_cast<double>(query.counts.targets);
@@ -107,6 +124,8 @@ class HmmsearchWorkload final : public scheduler::Workload {
     }
     return add_block(block, scores, sink_);
   }
+  // Forward for the targets a device left there (needs_forward), the other scores as the
+  // device computed them.
   std::int64_t run_post(const scheduler::Block& block, int worker) override {
     std::vector<TargetScores> scores;
     std::vector<bool> deferred;
@@ -119,9 +138,20 @@ class HmmsearchWorkload final : public scheduler::Workload {
     }
     FilterKernels& k = *kernels_[static_cast<std::size_t>(worker)];
     for (std::size_t i = 0; i < block.sequences(); ++i) {
-      if (deferred[i]) scores[i] = run_cascade(profile_, settings_, k, block.sequence(i), block.length(i));
+      if (deferred[i]) run_forward_stage(profile_, settings_, k, block.sequence(i), block.length(i), scores[i]);
     }
     return add_block(block, scores, sink_);
+  }
+  scheduler::StageWork post_work(const scheduler::Block& block) const override {
+    std::lock_guard lock(mutex_);
+    const std::vector<bool>& deferred = partial_.at(block.index).second;
+    scheduler::StageWork work;
+    for (std::size_t i = 0; i < block.sequences(); ++i) {
+      if (!deferred[i]) continue;
+      ++work.sequences;
+      work.residues += block.length(i);
+    }
+    return work;
   }
   // A device's early-stage scores of a block, with the targets whose Forward remains.
   void store_partial(std::int64_t block, std::vector<TargetScores> scores, std::vector<bool> deferred) {
@@ -134,29 +164,14 @@ class HmmsearchWorkload final : public scheduler::Workload {
   CascadeSettings settings_;
   scheduler::ResultSink<BlockRecords>& sink_;
   std::vector<std::unique_ptr<FilterKernels>> kernels_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::map<std::int64_t, std::pair<std::vector<TargetScores>, std::vector<bool>>> partial_;
 };
 
-// Kernels that run MSV and Viterbi and leave Forward to the CPU's post stage.
-class EarlyStageKernels final : public FilterKernels {
- public:
-  explicit EarlyStageKernels(const SearchProfile& profile) : inner_(profile) {}
-  FilterScore msv(const Residue* dsq, int L) override { return inner_.msv(dsq, L); }
-  FilterScore viterbi(const Residue* dsq, int L) override { return inner_.viterbi(dsq, L); }
-  float forward(const Residue*, int) override {
-    forward_requested = true;
-    return 0;
-  }
-  bool forward_requested = false;
-
- private:
-  ReferenceKernels inner_;
-};
-
-// TEST DOUBLE of a GPU (debug setting DUET_DEBUG_TEST_GPU only): runs the early stages
-// with the CPU reference kernels on the feeder's own thread and posts Forward survivors
-// to the CPU, exercising the feeder path (batches, post-queue, fault requeue).
+// TEST DOUBLE of a GPU (debug setting DUET_DEBUG_TEST_GPU only): runs the filters before
+// Forward (run_filters) with the CPU reference kernels on the feeder's own thread and
+// posts the blocks with targets at Forward to the CPU, exercising the feeder path
+// (batches, post-queue, fault requeue).
 class TestDoubleGpu final : public scheduler::GpuBackend {
  public:
   TestDoubleGpu(const SearchProfile& profile, const CascadeSettings& settings, HmmsearchWorkload& workload,
@@ -173,9 +188,8 @@ class TestDoubleGpu final : public scheduler::GpuBackend {
       std::vector<bool> deferred(b->sequences(), false);
       scheduler::GpuBlockOutcome outcome;
       for (std::size_t i = 0; i < b->sequences(); ++i) {
-        kernels_.forward_requested = false;
-        scores[i] = run_cascade(profile_, settings_, kernels_, b->sequence(i), b->length(i));
-        deferred[i] = kernels_.forward_requested;
+        scores[i] = run_filters(profile_, settings_, kernels_, b->sequence(i), b->length(i));
+        deferred[i] = needs_forward(scores[i]);
         if (deferred[i]) ++outcome.survivors;
       }
       outcome.needs_post = outcome.survivors > 0;
@@ -194,7 +208,7 @@ class TestDoubleGpu final : public scheduler::GpuBackend {
   CascadeSettings settings_;
   HmmsearchWorkload& workload_;
   scheduler::ResultSink<BlockRecords>& sink_;
-  EarlyStageKernels kernels_;
+  ReferenceKernels kernels_;
   int number_;
 };
 
@@ -228,6 +242,7 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& 
   scheduler::SchedulerOptions options;
   options.cpu_workers = config.run.cpu > 0 ? config.run.cpu : std::max(1, cores - gpus);
   options.block_residues = hybrid.block_residues;
+  options.reader_threads = hybrid.reader_threads;
   options.queue_depth = hybrid.queue_depth;
   options.gpu_batch_blocks = hybrid.gpu_batch_blocks;
   options.gpu_batch_residues = hybrid.gpu_batch_residues;
@@ -236,11 +251,23 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& 
   options.gpu_only = hybrid.gpu == HybridOptions::Gpu::only;
   options.fault_every = hybrid.fault_every;
   options.progress = hybrid.progress;
+  options.warnings = hybrid.warnings;
   options.stop = hybrid.stop;
+
+  // The database as blocks, kept in memory across queries within the reuse budget.
+  scheduler::ReaderOptions reader;
+  reader.block_residues = hybrid.block_residues;
+  reader.threads = hybrid.reader_threads;
+  const std::uint64_t reuse = models.size() > 1 ? hybrid.reuse_memory : 0;
+  std::unique_ptr<scheduler::BlockStore> store;
 
   const CascadeSettings settings = cascade_settings(config.search);
   SearchRun run;
   for (const HmmModel& hmm : models) {
+    if (!store || &store->alphabet() != hmm.alphabet) {
+      store.reset();  // frees what a store of another alphabet kept
+      store = std::make_unique<scheduler::BlockStore>(database_path, *hmm.alphabet, reader, reuse);
+    }
     const auto query_start = Clock::now();
     const Background bg = Background::for_alphabet(*hmm.alphabet);
     const SearchProfile profile = build_search_profile(hmm, bg);
@@ -285,7 +312,7 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& 
       backends.push_back(devices_in_use.back().get());
     }
 #endif
-    query.schedule = scheduler::run_blocks(database_path, *hmm.alphabet, workload, backends, options);
+    query.schedule = scheduler::run_blocks(*store, workload, backends, options);
     if (query.schedule.stopped) {
       run.stopped = true;
       return run;

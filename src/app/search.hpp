@@ -58,6 +58,10 @@ struct HybridOptions {
   std::size_t queue_depth = 0;
   std::size_t gpu_batch_blocks = 8;
   std::int64_t gpu_batch_residues = 16 << 20;
+  int reader_threads = 0;  // parser threads of the database reader (0: one per core, at most 4)
+  // Memory for parsed blocks kept across the queries of a multi-model search (bytes);
+  // past it, each query re-reads the rest of the database.
+  std::uint64_t reuse_memory = std::uint64_t{2} << 30;
   // Debug settings (environment DUET_DEBUG_TEST_GPU, DUET_DEBUG_GPU_FAULT_EVERY): feeders
   // of the CPU-backed test-double GPU backend, and every Nth GPU batch failing.
   int test_gpus = 0;
@@ -67,8 +71,13 @@ struct HybridOptions {
   std::vector<int> gpu_devices;
   std::string gpu_strategy = "warp";
   bool progress = false;
+  bool warnings = true;  // device faults reported on stderr
   const std::atomic<bool>* stop = nullptr;
 };
+
+// The scheduler settings of `config` ([scheduler] table) as HybridOptions; the caller
+// adds what is not configuration (debug settings, progress, the stop flag).
+HybridOptions hybrid_options(const io::Config& config);
 
 // HMMER's settings derived from the options (--max, --nobias, F1..F3).
 CascadeSettings cascade_settings(const io::SearchConfig& config);

@@ -5,6 +5,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <array>
 #include <cerrno>
 #include <charconv>
@@ -237,6 +238,82 @@ class EntryReader {
   const std::string& source_name_;
 };
 
+constexpr std::array<std::string_view, 3> kPolicyNames = {"dynamic", "static", "adaptive"};
+
+// A TOML integer in [low, high].
+std::int64_t integer_in(const EntryReader& reader, const Entry& entry, std::int64_t low, std::int64_t high) {
+  const auto* integer = entry.value->as_integer();
+  if (integer == nullptr) {
+    reader.fail(entry, "'" + std::string(entry.key) + "' must be an integer, not " +
+                           std::string(describe_type(entry.value->type())));
+  }
+  const std::int64_t value = integer->get();
+  if (value < low || value > high) {
+    reader.fail(entry, "'" + std::string(entry.key) + "' must be in [" + std::to_string(low) + ", " +
+                           std::to_string(high) + "], not " + std::to_string(value));
+  }
+  return value;
+}
+
+void read_scheduler(const toml::table& table, const EntryReader& reader, SchedulerConfig& scheduler) {
+  const Entry* no_gpu = nullptr;
+  const Entry* gpu_only = nullptr;
+  for (const Entry& entry : entries_in_file_order(table)) {
+    const std::string_view key = entry.key;
+    if (key == "policy") {
+      const std::string value = reader.string(entry);
+      if (std::find(kPolicyNames.begin(), kPolicyNames.end(), value) == kPolicyNames.end()) {
+        reader.fail(entry, "'policy' must be one of dynamic, static, adaptive, not '" + value + "'");
+      }
+      scheduler.policy = value;
+    } else if (key == "static_cpu_fraction") {
+      const double value = reader.number(entry);
+      if (!(value >= 0.0 && value <= 1.0)) {
+        reader.fail(entry, "'static_cpu_fraction' must be in [0, 1], not " + shortest_decimal(value));
+      }
+      scheduler.static_cpu_fraction = value;
+    } else if (key == "block_residues") {
+      scheduler.block_residues = integer_in(reader, entry, 1, std::int64_t{1} << 32);
+    } else if (key == "queue_depth") {
+      scheduler.queue_depth = integer_in(reader, entry, 0, std::int64_t{1} << 20);
+    } else if (key == "gpu_batch_blocks") {
+      scheduler.gpu_batch_blocks = integer_in(reader, entry, 1, std::int64_t{1} << 20);
+    } else if (key == "gpu_batch_residues") {
+      scheduler.gpu_batch_residues = integer_in(reader, entry, 1, std::int64_t{1} << 40);
+    } else if (key == "no_gpu") {
+      scheduler.no_gpu = reader.boolean(entry);
+      no_gpu = &entry;
+    } else if (key == "gpu_only") {
+      scheduler.gpu_only = reader.boolean(entry);
+      gpu_only = &entry;
+    } else if (key == "reuse_memory") {
+      if (const auto* integer = entry.value->as_integer()) {
+        if (integer->get() < 0) {
+          reader.fail(entry, "'reuse_memory' must be >= 0, not " + std::to_string(integer->get()));
+        }
+        scheduler.reuse_memory = static_cast<std::uint64_t>(integer->get());
+      } else if (const auto* text = entry.value->as_string()) {
+        const auto bytes = parse_memory_size(text->get());
+        if (!bytes) {
+          reader.fail(entry, "'reuse_memory' must be a size such as \"512M\" or \"4G\", not '" + text->get() + "'");
+        }
+        scheduler.reuse_memory = *bytes;
+      } else {
+        reader.fail(entry, "'reuse_memory' must be an integer (bytes) or a string such as \"4G\", not " +
+                               std::string(describe_type(entry.value->type())));
+      }
+    } else if (key == "reader_threads") {
+      scheduler.reader_threads = static_cast<int>(integer_in(reader, entry, 0, 256));
+    } else {
+      reader.fail(entry, "unknown key '" + std::string(key) + "' in [scheduler]");
+    }
+  }
+  if (scheduler.no_gpu && scheduler.gpu_only) {
+    const Entry& later = no_gpu->line > gpu_only->line ? *no_gpu : *gpu_only;
+    reader.fail(later, "'no_gpu' and 'gpu_only' cannot both be true");
+  }
+}
+
 void read_search(const toml::table& table, const EntryReader& reader, SearchConfig& search) {
   for (const Entry& entry : entries_in_file_order(table)) {
     const std::string_view key = entry.key;
@@ -316,12 +393,14 @@ Config parse_config(std::string_view toml_text, const std::string& source_name) 
       read_search(reader.table(entry), reader, config.search);
     } else if (entry.key == "run") {
       read_run(reader.table(entry), reader, config.run);
+    } else if (entry.key == "scheduler") {
+      read_scheduler(reader.table(entry), reader, config.scheduler);
     } else if (entry.value->is_table()) {
       reader.fail(entry, "unknown table [" + std::string(entry.key) +
-                             "] (the tables are [hmmsearch] and [run])");
+                             "] (the tables are [hmmsearch], [run] and [scheduler])");
     } else {
       reader.fail(entry, "unknown key '" + std::string(entry.key) +
-                             "' outside a table (the tables are [hmmsearch] and [run])");
+                             "' outside a table (the tables are [hmmsearch], [run] and [scheduler])");
     }
   }
   return config;
@@ -348,7 +427,51 @@ std::string to_toml(const Config& config) {
   text << "tblout = " << toml_string(run.tblout) << '\n';
   text << "isa = " << toml_string(run.isa) << '\n';
   text << "quiet = " << boolean(run.quiet) << '\n';
+  const SchedulerConfig& scheduler = config.scheduler;
+  text << "\n[scheduler]\n";
+  text << "policy = " << toml_string(scheduler.policy) << '\n';
+  text << "static_cpu_fraction = " << toml_float(scheduler.static_cpu_fraction) << '\n';
+  text << "block_residues = " << scheduler.block_residues << '\n';
+  text << "queue_depth = " << scheduler.queue_depth << '\n';
+  text << "gpu_batch_blocks = " << scheduler.gpu_batch_blocks << '\n';
+  text << "gpu_batch_residues = " << scheduler.gpu_batch_residues << '\n';
+  text << "no_gpu = " << boolean(scheduler.no_gpu) << '\n';
+  text << "gpu_only = " << boolean(scheduler.gpu_only) << '\n';
+  text << "reuse_memory = " << toml_string(format_memory_size(scheduler.reuse_memory)) << '\n';
+  text << "reader_threads = " << scheduler.reader_threads << '\n';
   return text.str();
+}
+
+std::optional<std::uint64_t> parse_memory_size(std::string_view text) {
+  std::uint64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [p, error] = std::from_chars(text.data(), end, value);
+  if (error != std::errc() || p == text.data()) return std::nullopt;
+  std::string_view unit(p, static_cast<std::size_t>(end - p));
+  int shift = 0;
+  if (!unit.empty()) {
+    const std::string_view units = "KMGT";
+    const auto k = units.find(static_cast<char>(std::toupper(static_cast<unsigned char>(unit[0]))));
+    if (k != std::string_view::npos) {
+      shift = 10 * static_cast<int>(k + 1);
+      unit.remove_prefix(1);
+      if (unit == "iB" || unit == "ib") unit.remove_prefix(2);
+    }
+    if (unit == "B" || unit == "b") unit.remove_prefix(1);
+    if (!unit.empty()) return std::nullopt;
+  }
+  if (value > (std::uint64_t{1} << 63 >> shift)) return std::nullopt;
+  return value << shift;
+}
+
+std::string format_memory_size(std::uint64_t bytes) {
+  const char* units = "KMGT";
+  int unit = -1;
+  while (unit < 3 && bytes != 0 && bytes % 1024 == 0) {
+    bytes /= 1024;
+    ++unit;
+  }
+  return std::to_string(bytes) + (unit >= 0 ? std::string(1, units[unit]) : std::string());
 }
 
 }  // namespace duet::io

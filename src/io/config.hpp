@@ -1,5 +1,6 @@
-// The user configuration: search thresholds (HMMER's option names and defaults) and run
-// settings, read from a TOML file with tables [hmmsearch] and [run], and written back.
+// The user configuration: search thresholds (HMMER's option names and defaults), run
+// settings and the hybrid scheduler's settings, read from a TOML file with tables
+// [hmmsearch], [run] and [scheduler], and written back.
 //
 // Reading is strict: an unknown table or key, a value of the wrong type, a value out of
 // range, a TOML syntax error or an unreadable file throws duet::InputError naming the file
@@ -23,9 +24,24 @@
 //   isa = "auto"           # auto, scalar, sse4.1, avx2, avx512
 //   quiet = false
 //
-// Numbers may be written as TOML integers or floats; a TOML integer is required for cpu.
+//   [scheduler]
+//   policy = "dynamic"          # dynamic, static or adaptive
+//   static_cpu_fraction = 0.5   # in [0, 1]: share of residues for the CPU (static)
+//   block_residues = 1048576    # 1 to 2^32: residues per block
+//   queue_depth = 0             # 0 to 2^20: blocks waiting (memory budget); 0 = 2 per worker
+//   gpu_batch_blocks = 8        # 1 to 2^20: blocks per GPU batch
+//   gpu_batch_residues = 16777216  # 1 to 2^40: residue budget of a GPU batch
+//   no_gpu = false              # CPU only
+//   gpu_only = false            # fresh blocks to GPUs only; not with no_gpu
+//   reuse_memory = "2G"         # parsed blocks kept across queries: bytes as an integer,
+//                               # or a string with K, M, G or T (powers of 1024)
+//   reader_threads = 0          # 0 to 256: parser threads of the reader; 0 = per core, <= 4
+//
+// Numbers may be written as TOML integers or floats; a TOML integer is required for cpu
+// and the counts of [scheduler].
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -56,9 +72,25 @@ struct RunConfig {
   friend bool operator==(const RunConfig&, const RunConfig&) = default;
 };
 
+struct SchedulerConfig {
+  std::string policy = "dynamic";         // dynamic, static, adaptive
+  double static_cpu_fraction = 0.5;       // [0, 1]
+  std::int64_t block_residues = 1 << 20;  // [1, 2^32]
+  std::int64_t queue_depth = 0;           // [0, 2^20]; 0 = 2 per worker and feeder
+  std::int64_t gpu_batch_blocks = 8;      // [1, 2^20]
+  std::int64_t gpu_batch_residues = 16 << 20;  // [1, 2^40]
+  bool no_gpu = false;
+  bool gpu_only = false;
+  std::uint64_t reuse_memory = std::uint64_t{2} << 30;  // bytes
+  int reader_threads = 0;                 // [0, 256]
+
+  friend bool operator==(const SchedulerConfig&, const SchedulerConfig&) = default;
+};
+
 struct Config {
   SearchConfig search;
   RunConfig run;
+  SchedulerConfig scheduler;
 
   friend bool operator==(const Config&, const Config&) = default;
 };
@@ -68,6 +100,13 @@ Config load_config(const std::string& path);
 
 // Checks and reads `toml_text`; `source_name` is the file name used in error messages.
 Config parse_config(std::string_view toml_text, const std::string& source_name);
+
+// A memory size: a non-negative integer of bytes, optionally followed by K, M, G or T
+// (powers of 1024, either case, optionally with "B" or "iB": "512M", "2GiB", "100000").
+// nullopt when the text is not one, or above 2^63.
+std::optional<std::uint64_t> parse_memory_size(std::string_view text);
+// The shortest such text for `bytes` ("2G", "1536M", "100001").
+std::string format_memory_size(std::uint64_t bytes);
 
 // The configuration as TOML text that parse_config reads back to an equal Config
 // (every double is written with the shortest digits that read back exactly).

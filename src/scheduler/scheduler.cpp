@@ -1,17 +1,21 @@
-// run_blocks: the reader thread, CPU workers, GPU feeders and the progress line; see
-// scheduler.hpp.
+// run_blocks: the reader thread, CPU workers (a oneTBB task arena), GPU feeders and the
+// progress line; see scheduler.hpp.
 #include "scheduler/scheduler.hpp"
+
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/task_arena.h>
+#include <oneapi/tbb/task_group.h>
 
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <thread>
 
 #include "scheduler/block_queue.hpp"
-#include "scheduler/block_reader.hpp"
 
 namespace duet::scheduler {
 
@@ -25,9 +29,15 @@ struct Shared {
   std::mutex error_mutex;
   std::exception_ptr error;
   std::atomic<std::int64_t> cpu_residues{0}, gpu_residues{0}, cells{0};
-  std::atomic<std::uint64_t> bytes_read{0}, file_size{0};
+  // For progress and the adaptive policy: residues read so far, taken by a worker or
+  // feeder so far, the share of the database read, and the total when known.
+  std::atomic<std::int64_t> read_residues{0}, started_residues{0};
+  std::atomic<double> fraction_read{0};
+  std::atomic<bool> reader_done{false};
+  std::int64_t known_total = 0;
+  std::vector<std::atomic<double>> gpu_rates;  // residues per second of each feeder (0: unknown)
 
-  explicit Shared(std::size_t depth) : queue(depth) {}
+  Shared(std::size_t depth, int feeders) : queue(depth), gpu_rates(static_cast<std::size_t>(feeders)) {}
   double now() const { return std::chrono::duration<double>(Clock::now() - start).count(); }
   void fail(std::exception_ptr e) {
     {
@@ -36,16 +46,31 @@ struct Shared {
     }
     queue.cancel();
   }
+  // Residues not yet taken by anyone: exact once the reader is done, else extrapolated
+  // from the share of the file read.
+  double remaining_residues() const {
+    const auto read = static_cast<double>(read_residues.load());
+    double total = read;
+    if (known_total > 0) {
+      total = static_cast<double>(known_total);
+    } else if (!reader_done.load()) {
+      total = read / std::max(0.01, fraction_read.load());
+    }
+    return std::max(0.0, total - static_cast<double>(started_residues.load()));
+  }
 };
 
-void read_blocks(Shared& shared, const std::string& database, const Alphabet& alphabet,
-                 const SchedulerOptions& options, bool have_gpus, std::int64_t& blocks_out) {
-  BlockReader reader(database, alphabet, options.block_residues);
-  shared.file_size = reader.file_size();
+bool stop_requested(const SchedulerOptions& options) { return options.stop && options.stop->load(); }
+
+void read_blocks(Shared& shared, BlockStore::Pass& pass, const SchedulerOptions& options, bool have_gpus,
+                 std::int64_t& blocks_out, std::int64_t& reused_out) {
   double cpu_assigned = 0, all_assigned = 0;
-  while (BlockPtr block = reader.next()) {
-    shared.bytes_read = reader.bytes_read();
-    if (options.stop && options.stop->load()) break;
+  while (BlockPtr block = pass.next()) {
+    shared.read_residues += block->residue_count();
+    shared.fraction_read = pass.fraction_done();
+    reused_out = pass.kept_blocks_handed();
+    if (stop_requested(options)) break;
+    block->affinity = Affinity::any;  // a kept block may carry the last pass's
     if (have_gpus && options.gpu_only) {
       block->affinity = Affinity::gpu_only;
     } else if (have_gpus && options.policy == SplitPolicy::static_fraction) {
@@ -58,7 +83,8 @@ void read_blocks(Shared& shared, const std::string& database, const Alphabet& al
     ++blocks_out;
     if (!shared.queue.push(std::move(block))) return;
   }
-  shared.bytes_read = reader.bytes_read();
+  shared.fraction_read = 1.0;
+  shared.reader_done = true;
   shared.queue.close();
 }
 
@@ -83,39 +109,66 @@ TraceRow row_for(const Shared& shared, int worker, Device device, std::string st
 void cpu_worker(Shared& shared, Workload& workload, int worker, const SchedulerOptions& options,
                 std::vector<TraceRow>& trace) {
   while (auto task = shared.queue.pop_for_cpu()) {
-    if (options.stop && options.stop->load()) {
+    if (stop_requested(options)) {
       shared.queue.cancel();
       return;
     }
     const double start = shared.now();
     const bool post = task->kind == CpuTask::Kind::post;
-    const std::int64_t survivors =
-        post ? workload.run_post(*task->block, worker) : workload.run_block(*task->block, worker);
     const BlockPtr blocks[] = {task->block};
-    TraceRow row = row_for(shared, worker, Device::cpu, post ? "post" : "all", start, blocks,
-                           workload.cells_per_residue());
-    row.survivors = survivors;
-    if (!post) {
-      shared.cpu_residues += row.residues;
-      shared.cells += row.cells;
+    if (post) {
+      const StageWork work = workload.post_work(*task->block);
+      const std::int64_t survivors = workload.run_post(*task->block, worker);
+      TraceRow row = row_for(shared, worker, Device::cpu, "post", start, blocks, workload.cells_per_residue());
+      row.sequences = work.sequences;
+      row.residues = work.residues;
+      row.cells = work.residues * workload.cells_per_residue();
+      row.survivors = survivors;
+      trace.push_back(std::move(row));
+      continue;
     }
+    shared.started_residues += task->block->residue_count();
+    const std::int64_t survivors = workload.run_block(*task->block, worker);
+    TraceRow row = row_for(shared, worker, Device::cpu, "all", start, blocks, workload.cells_per_residue());
+    row.survivors = survivors;
+    shared.cpu_residues += row.residues;
+    shared.cells += row.cells;
     trace.push_back(std::move(row));
   }
 }
 
-void gpu_feeder(Shared& shared, GpuBackend& gpu, std::int64_t cells_per_residue, int worker,
+// The residue budget of the next batch of an adaptive feeder: about half of what this
+// device does in the time the whole machine needs for what is left.
+std::int64_t adaptive_budget(const Shared& shared, std::size_t feeder, const SchedulerOptions& options) {
+  const double own = shared.gpu_rates[feeder].load();
+  if (own <= 0) return std::max<std::int64_t>(1, options.gpu_batch_residues / 4);  // first batch: measure
+  const double elapsed = shared.now();
+  double machine = elapsed > 0 ? static_cast<double>(shared.cpu_residues.load()) / elapsed : 0;
+  for (const auto& rate : shared.gpu_rates) machine += rate.load();
+  const double seconds_left = shared.remaining_residues() / std::max(machine, 1e-9);
+  const double budget = 0.5 * own * seconds_left;
+  return static_cast<std::int64_t>(std::clamp(budget, 1.0, static_cast<double>(options.gpu_batch_residues)));
+}
+
+void gpu_feeder(Shared& shared, GpuBackend& gpu, std::int64_t cells_per_residue, int worker, std::size_t feeder,
                 const SchedulerOptions& options, std::vector<TraceRow>& trace, std::int64_t& faults) {
   std::int64_t batches = 0;
+  double busy = 0;
+  std::int64_t done = 0;
   for (;;) {
-    std::vector<BlockPtr> batch =
-        shared.queue.pop_batch_for_gpu(options.gpu_batch_blocks, options.gpu_batch_residues);
+    const std::int64_t budget = options.policy == SplitPolicy::adaptive ? adaptive_budget(shared, feeder, options)
+                                                                         : options.gpu_batch_residues;
+    std::vector<BlockPtr> batch = shared.queue.pop_batch_for_gpu(options.gpu_batch_blocks, budget);
     if (batch.empty()) return;
-    if (options.stop && options.stop->load()) {
+    if (stop_requested(options)) {
       shared.queue.cancel();
       shared.queue.end_gpu_batch();
       return;
     }
     ++batches;
+    std::int64_t batch_residues = 0;
+    for (const BlockPtr& b : batch) batch_residues += b->residue_count();
+    shared.started_residues += batch_residues;
     const double start = shared.now();
     std::vector<GpuBlockOutcome> outcomes;
     std::string failure;
@@ -134,9 +187,12 @@ void gpu_feeder(Shared& shared, GpuBackend& gpu, std::int64_t cells_per_residue,
       row.failed = true;
       trace.push_back(std::move(row));
       ++faults;
-      std::fprintf(stderr, "duet: warning: %s failed on blocks %lld..%lld (%s); the CPU redoes them\n",
-                   gpu.name().c_str(), static_cast<long long>(batch.front()->index),
-                   static_cast<long long>(batch.back()->index), failure.c_str());
+      shared.started_residues -= batch_residues;  // back in the queue
+      if (options.warnings) {
+        std::fprintf(stderr, "duet: warning: %s failed on blocks %lld..%lld (%s); the CPU redoes them\n",
+                     gpu.name().c_str(), static_cast<long long>(batch.front()->index),
+                     static_cast<long long>(batch.back()->index), failure.c_str());
+      }
       shared.queue.requeue(std::move(batch));
       shared.queue.end_gpu_batch();
       continue;
@@ -148,42 +204,63 @@ void gpu_feeder(Shared& shared, GpuBackend& gpu, std::int64_t cells_per_residue,
     }
     shared.gpu_residues += row.residues;
     shared.cells += row.cells;
+    busy += row.end - row.start;
+    done += row.residues;
+    if (busy > 0) shared.gpu_rates[feeder] = static_cast<double>(done) / busy;
     trace.push_back(std::move(row));
     shared.queue.end_gpu_batch();
   }
 }
 
-void progress_line(const Shared& shared, std::int64_t total_hint) {
+void progress_line(const Shared& shared) {
   const double t = shared.now();
   const auto cpu = static_cast<double>(shared.cpu_residues.load());
   const auto gpu = static_cast<double>(shared.gpu_residues.load());
   const double done = cpu + gpu;
-  const double size = static_cast<double>(shared.file_size.load());
-  const double fraction = size > 0 ? static_cast<double>(shared.bytes_read.load()) / size : 0;
-  char left[32] = "?";
-  if (fraction > 0.01 && total_hint == 0) {
-    std::snprintf(left, sizeof left, "%.0f s", t / fraction - t);
+  double fraction = shared.fraction_read.load();
+  char total[48] = "";
+  if (shared.known_total > 0) {
+    fraction = done / static_cast<double>(shared.known_total);
+    std::snprintf(total, sizeof total, " of %.1f", static_cast<double>(shared.known_total) / 1e6);
   }
-  std::fprintf(stderr, "\r\033[K[duet] %.1f Mres, file %.0f%%, %.2f Gc/s, CPU %.0f%% GPU %.0f%%, left %s",
-               done / 1e6, fraction * 100, t > 0 ? static_cast<double>(shared.cells.load()) / t / 1e9 : 0,
-               done > 0 ? cpu / done * 100 : 0, done > 0 ? gpu / done * 100 : 0, left);
+  char left[32] = "?";
+  if (fraction > 0.01 && fraction < 1) std::snprintf(left, sizeof left, "%.0f s", t / fraction - t);
+  std::fprintf(stderr, "\r\033[K[duet] %.1f%s Mres (%.0f%%), %.2f Gc/s, CPU %.0f%% GPU %.0f%%, left %s",
+               done / 1e6, total, fraction * 100,
+               t > 0 ? static_cast<double>(shared.cells.load()) / t / 1e9 : 0, done > 0 ? cpu / done * 100 : 0,
+               done > 0 ? gpu / done * 100 : 0, left);
   std::fflush(stderr);
+}
+
+// Runs `body` for workers 0..workers-1 at once, in a task arena of that many threads (the
+// calling thread is one of them); returns when all have returned.
+void run_cpu_workers(int workers, const std::function<void(int)>& body) {
+  // Allow `workers` threads even beyond the number of cores (--cpu N means N workers).
+  tbb::global_control allow(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(workers));
+  tbb::task_arena arena(workers);
+  arena.execute([&] {
+    tbb::task_group group;
+    for (int w = 0; w < workers; ++w) group.run([&body, w] { body(w); });
+    group.wait();
+  });
 }
 
 }  // namespace
 
-RunSummary run_blocks(const std::string& database, const Alphabet& alphabet, Workload& workload,
-                      std::span<GpuBackend* const> gpus, const SchedulerOptions& options) {
+RunSummary run_blocks(BlockStore& store, Workload& workload, std::span<GpuBackend* const> gpus,
+                      const SchedulerOptions& options) {
   const int feeders = static_cast<int>(gpus.size());
-  const int workers = std::max(options.cpu_workers, feeders > 0 ? std::max(options.cpu_workers, 1) : 1);
+  const int workers = std::max(options.cpu_workers, 1);
   const std::size_t depth =
       options.queue_depth ? options.queue_depth : static_cast<std::size_t>(2 * (workers + feeders));
-  Shared shared(depth);
+  Shared shared(depth, feeders);
+  shared.known_total = store.total_residues();
   const std::int64_t cells_per_residue = workload.cells_per_residue();
+  BlockStore::Pass pass = store.begin_pass();
 
   std::vector<std::vector<TraceRow>> traces(static_cast<std::size_t>(workers + feeders));
   std::vector<std::int64_t> faults(static_cast<std::size_t>(feeders), 0);
-  std::int64_t blocks_read = 0;
+  std::int64_t blocks_read = 0, reused = 0;
   auto guarded = [&shared](auto&& body) {
     return [&shared, body = std::forward<decltype(body)>(body)]() mutable {
       try {
@@ -195,15 +272,12 @@ RunSummary run_blocks(const std::string& database, const Alphabet& alphabet, Wor
   };
 
   std::vector<std::thread> threads;
-  threads.emplace_back(guarded([&] { read_blocks(shared, database, alphabet, options, feeders > 0, blocks_read); }));
-  for (int w = 0; w < workers; ++w) {
-    threads.emplace_back(guarded([&, w] { cpu_worker(shared, workload, w, options, traces[static_cast<std::size_t>(w)]); }));
-  }
+  threads.emplace_back(guarded([&] { read_blocks(shared, pass, options, feeders > 0, blocks_read, reused); }));
   for (int g = 0; g < feeders; ++g) {
     const int worker = workers + g;
     threads.emplace_back(guarded([&, g, worker] {
-      gpu_feeder(shared, *gpus[static_cast<std::size_t>(g)], cells_per_residue, worker, options,
-                 traces[static_cast<std::size_t>(worker)], faults[static_cast<std::size_t>(g)]);
+      gpu_feeder(shared, *gpus[static_cast<std::size_t>(g)], cells_per_residue, worker, static_cast<std::size_t>(g),
+                 options, traces[static_cast<std::size_t>(worker)], faults[static_cast<std::size_t>(g)]);
     }));
   }
   std::mutex progress_mutex;
@@ -214,10 +288,13 @@ RunSummary run_blocks(const std::string& database, const Alphabet& alphabet, Wor
     progress = std::thread([&] {
       std::unique_lock lock(progress_mutex);
       while (!progress_done.wait_for(lock, std::chrono::milliseconds(500), [&] { return finished; })) {
-        progress_line(shared, 0);
+        progress_line(shared);
       }
     });
   }
+  run_cpu_workers(workers, [&](int w) {
+    guarded([&] { cpu_worker(shared, workload, w, options, traces[static_cast<std::size_t>(w)]); })();
+  });
   for (auto& t : threads) t.join();
   if (progress.joinable()) {
     {
@@ -235,30 +312,47 @@ RunSummary run_blocks(const std::string& database, const Alphabet& alphabet, Wor
   s.seconds = shared.now();
   s.cpu_workers = workers;
   s.gpu_feeders = feeders;
-  s.stopped = options.stop && options.stop->load();
+  s.stopped = stop_requested(options);
   for (const GpuBackend* g : gpus) s.test_double = s.test_double || g->test_double();
   s.blocks = blocks_read;
-  double first_idle = s.seconds;
-  for (auto& rows : traces) {
-    first_idle = std::min(first_idle, rows.empty() ? 0.0 : rows.back().end);
-    for (TraceRow& r : rows) s.trace.push_back(std::move(r));
+  s.reused_blocks = reused;
+  // Idle tails: when each worker, and each device, ended its last row.
+  double cpu_last = 0, first_worker_idle = s.seconds, first_device_idle = s.seconds;
+  for (std::size_t w = 0; w < traces.size(); ++w) {
+    double last = 0;
+    for (const TraceRow& r : traces[w]) last = std::max(last, r.end);
+    first_worker_idle = std::min(first_worker_idle, last);
+    if (static_cast<int>(w) < workers) {
+      cpu_last = std::max(cpu_last, last);
+    } else {
+      first_device_idle = std::min(first_device_idle, last);
+    }
+    for (TraceRow& r : traces[w]) s.trace.push_back(std::move(r));
   }
-  s.idle_tail_seconds = s.seconds - first_idle;
+  first_device_idle = std::min(first_device_idle, cpu_last);
+  s.idle_tail_seconds = s.seconds - first_device_idle;
+  s.worker_idle_tail_seconds = s.seconds - first_worker_idle;
   std::stable_sort(s.trace.begin(), s.trace.end(), [](const TraceRow& a, const TraceRow& b) {
     return a.start != b.start ? a.start < b.start : a.worker < b.worker;
   });
-  double cpu_cells = 0, gpu_cells = 0;
+  double cpu_cells = 0, gpu_cells = 0, cpu_block_seconds = 0, gpu_block_seconds = 0;
   for (const TraceRow& r : s.trace) {
     const double busy = r.end - r.start;
-    if (r.failed) continue;
     if (r.device == Device::cpu) {
       s.cpu_busy_seconds += busy;
-      if (r.stage == "post") continue;
+      if (r.stage == "post") {
+        s.post_seconds += busy;
+        s.post_cells += r.cells;
+        continue;
+      }
+      cpu_block_seconds += busy;
       s.cpu_residues += r.residues;
       s.sequences += r.sequences;
       cpu_cells += static_cast<double>(r.cells);
     } else {
       s.gpu_busy_seconds += busy;
+      if (r.failed) continue;
+      gpu_block_seconds += busy;
       s.gpu_residues += r.residues;
       s.sequences += r.sequences;
       gpu_cells += static_cast<double>(r.cells);
@@ -266,11 +360,24 @@ RunSummary run_blocks(const std::string& database, const Alphabet& alphabet, Wor
   }
   for (auto f : faults) s.gpu_faults += f;
   s.residues = s.cpu_residues + s.gpu_residues;
-  // Throughput of a device kind: cells per second of wall time while any of its workers
-  // ran, approximated by busy time divided by the number of its workers.
-  if (s.cpu_busy_seconds > 0) s.cpu_cells_per_second = cpu_cells / (s.cpu_busy_seconds / workers);
-  if (s.gpu_busy_seconds > 0) s.gpu_cells_per_second = gpu_cells / (s.gpu_busy_seconds / feeders);
+  // Throughput of a device kind, summed over its workers: each worker's cells per busy
+  // second, i.e. cells over busy time divided by the number of workers.
+  s.cpu_cells = static_cast<std::int64_t>(cpu_cells);
+  s.gpu_cells = static_cast<std::int64_t>(gpu_cells);
+  s.cpu_stage_seconds = cpu_block_seconds;
+  s.gpu_stage_seconds = gpu_block_seconds;
+  if (cpu_block_seconds > 0) s.cpu_cells_per_second = cpu_cells / (cpu_block_seconds / workers);
+  if (gpu_block_seconds > 0) s.gpu_cells_per_second = gpu_cells / (gpu_block_seconds / feeders);
   return s;
+}
+
+RunSummary run_blocks(const std::string& database, const Alphabet& alphabet, Workload& workload,
+                      std::span<GpuBackend* const> gpus, const SchedulerOptions& options) {
+  ReaderOptions reader;
+  reader.block_residues = options.block_residues;
+  reader.threads = options.reader_threads;
+  BlockStore store(database, alphabet, reader, 0);
+  return run_blocks(store, workload, gpus, options);
 }
 
 }  // namespace duet::scheduler

@@ -1,8 +1,9 @@
-// The hybrid scheduler: a reader thread streams the database into a bounded BlockQueue;
-// CPU workers (one block at a time) and GPU feeders (up to K blocks per batch) drain it
-// at the same time; a device that runs only the early stages posts its blocks to the
-// post-queue, which CPU workers serve first; a failed device batch goes back to the queue
-// and the CPU finishes it. Every batch leaves a TraceRow.
+// The hybrid scheduler: a reader thread streams the database (a BlockStore pass) into a
+// bounded BlockQueue; CPU workers (one block at a time, in a oneTBB task arena) and GPU
+// feeders (one host thread per GPU, up to K blocks per batch) drain it at the same time;
+// a device that runs only the early stages posts its blocks to the post-queue, which CPU
+// workers serve first; a failed device batch goes back to the queue and the CPU finishes
+// it. Every batch leaves a TraceRow.
 //
 // The scheduler knows blocks, stages and costs, not the workload: the per-block work is a
 // Workload (CPU) and a GpuBackend (device) supplied by the caller, which also owns where
@@ -17,8 +18,14 @@
 #include <vector>
 
 #include "scheduler/block.hpp"
+#include "scheduler/block_store.hpp"
 
 namespace duet::scheduler {
+
+// Sequences and residues a stage works on (the cost of a trace row).
+struct StageWork {
+  std::int64_t sequences = 0, residues = 0;
+};
 
 // The CPU side of a workload. Called from several threads at once; `worker` (0 to
 // workers-1, feeders after the CPU workers) lets it keep per-thread state.
@@ -33,6 +40,11 @@ class Workload {
   // Runs the CPU-only stages of a block whose early stages a device ran; delivers its
   // results; returns the survivors.
   virtual std::int64_t run_post(const Block& block, int worker) = 0;
+  // What run_post will work on (called just before it, on the same thread): for the
+  // trace. Default: the whole block.
+  virtual StageWork post_work(const Block& block) const {
+    return {static_cast<std::int64_t>(block.sequences()), block.residue_count()};
+  }
 };
 
 // What a device batch did with one of its blocks.
@@ -54,11 +66,18 @@ class GpuBackend {
   virtual std::vector<GpuBlockOutcome> run(std::span<const BlockPtr> blocks, int worker) = 0;
 };
 
-enum class SplitPolicy { dynamic, static_fraction };
+// dynamic: self-scheduling (every device takes work when it is free).
+// static_fraction: a fixed share of residues for the CPU, decided as blocks are read.
+// adaptive: dynamic, with GPU batches sized from measured throughput: a feeder takes
+//   about half of what it can do in the time the whole machine needs for the rest
+//   (at most gpu_batch_residues), so that near the end batches shrink and the devices
+//   finish within about one CPU block of each other.
+enum class SplitPolicy { dynamic, static_fraction, adaptive };
 
 struct SchedulerOptions {
   int cpu_workers = 1;  // >= 0 ; 0 only with a GPU (then faults and the post-queue still need one: see run())
-  std::size_t block_residues = 1 << 20;
+  std::size_t block_residues = 1 << 20;  // run_blocks(path...) only; a BlockStore has its own
+  int reader_threads = 0;                // parser threads of the reader (0: one per core, at most 4)
   std::size_t queue_depth = 0;  // fresh blocks waiting; 0 = 2 per worker and feeder
   std::size_t gpu_batch_blocks = 8;
   std::int64_t gpu_batch_residues = 16 << 20;
@@ -67,6 +86,7 @@ struct SchedulerOptions {
   bool gpu_only = false;             // fresh blocks to GPUs only (CPU: post-queue and faults)
   int fault_every = 0;               // debug: every Nth GPU batch fails (0 = never)
   bool progress = false;             // one-line progress on stderr
+  bool warnings = true;              // device faults reported on stderr (off with --quiet)
   const std::atomic<bool>* stop = nullptr;  // set (e.g. by SIGINT) to stop early
 };
 
@@ -78,6 +98,8 @@ struct TraceRow {
   std::string stage;  // "all", the device's stages, "post", or "fault"
   double start = 0, end = 0;  // seconds from the start of the run
   std::int64_t block = 0;     // first block of the batch
+  // Sequences and residues the row worked on: a post row counts only the sequences the
+  // device left to the CPU; cells = residues x cells_per_residue.
   std::int64_t blocks = 0, sequences = 0, residues = 0, cells = 0, survivors = 0;
   bool failed = false;
 };
@@ -87,20 +109,37 @@ struct RunSummary {
   double seconds = 0;
   std::int64_t blocks = 0, sequences = 0, residues = 0;
   std::int64_t cpu_residues = 0, gpu_residues = 0;  // residues of batches that completed there
-  double cpu_busy_seconds = 0, gpu_busy_seconds = 0;
-  double cpu_cells_per_second = 0, gpu_cells_per_second = 0;  // per busy second, summed over workers
-  double idle_tail_seconds = 0;  // end of run minus the earliest time a worker ran out of work
+  double cpu_busy_seconds = 0, gpu_busy_seconds = 0;  // every row, post rows included
+  // Cells per second of a device kind: cells of its full-cascade (CPU) or device-stage
+  // (GPU) rows (failed ones excluded) over the busy time of those rows (stage seconds),
+  // summed over its workers: cells / (stage seconds / workers).
+  std::int64_t cpu_cells = 0, gpu_cells = 0;
+  double cpu_stage_seconds = 0, gpu_stage_seconds = 0;
+  double cpu_cells_per_second = 0, gpu_cells_per_second = 0;
+  double post_seconds = 0;      // CPU time spent in post rows
+  std::int64_t post_cells = 0;  // cells of post rows
+  // Idle tail: the end of the run minus the moment the first device went idle for good
+  // (a device: the CPU workers together, or one GPU; it is idle for good once its last
+  // row ended; a device that ran nothing counts from 0). Worker idle tail: the same with
+  // every CPU worker and GPU feeder counted on its own.
+  double idle_tail_seconds = 0;
+  double worker_idle_tail_seconds = 0;
   std::int64_t gpu_faults = 0;
+  std::int64_t reused_blocks = 0;  // blocks this pass took from the BlockStore's memory
   int cpu_workers = 0, gpu_feeders = 0;
   bool test_double = false;
   bool stopped = false;  // stopped through options.stop: results are incomplete
 };
 
-// Streams `database` into blocks and runs them. `gpus` may be empty. Blocks reach the
-// Workload or a GpuBackend exactly once each (a failed GPU batch delivers nothing and is
-// redone by a CPU worker). With GPUs and cpu_workers == 0, one CPU worker is still started
-// to serve the post-queue and failed batches. Rethrows the first exception of any thread
-// after stopping the others.
+// Runs one pass of `store` (one query). `gpus` may be empty. Blocks reach the Workload or
+// a GpuBackend exactly once each (a failed GPU batch delivers nothing and is redone by a
+// CPU worker). With GPUs and cpu_workers == 0, one CPU worker is still started to serve
+// the post-queue and failed batches. Rethrows the first exception of any thread after
+// stopping the others.
+RunSummary run_blocks(BlockStore& store, Workload& workload, std::span<GpuBackend* const> gpus,
+                      const SchedulerOptions& options);
+
+// One pass over a file read with options.block_residues and options.reader_threads.
 RunSummary run_blocks(const std::string& database, const Alphabet& alphabet, Workload& workload,
                       std::span<GpuBackend* const> gpus, const SchedulerOptions& options);
 

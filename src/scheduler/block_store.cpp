@@ -1,0 +1,74 @@
+// BlockStore: see block_store.hpp.
+#include "scheduler/block_store.hpp"
+
+#include <algorithm>
+
+namespace duet::scheduler {
+
+BlockStore::BlockStore(std::string path, const Alphabet& alphabet, const ReaderOptions& reader,
+                       std::uint64_t reuse_bytes)
+    : path_(std::move(path)), alphabet_(alphabet), reader_options_(reader), reuse_bytes_(reuse_bytes) {
+  keeping_ = reuse_bytes_ > 0;
+}
+
+BlockStore::Pass BlockStore::begin_pass() { return Pass(*this); }
+
+BlockStore::Pass::Pass(BlockStore& store) : store_(store), first_(!store.first_pass_done_) {
+  store.first_pass_done_ = true;
+  if (first_) {
+    reader_ = std::make_unique<BlockReader>(store.path_, store.alphabet_, store.reader_options_);
+  }
+}
+
+BlockPtr BlockStore::Pass::next() {
+  BlockStore& s = store_;
+  if (first_) {
+    BlockPtr block = reader_->next();
+    if (!block) {
+      // The whole database went through: its size is known, and what was kept is all of it
+      // if nothing had to be dropped.
+      s.total_residues_ = s.first_pass_residues_;
+      s.total_blocks_ = s.first_pass_blocks_;
+      if (s.keeping_) s.all_kept_ = true;
+      s.keeping_ = false;
+      return nullptr;
+    }
+    s.first_pass_residues_ += block->residue_count();
+    ++s.first_pass_blocks_;
+    if (s.keeping_) {
+      const std::uint64_t bytes = block->memory_bytes();
+      if (s.kept_bytes_ + bytes <= s.reuse_bytes_) {
+        s.kept_.push_back(block);
+        s.kept_bytes_ += bytes;
+      } else {
+        s.keeping_ = false;
+        s.resume_ = {block->file_offset, block->first_line, block->index, block->first_sequence};
+        const auto size = reader_->file_size();
+        s.kept_fraction_ = size > 0 ? std::min(1.0, static_cast<double>(reader_->bytes_read()) / static_cast<double>(size)) : 0;
+      }
+    }
+    return block;
+  }
+  if (kept_handed_ < s.kept_.size()) return s.kept_[kept_handed_++];
+  if (s.all_kept_) return nullptr;
+  if (!reader_) {
+    ReaderOptions options = s.reader_options_;
+    if (!s.kept_.empty()) options.start = s.resume_;
+    reader_ = std::make_unique<BlockReader>(s.path_, s.alphabet_, options);
+  }
+  return reader_->next();
+}
+
+double BlockStore::Pass::fraction_done() const {
+  const BlockStore& s = store_;
+  auto file_fraction = [&] {
+    const auto size = reader_->file_size();
+    return size > 0 ? std::min(1.0, static_cast<double>(reader_->bytes_read()) / static_cast<double>(size)) : 0.0;
+  };
+  if (first_ || reader_) return file_fraction();
+  if (s.kept_.empty()) return 0;
+  const double kept_share = static_cast<double>(kept_handed_) / static_cast<double>(s.kept_.size());
+  return kept_share * (s.all_kept_ ? 1.0 : s.kept_fraction_);
+}
+
+}  // namespace duet::scheduler

@@ -1,0 +1,79 @@
+// BlockStore: the database as blocks for one or more passes (one pass per query model),
+// reusing parsed blocks across passes within a memory budget.
+//
+// The first pass reads the file (BlockReader). While the blocks it hands out fit in
+// `reuse_bytes` (Block::memory_bytes), it keeps them, in order; past the budget it keeps
+// nothing more. A later pass hands out the kept blocks, then, unless the whole database
+// was kept, re-reads the file from the header of the first block not kept (a plain file
+// seeks there; a gzip file is inflated up to there, not parsed). Block indices and
+// sequence numbers are the same in every pass; where blocks end after the kept ones may
+// differ (results never depend on it). A budget of 0 keeps nothing: every pass reads
+// the whole file.
+//
+// One pass at a time. The scheduler resets what it changes in a block (its affinity)
+// when a pass hands it out.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/alphabet.hpp"
+#include "scheduler/block.hpp"
+#include "scheduler/block_reader.hpp"
+
+namespace duet::scheduler {
+
+class BlockStore {
+ public:
+  BlockStore(std::string path, const Alphabet& alphabet, const ReaderOptions& reader, std::uint64_t reuse_bytes);
+
+  class Pass {
+   public:
+    // The next block in database order; nullptr at the end. Throws InputError.
+    BlockPtr next();
+    // Share of the database handed out so far, in [0, 1] (estimated from file offsets).
+    // From the thread that calls next().
+    double fraction_done() const;
+    std::int64_t kept_blocks_handed() const { return kept_handed_; }
+
+   private:
+    friend class BlockStore;
+    explicit Pass(BlockStore& store);
+    BlockStore& store_;
+    bool first_ = false;  // the first pass: reads and keeps
+    std::size_t kept_handed_ = 0;
+    std::unique_ptr<BlockReader> reader_;
+  };
+
+  // Starts a pass; the previous one must be finished or abandoned.
+  Pass begin_pass();
+
+  const Alphabet& alphabet() const { return alphabet_; }
+  const std::string& path() const { return path_; }
+  // Sizes known after one complete pass (0 before).
+  std::int64_t total_residues() const { return total_residues_; }
+  std::int64_t total_blocks() const { return total_blocks_; }
+  // What is kept: blocks, bytes, and whether that is the whole database.
+  std::size_t kept_blocks() const { return kept_.size(); }
+  std::uint64_t kept_bytes() const { return kept_bytes_; }
+  bool all_kept() const { return all_kept_; }
+
+ private:
+  std::string path_;
+  const Alphabet& alphabet_;
+  ReaderOptions reader_options_;
+  std::uint64_t reuse_bytes_;
+  bool first_pass_done_ = false;  // a first pass has been started
+  std::vector<BlockPtr> kept_;
+  std::uint64_t kept_bytes_ = 0;
+  bool keeping_ = true;   // the first pass is still keeping blocks
+  bool all_kept_ = false;
+  ReadStart resume_;      // where the first block not kept starts
+  double kept_fraction_ = 0;  // share of the file the kept blocks cover
+  std::int64_t total_residues_ = 0, total_blocks_ = 0;
+  std::int64_t first_pass_residues_ = 0, first_pass_blocks_ = 0;
+};
+
+}  // namespace duet::scheduler

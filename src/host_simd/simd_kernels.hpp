@@ -9,10 +9,13 @@
 //     core/reference_kernels.hpp, bit for bit, overflow included: an MSV or Viterbi
 //     overflow is FilterScore{+inf, overflow = true}; SSV also says, as the reference
 //     does, when its shortcut is inconclusive and MSV must run.
-//   - The SIMD Forward parser sums in another order than the reference; its score (nats)
-//     is within kForwardAbsoluteTolerance + kForwardRelativeTolerance * |score| of
-//     forward_parser_reference. It is only a filter: SimdFilterKernels::forward() reports
-//     the reference score for every target that might pass F3 (rule below).
+//   - The SIMD Forward parser sums in another order than the reference and flushes
+//     denormals to zero (as HMMER's vector code does; the caller's floating-point mode is
+//     restored); its score (nats) is within kForwardAbsoluteTolerance +
+//     kForwardRelativeTolerance * |score| of forward_parser_reference (the tests see under
+//     a tenth of that). It is only a filter: SimdFilterKernels::forward() reports the
+//     reference score for every target that might pass F3 (rule below).
+//   - Kernels are reentrant; the DP rows belong to the SimdFilterKernels object.
 //
 // ISAs: each kernel source (kernels_impl.hpp) is compiled once per ISA, SSE4.1 (128-bit),
 // AVX2 (256-bit) and AVX-512BW (512-bit), into duet::simd::sse41 / avx2 / avx512.
@@ -107,7 +110,8 @@ struct DpRows;
 // forward() returns the canonical score (forward_parser_reference) except, when the gate
 // is enabled, for a target whose SIMD score plus forward_margin() still fails F3 against
 // the cascade's null score: then it returns the SIMD score, which differs from the
-// reference in the last digits only and cannot change the F3 decision.
+// reference in the last digits only and cannot change the F3 decision (and run_cascade
+// keeps no Forward score for targets that F3 rejects).
 class SimdFilterKernels final : public FilterKernels {
  public:
   SimdFilterKernels(const SearchProfile& profile, Isa isa, ForwardGate gate = {});

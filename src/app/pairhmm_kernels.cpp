@@ -6,6 +6,9 @@
 
 #include "core/error.hpp"
 #include "host_simd/pairhmm_simd.hpp"
+#ifdef DUET_PAIRHMM_GPU
+#include "device/pairhmm_gpu_layout.hpp"
+#endif
 
 namespace duet::app {
 
@@ -24,10 +27,69 @@ const CpuKernel& select_cpu_kernel(const std::string& isa) {
   return it->second;
 }
 
+#ifdef DUET_PAIRHMM_GPU
+namespace {
+
+// A GPU as a scheduler backend: the pairs of all blocks of a batch in one launch; the sums
+// are delivered only once the whole batch succeeded.
+class PairhmmGpuBackend final : public scheduler::GpuBackend {
+ public:
+  PairhmmGpuBackend(const pairhmm::Model& model, device::pairhmm::Kernel kernel, int device, SumsConsumer consumer,
+                    std::span<const pairhmm::Pair> pairs)
+      : model_(model), kernel_(kernel), gpu_(device), device_(device), consumer_(std::move(consumer)), pairs_(pairs) {}
+  std::string name() const override { return "GPU " + std::to_string(device_) + " (" + gpu_.name() + ")"; }
+  bool test_double() const override { return false; }
+  std::string stages() const override { return "all"; }
+  std::vector<scheduler::GpuBlockOutcome> run(std::span<const scheduler::BlockPtr> blocks, int) override {
+    std::vector<pairhmm::Pair> batch;
+    for (const scheduler::BlockPtr& b : blocks) {
+      const auto part = pairs_.subspan(static_cast<std::size_t>(b->first_sequence), b->sequences());
+      batch.insert(batch.end(), part.begin(), part.end());
+    }
+    const std::vector<float> sums = gpu_.forward_sums(device::pairhmm::pack_pairs(model_, batch), kernel_);
+    std::vector<scheduler::GpuBlockOutcome> outcomes;
+    std::size_t at = 0;
+    for (const scheduler::BlockPtr& b : blocks) {
+      consumer_(b->first_sequence, std::span<const float>(sums).subspan(at, b->sequences()));
+      at += b->sequences();
+      outcomes.push_back({false, static_cast<std::int64_t>(b->sequences())});
+    }
+    return outcomes;
+  }
+
+ private:
+  const pairhmm::Model& model_;
+  device::pairhmm::Kernel kernel_;
+  device::pairhmm::PairhmmGpu gpu_;
+  int device_;
+  SumsConsumer consumer_;
+  std::span<const pairhmm::Pair> pairs_;
+};
+
+}  // namespace
+
+GpuBackends make_gpu_backends(const pairhmm::Model& model, const std::string& kernel, bool required,
+                              SumsConsumer consumer, std::span<const pairhmm::Pair> pairs) {
+  const int devices = device::pairhmm::device_count();
+  if (devices == 0) {
+    if (required) throw UsageError("--gpu-only: no CUDA device found");
+    return {};
+  }
+  // The default is the intra-task kernel (a warp per pair), the faster one measured.
+  const auto k = kernel == "inter" ? device::pairhmm::Kernel::inter_task : device::pairhmm::Kernel::intra_task;
+  GpuBackends found;
+  found.kernel = std::string(device::pairhmm::kernel_name(k)) + "-task float";
+  for (int d = 0; d < devices; ++d) {
+    found.backends.push_back(std::make_unique<PairhmmGpuBackend>(model, k, d, consumer, pairs));
+  }
+  return found;
+}
+#else
 GpuBackends make_gpu_backends(const pairhmm::Model&, const std::string&, bool required, SumsConsumer,
                               std::span<const pairhmm::Pair>) {
   if (required) throw UsageError("--gpu-only: no GPU available (this build has no CUDA backend)");
   return {};
 }
+#endif
 
 }  // namespace duet::app

@@ -25,20 +25,19 @@ const std::vector<double>& jacobian_table() {
   return table;
 }
 
-// Float arithmetic with flush to zero: a result that is tiny (below FLT_MIN in magnitude)
-// before rounding becomes a zero of its sign, as x86's FTZ mode does. The exact result is
-// formed in double (exact for a product of floats; for a sum, close enough that rounding
-// it to float gives the correctly rounded float sum), tested, then rounded once.
-float mul(float a, float b) {
-  const double exact = static_cast<double>(a) * static_cast<double>(b);
-  return std::fabs(exact) < static_cast<double>(std::numeric_limits<float>::min()) ? std::copysign(0.0f, static_cast<float>(exact))
-                                                                                : static_cast<float>(exact);
+// Float arithmetic with flush to zero as x86's FTZ mode does it: a result is tiny, and
+// becomes a zero of its sign, when rounded to float precision with an unbounded exponent
+// it is below FLT_MIN, that is when the exact result is below FLT_MIN * (1 - 2^-25) in
+// magnitude (measured: exact products just below FLT_MIN that round up to it are kept).
+// The exact result is formed in double (exact for a product of floats; for a sum, close
+// enough that rounding it to float gives the correctly rounded float sum), tested, then
+// rounded once.
+constexpr double kTiny = 0x1p-126 * (1.0 - 0x1p-25);
+float flush_to_zero(double exact) {
+  return std::fabs(exact) < kTiny ? std::copysign(0.0f, static_cast<float>(exact)) : static_cast<float>(exact);
 }
-float add(float a, float b) {
-  const double exact = static_cast<double>(a) + static_cast<double>(b);
-  return std::fabs(exact) < static_cast<double>(std::numeric_limits<float>::min()) ? std::copysign(0.0f, static_cast<float>(exact))
-                                                                                : static_cast<float>(exact);
-}
+float mul(float a, float b) { return flush_to_zero(static_cast<double>(a) * static_cast<double>(b)); }
+float add(float a, float b) { return flush_to_zero(static_cast<double>(a) + static_cast<double>(b)); }
 // Double: IEEE arithmetic, subnormals kept.
 double mul(double a, double b) { return a * b; }
 double add(double a, double b) { return a + b; }

@@ -20,7 +20,7 @@
 // The canonical computation: the recurrence in float with K = 2^120, in exactly the order
 // written above (each product rounded to float, no fused multiply-add), the final sum
 // accumulated left to right over c = 1..C as sum += (M + X), with flush to zero: a result
-// tiny before rounding (below FLT_MIN) becomes zero (x86 FTZ; GKL runs with FTZ too; far
+// tiny after rounding (below FLT_MIN) becomes zero (x86 FTZ; GKL runs with FTZ too; far
 // from the optimal path values do become that small, and subnormal arithmetic is many times
 // slower). Every kernel (scalar, SIMD, GPU) reproduces this float sum bit for bit. When the sum is below 1e-28 the pair is
 // recomputed in double (K = 2^1020) by forward_sum<double>. The log10 is taken in double on

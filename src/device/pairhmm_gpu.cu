@@ -1,0 +1,287 @@
+// The pair-HMM GPU kernels and their host side (see pairhmm_gpu.hpp).
+//
+// Exactness: products and sums use __fmul_rn / __fadd_rn (never fused, IEEE with gradual
+// underflow since the build keeps -ftz=false); a result at or below FLT_MIN in magnitude is
+// then recomputed exactly in double and flushed as x86's FTZ does (tiny when below
+// FLT_MIN * (1 - 2^-25)), which reproduces the canonical arithmetic bit for bit.
+#include "device/pairhmm_gpu.hpp"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <stdexcept>
+
+namespace duet::device::pairhmm {
+
+namespace {
+
+void check(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) {
+    throw std::runtime_error(std::string("CUDA error in pair-HMM ") + what + ": " + cudaGetErrorString(status));
+  }
+}
+
+struct DevicePairs {
+  const float* parameters;
+  const std::uint8_t* read_bases;
+  const std::uint8_t* haplotype_bases;
+  const std::int32_t* rows;
+  const std::int32_t* columns;
+  const std::int64_t* row_offset;
+  const std::int64_t* column_offset;
+  const float* initial_deletion;
+  float* scratch;  // 3 * (columns + 1) floats per pair, from 3 * (column_offset + pair)
+  float* sums;
+  int pairs;
+};
+
+__device__ __forceinline__ float flush_exact(double exact) {
+  const double tiny = 0x1p-126 * (1.0 - 0x1p-25);
+  return fabs(exact) < tiny ? copysignf(0.0f, static_cast<float>(exact)) : __double2float_rn(exact);
+}
+__device__ __forceinline__ float mul(float a, float b) {
+  const float r = __fmul_rn(a, b);
+  return (r != 0.0f && fabsf(r) <= FLT_MIN) ? flush_exact(static_cast<double>(a) * static_cast<double>(b)) : r;
+}
+__device__ __forceinline__ float add(float a, float b) {
+  const float r = __fadd_rn(a, b);
+  return (r != 0.0f && fabsf(r) <= FLT_MIN) ? flush_exact(static_cast<double>(a) + static_cast<double>(b)) : r;
+}
+
+// One thread per pair, row by row over a row buffer in global memory.
+__global__ void inter_task_kernel(DevicePairs d) {
+  const int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p >= d.pairs) return;
+  const int R = d.rows[p], C = d.columns[p];
+  float* const M = d.scratch + 3 * (d.column_offset[p] + p);
+  float* const X = M + (C + 1);
+  float* const Y = X + (C + 1);
+  const float initial = d.initial_deletion[p];
+  for (int c = 0; c <= C; ++c) {
+    M[c] = 0.0f;
+    X[c] = 0.0f;
+    Y[c] = initial;
+  }
+  const std::uint8_t* hap = d.haplotype_bases + d.column_offset[p];
+  float sum = 0.0f;
+  for (int r = 1; r <= R; ++r) {
+    const float* q = d.parameters + 7 * (d.row_offset[p] + r - 1);
+    const float mm = q[0], gm = q[1], mi = q[2], md = q[3], ge = q[4], em = q[5], ex = q[6];
+    const std::uint8_t read_base = d.read_bases[d.row_offset[p] + r - 1];
+    float M_diagonal = M[0], X_diagonal = X[0], Y_diagonal = Y[0];
+    float M_left = 0.0f, Y_left = 0.0f;
+    M[0] = X[0] = Y[0] = 0.0f;
+    for (int c = 1; c <= C; ++c) {
+      const float M_up = M[c], X_up = X[c], Y_up = Y[c];
+      const float e = (read_base & hap[c - 1]) ? em : ex;
+      const float M_new = mul(add(add(mul(M_diagonal, mm), mul(X_diagonal, gm)), mul(Y_diagonal, gm)), e);
+      const float X_new = add(mul(M_up, mi), mul(X_up, ge));
+      const float Y_new = add(mul(M_left, md), mul(Y_left, ge));
+      M[c] = M_new;
+      X[c] = X_new;
+      Y[c] = Y_new;
+      M_diagonal = M_up;
+      X_diagonal = X_up;
+      Y_diagonal = Y_up;
+      M_left = M_new;
+      Y_left = Y_new;
+      if (r == R) sum = add(sum, add(M_new, X_new));
+    }
+  }
+  d.sums[p] = sum;
+}
+
+// One warp per pair. Strips of 32 rows: lane t owns row strip_start + t and at step s
+// computes its column c = s - t + 1, so a step is an anti-diagonal of the strip. The row
+// above (lane t - 1) hands over its values of the previous step by a shuffle; lane 0 reads
+// the row above the strip from the pair's row buffer, which lane 31 writes for the next
+// strip. The lane owning the read's last row accumulates the sum column by column, in the
+// canonical order.
+__global__ void intra_task_kernel(DevicePairs d) {
+  const int warp = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) / 32);
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  if (warp >= d.pairs) return;
+  const int p = warp;
+  const int R = d.rows[p], C = d.columns[p];
+  float* const M = d.scratch + 3 * (d.column_offset[p] + p);
+  float* const X = M + (C + 1);
+  float* const Y = X + (C + 1);
+  const float initial = d.initial_deletion[p];
+  for (int c = lane; c <= C; c += 32) {
+    M[c] = 0.0f;
+    X[c] = 0.0f;
+    Y[c] = initial;
+  }
+  __syncwarp();
+  const std::uint8_t* hap = d.haplotype_bases + d.column_offset[p];
+  float sum = 0.0f;
+  for (int strip = 0; strip < R; strip += 32) {
+    const int r = strip + lane + 1;  // this lane's row (1-based); beyond R: idle
+    const bool active_row = r <= R;
+    float mm = 0, gm = 0, mi = 0, md = 0, ge = 0, em = 0, ex = 0;
+    std::uint8_t read_base = 0;
+    if (active_row) {
+      const float* q = d.parameters + 7 * (d.row_offset[p] + r - 1);
+      mm = q[0], gm = q[1], mi = q[2], md = q[3], ge = q[4], em = q[5], ex = q[6];
+      read_base = d.read_bases[d.row_offset[p] + r - 1];
+    }
+    const int last_lane = min(31, R - strip - 1);
+    // Row above at the previous column (diagonal) and at this column (up); own left.
+    float M_diagonal = 0, X_diagonal = 0, Y_diagonal = 0, M_up = 0, X_up = 0, Y_up = 0;
+    float M_left = 0, X_left = 0, Y_left = 0;
+    if (lane == 0) {
+      M_diagonal = M[0];
+      X_diagonal = X[0];
+      Y_diagonal = Y[0];
+    }
+    __syncwarp();
+    if (lane == last_lane) M[0] = X[0] = Y[0] = 0.0f;  // column 0 of rows >= 1
+    for (int step = 0; step < C + 31; ++step) {
+      const int c = step - lane + 1;
+      const bool active = active_row && c >= 1 && c <= C;
+      if (lane == 0 && active) {
+        M_up = M[c];
+        X_up = X[c];
+        Y_up = Y[c];
+      }
+      float M_new = 0, X_new = 0, Y_new = 0;
+      if (active) {
+        const float e = (read_base & hap[c - 1]) ? em : ex;
+        M_new = mul(add(add(mul(M_diagonal, mm), mul(X_diagonal, gm)), mul(Y_diagonal, gm)), e);
+        X_new = add(mul(M_up, mi), mul(X_up, ge));
+        Y_new = add(mul(M_left, md), mul(Y_left, ge));
+        M_left = M_new;
+        X_left = X_new;
+        Y_left = Y_new;
+        if (r == R) sum = add(sum, add(M_new, X_new));
+        if (lane == last_lane) {
+          M[c] = M_new;
+          X[c] = X_new;
+          Y[c] = Y_new;
+        }
+      }
+      // Hand this step's values to the row below: its up at its next column, and its
+      // diagonal one step later.
+      const float M_from_above = __shfl_up_sync(0xffffffffu, M_left, 1);
+      const float X_from_above = __shfl_up_sync(0xffffffffu, X_left, 1);
+      const float Y_from_above = __shfl_up_sync(0xffffffffu, Y_left, 1);
+      if (lane > 0) {
+        M_diagonal = M_up;
+        X_diagonal = X_up;
+        Y_diagonal = Y_up;
+        M_up = M_from_above;
+        X_up = X_from_above;
+        Y_up = Y_from_above;
+      } else if (active) {
+        M_diagonal = M_up;
+        X_diagonal = X_up;
+        Y_diagonal = Y_up;
+      }
+    }
+    __syncwarp();
+  }
+  // The lane of row R holds the sum.
+  const int owner = (R - 1) % 32;
+  sum = __shfl_sync(0xffffffffu, sum, owner);
+  if (lane == 0) d.sums[p] = sum;
+}
+
+template <class T>
+struct DeviceBuffer {
+  T* data = nullptr;
+  explicit DeviceBuffer(std::size_t n) { check(cudaMalloc(&data, std::max<std::size_t>(n, 1) * sizeof(T)), "cudaMalloc"); }
+  ~DeviceBuffer() { cudaFree(data); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+};
+
+template <class T>
+void upload(DeviceBuffer<T>& to, const std::vector<T>& from, cudaStream_t stream) {
+  if (!from.empty()) check(cudaMemcpyAsync(to.data, from.data(), from.size() * sizeof(T), cudaMemcpyHostToDevice, stream), "copy in");
+}
+
+}  // namespace
+
+int device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+struct PairhmmGpu::State {
+  int device = 0;
+  cudaStream_t stream = nullptr;
+  cudaEvent_t start = nullptr, kernel_start = nullptr, kernel_end = nullptr, end = nullptr;
+};
+
+PairhmmGpu::PairhmmGpu(int device) : state_(new State) {
+  state_->device = device;
+  check(cudaSetDevice(device), "cudaSetDevice");
+  check(cudaStreamCreateWithFlags(&state_->stream, cudaStreamNonBlocking), "stream");
+  for (cudaEvent_t* e : {&state_->start, &state_->kernel_start, &state_->kernel_end, &state_->end}) {
+    check(cudaEventCreateWithFlags(e, cudaEventBlockingSync), "event");
+  }
+}
+
+PairhmmGpu::~PairhmmGpu() {
+  cudaSetDevice(state_->device);
+  for (cudaEvent_t e : {state_->start, state_->kernel_start, state_->kernel_end, state_->end}) cudaEventDestroy(e);
+  cudaStreamDestroy(state_->stream);
+  delete state_;
+}
+
+std::string PairhmmGpu::name() const {
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, state_->device), "cudaGetDeviceProperties");
+  return prop.name;
+}
+
+std::vector<float> PairhmmGpu::forward_sums(const PairBatch& b, Kernel kernel, double* kernel_seconds,
+                                            double* transfer_seconds) {
+  check(cudaSetDevice(state_->device), "cudaSetDevice");
+  const std::size_t n = b.pairs();
+  std::vector<float> sums(n);
+  if (n == 0) return sums;
+  cudaStream_t s = state_->stream;
+  DeviceBuffer<float> parameters(b.parameters.size()), initial(n), sums_d(n);
+  DeviceBuffer<std::uint8_t> read_bases(b.read_bases.size()), haplotype_bases(b.haplotype_bases.size());
+  DeviceBuffer<std::int32_t> rows(n), columns(n);
+  DeviceBuffer<std::int64_t> row_offset(n), column_offset(n);
+  DeviceBuffer<float> scratch(3 * (b.haplotype_bases.size() + n));
+  check(cudaEventRecord(state_->start, s), "event");
+  upload(parameters, b.parameters, s);
+  upload(read_bases, b.read_bases, s);
+  upload(haplotype_bases, b.haplotype_bases, s);
+  upload(rows, b.rows, s);
+  upload(columns, b.columns, s);
+  upload(row_offset, b.row_offset, s);
+  upload(column_offset, b.column_offset, s);
+  upload(initial, b.initial_deletion, s);
+  const DevicePairs d{parameters.data, read_bases.data, haplotype_bases.data, rows.data, columns.data,
+                      row_offset.data, column_offset.data, initial.data, scratch.data, sums_d.data,
+                      static_cast<int>(n)};
+  check(cudaEventRecord(state_->kernel_start, s), "event");
+  constexpr int kThreads = 128;
+  if (kernel == Kernel::inter_task) {
+    inter_task_kernel<<<static_cast<unsigned>((n + kThreads - 1) / kThreads), kThreads, 0, s>>>(d);
+  } else {
+    intra_task_kernel<<<static_cast<unsigned>((n * 32 + kThreads - 1) / kThreads), kThreads, 0, s>>>(d);
+  }
+  check(cudaGetLastError(), "kernel launch");
+  check(cudaEventRecord(state_->kernel_end, s), "event");
+  check(cudaMemcpyAsync(sums.data(), sums_d.data, n * sizeof(float), cudaMemcpyDeviceToHost, s), "copy out");
+  check(cudaEventRecord(state_->end, s), "event");
+  check(cudaEventSynchronize(state_->end), "kernel");
+  float all = 0, compute = 0;
+  check(cudaEventElapsedTime(&compute, state_->kernel_start, state_->kernel_end), "timing");
+  check(cudaEventElapsedTime(&all, state_->start, state_->end), "timing");
+  if (kernel_seconds) *kernel_seconds = compute / 1e3;
+  if (transfer_seconds) *transfer_seconds = (all - compute) / 1e3;
+  return sums;
+}
+
+}  // namespace duet::device::pairhmm

@@ -95,27 +95,42 @@ IntVector ssv_sweep(const SsvStripedView& profile, const Residue* dsq, int L, in
     (std::make_integer_sequence<int, W>{});
   };
 
-  // The first row of a sweep may count as "no register wraps": every register still holds
-  // -128 everywhere, which a wrap would leave unchanged.
-  int t = q0;
-  int i = 0;
-  for (;;) {
-    const int end = i + min_int(Q - W + 1 - t, L - i);
+  // Rows i .. end-1 at vectors t, t+1, ..: no register wraps.
+  const auto plain_rows = [&](int& i, int& t, int end) DUET_ALWAYS_INLINE {
     for (; i + 1 < end; i += 2, t += 2) {  // two rows a turn: less loop overhead per row
       row.template operator()<-1>(i, t);
       row.template operator()<-1>(i + 1, t + 1);
     }
     if (i < end) row.template operator()<-1>(i++, t++);
-    if (i == L) break;
-    // The wrapping rows, S = W - 1 down to 0, each while the target lasts.
+  };
+  // The wrapping rows, S = W - 1 down to 0 (at vectors Q - S, and 0 for S = 0); with
+  // `checked`, each only while the target lasts.
+  const auto wrapping_rows = [&]<bool checked>(int& i) DUET_ALWAYS_INLINE {
     [&]<int... S>(std::integer_sequence<int, S...>) DUET_ALWAYS_INLINE {
-      ((i < L ? (row.template operator()<W - 1 - S>(i, W - 1 - S == 0 ? 0 : Q - (W - 1 - S)), ++i)
-              : 0),
+      ((!checked || i < L
+            ? (row.template operator()<W - 1 - S>(i, W - 1 - S == 0 ? 0 : Q - (W - 1 - S)), ++i)
+            : 0),
        ...);
     }
     (std::make_integer_sequence<int, W>{});
+  };
+
+  // The first row of a sweep may count as "no register wraps": every register still holds
+  // -128 everywhere, which a wrap would leave unchanged. The first period runs from
+  // t = q0; then whole periods of Q rows from t = 1, without length checks; then the rest.
+  int t = q0;
+  int i = 0;
+  plain_rows(i, t, i + min_int(Q - W + 1 - t, L));
+  if (i < L) wrapping_rows.template operator()<true>(i);
+  while (L - i >= Q) {
     t = 1;
-    if (i == L) break;
+    plain_rows(i, t, i + Q - W);
+    wrapping_rows.template operator()<false>(i);
+  }
+  if (i < L) {
+    t = 1;
+    plain_rows(i, t, i + min_int(Q - W, L - i));
+    wrapping_rows.template operator()<true>(i);
   }
   return max_u8(best, best_odd);
 }

@@ -187,6 +187,19 @@ TEST(Reference, OneNodeModelByHand) {
   EXPECT_FLOAT_EQ(vit.nats, -173.0f / sp.viterbi.scale - 3.0f);
   // Forward: B = 3/4, M = 0.75 * 1 * 2.8 = 2.1, C = 2.1 / 2, score = ln(1.05 * 3/4).
   EXPECT_NEAR(forward_parser_reference(sp.forward, A, 1), std::log(1.05 * 0.75), 1e-5);
+  // A mismatch, "C": MSV's only cell is 189 + 4 - 8 = 185, so xJ = 182 and the score is
+  // (182 - 1 - 190)/scale - 3; HMMER's SSV shortcut floors it at the begin score:
+  // xJ = 190 - 1 - 0 - 3 = 186, (186 - 1 - 190)/scale - 3, and that is what the cascade keeps.
+  const Residue C[] = {a.digitize('C')};
+  EXPECT_FLOAT_EQ(msv_filter_reference(sp.msv, C, 1).nats, -9.0f / sp.msv.scale - 3.0f);
+  float floor_nats = 0;
+  ASSERT_TRUE(msv_ssv_floor(sp.msv, 1, floor_nats));
+  EXPECT_FLOAT_EQ(floor_nats, -5.0f / sp.msv.scale - 3.0f);
+  ReferenceKernels kernels(sp);
+  CascadeSettings all_pass;
+  all_pass.F1 = all_pass.F2 = all_pass.F3 = 1.0;
+  const TargetScores t = run_cascade(sp, all_pass, kernels, C, 1);
+  EXPECT_FLOAT_EQ(t.msv_bits, (floor_nats - null_score(1)) / static_cast<float>(kLog2));
   // Null model: L ln(L/(L+1)) + ln(1/(L+1)) = 2 ln(1/2) for L = 1.
   EXPECT_NEAR(null_score(1), 2 * std::log(0.5), 1e-6);
 }

@@ -2,6 +2,7 @@
 // filter.
 #include "core/cascade.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -21,7 +22,10 @@ TargetScores run_filters(const SearchProfile& profile, const CascadeSettings& se
   out.null_nats = nullsc;
 
   // MSV filter.
-  const FilterScore msv = kernels.msv(dsq, L);
+  FilterScore msv = kernels.msv(dsq, L);
+  // HMMER's MSV stage runs SSV first: its begin score floors the reported score.
+  float floor_nats;
+  if (!msv.overflow && msv_ssv_floor(profile.msv, L, floor_nats)) msv.nats = std::max(msv.nats, floor_nats);
   float seq_score = (msv.nats - nullsc) / static_cast<float>(kLog2);
   out.msv_bits = seq_score;
   double P = gumbel_survival(seq_score, profile.msv_mu, profile.msv_lambda);

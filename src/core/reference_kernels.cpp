@@ -55,6 +55,26 @@ FilterScore msv_filter_reference(const MsvScores& msv, const Residue* dsq, int L
   return {score, false};
 }
 
+bool ssv_decision(const MsvScores& msv, int tjb, int xE, FilterScore& result) {
+  if (xE >= 255 - msv.bias) {
+    result = {kInf, true};
+    return msv.base - tjb - msv.tbm >= 128;  // otherwise MSV itself might not overflow
+  }
+  xE += msv.base - tjb - msv.tbm;
+  xE -= 128;
+  if (xE >= 255 - msv.bias) {
+    result = {kInf, true};
+    return true;
+  }
+  const int xJ = xE - msv.tec;
+  if (xJ > msv.base) return false;  // the J state could have been used
+  float score = static_cast<float>(xJ - tjb) - static_cast<float>(msv.base);
+  score /= msv.scale;
+  score -= 3.0f;
+  result = {score, false};
+  return true;
+}
+
 bool ssv_filter_reference(const MsvScores& msv, const Residue* dsq, int L, FilterScore& result) {
   // HMMER's SSV filter (ssvfilter.c) runs every diagonal in signed 8-bit saturating
   // arithmetic, started at -128 (the begin score moved there), subtracting
@@ -77,22 +97,16 @@ bool ssv_filter_reference(const MsvScores& msv, const Residue* dsq, int L, Filte
     }
     std::swap(previous, current);
   }
-  if (xE >= 255 - msv.bias) {
-    result = {kInf, true};
-    return msv.base - tjb - msv.tbm >= 128;  // otherwise MSV itself might not overflow
-  }
-  xE += msv.base - tjb - msv.tbm;
-  xE -= 128;
-  if (xE >= 255 - msv.bias) {
-    result = {kInf, true};
-    return true;
-  }
-  const int xJ = xE - msv.tec;
-  if (xJ > msv.base) return false;  // the J state could have been used
-  float score = static_cast<float>(xJ - tjb) - static_cast<float>(msv.base);
-  score /= msv.scale;
-  score -= 3.0f;
-  result = {score, false};
+  return ssv_decision(msv, tjb, xE, result);
+}
+
+bool msv_ssv_floor(const MsvScores& msv, int L, float& floor_nats) {
+  const int tjb = msv.tjb(L);
+  if (tjb + msv.tbm + msv.tec + msv.bias >= 127) return false;  // SSV does not apply
+  // SSV's best cell when no diagonal rises: the begin score, 128 as an unsigned byte.
+  FilterScore floor;
+  if (!ssv_decision(msv, tjb, 128, floor) || floor.overflow) return false;
+  floor_nats = floor.nats;
   return true;
 }
 

@@ -26,9 +26,20 @@ struct FilterScore {
 FilterScore msv_filter_reference(const MsvScores& msv, const Residue* dsq, int L);
 
 // SSV: the single best ungapped diagonal, HMMER's shortcut for MSV. Returns true and
-// sets `score` when the shortcut is conclusive (then it equals MSV's score); false when
-// MSV must be run (J state could have been used, or saturation is ambiguous). L >= 1.
+// sets `score` when the shortcut is conclusive; false when MSV must be run (the J state
+// could have been used, or saturation is ambiguous). L >= 1. A conclusive score equals
+// MSV's, except where no diagonal rises above the begin score: SSV then reports the begin
+// score itself (msv_ssv_floor), MSV its lower best cell.
+
 bool ssv_filter_reference(const MsvScores& msv, const Residue* dsq, int L, FilterScore& score);
+
+// The end of SSV (HMMER's p7_SSVFilter after its diagonals): from the largest diagonal
+// cell xE (an unsigned byte, 128 = the begin score), the score or "run MSV" (false).
+bool ssv_decision(const MsvScores& msv, int tjb, int xE, FilterScore& result);
+
+// HMMER's p7_MSVFilter tries SSV first, so the MSV score it reports is never below SSV's
+// begin-score floor when SSV applies. True and the floor (nats) when it applies for L.
+bool msv_ssv_floor(const MsvScores& msv, int L, float& floor_nats);
 
 // Viterbi filter: 16-bit saturating local Viterbi with HMMER's lazy evaluation of
 // delete-delete paths (p7_ViterbiFilter), whose skipping rule is part of the result.

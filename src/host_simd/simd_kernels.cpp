@@ -50,26 +50,7 @@ bool ssv_applicable(const MsvScores& msv, int tjb) {
   return tjb + msv.tbm + msv.tec + msv.bias < 127;
 }
 
-// The end of ssv_filter_reference, from the largest diagonal cell xE (unsigned byte).
-bool ssv_decision(const MsvScores& msv, int tjb, int xE, FilterScore& result) {
-  if (xE >= 255 - msv.bias) {
-    result = {kInf, true};
-    return msv.base - tjb - msv.tbm >= 128;  // otherwise MSV itself might not overflow
-  }
-  xE += msv.base - tjb - msv.tbm;
-  xE -= 128;
-  if (xE >= 255 - msv.bias) {
-    result = {kInf, true};
-    return true;
-  }
-  const int xJ = xE - msv.tec;
-  if (xJ > msv.base) return false;  // the J state could have been used
-  float score = static_cast<float>(xJ - tjb) - static_cast<float>(msv.base);
-  score /= msv.scale;
-  score -= 3.0f;
-  result = {score, false};
-  return true;
-}
+// ssv_decision (core/reference_kernels.hpp) ends SSV from the largest diagonal cell.
 
 FilterScore msv_score(const MsvScores& msv, int tjb, MsvRaw raw) {
   if (raw.overflow) return {kInf, true};

@@ -3,6 +3,7 @@
 // file whose contents agree with the text report.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 
 #include "io/hdf5_file.hpp"
@@ -192,6 +193,40 @@ TEST(Cli, BenchSweepWritesSummary) {
   const auto grows = io::read_csv(test::read_file(dir.file("out2/summary.csv")));
   ASSERT_EQ(grows.size(), 2u);
   EXPECT_NE(grows[1][col("status")].find("failed"), std::string::npos);
+}
+
+// The CPU kernels of every ISA this CPU has give the same /results, bit for bit.
+TEST(Cli, ResultsIdenticalAcrossIsas) {
+  TempDir dir;
+  test::run_command("zcat /usr/share/doc/mmseqs2/example-data/DB.fasta.gz | head -n 8000 > " + dir.file("db.fa"));
+  const std::vector<std::string> isas = {"scalar", "sse4.1", "avx2", "avx512"};
+  std::vector<std::string> ran;
+  for (const auto& isa : isas) {
+    const auto r = test::run_command(kDuet + " hmmsearch --quiet --isa " + isa + " -E 1000 --F3 0.5 -o " +
+                                     dir.file(isa + ".h5") + " /usr/share/doc/hmmer/examples/tutorial/Pkinase.hmm " +
+                                     dir.file("db.fa"));
+    if (r.status != 0) {
+      EXPECT_NE(r.output.find(isa), std::string::npos) << r.output;  // this CPU lacks it: a clear error
+      continue;
+    }
+    ran.push_back(isa);
+    io::Hdf5Reader h5(dir.file(isa + ".h5"));
+    EXPECT_EQ(h5.attribute_string("/run", "isa"), isa);
+  }
+  ASSERT_GE(ran.size(), 2u);
+  io::Hdf5Reader first(dir.file(ran[0] + ".h5"));
+  const std::string g = "/results/hmmsearch/Pkinase";
+  for (std::size_t i = 1; i < ran.size(); ++i) {
+    io::Hdf5Reader other(dir.file(ran[i] + ".h5"));
+    for (const char* d : {"msv_bits", "viterbi_bits", "forward_bits"}) {
+      const auto a = first.read_floats(g + "/" + d);
+      const auto b = other.read_floats(g + "/" + d);
+      ASSERT_EQ(a.size(), b.size()) << ran[i];
+      EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float))) << d << " differs with " << ran[i];
+    }
+    EXPECT_EQ(first.read_doubles(g + "/pvalue").size(), other.read_doubles(g + "/pvalue").size());
+    EXPECT_EQ(first.read_uint8(g + "/stage"), other.read_uint8(g + "/stage")) << ran[i];
+  }
 }
 
 }  // namespace

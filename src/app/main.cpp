@@ -24,6 +24,7 @@
 #include "app/pairhmm_command.hpp"
 #include "app/synth_command.hpp"
 #include "core/error.hpp"
+#include "host_simd/simd_kernels.hpp"
 #include "core/fasta_reader.hpp"
 #include "core/hmm.hpp"
 #include "device/gpu_info.hpp"
@@ -88,7 +89,7 @@ struct HmmsearchOptions {
   std::string hmm_path, database_path, config_path;
   double E = 0, T = 0, Z = 0, F1 = 0, F2 = 0, F3 = 0;
   int cpu = 0;
-  std::string out, tblout;
+  std::string out, tblout, isa;
   bool max = false, nobias = false, nonull2 = false, quiet = false;
   bool no_gpu = false, gpu_only = false;
   std::vector<int> gpus;
@@ -120,6 +121,8 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
   auto* out = cmd->add_option("-o,--out", o.out, "HDF5 result file (default duet.h5)");
   auto* tblout = cmd->add_option("--tblout", o.tblout, "per-target table in HMMER's format");
   auto* quiet = cmd->add_flag("--quiet", o.quiet, "no output on standard output, no progress line");
+  auto* isa_opt = cmd->add_option("--isa", o.isa, "CPU kernels: auto (fastest the CPU has), scalar, sse4.1, avx2, avx512")
+                  ->check(CLI::IsMember({"auto", "scalar", "sse4.1", "avx2", "avx512"}));
   auto* no_gpu = cmd->add_flag("--no-gpu", o.no_gpu, "run on the CPU only");
   auto* gpu_only = cmd->add_flag("--gpu-only", o.gpu_only,
                                  "fresh blocks to GPUs only (the CPU runs CPU-only stages and redoes failed batches)")
@@ -173,6 +176,7 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
     if (out->count()) config.run.out = o.out;
     if (tblout->count()) config.run.tblout = o.tblout;
     if (quiet->count()) config.run.quiet = true;
+    if (isa_opt->count()) config.run.isa = o.isa;
     auto& sched = config.scheduler;
     if (policy->count()) sched.policy = o.policy;
     if (static_cpu_fraction->count()) sched.static_cpu_fraction = o.static_cpu_fraction;
@@ -199,15 +203,13 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
     for (double f : {s.F1, s.F2, s.F3})
       if (f <= 0) throw UsageError("--F1, --F2 and --F3 must be positive");
     if (config.run.cpu < 0) throw UsageError("--cpu must be 0 or more");
-    if (config.run.isa != "auto" && config.run.isa != "scalar") {
-      throw UsageError("isa '" + config.run.isa + "': this build has only the scalar kernels");
-    }
+    const simd::Isa isa = simd::isa_from_name(config.run.isa);  // clear error if the CPU lacks it
 
     app::RunInfo info;
     info.command_line = join_command_line(argc, argv);
     info.hmm_path = o.hmm_path;
     info.database_path = o.database_path;
-    info.isa = "scalar";
+    info.isa = std::string(simd::isa_name(isa));
     info.started = now_iso8601();
 
     // Everything that can be checked before the search is checked first: the output
@@ -276,7 +278,11 @@ int run_info() {
   std::cout << "ISAs:       sse4.1 " << (cpu_has("sse4.1") ? "yes" : "no") << ", avx2 "
             << (cpu_has("avx2") ? "yes" : "no") << ", avx512bw " << (cpu_has("avx512bw") ? "yes" : "no")
             << "\n";
-  std::cout << "kernels:    scalar (reference)\n";
+  std::cout << "kernels:    scalar references";
+  for (const simd::Isa isa : simd::kIsaPreference) {
+    if (isa != simd::Isa::scalar && simd::cpu_supports(isa)) std::cout << ", " << simd::isa_name(isa);
+  }
+  std::cout << "; chosen: " << simd::isa_name(simd::best_isa()) << " (--isa to force one)\n";
   const device::GpuInventory inv = device::list_gpus();
   std::cout << "CUDA:       " << (inv.cuda_compiled ? "compiled in" : "not compiled in (CPU-only build)");
   if (!inv.driver.empty()) std::cout << ", driver " << inv.driver;

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "host_simd/simd_kernels.hpp"
 #include "scheduler/result_sink.hpp"
 #ifdef DUET_HAVE_CUDA
 #include "app/gpu_backend.hpp"
@@ -111,9 +112,12 @@ std::int64_t add_block(const scheduler::Block& block, const std::vector<TargetSc
 class HmmsearchWorkload final : public scheduler::Workload {
  public:
   HmmsearchWorkload(const SearchProfile& profile, const CascadeSettings& settings, int threads,
-                    scheduler::ResultSink<BlockRecords>& sink)
+                    simd::Isa isa, scheduler::ResultSink<BlockRecords>& sink)
       : profile_(profile), settings_(settings), sink_(sink) {
-    for (int i = 0; i < threads; ++i) kernels_.push_back(std::make_unique<ReferenceKernels>(profile));
+    // One set of SIMD kernels (striped profiles, DP rows) per worker thread.
+    for (int i = 0; i < threads; ++i) {
+      kernels_.push_back(std::make_unique<simd::SimdFilterKernels>(profile, isa, simd::ForwardGate::from(settings)));
+    }
   }
   std::int64_t cells_per_residue() const override { return profile_.M; }
   std::int64_t run_block(const scheduler::Block& block, int worker) override {
@@ -262,6 +266,7 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& 
   std::unique_ptr<scheduler::BlockStore> store;
 
   const CascadeSettings settings = cascade_settings(config.search);
+  const simd::Isa isa = simd::isa_from_name(config.run.isa);  // UsageError if the CPU lacks it
   SearchRun run;
   for (const HmmModel& hmm : models) {
     if (!store || &store->alphabet() != hmm.alphabet) {
@@ -287,7 +292,7 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& 
       c.passed_forward += block.counts.passed_forward;
       for (auto& t : block.targets) query.targets.push_back(std::move(t));
     });
-    HmmsearchWorkload workload(profile, settings, options.cpu_workers + gpus, sink);
+    HmmsearchWorkload workload(profile, settings, options.cpu_workers + gpus, isa, sink);
     std::vector<std::unique_ptr<TestDoubleGpu>> doubles;
     std::vector<scheduler::GpuBackend*> backends;
     for (int g = 0; g < hybrid.test_gpus && gpus > 0; ++g) {

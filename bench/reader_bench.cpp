@@ -3,6 +3,7 @@
 // against the residue and sequence counts of the sequential FastaReader.
 // Usage: reader_bench FASTA [block_residues] [repeats] [parser_threads (0 = auto)]
 #include <sys/resource.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <chrono>
@@ -34,7 +35,19 @@ int main(int argc, char** argv) {
   options.block_residues = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 1 << 20;
   const int repeats = argc > 3 ? std::atoi(argv[3]) : 3;
   options.threads = argc > 4 ? std::atoi(argv[4]) : 0;
-  const auto bytes = static_cast<double>(std::filesystem::file_size(argv[1]));
+  // GB/s are of FASTA text: for a gzip file, its inflated size (measured by inflating it).
+  const auto file_bytes = static_cast<double>(std::filesystem::file_size(argv[1]));
+  double bytes = file_bytes;
+  {
+    gzFile f = gzopen(argv[1], "rb");
+    if (f != nullptr && gzdirect(f) == 0) {
+      static char buffer[1 << 20];
+      bytes = 0;
+      int n = 0;
+      while ((n = gzread(f, buffer, sizeof buffer)) > 0) bytes += n;
+    }
+    if (f != nullptr) gzclose(f);
+  }
   const duet::Alphabet& alphabet = duet::Alphabet::amino();
 
   // The answer every pass must give: the sequential reader's counts.
@@ -79,6 +92,7 @@ int main(int argc, char** argv) {
                 r, static_cast<long long>(sequences), static_cast<long long>(residues),
                 static_cast<long long>(blocks), s, bytes / s / 1e9, cpu, bytes / cpu / 1e9);
   }
-  std::printf("best: %.3f GB/s (%.0f MB file)\n", bytes / best / 1e9, bytes / 1e6);
+  std::printf("best: %.3f GB/s of FASTA text (%.0f MB of text, %.0f MB file)\n", bytes / best / 1e9, bytes / 1e6,
+              file_bytes / 1e6);
   return 0;
 }

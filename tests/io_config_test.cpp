@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <random>
@@ -302,6 +303,26 @@ TEST(IoConfig, LoadsFile) {
   EXPECT_EQ(config.search.E, 0.01);
   EXPECT_EQ(config.run.cpu, 3);
   EXPECT_EQ(config.run.isa, "scalar");
+}
+
+void expect_round_trip(const Config& config);
+
+// Every example configuration in configs/ reads without error and round-trips.
+TEST(IoConfig, ExampleConfigsAreValid) {
+  const auto folder = std::filesystem::path(__FILE__).parent_path().parent_path() / "configs";
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+    if (entry.path().extension() != ".toml") continue;
+    ++files;
+    Config config;
+    ASSERT_NO_THROW(config = load_config(entry.path().string())) << entry.path();
+    expect_round_trip(config);
+  }
+  EXPECT_GE(files, 5);
+  EXPECT_TRUE(load_config((folder / "cpu-only.toml").string()).scheduler.no_gpu);
+  EXPECT_TRUE(load_config((folder / "gpu-only.toml").string()).scheduler.gpu_only);
+  EXPECT_EQ(load_config((folder / "static-split.toml").string()).scheduler.policy, "static");
+  EXPECT_EQ(load_config((folder / "hmmsearch-defaults.toml").string()), Config{});
 }
 
 TEST(IoConfig, FileErrorNamesPathAndLine) {

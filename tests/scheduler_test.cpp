@@ -9,9 +9,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -30,6 +32,11 @@ namespace {
 
 const std::string kDatabase = "/usr/share/doc/mmseqs2/example-data/DB.fasta.gz";
 const std::string kModel = "/usr/share/doc/hmmer/examples/tutorial/globins4.hmm";
+
+// Database and block sizes: DUET_TEST_QUICK (set by the ThreadSanitizer run in CI) divides
+// them by 8 (the number of blocks stays the same);
+// every case still runs, on fewer sequences.
+int scaled(int count) { return std::getenv("DUET_TEST_QUICK") ? std::max(1, count / 8) : count; }
 
 // The first `count` records of the example database, as a plain FASTA file.
 std::string small_database(const test::TempDir& dir, int count) {
@@ -94,11 +101,11 @@ app::SearchRun search(const std::string& db, int workers, const app::HybridOptio
 
 TEST(SchedulerInvariant, ResultsIdenticalAcrossWorkersBlocksPoliciesAndFaults) {
   test::TempDir dir;
-  const std::string db = small_database(dir, 1500);
+  const std::string db = small_database(dir, scaled(1500));
   app::HybridOptions base;
   base.gpu = app::HybridOptions::Gpu::off;
   const app::SearchRun reference = search(db, 1, base);
-  ASSERT_GT(reference.queries.at(0).counts.targets, 1000);
+  ASSERT_GT(reference.queries.at(0).counts.targets, scaled(1000));
   ASSERT_GT(reference.queries.at(0).counts.passed_forward, 0);
 
   for (int workers = 1; workers <= 4; ++workers) {
@@ -121,6 +128,7 @@ TEST(SchedulerInvariant, ResultsIdenticalAcrossWorkersBlocksPoliciesAndFaults) {
       {"test gpu static", 1, 0, scheduler::SplitPolicy::static_fraction, app::HybridOptions::Gpu::auto_detect},
       {"test gpu only", 1, 0, scheduler::SplitPolicy::dynamic, app::HybridOptions::Gpu::only},
       {"faults every 2", 1, 2, scheduler::SplitPolicy::dynamic, app::HybridOptions::Gpu::auto_detect},
+      {"gpu only, faults every 2", 1, 2, scheduler::SplitPolicy::dynamic, app::HybridOptions::Gpu::only},
       {"faults every batch", 1, 1, scheduler::SplitPolicy::dynamic, app::HybridOptions::Gpu::only},
       {"static with faults", 2, 3, scheduler::SplitPolicy::static_fraction, app::HybridOptions::Gpu::auto_detect},
       {"adaptive", 1, 0, scheduler::SplitPolicy::adaptive, app::HybridOptions::Gpu::auto_detect},
@@ -134,7 +142,7 @@ TEST(SchedulerInvariant, ResultsIdenticalAcrossWorkersBlocksPoliciesAndFaults) {
       h.fault_every = c.fault_every;
       h.policy = c.policy;
       h.static_cpu_fraction = 0.3;
-      h.block_residues = 20000;
+      h.block_residues = static_cast<std::size_t>(scaled(20000));
       h.gpu_batch_blocks = 3;
       const app::SearchRun run = search(db, workers, h);
       const std::string what = std::string(c.name) + " workers=" + std::to_string(workers);
@@ -142,17 +150,28 @@ TEST(SchedulerInvariant, ResultsIdenticalAcrossWorkersBlocksPoliciesAndFaults) {
       const auto& s = run.queries.at(0).schedule;
       EXPECT_TRUE(s.test_double) << what;
       EXPECT_EQ(s.residues, reference.queries[0].counts.residues) << what;
+      // How much the GPUs get under the dynamic policies depends on their speed against
+      // the CPU's; with --gpu-only or the static split it is decided up front.
+      const bool gpu_decided = c.mode == app::HybridOptions::Gpu::only ||
+                               c.policy == scheduler::SplitPolicy::static_fraction;
+      std::map<int, int> batches;  // per feeder
+      bool fault_row = false;
+      for (const auto& r : s.trace) {
+        if (r.device == scheduler::Device::gpu) ++batches[r.worker];
+        fault_row = fault_row || (r.failed && r.stage == "fault");
+      }
       if (c.fault_every == 1) {
         EXPECT_EQ(s.gpu_residues, 0) << what;
-      } else {
+      } else if (gpu_decided) {
         EXPECT_GT(s.gpu_residues, 0) << what;
       }
-      if (c.fault_every > 0) {
-        EXPECT_GT(s.gpu_faults, 0) << what;
-        bool fault_row = false;
-        for (const auto& r : s.trace) fault_row = fault_row || (r.failed && r.stage == "fault");
-        EXPECT_TRUE(fault_row) << what;
+      bool fault_due = false;  // a feeder reached its fault_every-th batch
+      for (const auto& [feeder, n] : batches) fault_due = fault_due || (c.fault_every > 0 && n >= c.fault_every);
+      if (c.mode == app::HybridOptions::Gpu::only && c.fault_every > 0) {
+        EXPECT_TRUE(fault_due) << what;
       }
+      EXPECT_EQ(s.gpu_faults > 0, fault_due) << what;
+      EXPECT_EQ(fault_row, fault_due) << what;
       // Post rows count only the targets a device left at Forward: with every block on
       // the GPU and no fault, they are exactly the targets that reached Forward.
       const auto& q = run.queries[0];
@@ -185,7 +204,7 @@ TEST(SchedulerInvariant, ResultsIdenticalAcrossWorkersBlocksPoliciesAndFaults) {
 
 TEST(SchedulerInvariant, TinyBlocksManyWorkersStress) {
   test::TempDir dir;
-  const std::string db = small_database(dir, 300);
+  const std::string db = small_database(dir, scaled(300));
   app::HybridOptions base;
   base.gpu = app::HybridOptions::Gpu::off;
   const app::SearchRun reference = search(db, 1, base);
@@ -294,7 +313,7 @@ TEST(SchedulerCli, SigintStopsCleanlyWithExit130AndNoOutput) {
     const int devnull = ::open("/dev/null", O_WRONLY);
     dup2(devnull, 1);
     dup2(devnull, 2);
-    execl(DUET_BINARY, DUET_BINARY, "hmmsearch", "--cpu", "1", "--block-residues", "1000", "-o", out.c_str(),
+    execl(DUET_BINARY, DUET_BINARY, "hmmsearch", "--max", "--cpu", "1", "--block-residues", "1000", "-o", out.c_str(),
           "/usr/share/doc/hmmer/examples/tutorial/Pkinase.hmm", db.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
@@ -313,7 +332,7 @@ TEST(SchedulerCli, SigintStopsCleanlyWithExit130AndNoOutput) {
 // database, part of it, or none) give results identical to re-reading the file.
 TEST(SchedulerReuse, ResultsIdenticalWithAndWithoutReusedBlocks) {
   test::TempDir dir;
-  const std::string db = small_database(dir, 700);
+  const std::string db = small_database(dir, scaled(700));
   const std::string hmm = dir.file("three.hmm");
   test::run_command("cat /usr/share/doc/hmmer/examples/tutorial/globins4.hmm "
                     "/usr/share/doc/hmmer/examples/tutorial/fn3.hmm "
@@ -325,14 +344,14 @@ TEST(SchedulerReuse, ResultsIdenticalWithAndWithoutReusedBlocks) {
     app::HybridOptions h;
     h.gpu = test_gpus > 0 ? app::HybridOptions::Gpu::auto_detect : app::HybridOptions::Gpu::off;
     h.test_gpus = test_gpus;
-    h.block_residues = 10000;
+    h.block_residues = static_cast<std::size_t>(scaled(10000));
     h.reuse_memory = reuse;
     return app::run_hmmsearch(models, db_path, config, h);
   };
   const app::SearchRun reread = run(0, 0, db);
   ASSERT_EQ(reread.queries.size(), 3u);
   const std::int64_t blocks = reread.queries[0].schedule.blocks;
-  ASSERT_GT(blocks, 10);
+  ASSERT_GT(blocks, 5);
   for (const auto& q : reread.queries) EXPECT_EQ(q.schedule.reused_blocks, 0);
 
   const app::SearchRun all = run(std::uint64_t{1} << 30, 0, db);
@@ -367,7 +386,7 @@ TEST(SchedulerCli, ConfigTableCommandLineOverridesAndQuietFaults) {
                         "reuse_memory = \"64M\"\nqueue_depth = 3\n");
   const std::string out = dir.file("o.h5");
   const std::string base = std::string("DUET_DEBUG_TEST_GPU=1 DUET_DEBUG_GPU_FAULT_EVERY=2 ") + DUET_BINARY +
-                           " hmmsearch --cpu 2 --config " + cfg + " -o " + out;
+                           " hmmsearch --gpu-only --cpu 2 --config " + cfg + " -o " + out;
   const auto r = test::run_command(base + " --policy adaptive --reuse-memory 1G " + kModel + " " + db);
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("failed on blocks"), std::string::npos) << r.output;
@@ -404,7 +423,7 @@ TEST(SchedulerCli, EarlySigintLeavesNoTemporaryFile) {
       const int devnull = ::open("/dev/null", O_WRONLY);
       dup2(devnull, 1);
       dup2(devnull, 2);
-      execl(DUET_BINARY, DUET_BINARY, "hmmsearch", "--cpu", "1", "-o", out.c_str(),
+      execl(DUET_BINARY, DUET_BINARY, "hmmsearch", "--max", "--cpu", "1", "-o", out.c_str(),
             "/usr/share/doc/hmmer/examples/tutorial/Pkinase.hmm", db.c_str(), static_cast<char*>(nullptr));
       _exit(127);
     }
@@ -412,15 +431,19 @@ TEST(SchedulerCli, EarlySigintLeavesNoTemporaryFile) {
     ASSERT_EQ(kill(pid, SIGINT), 0);
     int status = 0;
     ASSERT_EQ(waitpid(pid, &status, 0), pid);
-    // Killed by the signal before the handler exists, or stopped by it (exit 130).
+    // Killed by the signal before the handler exists, stopped by it (exit 130), or (on a
+    // fast machine) finished first with a complete output file.
     if (WIFEXITED(status)) {
-      EXPECT_EQ(WEXITSTATUS(status), 130) << "delay " << delay_ms;
+      EXPECT_TRUE(WEXITSTATUS(status) == 130 || WEXITSTATUS(status) == 0) << "delay " << delay_ms;
     } else {
       EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) << "delay " << delay_ms;
     }
+    const bool finished = WIFEXITED(status) && WEXITSTATUS(status) == 0;
     for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+      if (finished && entry.path() == out) continue;
       EXPECT_EQ(entry.path().extension(), ".fa") << "left behind after " << delay_ms << " ms: " << entry.path();
     }
+    std::filesystem::remove(out);
   }
 }
 

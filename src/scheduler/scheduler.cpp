@@ -1,17 +1,19 @@
-// run_blocks: the reader thread, CPU workers (a oneTBB task arena), GPU feeders and the
-// progress line; see scheduler.hpp.
+// run_blocks: the reader thread, CPU workers, GPU feeders and the progress line; see
+// scheduler.hpp.
+//
+// Every worker and feeder is its own std::thread. A CPU worker is a loop that lives for
+// the whole pass and sleeps on the queue's condition variable when there is nothing to
+// take: one OS thread per worker is exactly that, where a oneTBB task would occupy a TBB
+// thread just the same while hiding the count (--cpu N is N threads) and, because
+// Debian's libtbb is not built for ThreadSanitizer, would make TSAN report TBB's own task
+// hand-offs as data races in CI.
 #include "scheduler/scheduler.hpp"
-
-#include <oneapi/tbb/global_control.h>
-#include <oneapi/tbb/task_arena.h>
-#include <oneapi/tbb/task_group.h>
 
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <exception>
-#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -232,19 +234,6 @@ void progress_line(const Shared& shared) {
   std::fflush(stderr);
 }
 
-// Runs `body` for workers 0..workers-1 at once, in a task arena of that many threads (the
-// calling thread is one of them); returns when all have returned.
-void run_cpu_workers(int workers, const std::function<void(int)>& body) {
-  // Allow `workers` threads even beyond the number of cores (--cpu N means N workers).
-  tbb::global_control allow(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(workers));
-  tbb::task_arena arena(workers);
-  arena.execute([&] {
-    tbb::task_group group;
-    for (int w = 0; w < workers; ++w) group.run([&body, w] { body(w); });
-    group.wait();
-  });
-}
-
 }  // namespace
 
 RunSummary run_blocks(BlockStore& store, Workload& workload, std::span<GpuBackend* const> gpus,
@@ -292,9 +281,9 @@ RunSummary run_blocks(BlockStore& store, Workload& workload, std::span<GpuBacken
       }
     });
   }
-  run_cpu_workers(workers, [&](int w) {
-    guarded([&] { cpu_worker(shared, workload, w, options, traces[static_cast<std::size_t>(w)]); })();
-  });
+  for (int w = 0; w < workers; ++w) {
+    threads.emplace_back(guarded([&, w] { cpu_worker(shared, workload, w, options, traces[static_cast<std::size_t>(w)]); }));
+  }
   for (auto& t : threads) t.join();
   if (progress.joinable()) {
     {

@@ -1,6 +1,6 @@
 // The hybrid scheduler: a reader thread streams the database (a BlockStore pass) into a
-// bounded BlockQueue; CPU workers (one block at a time, in a oneTBB task arena) and GPU
-// feeders (one host thread per GPU, up to K blocks per batch) drain it at the same time;
+// bounded BlockQueue; CPU workers (one thread each, one block at a time) and GPU feeders
+// (one host thread per GPU, up to K blocks per batch) drain it at the same time;
 // a device that runs only the early stages posts its blocks to the post-queue, which CPU
 // workers serve first; a failed device batch goes back to the queue and the CPU finishes
 // it. Every batch leaves a TraceRow.

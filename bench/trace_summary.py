@@ -1,0 +1,29 @@
+#!/usr/bin/env python3
+"""Throughput figures of duet result files, from /trace and /run: per query pass, the
+workers, pass time, mean busy time per worker, first block start, cells per second per
+CPU worker, GPU share and the idle tails (see the README's Output section).
+
+    python3 bench/trace_summary.py result.h5 [more.h5 ...]
+"""
+import sys
+
+import h5py
+import numpy as np
+
+for path in sys.argv[1:]:
+    with h5py.File(path, "r") as f:
+        run = f["/run"].attrs
+        for query in f["/trace"]:
+            t = f["/trace"][query]
+            start, end, worker, device = t["start"][:], t["end"][:], t["worker"][:], t["device"][:]
+            cpu = sorted(set(worker[device == 0]))
+            busy = [float((end[worker == w] - start[worker == w]).sum()) for w in cpu]
+            cells = t["cells"][:][(device == 0) & (t["stage"].asstr()[:] == "all")]
+            seconds = (end - start)[(device == 0) & (t["stage"].asstr()[:] == "all")]
+            per_worker = cells.sum() / seconds.sum() / 1e9 if seconds.sum() > 0 else 0.0
+            print(f"{path} {query}: isa={run.get('isa', '?')} cpu_workers={len(cpu)} "
+                  f"gpu_feeders={int(run.get('gpu_feeders', 0))} pass={t.attrs['wall_seconds']:.3f}s "
+                  f"busy_per_worker={np.mean(busy) if busy else 0:.3f}s first_start={start.min() if len(start) else 0:.3f}s "
+                  f"cpu_Gc/s_per_worker={per_worker:.2f} gpu_share={run.get('gpu_residue_share', 0):.2f} "
+                  f"idle_tail={t.attrs['idle_tail_seconds']:.3f}s worker_idle_tail={t.attrs['worker_idle_tail_seconds']:.3f}s "
+                  f"reused_blocks={int(t.attrs.get('reused_blocks', 0))}/{int(t.attrs.get('blocks', 0))}")

@@ -132,6 +132,7 @@ TEST(SchedulerInvariant, ResultsIdenticalAcrossWorkersBlocksPoliciesAndFaults) {
       {"faults every batch", 1, 1, scheduler::SplitPolicy::dynamic, app::HybridOptions::Gpu::only},
       {"static with faults", 2, 3, scheduler::SplitPolicy::static_fraction, app::HybridOptions::Gpu::auto_detect},
       {"adaptive", 1, 0, scheduler::SplitPolicy::adaptive, app::HybridOptions::Gpu::auto_detect},
+      {"adaptive gpu only", 1, 0, scheduler::SplitPolicy::adaptive, app::HybridOptions::Gpu::only},
       {"adaptive, two gpus, faults", 2, 2, scheduler::SplitPolicy::adaptive, app::HybridOptions::Gpu::auto_detect},
   };
   for (const Case& c : cases) {
@@ -195,6 +196,11 @@ TEST(SchedulerInvariant, ResultsIdenticalAcrossWorkersBlocksPoliciesAndFaults) {
         EXPECT_EQ(post_sequences, at_forward) << what;
         EXPECT_EQ(post_residues, at_forward_residues) << what;
         EXPECT_LT(post_residues, q.counts.residues) << what;
+      }
+      for (const auto& r : s.trace) {
+        if (r.device == scheduler::Device::gpu) {
+          EXPECT_LE(r.blocks, static_cast<std::int64_t>(h.gpu_batch_blocks)) << what;
+        }
       }
       EXPECT_GE(s.idle_tail_seconds, 0) << what;
       EXPECT_GE(s.worker_idle_tail_seconds, s.idle_tail_seconds - 1e-9) << what;
@@ -289,6 +295,27 @@ TEST(SchedulerParts, QueueBoundsDepthAndServesPostAndRequeuedFirst) {
   EXPECT_EQ(queue.pop_for_cpu()->block->index, 2);
   EXPECT_FALSE(queue.pop_for_cpu());
   EXPECT_TRUE(queue.pop_batch_for_gpu(4, 100).empty());
+}
+
+// The adaptive policy's batch size: about half of what the device does in the time the
+// whole machine needs for what is left; a quarter of the maximum before any measure.
+TEST(SchedulerParts, AdaptiveBatchShrinksAsWorkRunsOut) {
+  using scheduler::adaptive_batch_residues;
+  const std::int64_t max = 1000000;
+  EXPECT_EQ(adaptive_batch_residues(0, 0, 5e9, max), max / 4);         // nothing measured yet
+  EXPECT_EQ(adaptive_batch_residues(1e6, 1e6, 5e9, max), max);        // plenty left: the maximum
+  EXPECT_EQ(adaptive_batch_residues(1e6, 1e6, 600000, max), 300000);  // alone: half of what is left
+  EXPECT_EQ(adaptive_batch_residues(1e6, 4e6, 800000, max), 100000);  // a quarter of the machine
+  EXPECT_EQ(adaptive_batch_residues(1e6, 2e6, 0, max), 1);            // at least one residue (a block)
+  std::int64_t left = 900000, batches = 0;  // a GPU alone: batches halve to the end
+  std::int64_t previous = max;
+  while (left > 0) {
+    const std::int64_t batch = std::min(left, adaptive_batch_residues(1e6, 1e6, static_cast<double>(left), max));
+    EXPECT_LE(batch, previous);
+    previous = batch;
+    left -= batch;
+    ASSERT_LT(++batches, 40);
+  }
 }
 
 TEST(SchedulerParts, ResultSinkDeliversInOrder) {

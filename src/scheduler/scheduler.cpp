@@ -139,17 +139,13 @@ void cpu_worker(Shared& shared, Workload& workload, int worker, const SchedulerO
   }
 }
 
-// The residue budget of the next batch of an adaptive feeder: about half of what this
-// device does in the time the whole machine needs for what is left.
+// The residue budget of the next batch of an adaptive feeder (adaptive_batch_residues).
 std::int64_t adaptive_budget(const Shared& shared, std::size_t feeder, const SchedulerOptions& options) {
-  const double own = shared.gpu_rates[feeder].load();
-  if (own <= 0) return std::max<std::int64_t>(1, options.gpu_batch_residues / 4);  // first batch: measure
   const double elapsed = shared.now();
   double machine = elapsed > 0 ? static_cast<double>(shared.cpu_residues.load()) / elapsed : 0;
   for (const auto& rate : shared.gpu_rates) machine += rate.load();
-  const double seconds_left = shared.remaining_residues() / std::max(machine, 1e-9);
-  const double budget = 0.5 * own * seconds_left;
-  return static_cast<std::int64_t>(std::clamp(budget, 1.0, static_cast<double>(options.gpu_batch_residues)));
+  return adaptive_batch_residues(shared.gpu_rates[feeder].load(), machine, shared.remaining_residues(),
+                                 options.gpu_batch_residues);
 }
 
 void gpu_feeder(Shared& shared, GpuBackend& gpu, std::int64_t cells_per_residue, int worker, std::size_t feeder,
@@ -235,6 +231,14 @@ void progress_line(const Shared& shared) {
 }
 
 }  // namespace
+
+std::int64_t adaptive_batch_residues(double own_rate, double machine_rate, double remaining,
+                                     std::int64_t max_residues) {
+  if (own_rate <= 0) return std::max<std::int64_t>(1, max_residues / 4);  // first batch: measure
+  const double seconds_left = remaining / std::max(machine_rate, own_rate);
+  const double budget = 0.5 * own_rate * seconds_left;
+  return static_cast<std::int64_t>(std::clamp(budget, 1.0, static_cast<double>(max_residues)));
+}
 
 RunSummary run_blocks(BlockStore& store, Workload& workload, std::span<GpuBackend* const> gpus,
                       const SchedulerOptions& options) {

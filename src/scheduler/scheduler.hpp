@@ -131,6 +131,13 @@ struct RunSummary {
   bool stopped = false;  // stopped through options.stop: results are incomplete
 };
 
+// The adaptive policy's residue budget for a device's next batch: half of what the device
+// (own_rate residues/s) does in the time the machine (machine_rate residues/s, every
+// device together) needs for `remaining` residues, within [1, max_residues]; max/4 while
+// own_rate is not yet measured (0).
+std::int64_t adaptive_batch_residues(double own_rate, double machine_rate, double remaining,
+                                     std::int64_t max_residues);
+
 // Runs one pass of `store` (one query). `gpus` may be empty. Blocks reach the Workload or
 // a GpuBackend exactly once each (a failed GPU batch delivers nothing and is redone by a
 // CPU worker). With GPUs and cpu_workers == 0, one CPU worker is still started to serve

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "app/report.hpp"
+#include "app/run_context.hpp"
 #include "app/bench_command.hpp"
 #include "app/search.hpp"
 #include "app/pairhmm_command.hpp"
@@ -35,39 +36,8 @@ namespace {
 
 using namespace duet;
 
-// Set by SIGINT; the scheduler polls it between blocks.
-std::atomic<bool> g_interrupted{false};
-static_assert(std::atomic<bool>::is_always_lock_free);
-extern "C" void on_sigint(int) { g_interrupted.store(true); }
-
-// A debug setting from the environment: a non-negative integer, 0 when unset.
-int debug_setting(const char* name) {
-  const char* value = std::getenv(name);
-  if (value == nullptr || *value == 0) return 0;
-  char* end = nullptr;
-  const long n = std::strtol(value, &end, 10);
-  if (*end != 0 || n < 0 || n > 64) throw UsageError(std::string(name) + " must be an integer in 0..64");
-  return static_cast<int>(n);
-}
-
 // Thrown when SIGINT stopped the search: exit status 130, no output files.
 struct Interrupted {};
-
-std::string now_iso8601() {
-  const std::time_t t = std::time(nullptr);
-  char buffer[64];
-  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%S%z", std::localtime(&t));
-  return buffer;
-}
-
-std::string join_command_line(int argc, char** argv) {
-  std::string s;
-  for (int i = 0; i < argc; ++i) {
-    if (i) s += ' ';
-    s += argv[i];
-  }
-  return s;
-}
 
 // Writes a text file through a temporary file renamed on success.
 void write_text_file_atomically(const std::string& path, const std::function<void(std::ostream&)>& fill) {
@@ -159,7 +129,7 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
           ->check(CLI::Range(0, 256));
   action = [=, &o]() -> int {
     // Ctrl-C from here on stops the search cleanly; no output file exists yet.
-    std::signal(SIGINT, on_sigint);
+    app::install_interrupt_handler();
     io::Config config = o.config_path.empty() ? io::Config{} : io::load_config(o.config_path);
     (void)config_opt;
     auto& s = config.search;
@@ -206,11 +176,11 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
     const simd::Isa isa = simd::isa_from_name(config.run.isa);  // clear error if the CPU lacks it
 
     app::RunInfo info;
-    info.command_line = join_command_line(argc, argv);
+    info.command_line = app::join_command_line(argc, argv);
     info.hmm_path = o.hmm_path;
     info.database_path = o.database_path;
     info.isa = std::string(simd::isa_name(isa));
-    info.started = now_iso8601();
+    info.started = app::now_iso8601();
 
     // Everything that can be checked before the search is checked first: the output
     // file can be created, the model file parses, the database opens.
@@ -227,18 +197,18 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
     app::HybridOptions hybrid = app::hybrid_options(config);
     hybrid.gpu_devices = o.gpus;
     hybrid.gpu_strategy = o.gpu_strategy;
-    hybrid.test_gpus = debug_setting("DUET_DEBUG_TEST_GPU");
-    hybrid.fault_every = debug_setting("DUET_DEBUG_GPU_FAULT_EVERY");
+    hybrid.test_gpus = app::debug_setting("DUET_DEBUG_TEST_GPU");
+    hybrid.fault_every = app::debug_setting("DUET_DEBUG_GPU_FAULT_EVERY");
     if (hybrid.test_gpus > 0 && hybrid.gpu != app::HybridOptions::Gpu::off) {
       std::cerr << "duet: warning: DUET_DEBUG_TEST_GPU: the GPU is a TEST DOUBLE running CPU kernels; "
                    "the output file records it\n";
     }
     hybrid.progress = !config.run.quiet && ::isatty(STDERR_FILENO);
     hybrid.warnings = !config.run.quiet;
-    hybrid.stop = &g_interrupted;
-    if (g_interrupted.load()) throw Interrupted{};
+    hybrid.stop = &app::g_interrupted;
+    if (app::g_interrupted.load()) throw Interrupted{};
     const app::SearchRun run = app::run_hmmsearch(models, o.database_path, config, hybrid);
-    if (run.stopped || g_interrupted.load()) throw Interrupted{};
+    if (run.stopped || app::g_interrupted.load()) throw Interrupted{};
     app::write_hdf5(h5, run, config, info);
     if (!config.run.tblout.empty()) {
       write_text_file_atomically(config.run.tblout,
@@ -262,16 +232,7 @@ bool cpu_has(const char* feature) {
 }
 
 int run_info() {
-  std::string model = "unknown";
-  {
-    std::ifstream in("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(in, line))
-      if (line.rfind("model name", 0) == 0) {
-        model = line.substr(line.find(':') + 2);
-        break;
-      }
-  }
+  const std::string model = app::cpu_model();
   std::cout << "duet " << DUET_VERSION << "\n";
   std::cout << "CPU:        " << model << "\n";
   std::cout << "cores:      " << std::thread::hardware_concurrency() << "\n";

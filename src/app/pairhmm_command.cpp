@@ -1,6 +1,7 @@
 // `duet pairhmm [--format gkl|batch] INPUT -o out.h5`: reads the pairs, runs them through
 // the scheduler, writes /results/pairhmm, /trace/pairhmm and /run.
 #include "app/pairhmm_command.hpp"
+#include "app/run_context.hpp"
 
 #include <unistd.h>
 
@@ -24,38 +25,6 @@
 namespace duet::app {
 
 namespace {
-
-std::atomic<bool> g_pairhmm_interrupted{false};
-extern "C" void on_pairhmm_sigint(int) { g_pairhmm_interrupted.store(true); }
-
-int debug_setting(const char* name) {
-  const char* value = std::getenv(name);
-  if (value == nullptr || *value == 0) return 0;
-  char* end = nullptr;
-  const long n = std::strtol(value, &end, 10);
-  if (*end != 0 || n < 0 || n > 64) throw UsageError(std::string(name) + " must be an integer in 0..64");
-  return static_cast<int>(n);
-}
-
-std::string now_iso8601() {
-  const std::time_t t = std::time(nullptr);
-  char buffer[64];
-  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%S%z", std::localtime(&t));
-  return buffer;
-}
-
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown";
-}
-
-std::string host_name() {
-  char buffer[256] = {};
-  return ::gethostname(buffer, sizeof buffer - 1) == 0 ? buffer : "unknown";
-}
 
 struct Options {
   std::string input, out = "duet.h5", format = "auto", isa = "auto", gpu_kernel = "auto";
@@ -230,10 +199,10 @@ void add_pairhmm_command(CLI::App& app, std::vector<std::pair<CLI::App*, std::fu
                    "the output file records it\n";
     }
     r.progress = !o->quiet && ::isatty(STDERR_FILENO);
-    r.stop = &g_pairhmm_interrupted;
-    std::signal(SIGINT, on_pairhmm_sigint);
+    r.stop = &g_interrupted;
+    install_interrupt_handler();
     const PairhmmRun run = run_pairhmm(input, model, r);
-    if (run.stopped || g_pairhmm_interrupted.load()) {
+    if (run.stopped || g_interrupted.load()) {
       std::cerr << "duet: interrupted; no output written\n";
       return 130;
     }

@@ -1,5 +1,6 @@
 // Text, table and HDF5 outputs of hmmsearch; see report.hpp.
 #include "app/report.hpp"
+#include "app/run_context.hpp"
 
 #include <unistd.h>
 
@@ -20,24 +21,6 @@ std::string printf_string(const char* format, auto... args) {
   char buffer[512];
   std::snprintf(buffer, sizeof buffer, format, args...);
   return buffer;
-}
-
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      const auto p = line.find(':');
-      if (p != std::string::npos) return line.substr(p + 2);
-    }
-  }
-  return "unknown";
-}
-
-std::string host_name() {
-  char name[256] = {0};
-  if (gethostname(name, sizeof name - 1) != 0) return "unknown";
-  return name;
 }
 
 // /trace/<query>/...: one row per batch, as parallel 1-D arrays; /run: totals, device

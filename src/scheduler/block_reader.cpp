@@ -91,6 +91,7 @@ BlockReader::BlockReader(const std::string& path, const Alphabet& alphabet, cons
       map_size_ = static_cast<std::size_t>(st.st_size);
       ::close(fd);
       if (start_offset_ > map_size_) {
+        ::munmap(map, map_size_);
         throw InputError(path, options.start.line, "cannot seek to byte " + std::to_string(start_offset_));
       }
     }
@@ -407,7 +408,13 @@ BlockReader::ParsedChunk BlockReader::parse(const RawChunk& raw) const {
   return out;
 }
 
+double BlockReader::fraction_handed_out() const {
+  if (map_ != nullptr) return map_size_ > 0 ? static_cast<double>(handed_offset_) / static_cast<double>(map_size_) : 1.0;
+  return file_size_ > 0 ? std::min(1.0, static_cast<double>(bytes_read()) / static_cast<double>(file_size_)) : 0.0;
+}
+
 BlockPtr BlockReader::emit(BlockPtr block) {
+  handed_offset_ = block->file_offset;
   block->index = next_block_++;
   block->first_sequence = next_sequence_;
   next_sequence_ += static_cast<std::int64_t>(block->sequences());

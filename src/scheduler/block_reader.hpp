@@ -86,6 +86,10 @@ class BlockReader {
   // (0 if unknown): progress. Any thread.
   std::uint64_t bytes_read() const { return bytes_read_.load(std::memory_order_relaxed); }
   std::uint64_t file_size() const { return file_size_; }
+  // Share of the file handed out by next() so far, in [0, 1]: exact offsets for a plain
+  // file; for gzip, what the source inflated (it reads a few chunks ahead). From the
+  // thread that calls next().
+  double fraction_handed_out() const;
 
  private:
   static ReaderOptions options_for(std::size_t block_residues) {
@@ -110,7 +114,6 @@ class BlockReader {
   };
   struct ParsedChunk {
     std::vector<BlockPtr> blocks;  // first_line chunk-relative, index and first_sequence unset
-    bool last_open = false;        // the last block may take more sequences
     std::int64_t newlines = 0;
     std::unique_ptr<Failure> failure;
   };
@@ -153,6 +156,7 @@ class BlockReader {
   BlockPtr pending_;  // the open last block of the previous chunk
   std::int64_t lines_before_;  // lines of the file before the chunk next() takes next
   std::int64_t next_block_, next_sequence_;
+  std::uint64_t handed_offset_ = 0;  // file offset of the last block handed out
   bool failed_ = false;
 
   std::vector<std::thread> threads_;

@@ -43,8 +43,7 @@ BlockPtr BlockStore::Pass::next() {
       } else {
         s.keeping_ = false;
         s.resume_ = {block->file_offset, block->first_line, block->index, block->first_sequence};
-        const auto size = reader_->file_size();
-        s.kept_fraction_ = size > 0 ? std::min(1.0, static_cast<double>(reader_->bytes_read()) / static_cast<double>(size)) : 0;
+        s.kept_fraction_ = reader_->fraction_handed_out();
       }
     }
     return block;
@@ -61,11 +60,7 @@ BlockPtr BlockStore::Pass::next() {
 
 double BlockStore::Pass::fraction_done() const {
   const BlockStore& s = store_;
-  auto file_fraction = [&] {
-    const auto size = reader_->file_size();
-    return size > 0 ? std::min(1.0, static_cast<double>(reader_->bytes_read()) / static_cast<double>(size)) : 0.0;
-  };
-  if (first_ || reader_) return file_fraction();
+  if (first_ || reader_) return reader_->fraction_handed_out();
   if (s.kept_.empty()) return 0;
   const double kept_share = static_cast<double>(kept_handed_) / static_cast<double>(s.kept_.size());
   return kept_share * (s.all_kept_ ? 1.0 : s.kept_fraction_);

@@ -215,16 +215,18 @@ void progress_line(const Shared& shared) {
   const auto cpu = static_cast<double>(shared.cpu_residues.load());
   const auto gpu = static_cast<double>(shared.gpu_residues.load());
   const double done = cpu + gpu;
-  double fraction = shared.fraction_read.load();
-  char total[48] = "";
-  if (shared.known_total > 0) {
-    fraction = done / static_cast<double>(shared.known_total);
-    std::snprintf(total, sizeof total, " of %.1f", static_cast<double>(shared.known_total) / 1e6);
-  }
+  // The total: known after a first pass, else what was read so far extrapolated from the
+  // share of the file read (exact once the reader is done).
+  const auto read = static_cast<double>(shared.read_residues.load());
+  const bool known = shared.known_total > 0 || shared.reader_done.load();
+  const double total = shared.known_total > 0   ? static_cast<double>(shared.known_total)
+                       : shared.reader_done.load() ? read
+                                                   : read / std::max(0.01, shared.fraction_read.load());
+  const double fraction = total > 0 ? std::min(1.0, done / total) : 0;
   char left[32] = "?";
   if (fraction > 0.01 && fraction < 1) std::snprintf(left, sizeof left, "%.0f s", t / fraction - t);
-  std::fprintf(stderr, "\r\033[K[duet] %.1f%s Mres (%.0f%%), %.2f Gc/s, CPU %.0f%% GPU %.0f%%, left %s",
-               done / 1e6, total, fraction * 100,
+  std::fprintf(stderr, "\r\033[K[duet] %.1f of %s%.1f Mres (%.0f%%), %.2f Gc/s, CPU %.0f%% GPU %.0f%%, left %s",
+               done / 1e6, known ? "" : "~", total / 1e6, fraction * 100,
                t > 0 ? static_cast<double>(shared.cells.load()) / t / 1e9 : 0, done > 0 ? cpu / done * 100 : 0,
                done > 0 ? gpu / done * 100 : 0, left);
   std::fflush(stderr);

@@ -256,9 +256,10 @@ std::int64_t integer_in(const EntryReader& reader, const Entry& entry, std::int6
 }
 
 void read_scheduler(const toml::table& table, const EntryReader& reader, SchedulerConfig& scheduler) {
+  const std::vector<Entry> entries = entries_in_file_order(table);  // outlives the pointers below
   const Entry* no_gpu = nullptr;
   const Entry* gpu_only = nullptr;
-  for (const Entry& entry : entries_in_file_order(table)) {
+  for (const Entry& entry : entries) {
     const std::string_view key = entry.key;
     if (key == "policy") {
       const std::string value = reader.string(entry);

@@ -17,6 +17,7 @@
 #include "device/hmm_gpu.hpp"
 #include "simd_test_support.hpp"
 #include "test_support.hpp"
+#include "search_compare.hpp"
 
 namespace duet {
 namespace {
@@ -171,49 +172,10 @@ TEST(GpuKernels, BatchesAndSlotsAgree) {
 
 // ---- whole searches ----
 
-std::string database_prefix(const test::TempDir& dir, int count) {
-  const std::string path = dir.file("db" + std::to_string(count) + ".fa");
-  TextReader in(simd_test::kMmseqsDatabase);
-  std::ofstream out(path);
-  std::string line;
-  int headers = 0;
-  while (in.next_line(line)) {
-    if (!line.empty() && line[0] == '>' && ++headers > count) break;
-    out << line << '\n';
-  }
-  return path;
-}
-
-void expect_identical(const app::SearchRun& a, const app::SearchRun& b, const std::string& what) {
-  ASSERT_EQ(a.queries.size(), b.queries.size()) << what;
-  for (std::size_t q = 0; q < a.queries.size(); ++q) {
-    const auto& x = a.queries[q];
-    const auto& y = b.queries[q];
-    EXPECT_EQ(x.counts.targets, y.counts.targets) << what;
-    EXPECT_EQ(x.counts.passed_msv, y.counts.passed_msv) << what;
-    EXPECT_EQ(x.counts.passed_bias, y.counts.passed_bias) << what;
-    EXPECT_EQ(x.counts.passed_viterbi, y.counts.passed_viterbi) << what;
-    EXPECT_EQ(x.counts.passed_forward, y.counts.passed_forward) << what;
-    EXPECT_EQ(x.reported, y.reported) << what;
-    ASSERT_EQ(x.targets.size(), y.targets.size()) << what;
-    for (std::size_t i = 0; i < x.targets.size(); ++i) {
-      const auto& s = x.targets[i];
-      const auto& t = y.targets[i];
-      ASSERT_EQ(s.index, t.index) << what;
-      EXPECT_EQ(s.scores.stage, t.scores.stage) << what << " " << s.name;
-      EXPECT_EQ(0, std::memcmp(&s.scores.msv_bits, &t.scores.msv_bits, sizeof(float))) << what << " " << s.name;
-      EXPECT_EQ(0, std::memcmp(&s.scores.viterbi_bits, &t.scores.viterbi_bits, sizeof(float))) << what << " " << s.name;
-      EXPECT_EQ(0, std::memcmp(&s.scores.forward_bits, &t.scores.forward_bits, sizeof(float))) << what << " " << s.name;
-      EXPECT_EQ(0, std::memcmp(&s.scores.pvalue, &t.scores.pvalue, sizeof(double))) << what << " " << s.name;
-      EXPECT_EQ(s.reported, t.reported) << what;
-    }
-  }
-}
-
 TEST(GpuSearch, ResultsIdenticalWithAndWithoutGpu) {
   REQUIRE_GPU();
   test::TempDir dir;
-  const std::string db = database_prefix(dir, 6000);
+  const std::string db = test::database_prefix(dir, 6000);
   for (const char* name : {"globins4.hmm", "Pkinase.hmm", "fn3.hmm"}) {
     const std::vector<HmmModel> models = read_hmm_file(std::string(simd_test::kTutorialDir) + name);
     for (bool relaxed : {false, true}) {
@@ -237,7 +199,7 @@ TEST(GpuSearch, ResultsIdenticalWithAndWithoutGpu) {
           gpu.gpu_batch_blocks = 4;
           const app::SearchRun run = app::run_hmmsearch(models, db, config, gpu);
           EXPECT_GT(run.queries.at(0).schedule.gpu_residues, 0);
-          expect_identical(reference, run,
+          test::expect_identical(reference, run,
                            std::string(name) + (relaxed ? " relaxed " : " ") + strategy +
                                (mode == app::HybridOptions::Gpu::only ? " gpu-only" : " hybrid"));
         }
@@ -248,7 +210,7 @@ TEST(GpuSearch, ResultsIdenticalWithAndWithoutGpu) {
 
 TEST(GpuSearch, UnknownGpuIsAClearError) {
   test::TempDir dir;
-  const std::string db = database_prefix(dir, 10);
+  const std::string db = test::database_prefix(dir, 10);
   const std::vector<HmmModel> models = read_hmm_file(std::string(simd_test::kTutorialDir) + "globins4.hmm");
   app::HybridOptions gpu;
   gpu.gpu_devices = {99};

@@ -25,64 +25,18 @@
 #include "scheduler/block_queue.hpp"
 #include "scheduler/result_sink.hpp"
 #include "scheduler/scheduler.hpp"
+#include "search_compare.hpp"
 #include "test_support.hpp"
 
 namespace duet {
 namespace {
 
-const std::string kDatabase = "/usr/share/doc/mmseqs2/example-data/DB.fasta.gz";
 const std::string kModel = "/usr/share/doc/hmmer/examples/tutorial/globins4.hmm";
 
 // Database and block sizes: DUET_TEST_QUICK (set by the ThreadSanitizer run in CI) divides
 // them by 8 (the number of blocks stays the same);
 // every case still runs, on fewer sequences.
 int scaled(int count) { return std::getenv("DUET_TEST_QUICK") ? std::max(1, count / 8) : count; }
-
-// The first `count` records of the example database, as a plain FASTA file.
-std::string small_database(const test::TempDir& dir, int count) {
-  const std::string path = dir.file("db" + std::to_string(count) + ".fa");
-  TextReader in(kDatabase);
-  std::ofstream out(path);
-  std::string line;
-  int headers = 0;
-  while (in.next_line(line)) {
-    if (!line.empty() && line[0] == '>' && ++headers > count) break;
-    out << line << '\n';
-  }
-  return path;
-}
-
-// Bitwise equality of two searches' results (what /results holds).
-void expect_identical(const app::SearchRun& a, const app::SearchRun& b, const std::string& what) {
-  ASSERT_EQ(a.queries.size(), b.queries.size()) << what;
-  for (std::size_t q = 0; q < a.queries.size(); ++q) {
-    const auto& x = a.queries[q];
-    const auto& y = b.queries[q];
-    EXPECT_EQ(x.counts.targets, y.counts.targets) << what;
-    EXPECT_EQ(x.counts.residues, y.counts.residues) << what;
-    EXPECT_EQ(x.counts.passed_msv, y.counts.passed_msv) << what;
-    EXPECT_EQ(x.counts.passed_bias, y.counts.passed_bias) << what;
-    EXPECT_EQ(x.counts.passed_viterbi, y.counts.passed_viterbi) << what;
-    EXPECT_EQ(x.counts.passed_forward, y.counts.passed_forward) << what;
-    EXPECT_EQ(x.reported, y.reported) << what;
-    ASSERT_EQ(x.targets.size(), y.targets.size()) << what;
-    for (std::size_t i = 0; i < x.targets.size(); ++i) {
-      const auto& s = x.targets[i];
-      const auto& t = y.targets[i];
-      EXPECT_EQ(s.index, t.index) << what;
-      EXPECT_EQ(s.name, t.name) << what;
-      EXPECT_EQ(s.description, t.description) << what;
-      EXPECT_EQ(s.length, t.length) << what;
-      EXPECT_EQ(s.scores.stage, t.scores.stage) << what;
-      EXPECT_EQ(0, std::memcmp(&s.scores.msv_bits, &t.scores.msv_bits, sizeof(float))) << what;
-      EXPECT_EQ(0, std::memcmp(&s.scores.viterbi_bits, &t.scores.viterbi_bits, sizeof(float))) << what;
-      EXPECT_EQ(0, std::memcmp(&s.scores.forward_bits, &t.scores.forward_bits, sizeof(float))) << what;
-      EXPECT_EQ(0, std::memcmp(&s.scores.pvalue, &t.scores.pvalue, sizeof(double))) << what;
-      EXPECT_EQ(0, std::memcmp(&s.evalue, &t.evalue, sizeof(double))) << what;
-      EXPECT_EQ(s.reported, t.reported) << what;
-    }
-  }
-}
 
 io::Config relaxed_config(int workers) {
   io::Config config;
@@ -101,7 +55,7 @@ app::SearchRun search(const std::string& db, int workers, const app::HybridOptio
 
 TEST(SchedulerInvariant, ResultsIdenticalAcrossWorkersBlocksPoliciesAndFaults) {
   test::TempDir dir;
-  const std::string db = small_database(dir, scaled(1500));
+  const std::string db = test::database_prefix(dir, scaled(1500));
   app::HybridOptions base;
   base.gpu = app::HybridOptions::Gpu::off;
   const app::SearchRun reference = search(db, 1, base);
@@ -112,7 +66,7 @@ TEST(SchedulerInvariant, ResultsIdenticalAcrossWorkersBlocksPoliciesAndFaults) {
     for (std::size_t block : {std::size_t{1}, std::size_t{5000}, std::size_t{1} << 24}) {
       app::HybridOptions h = base;
       h.block_residues = block;
-      expect_identical(reference, search(db, workers, h),
+      test::expect_identical(reference, search(db, workers, h),
                        "cpu workers=" + std::to_string(workers) + " block=" + std::to_string(block));
     }
   }
@@ -147,7 +101,7 @@ TEST(SchedulerInvariant, ResultsIdenticalAcrossWorkersBlocksPoliciesAndFaults) {
       h.gpu_batch_blocks = 3;
       const app::SearchRun run = search(db, workers, h);
       const std::string what = std::string(c.name) + " workers=" + std::to_string(workers);
-      expect_identical(reference, run, what);
+      test::expect_identical(reference, run, what);
       const auto& s = run.queries.at(0).schedule;
       EXPECT_TRUE(s.test_double) << what;
       EXPECT_EQ(s.residues, reference.queries[0].counts.residues) << what;
@@ -210,7 +164,7 @@ TEST(SchedulerInvariant, ResultsIdenticalAcrossWorkersBlocksPoliciesAndFaults) {
 
 TEST(SchedulerInvariant, TinyBlocksManyWorkersStress) {
   test::TempDir dir;
-  const std::string db = small_database(dir, scaled(300));
+  const std::string db = test::database_prefix(dir, scaled(300));
   app::HybridOptions base;
   base.gpu = app::HybridOptions::Gpu::off;
   const app::SearchRun reference = search(db, 1, base);
@@ -222,7 +176,7 @@ TEST(SchedulerInvariant, TinyBlocksManyWorkersStress) {
     h.block_residues = 1;
     h.queue_depth = 1;
     h.gpu_batch_blocks = 4;
-    expect_identical(reference, search(db, 8, h), "stress round " + std::to_string(round));
+    test::expect_identical(reference, search(db, 8, h), "stress round " + std::to_string(round));
   }
 }
 
@@ -237,24 +191,24 @@ TEST(SchedulerEdges, EmptyDatabaseOneSequenceMoreWorkersThanBlocks) {
     EXPECT_EQ(run.queries.at(0).counts.targets, 0);
     EXPECT_TRUE(run.queries[0].targets.empty());
   }
-  const std::string one = small_database(dir, 1);
+  const std::string one = test::database_prefix(dir, 1);
   h.gpu = app::HybridOptions::Gpu::off;
   const app::SearchRun single = search(one, 1, h);
   EXPECT_EQ(single.queries.at(0).counts.targets, 1);
-  expect_identical(single, search(one, 6, h), "one sequence, 6 workers");
+  test::expect_identical(single, search(one, 6, h), "one sequence, 6 workers");
   h.gpu = app::HybridOptions::Gpu::auto_detect;
-  expect_identical(single, search(one, 6, h), "one sequence, 6 workers, test gpu");
-  const std::string few = small_database(dir, 3);
+  test::expect_identical(single, search(one, 6, h), "one sequence, 6 workers, test gpu");
+  const std::string few = test::database_prefix(dir, 3);
   h.gpu = app::HybridOptions::Gpu::off;
   const app::SearchRun three = search(few, 1, h);
   h.block_residues = 1;
   EXPECT_EQ(search(few, 8, h).queries[0].schedule.blocks, 3);
-  expect_identical(three, search(few, 8, h), "3 blocks, 8 workers");
+  test::expect_identical(three, search(few, 8, h), "3 blocks, 8 workers");
 }
 
 TEST(SchedulerEdges, NoGpuAvailableIsUsageError) {
   test::TempDir dir;
-  const std::string db = small_database(dir, 2);
+  const std::string db = test::database_prefix(dir, 2);
   app::HybridOptions h;
   h.gpu = app::HybridOptions::Gpu::only;
   EXPECT_THROW(search(db, 1, h), UsageError);
@@ -332,7 +286,7 @@ TEST(SchedulerParts, ResultSinkDeliversInOrder) {
 
 TEST(SchedulerCli, SigintStopsCleanlyWithExit130AndNoOutput) {
   test::TempDir dir;
-  const std::string db = small_database(dir, 20000);
+  const std::string db = test::database_prefix(dir, 20000);
   const std::string out = dir.file("out.h5");
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
@@ -359,7 +313,7 @@ TEST(SchedulerCli, SigintStopsCleanlyWithExit130AndNoOutput) {
 // database, part of it, or none) give results identical to re-reading the file.
 TEST(SchedulerReuse, ResultsIdenticalWithAndWithoutReusedBlocks) {
   test::TempDir dir;
-  const std::string db = small_database(dir, scaled(700));
+  const std::string db = test::database_prefix(dir, scaled(700));
   const std::string hmm = dir.file("three.hmm");
   test::run_command("cat /usr/share/doc/hmmer/examples/tutorial/globins4.hmm "
                     "/usr/share/doc/hmmer/examples/tutorial/fn3.hmm "
@@ -382,7 +336,7 @@ TEST(SchedulerReuse, ResultsIdenticalWithAndWithoutReusedBlocks) {
   for (const auto& q : reread.queries) EXPECT_EQ(q.schedule.reused_blocks, 0);
 
   const app::SearchRun all = run(std::uint64_t{1} << 30, 0, db);
-  expect_identical(reread, all, "everything kept");
+  test::expect_identical(reread, all, "everything kept");
   EXPECT_EQ(all.queries[0].schedule.reused_blocks, 0);
   EXPECT_EQ(all.queries[1].schedule.reused_blocks, blocks);
   EXPECT_EQ(all.queries[2].schedule.reused_blocks, blocks);
@@ -393,7 +347,7 @@ TEST(SchedulerReuse, ResultsIdenticalWithAndWithoutReusedBlocks) {
       // Memory for about a third of the blocks (a block holds about one byte per residue).
       const app::SearchRun part = run(static_cast<std::uint64_t>(reread.queries[0].counts.residues / 3), gpus, path);
       const std::string what = "part kept, " + path + ", test gpus " + std::to_string(gpus);
-      expect_identical(reread, part, what);
+      test::expect_identical(reread, part, what);
       const std::int64_t kept = part.queries[1].schedule.reused_blocks;
       EXPECT_GT(kept, 0) << what;
       EXPECT_LT(kept, blocks) << what;
@@ -407,7 +361,7 @@ TEST(SchedulerReuse, ResultsIdenticalWithAndWithoutReusedBlocks) {
 // recorded in /run config_toml; fault warnings go away with --quiet.
 TEST(SchedulerCli, ConfigTableCommandLineOverridesAndQuietFaults) {
   test::TempDir dir;
-  const std::string db = small_database(dir, 300);
+  const std::string db = test::database_prefix(dir, 300);
   const std::string cfg = dir.file("s.toml");
   test::write_file(cfg, "[scheduler]\npolicy = \"static\"\nstatic_cpu_fraction = 0.25\nblock_residues = 5000\n"
                         "reuse_memory = \"64M\"\nqueue_depth = 3\n");
@@ -441,7 +395,7 @@ TEST(SchedulerCli, ConfigTableCommandLineOverridesAndQuietFaults) {
 // Ctrl-C at any moment, even while the command starts: no temporary file is left.
 TEST(SchedulerCli, EarlySigintLeavesNoTemporaryFile) {
   test::TempDir dir;
-  const std::string db = small_database(dir, 3000);
+  const std::string db = test::database_prefix(dir, 3000);
   for (int delay_ms : {5, 20, 50, 100, 200}) {
     const std::string out = dir.file("early.h5");
     const pid_t pid = fork();

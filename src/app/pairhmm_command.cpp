@@ -2,6 +2,7 @@
 // the scheduler, writes /results/pairhmm, /trace/pairhmm and /run.
 #include "app/pairhmm_command.hpp"
 #include "app/run_context.hpp"
+#include "app/trace_output.hpp"
 
 #include <unistd.h>
 
@@ -38,37 +39,7 @@ struct Options {
 
 void write_trace(io::Hdf5Writer& file, const scheduler::RunSummary& s) {
   const std::string g = "/trace/pairhmm";
-  const std::size_t n = s.trace.size();
-  std::vector<std::int32_t> worker(n);
-  std::vector<std::uint8_t> device(n), failed(n);
-  std::vector<std::string> stage(n);
-  std::vector<double> start(n), end(n);
-  std::vector<std::int64_t> block(n), blocks(n), pairs(n), cells(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    const scheduler::TraceRow& r = s.trace[i];
-    worker[i] = r.worker;
-    device[i] = static_cast<std::uint8_t>(r.device);
-    failed[i] = r.failed ? 1 : 0;
-    stage[i] = r.stage;
-    start[i] = r.start;
-    end[i] = r.end;
-    block[i] = r.block;
-    blocks[i] = r.blocks;
-    pairs[i] = r.sequences;
-    cells[i] = r.cells;
-  }
-  file.create_group(g);
-  file.write(g + "/worker", worker);
-  file.write(g + "/device", device);
-  file.write(g + "/stage", stage);
-  file.write(g + "/start", start);
-  file.write(g + "/end", end);
-  file.write(g + "/first_block", block);
-  file.write(g + "/blocks", blocks);
-  file.write(g + "/pairs", pairs);
-  file.write(g + "/cells", cells);
-  file.write(g + "/failed", failed);
-  file.set_attribute(g, "device_codes", std::string("0 CPU worker, 1 GPU feeder"));
+  write_trace_rows(file, g, s.trace, "pairs", false);
   file.set_attribute(g, "cells_note", std::string("DP cells counted in units of 256 per pair (work-unit adapter): "
                                                   "within 256 cells per pair of the exact count"));
   file.set_attribute(g, "time_unit", std::string("seconds from the start of the run"));

@@ -1,6 +1,7 @@
 // Text, table and HDF5 outputs of hmmsearch; see report.hpp.
 #include "app/report.hpp"
 #include "app/run_context.hpp"
+#include "app/trace_output.hpp"
 
 #include <unistd.h>
 
@@ -39,29 +40,10 @@ void write_trace(io::Hdf5Writer& file, const SearchRun& run) {
   for (std::size_t qi = 0; qi < run.queries.size(); ++qi) {
     const scheduler::RunSummary& s = run.queries[qi].schedule;
     const std::string g = "/trace/" + query_group_name(run, qi);
-    const std::size_t n = s.trace.size();
-    std::vector<std::int32_t> worker(n);
-    std::vector<std::uint8_t> device(n), failed(n);
-    std::vector<std::string> stage(n);
-    std::vector<double> start(n), end(n);
-    std::vector<std::int64_t> block(n), row_blocks(n), sequences(n), res(n), cells(n), survivors(n);
     feeder_residues.resize(static_cast<std::size_t>(s.gpu_feeders), 0);
     feeder_cells.resize(static_cast<std::size_t>(s.gpu_feeders), 0);
     feeder_seconds.resize(static_cast<std::size_t>(s.gpu_feeders), 0);
-    for (std::size_t i = 0; i < n; ++i) {
-      const scheduler::TraceRow& r = s.trace[i];
-      worker[i] = r.worker;
-      device[i] = static_cast<std::uint8_t>(r.device);
-      failed[i] = r.failed ? 1 : 0;
-      stage[i] = r.stage;
-      start[i] = r.start;
-      end[i] = r.end;
-      block[i] = r.block;
-      row_blocks[i] = r.blocks;
-      sequences[i] = r.sequences;
-      res[i] = r.residues;
-      cells[i] = r.cells;
-      survivors[i] = r.survivors;
+    for (const scheduler::TraceRow& r : s.trace) {
       const int k = r.worker - s.cpu_workers;
       if (r.device == scheduler::Device::gpu && !r.failed && k >= 0 && k < s.gpu_feeders) {
         feeder_residues[static_cast<std::size_t>(k)] += r.residues;
@@ -69,20 +51,7 @@ void write_trace(io::Hdf5Writer& file, const SearchRun& run) {
         feeder_seconds[static_cast<std::size_t>(k)] += r.end - r.start;
       }
     }
-    file.create_group(g);
-    file.write(g + "/worker", worker);
-    file.write(g + "/device", device);
-    file.write(g + "/stage", stage);
-    file.write(g + "/start", start);
-    file.write(g + "/end", end);
-    file.write(g + "/first_block", block);
-    file.write(g + "/blocks", row_blocks);
-    file.write(g + "/sequences", sequences);
-    file.write(g + "/residues", res);
-    file.write(g + "/cells", cells);
-    file.write(g + "/survivors", survivors);
-    file.write(g + "/failed", failed);
-    file.set_attribute(g, "device_codes", std::string("0 CPU worker, 1 GPU feeder"));
+    write_trace_rows(file, g, s.trace, "sequences", true);
     file.set_attribute(g, "stage_names",
                        std::string("all: every stage; post: CPU-only stages after a device (sequences, residues "
                                    "and cells count only the targets the device left to the CPU); fault: failed "

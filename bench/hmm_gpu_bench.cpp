@@ -14,11 +14,11 @@
 #include <string>
 #include <vector>
 
+#include "../tests/simd_test_support.hpp"
 #include "core/fasta_reader.hpp"
 #include "core/profile.hpp"
 #include "core/reference_kernels.hpp"
 #include "device/hmm_gpu.hpp"
-#include "../tests/simd_test_support.hpp"
 
 using namespace duet;
 
@@ -33,8 +33,10 @@ int main(int argc, char** argv) {
   const auto db = simd_test::read_sequences(simd_test::kMmseqsDatabase, abc, 1 << 30);
   std::size_t db_residues = 0;
   for (const auto& s : db) db_residues += s.residues.size();
-  std::printf("database: %zu sequences, %zu residues; replicated to %.3g (MSV) and %.3g (Viterbi) residues\n",
-              db.size(), db_residues, msv_residues, vit_residues);
+  std::printf(
+      "database: %zu sequences, %zu residues; replicated to %.3g (MSV) and %.3g (Viterbi) "
+      "residues\n",
+      db.size(), db_residues, msv_residues, vit_residues);
   const auto replicate = [&](double residues) {
     std::vector<device::GpuTarget> t;
     double total = 0;
@@ -51,9 +53,10 @@ int main(int argc, char** argv) {
   const auto [vit_targets, vit_total] = replicate(vit_residues);
 
   std::mt19937_64 rng(42);
-  std::printf("%6s %10s %10s %12s %10s %10s %8s %s\n", "M", "MSV_ms", "MSV_GCUPS", "exact_tgts", "VIT_ms",
-              "VIT_GCUPS", "checked", "strategy");
-  for (const auto strategy : {device::GpuStrategy::warp_groups, device::GpuStrategy::thread_per_target}) {
+  std::printf("%6s %10s %10s %12s %10s %10s %8s %s\n", "M", "MSV_ms", "MSV_GCUPS", "exact_tgts",
+              "VIT_ms", "VIT_GCUPS", "checked", "strategy");
+  for (const auto strategy :
+       {device::GpuStrategy::warp_groups, device::GpuStrategy::thread_per_target}) {
     for (int M : lengths) {
       const HmmModel hmm = simd_test::random_hmm(rng, abc, M, simd_test::random_style(rng));
       const SearchProfile p = build_search_profile(hmm, Background::for_alphabet(abc));
@@ -72,9 +75,12 @@ int main(int argc, char** argv) {
         msv_exact_ms = times.msv_exact_ms;
         exact = times.msv_exact_targets;
         for (std::size_t i = 0; i < scores.size(); i += scores.size() / 50 + 1) {
-          const auto r = msv_filter_reference(p.msv, msv_targets[i].residues, msv_targets[i].length);
+          const auto r =
+              msv_filter_reference(p.msv, msv_targets[i].residues, msv_targets[i].length);
           ++checked;
-          if (r.overflow != scores[i].overflow || std::memcmp(&r.nats, &scores[i].nats, sizeof(float)) != 0) ++wrong;
+          if (r.overflow != scores[i].overflow ||
+              std::memcmp(&r.nats, &scores[i].nats, sizeof(float)) != 0)
+            ++wrong;
         }
       }
       engine.submit_msv(1, vit_targets.data(), vit_targets.size());
@@ -85,15 +91,18 @@ int main(int argc, char** argv) {
       const auto& vscores = engine.wait_viterbi(1);
       const double vit_ms = engine.kernel_times(1).viterbi_ms;
       for (std::size_t i = 0; i < vscores.size(); i += vscores.size() / 20 + 1) {
-        const auto r = viterbi_filter_reference(p.viterbi, vit_targets[i].residues, vit_targets[i].length);
+        const auto r =
+            viterbi_filter_reference(p.viterbi, vit_targets[i].residues, vit_targets[i].length);
         ++checked;
-        if (r.overflow != vscores[i].overflow || std::memcmp(&r.nats, &vscores[i].nats, sizeof(float)) != 0) ++wrong;
+        if (r.overflow != vscores[i].overflow ||
+            std::memcmp(&r.nats, &vscores[i].nats, sizeof(float)) != 0)
+          ++wrong;
       }
       const double msv_gcups = msv_ms > 0 ? msv_total * M / (msv_ms + msv_exact_ms) / 1e6 : 0;
       const double vit_gcups = vit_total * M / vit_ms / 1e6;
-      std::printf("%6d %10.2f %10.1f %12lld %10.2f %10.1f %5d/%d %s%s\n", M, msv_ms + msv_exact_ms, msv_gcups, exact,
-                  vit_ms, vit_gcups, checked - wrong, checked, device::gpu_strategy_name(strategy).c_str(),
-                  wrong ? "  MISMATCH" : "");
+      std::printf("%6d %10.2f %10.1f %12lld %10.2f %10.1f %5d/%d %s%s\n", M, msv_ms + msv_exact_ms,
+                  msv_gcups, exact, vit_ms, vit_gcups, checked - wrong, checked,
+                  device::gpu_strategy_name(strategy).c_str(), wrong ? "  MISMATCH" : "");
       std::fflush(stdout);
       if (wrong) return 1;
     }

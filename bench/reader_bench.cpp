@@ -60,7 +60,8 @@ int main(int argc, char** argv) {
       ++expected_sequences;
       expected_residues += static_cast<std::int64_t>(s.residues.size());
     }
-    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double t =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::printf("FastaReader (sequential, line by line): %.3f s, %.3f GB/s\n", t, bytes / t / 1e9);
   }
   double best = 1e30;
@@ -78,21 +79,24 @@ int main(int argc, char** argv) {
       sequences += static_cast<std::int64_t>(block->sequences());
       ++blocks;
     }
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const double cpu = cpu_seconds() - cpu0;
     if (residues != expected_residues || sequences != expected_sequences) {
-      std::fprintf(stderr, "BlockReader read %lld sequences, %lld residues; FastaReader %lld, %lld\n",
-                   static_cast<long long>(sequences), static_cast<long long>(residues),
-                   static_cast<long long>(expected_sequences), static_cast<long long>(expected_residues));
+      std::fprintf(
+          stderr, "BlockReader read %lld sequences, %lld residues; FastaReader %lld, %lld\n",
+          static_cast<long long>(sequences), static_cast<long long>(residues),
+          static_cast<long long>(expected_sequences), static_cast<long long>(expected_residues));
       return 1;
     }
     best = std::min(best, s);
-    std::printf("BlockReader pass %d: %lld sequences, %lld residues, %lld blocks, %.3f s, %.3f GB/s, "
-                "CPU %.2f s (%.3f GB per CPU second)\n",
-                r, static_cast<long long>(sequences), static_cast<long long>(residues),
-                static_cast<long long>(blocks), s, bytes / s / 1e9, cpu, bytes / cpu / 1e9);
+    std::printf(
+        "BlockReader pass %d: %lld sequences, %lld residues, %lld blocks, %.3f s, %.3f GB/s, "
+        "CPU %.2f s (%.3f GB per CPU second)\n",
+        r, static_cast<long long>(sequences), static_cast<long long>(residues),
+        static_cast<long long>(blocks), s, bytes / s / 1e9, cpu, bytes / cpu / 1e9);
   }
-  std::printf("best: %.3f GB/s of FASTA text (%.0f MB of text, %.0f MB file)\n", bytes / best / 1e9, bytes / 1e6,
-              file_bytes / 1e6);
+  std::printf("best: %.3f GB/s of FASTA text (%.0f MB of text, %.0f MB file)\n", bytes / best / 1e9,
+              bytes / 1e6, file_bytes / 1e6);
   return 0;
 }

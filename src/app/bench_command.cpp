@@ -29,8 +29,10 @@ namespace fs = std::filesystem;
 std::string shell_quote(const std::string& s) {
   std::string q = "'";
   for (char c : s) {
-    if (c == '\'') q += "'\\''";
-    else q += c;
+    if (c == '\'')
+      q += "'\\''";
+    else
+      q += c;
   }
   return q + "'";
 }
@@ -55,8 +57,14 @@ std::pair<int, std::string> run_process(const std::string& command) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
-const std::vector<std::string> kPointKeys = {"devices", "cpu", "isa", "policy", "static_cpu_fraction",
-                                             "block_residues", "gpu_batch_blocks", "gpu_batch_residues",
+const std::vector<std::string> kPointKeys = {"devices",
+                                             "cpu",
+                                             "isa",
+                                             "policy",
+                                             "static_cpu_fraction",
+                                             "block_residues",
+                                             "gpu_batch_blocks",
+                                             "gpu_batch_residues",
                                              "gpu_strategy"};
 
 struct Row {
@@ -102,7 +110,8 @@ std::vector<Row> rows_from_result(const std::string& h5_path) {
       row.field["cpu_share"] = total > 0 ? fixed(by_device[0] / total) : "";
       row.field["gpu_share"] = total > 0 ? fixed(by_device[1] / total) : "";
       std::string stages;
-      for (const auto& [k, c] : by_stage) stages += (stages.empty() ? "" : ";") + k + "=" + fixed(c / wall / 1e9);
+      for (const auto& [k, c] : by_stage)
+        stages += (stages.empty() ? "" : ";") + k + "=" + fixed(c / wall / 1e9);
       row.field["stage_gcups"] = stages;
       row.field["idle_tail_seconds"] = fixed(h5.attribute_double(t, "idle_tail_seconds"), 4);
     }
@@ -113,7 +122,8 @@ std::vector<Row> rows_from_result(const std::string& h5_path) {
 
 }  // namespace
 
-void add_bench_command(CLI::App& app, std::vector<std::pair<CLI::App*, std::function<int()>>>& commands) {
+void add_bench_command(CLI::App& app,
+                       std::vector<std::pair<CLI::App*, std::function<int()>>>& commands) {
   struct Options {
     std::string sweep, out;
     bool dry_run = false;
@@ -139,13 +149,15 @@ void add_bench_command(CLI::App& app, std::vector<std::pair<CLI::App*, std::func
       fs::create_directories(out / "models");
       std::vector<HmmModel> sources;
       for (const char* n : {"Pkinase", "fn3", "globins4"})
-        for (auto& m : read_hmm_file(std::string("/usr/share/doc/hmmer/examples/tutorial/") + n + ".hmm"))
+        for (auto& m :
+             read_hmm_file(std::string("/usr/share/doc/hmmer/examples/tutorial/") + n + ".hmm"))
           sources.push_back(std::move(m));
       for (int M : spec.synthetic_lengths) {
         const std::string path = (out / "models" / ("synth" + std::to_string(M) + ".hmm")).string();
         std::ofstream f(path);
-        write_hmm(f, synthetic_model(sources, M, spec.synthetic_seed + static_cast<std::uint64_t>(M),
-                                     "synth" + std::to_string(M)));
+        write_hmm(f,
+                  synthetic_model(sources, M, spec.synthetic_seed + static_cast<std::uint64_t>(M),
+                                  "synth" + std::to_string(M)));
         model_files.push_back(path);
       }
     }
@@ -208,14 +220,18 @@ void add_bench_command(CLI::App& app, std::vector<std::pair<CLI::App*, std::func
     // model, query and settings (means over repeats).
     auto settings_key = [](const Row& r, const std::string& devices) {
       std::string k = r.field.at("model_file") + "|" + r.field.at("query") + "|" + devices;
-      for (const char* f : {"cpu", "isa", "block_residues", "gpu_batch_blocks", "gpu_batch_residues", "gpu_strategy"})
+      for (const char* f : {"cpu", "isa", "block_residues", "gpu_batch_blocks",
+                            "gpu_batch_residues", "gpu_strategy"})
         k += "|" + r.field.at(f);
       return k;
     };
     std::map<std::string, std::pair<double, int>> mean;
     for (const Row& r : rows) {
       if (r.field.at("status") != "ok") continue;
-      auto& m = mean[settings_key(r, r.field.at("devices") == "hybrid" ? "hybrid-" + r.field.at("policy") + r.field.at("static_cpu_fraction") : r.field.at("devices"))];
+      auto& m = mean[settings_key(
+          r, r.field.at("devices") == "hybrid"
+                 ? "hybrid-" + r.field.at("policy") + r.field.at("static_cpu_fraction")
+                 : r.field.at("devices"))];
       m.first += r.gcups;
       m.second += 1;
     }
@@ -227,11 +243,32 @@ void add_bench_command(CLI::App& app, std::vector<std::pair<CLI::App*, std::func
       const double sum = c->second.first / c->second.second + g->second.first / g->second.second;
       if (sum > 0) r.field["hybrid_efficiency"] = fixed(r.gcups / sum);
     }
-    const std::vector<std::string> header = {
-        "sweep", "model_file", "query", "M", "residues", "repeat", "devices", "cpu", "isa", "policy",
-        "static_cpu_fraction", "block_residues", "gpu_batch_blocks", "gpu_batch_residues", "gpu_strategy",
-        "status", "wall_seconds", "gcups", "cpu_gcups", "gpu_gcups", "cpu_share", "gpu_share",
-        "idle_tail_seconds", "hybrid_efficiency", "stage_gcups", "result_file"};
+    const std::vector<std::string> header = {"sweep",
+                                             "model_file",
+                                             "query",
+                                             "M",
+                                             "residues",
+                                             "repeat",
+                                             "devices",
+                                             "cpu",
+                                             "isa",
+                                             "policy",
+                                             "static_cpu_fraction",
+                                             "block_residues",
+                                             "gpu_batch_blocks",
+                                             "gpu_batch_residues",
+                                             "gpu_strategy",
+                                             "status",
+                                             "wall_seconds",
+                                             "gcups",
+                                             "cpu_gcups",
+                                             "gpu_gcups",
+                                             "cpu_share",
+                                             "gpu_share",
+                                             "idle_tail_seconds",
+                                             "hybrid_efficiency",
+                                             "stage_gcups",
+                                             "result_file"};
     std::vector<std::vector<std::string>> table;
     for (const Row& r : rows) {
       std::vector<std::string> line;
@@ -245,7 +282,8 @@ void add_bench_command(CLI::App& app, std::vector<std::pair<CLI::App*, std::func
     }
     fs::rename(csv + ".tmp", csv);
     std::cout << "# " << rows.size() << " rows written to " << csv << "\n";
-    std::cout << "# query        M  devices  cpu  isa       policy   fraction   wall_s    Gc/s  efficiency  status\n";
+    std::cout << "# query        M  devices  cpu  isa       policy   fraction   wall_s    Gc/s  "
+                 "efficiency  status\n";
     for (const Row& r : rows) {
       auto f = [&](const char* k) { return r.field.count(k) ? r.field.at(k) : std::string(); };
       std::printf("%-12s %5s  %-7s %4s  %-8s  %-7s  %8s  %8s  %7s  %10s  %s\n", f("query").c_str(),

@@ -6,13 +6,13 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <functional>
 #include <utility>
 #include <vector>
 
 namespace duet::app {
 
-void add_bench_command(CLI::App& app, std::vector<std::pair<CLI::App*, std::function<int()>>>& commands);
+void add_bench_command(CLI::App& app,
+                       std::vector<std::pair<CLI::App*, std::function<int()>>>& commands);
 
 }  // namespace duet::app

@@ -37,25 +37,32 @@ struct Half {
 
 }  // namespace
 
-HmmsearchGpuBackend::HmmsearchGpuBackend(int device, const SearchProfile& profile, const CascadeSettings& settings,
+HmmsearchGpuBackend::HmmsearchGpuBackend(int device, const SearchProfile& profile,
+                                         const CascadeSettings& settings,
                                          device::GpuStrategy strategy, Deliver deliver)
-    : profile_(profile), settings_(settings), deliver_(std::move(deliver)), engine_(device, profile, strategy) {}
+    : profile_(profile),
+      settings_(settings),
+      deliver_(std::move(deliver)),
+      engine_(device, profile, strategy) {}
 
 std::string HmmsearchGpuBackend::name() const {
   return "GPU " + std::to_string(engine_.device()) + " (" + engine_.device_name() + ")";
 }
 
-std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(std::span<const scheduler::BlockPtr> blocks, int) {
+std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(
+    std::span<const scheduler::BlockPtr> blocks, int) {
   // Two halves by residues, one per engine slot.
   std::int64_t total = 0;
   for (const auto& b : blocks) total += b->residue_count();
   Half halves[device::HmmGpuEngine::kSlots];
   std::int64_t so_far = 0;
   for (const auto& b : blocks) {
-    Half& h = halves[(blocks.size() > 1 && so_far * 2 >= total && !halves[0].blocks.empty()) ? 1 : 0];
+    Half& h =
+        halves[(blocks.size() > 1 && so_far * 2 >= total && !halves[0].blocks.empty()) ? 1 : 0];
     so_far += b->residue_count();
     h.blocks.push_back(b.get());
-    for (std::size_t i = 0; i < b->sequences(); ++i) h.targets.push_back({b->sequence(i), b->length(i)});
+    for (std::size_t i = 0; i < b->sequences(); ++i)
+      h.targets.push_back({b->sequence(i), b->length(i)});
   }
   for (int s = 0; s < device::HmmGpuEngine::kSlots; ++s) {
     engine_.submit_msv(s, halves[s].targets.data(), halves[s].targets.size());
@@ -69,7 +76,8 @@ std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(std::span<const
     for (std::size_t i = 0; i < h.targets.size(); ++i) {
       kernels.msv_score = msv[i];
       kernels.have_viterbi = kernels.viterbi_requested = false;
-      h.scores[i] = run_filters(profile_, settings_, kernels, h.targets[i].residues, h.targets[i].length);
+      h.scores[i] =
+          run_filters(profile_, settings_, kernels, h.targets[i].residues, h.targets[i].length);
       if (kernels.viterbi_requested) h.viterbi.push_back(static_cast<int>(i));
     }
     engine_.submit_viterbi(s, h.viterbi.data(), h.viterbi.size());
@@ -84,7 +92,8 @@ std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(std::span<const
       kernels.msv_score = msv[i];
       kernels.viterbi_score = vit[j];
       kernels.have_viterbi = true;
-      h.scores[i] = run_filters(profile_, settings_, kernels, h.targets[i].residues, h.targets[i].length);
+      h.scores[i] =
+          run_filters(profile_, settings_, kernels, h.targets[i].residues, h.targets[i].length);
     }
   }
   // Every kernel succeeded: deliver, block by block.
@@ -92,7 +101,8 @@ std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(std::span<const
   for (Half& h : halves) {
     std::size_t at = 0;
     for (const scheduler::Block* b : h.blocks) {
-      std::vector<TargetScores> scores(h.scores.begin() + at, h.scores.begin() + at + b->sequences());
+      std::vector<TargetScores> scores(h.scores.begin() + at,
+                                       h.scores.begin() + at + b->sequences());
       std::vector<bool> deferred(b->sequences());
       scheduler::GpuBlockOutcome outcome;
       for (std::size_t i = 0; i < b->sequences(); ++i) {
@@ -115,7 +125,8 @@ std::vector<int> resolve_gpu_devices(const std::vector<int>& requested) {
     return all;
   }
   for (int d : requested) {
-    const bool found = std::any_of(inventory.gpus.begin(), inventory.gpus.end(), [d](const auto& g) { return g.index == d; });
+    const bool found = std::any_of(inventory.gpus.begin(), inventory.gpus.end(),
+                                   [d](const auto& g) { return g.index == d; });
     if (!found) {
       throw UsageError("--gpus: GPU " + std::to_string(d) + " is not available (" +
                        std::to_string(inventory.gpus.size()) + " usable" +

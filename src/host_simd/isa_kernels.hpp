@@ -6,14 +6,13 @@
 // and declarations: no inline code from the standard library may be instantiated in an
 // ISA translation unit (the linker could keep an AVX-512 copy for every caller).
 //
-// Striped order (Farrar): a model of M nodes in vectors of n lanes uses Q = ceil(M / n)
-// vectors per row; node k = 1..M sits in vector q = (k-1) % Q, lane (k-1) / Q, at element
-// q * n + lane. Nodes past M are padding whose scores keep them at -infinity.
+// The striped (Farrar) order is described in core/striped_layout.hpp.
 #pragma once
 
 #include <cstdint>
 
 #include "core/alphabet.hpp"
+#include "core/striped_layout.hpp"
 
 namespace duet::simd {
 
@@ -32,19 +31,8 @@ struct SsvStripedView {
   const std::int8_t* step = nullptr;
 };
 
-// Viterbi filter: match[x * Q * n + element]; transitions: for each q, seven vectors
-// (B->M, M->M, I->M, D->M into node k; M->D, M->I, I->I out of node k), then Q vectors
-// of D->D out of node k. Padding is -32768 everywhere.
-enum ViterbiStripedTransition {
-  kVitBM = 0,
-  kVitMM,
-  kVitIM,
-  kVitDM,
-  kVitMD,
-  kVitMI,
-  kVitII,
-  kVitPerQ
-};
+// Viterbi filter: match[x * Q * n + element]; transitions in the order of
+// core/striped_layout.hpp (ViterbiStripedTransition). Padding is -32768 everywhere.
 struct ViterbiStripedView {
   int Q = 0;
   const std::int16_t* match = nullptr;
@@ -52,17 +40,8 @@ struct ViterbiStripedView {
   std::int16_t base = 0, e_loop = 0, e_move = 0, dd_bound = 0;
 };
 
-// Forward: the same order as the Viterbi filter, probabilities (0 in padding); and
-// dd_prefix, Q + 1 vectors: vector q holds, per lane, the product of D->D over the lane's
-// nodes in vectors 0 .. q-1 (1 for q = 0), what a D value entering the lane at vector 0
-// keeps at vector q; vector Q is the whole lane's product.
-struct ForwardStripedView {
-  int Q = 0;
-  const float* match = nullptr;
-  const float* transitions = nullptr;
-  const float* dd_prefix = nullptr;
-  float e_loop = 0, e_move = 0;
-};
+// Forward: ForwardStripedView (core/striped_layout.hpp), shared with the canonical Forward.
+using ::duet::ForwardStripedView;
 
 // Raw results; the ISA-independent code turns them into scores exactly as the
 // references do (simd_kernels.cpp).

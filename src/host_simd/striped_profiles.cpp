@@ -2,7 +2,6 @@
 #include "host_simd/striped_profiles.hpp"
 
 #include <algorithm>
-#include <array>
 #include <cstddef>
 
 namespace duet::simd {
@@ -17,35 +16,7 @@ std::size_t striped_element(int k, int Q, int lanes) {
          static_cast<std::size_t>(lane);
 }
 
-// Stripes one per-node array (index k = 1..M) into `out`, with `stride`
-// elements between consecutive vectors q (lanes for a plain row, more when interleaved).
-template <class T, class Source>
-void stripe_row(const Source& source, int M, int Q, std::size_t stride, T* out) {
-  for (int k = 1; k <= M; ++k) {
-    const int q = (k - 1) % Q;
-    const int lane = (k - 1) / Q;
-    out[static_cast<std::size_t>(q) * stride + static_cast<std::size_t>(lane)] = source[k];
-  }
-}
-
-template <class T, class Target>
-void unstripe_row(const T* in, int M, int Q, std::size_t stride, Target& target) {
-  for (int k = 1; k <= M; ++k) {
-    const int q = (k - 1) % Q;
-    const int lane = (k - 1) / Q;
-    target[k] = in[static_cast<std::size_t>(q) * stride + static_cast<std::size_t>(lane)];
-  }
-}
-
-std::size_t row_elements(int Q, int lanes) {
-  return static_cast<std::size_t>(Q) * static_cast<std::size_t>(lanes);
-}
-
 }  // namespace
-
-int striped_segments(int M, int lanes) {
-  return std::max(1, (M + lanes - 1) / lanes);
-}
 
 // ---- MSV ----
 
@@ -60,7 +31,7 @@ StripedMsvProfile stripe_msv_scores(const MsvScores& msv, int lanes) {
   s.bias = msv.bias;
   s.tbm = msv.tbm;
   s.tec = msv.tec;
-  const std::size_t row = row_elements(s.Q, lanes);
+  const std::size_t row = striped_row_elements(s.Q, lanes);
   s.cost.assign(row * static_cast<std::size_t>(s.Kp), 255);  // padding: cost 255 keeps 0
   for (int x = 0; x < s.Kp; ++x) {
     stripe_row(msv.cost[x], s.M, s.Q, static_cast<std::size_t>(lanes),
@@ -77,7 +48,7 @@ MsvScores unstripe_msv_scores(const StripedMsvProfile& s) {
   msv.bias = s.bias;
   msv.tbm = s.tbm;
   msv.tec = s.tec;
-  const std::size_t row = row_elements(s.Q, s.lanes);
+  const std::size_t row = striped_row_elements(s.Q, s.lanes);
   msv.cost.assign(s.Kp, std::vector<std::uint8_t>(s.M + 1, 255));
   for (int x = 0; x < s.Kp; ++x) {
     unstripe_row(s.cost.data() + row * static_cast<std::size_t>(x), s.M, s.Q,
@@ -106,7 +77,7 @@ StripedSsvProfile stripe_ssv_steps(const MsvScores& msv, int lanes, int extensio
   s.lanes = lanes;
   s.Q = striped_segments(msv.M, lanes);
   s.extension = extension;
-  const std::size_t row = row_elements(s.Q + extension, lanes);
+  const std::size_t row = striped_row_elements(s.Q + extension, lanes);
   s.step.assign(row * static_cast<std::size_t>(s.Kp), 127);  // padding: the largest step down
   for (int x = 0; x < s.Kp; ++x) {
     std::int8_t* out = s.step.data() + row * static_cast<std::size_t>(x);
@@ -116,7 +87,8 @@ StripedSsvProfile stripe_ssv_steps(const MsvScores& msv, int lanes, int extensio
     }
     // Vectors Q .. Q + extension - 1 repeat vectors 0 .. extension - 1 (modulo Q).
     for (int p = s.Q; p < s.Q + extension; ++p) {
-      std::copy_n(out + row_elements(p % s.Q, lanes), lanes, out + row_elements(p, lanes));
+      std::copy_n(out + striped_row_elements(p % s.Q, lanes), lanes,
+                  out + striped_row_elements(p, lanes));
     }
   }
   return s;
@@ -132,51 +104,6 @@ SsvStripedView StripedSsvProfile::view() const {
 
 // ---- Viterbi filter ----
 
-namespace {
-
-// The per-node arrays of ViterbiScores / ForwardScores in the striped transition order.
-template <class Scores>
-auto transition_rows(const Scores& s) {
-  using Row = decltype(&s.bm);
-  std::array<Row, kVitPerQ + 1> rows{};
-  rows[kVitBM] = &s.bm;
-  rows[kVitMM] = &s.mm;
-  rows[kVitIM] = &s.im;
-  rows[kVitDM] = &s.dm;
-  rows[kVitMD] = &s.md;
-  rows[kVitMI] = &s.mi;
-  rows[kVitII] = &s.ii;
-  rows[kVitPerQ] = &s.dd;
-  return rows;
-}
-
-template <class Scores, class T>
-void stripe_transitions(const Scores& scores, int Q, int lanes, AlignedBuffer<T>& out) {
-  const auto rows = transition_rows(scores);
-  const std::size_t per_q = static_cast<std::size_t>(kVitPerQ) * static_cast<std::size_t>(lanes);
-  for (int t = 0; t < kVitPerQ; ++t) {
-    stripe_row(*rows[t], scores.M, Q, per_q,
-               out.data() + static_cast<std::size_t>(t) * static_cast<std::size_t>(lanes));
-  }
-  stripe_row(*rows[kVitPerQ], scores.M, Q, static_cast<std::size_t>(lanes),
-             out.data() + per_q * static_cast<std::size_t>(Q));
-}
-
-template <class Scores, class T>
-void unstripe_transitions(const AlignedBuffer<T>& in, int M, int Q, int lanes, Scores& scores) {
-  const std::size_t per_q = static_cast<std::size_t>(kVitPerQ) * static_cast<std::size_t>(lanes);
-  std::array<std::vector<T>*, kVitPerQ + 1> rows{&scores.bm, &scores.mm, &scores.im, &scores.dm,
-                                                 &scores.md, &scores.mi, &scores.ii, &scores.dd};
-  for (int t = 0; t < kVitPerQ; ++t) {
-    unstripe_row(in.data() + static_cast<std::size_t>(t) * static_cast<std::size_t>(lanes), M, Q,
-                 per_q, *rows[t]);
-  }
-  unstripe_row(in.data() + per_q * static_cast<std::size_t>(Q), M, Q,
-               static_cast<std::size_t>(lanes), *rows[kVitPerQ]);
-}
-
-}  // namespace
-
 StripedViterbiProfile stripe_viterbi_scores(const ViterbiScores& vit, int lanes) {
   StripedViterbiProfile s;
   s.M = vit.M;
@@ -188,14 +115,14 @@ StripedViterbiProfile stripe_viterbi_scores(const ViterbiScores& vit, int lanes)
   s.e_loop = vit.e_loop;
   s.e_move = vit.e_move;
   s.dd_bound = vit.dd_bound;
-  const std::size_t row = row_elements(s.Q, lanes);
+  const std::size_t row = striped_row_elements(s.Q, lanes);
   s.match.assign(row * static_cast<std::size_t>(s.Kp), -32768);  // padding: -infinity
   for (int x = 0; x < s.Kp; ++x) {
     stripe_row(vit.match[x], s.M, s.Q, static_cast<std::size_t>(lanes),
                s.match.data() + row * static_cast<std::size_t>(x));
   }
   s.transitions.assign(row * (kVitPerQ + 1), -32768);
-  stripe_transitions(vit, s.Q, lanes, s.transitions);
+  stripe_transitions(vit, s.Q, lanes, s.transitions.data());
   return s;
 }
 
@@ -207,7 +134,7 @@ ViterbiScores unstripe_viterbi_scores(const StripedViterbiProfile& s) {
   vit.e_loop = s.e_loop;
   vit.e_move = s.e_move;
   vit.dd_bound = s.dd_bound;
-  const std::size_t row = row_elements(s.Q, s.lanes);
+  const std::size_t row = striped_row_elements(s.Q, s.lanes);
   vit.match.assign(s.Kp, std::vector<std::int16_t>(s.M + 1, -32768));
   for (int x = 0; x < s.Kp; ++x) {
     unstripe_row(s.match.data() + row * static_cast<std::size_t>(x), s.M, s.Q,
@@ -215,7 +142,7 @@ ViterbiScores unstripe_viterbi_scores(const StripedViterbiProfile& s) {
   }
   vit.bm.assign(s.M + 1, -32768);
   vit.mm = vit.im = vit.dm = vit.md = vit.mi = vit.ii = vit.dd = vit.bm;
-  unstripe_transitions(s.transitions, s.M, s.Q, s.lanes, vit);
+  unstripe_transitions(s.transitions.data(), s.M, s.Q, s.lanes, vit);
   return vit;
 }
 
@@ -228,64 +155,6 @@ ViterbiStripedView StripedViterbiProfile::view() const {
   v.e_loop = e_loop;
   v.e_move = e_move;
   v.dd_bound = dd_bound;
-  return v;
-}
-
-// ---- Forward ----
-
-StripedForwardProfile stripe_forward_scores(const ForwardScores& fwd, int lanes) {
-  StripedForwardProfile s;
-  s.M = fwd.M;
-  s.Kp = static_cast<int>(fwd.match.size());
-  s.lanes = lanes;
-  s.Q = striped_segments(fwd.M, lanes);
-  s.e_loop = fwd.e_loop;
-  s.e_move = fwd.e_move;
-  const std::size_t row = row_elements(s.Q, lanes);
-  s.match.assign(row * static_cast<std::size_t>(s.Kp), 0.0f);  // padding: probability 0
-  for (int x = 0; x < s.Kp; ++x) {
-    stripe_row(fwd.match[x], s.M, s.Q, static_cast<std::size_t>(lanes),
-               s.match.data() + row * static_cast<std::size_t>(x));
-  }
-  s.transitions.assign(row * (kVitPerQ + 1), 0.0f);
-  stripe_transitions(fwd, s.Q, lanes, s.transitions);
-  // Products of D->D along each lane, in node order.
-  const float* dd = s.transitions.data() + static_cast<std::size_t>(kVitPerQ) * row;
-  s.dd_prefix.assign(row_elements(s.Q + 1, lanes), 1.0f);
-  for (int q = 0; q < s.Q; ++q) {
-    for (int lane = 0; lane < lanes; ++lane) {
-      const std::size_t at = row_elements(q, lanes) + static_cast<std::size_t>(lane);
-      s.dd_prefix[at + static_cast<std::size_t>(lanes)] = s.dd_prefix[at] * dd[at];
-    }
-  }
-  return s;
-}
-
-ForwardScores unstripe_forward_scores(const StripedForwardProfile& s) {
-  ForwardScores fwd;
-  fwd.M = s.M;
-  fwd.e_loop = s.e_loop;
-  fwd.e_move = s.e_move;
-  const std::size_t row = row_elements(s.Q, s.lanes);
-  fwd.match.assign(s.Kp, std::vector<float>(s.M + 1, 0.0f));
-  for (int x = 0; x < s.Kp; ++x) {
-    unstripe_row(s.match.data() + row * static_cast<std::size_t>(x), s.M, s.Q,
-                 static_cast<std::size_t>(s.lanes), fwd.match[x]);
-  }
-  fwd.bm.assign(s.M + 1, 0.0f);
-  fwd.mm = fwd.im = fwd.dm = fwd.md = fwd.mi = fwd.ii = fwd.dd = fwd.bm;
-  unstripe_transitions(s.transitions, s.M, s.Q, s.lanes, fwd);
-  return fwd;
-}
-
-ForwardStripedView StripedForwardProfile::view() const {
-  ForwardStripedView v;
-  v.Q = Q;
-  v.match = match.data();
-  v.transitions = transitions.data();
-  v.dd_prefix = dd_prefix.data();
-  v.e_loop = e_loop;
-  v.e_move = e_move;
   return v;
 }
 

@@ -1,39 +1,27 @@
 // Striped (Farrar) layouts of a SearchProfile's filter scores, one named function per
 // layout, built once per model and vector width, and the inverse of each for the
-// round-trip tests. The order is described in isa_kernels.hpp. The layouts depend on the
-// lane count only; every buffer is 64-byte aligned and every row is whole vectors, so one
-// allocation scheme serves every ISA up to the widest (AVX-512).
+// round-trip tests. The order is described in core/striped_layout.hpp. The layouts depend
+// on the lane count only; every buffer is 64-byte aligned and every row is whole vectors,
+// so one allocation scheme serves every ISA up to the widest (AVX-512).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <new>
-#include <vector>
 
 #include "core/profile.hpp"
+#include "core/striping.hpp"
 #include "host_simd/isa_kernels.hpp"
 
 namespace duet::simd {
 
-inline constexpr std::size_t kBufferAlignment = 64;  // bytes: the widest vector
-
-template <class T>
-struct AlignedAllocator {
-  using value_type = T;
-  AlignedAllocator() = default;
-  template <class U>
-  explicit AlignedAllocator(const AlignedAllocator<U>&) {}
-  T* allocate(std::size_t n) {
-    return static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{kBufferAlignment}));
-  }
-  void deallocate(T* p, std::size_t) { ::operator delete (p, std::align_val_t{kBufferAlignment}); }
-  friend bool operator==(const AlignedAllocator&, const AlignedAllocator&) { return true; }
-};
-template <class T>
-using AlignedBuffer = std::vector<T, AlignedAllocator<T>>;
-
-// Vectors per row for M nodes in `lanes` lanes (at least one).
-int striped_segments(int M, int lanes);
+// The aligned buffers, the row helpers and the Forward layout live in core (striping.hpp),
+// shared with the canonical Forward.
+using ::duet::AlignedBuffer;
+using ::duet::kBufferAlignment;
+using ::duet::stripe_forward_scores;
+using ::duet::striped_segments;
+using ::duet::StripedForwardProfile;
+using ::duet::unstripe_forward_scores;
 
 struct StripedMsvProfile {
   int M = 0, Kp = 0, lanes = 0, Q = 0;
@@ -64,16 +52,5 @@ struct StripedViterbiProfile {
 };
 StripedViterbiProfile stripe_viterbi_scores(const ViterbiScores& vit, int lanes);
 ViterbiScores unstripe_viterbi_scores(const StripedViterbiProfile& striped);
-
-struct StripedForwardProfile {
-  int M = 0, Kp = 0, lanes = 0, Q = 0;
-  float e_loop = 0, e_move = 0;
-  AlignedBuffer<float> match;        // Kp * Q * lanes
-  AlignedBuffer<float> transitions;  // (kVitPerQ + 1) * Q * lanes, the Viterbi order
-  AlignedBuffer<float> dd_prefix;    // (Q + 1) * lanes, derived from D->D (isa_kernels.hpp)
-  ForwardStripedView view() const;
-};
-StripedForwardProfile stripe_forward_scores(const ForwardScores& fwd, int lanes);
-ForwardScores unstripe_forward_scores(const StripedForwardProfile& striped);
 
 }  // namespace duet::simd

@@ -8,7 +8,9 @@
 //
 // Rows: ssv (SSV alone), msv (the MSV stage as the cascade runs it: SSV, then MSV where
 // SSV cannot answer), msv-full (the striped MSV alone), viterbi, forward (the SIMD
-// parser's own score); "scalar" rows time the references.
+// parser's own score); "scalar" rows time the references. forward-canonical (one row,
+// ISA column "core") times core's forward_canonical, the score duet reports; it is checked
+// within tolerance of the reference and bit for bit against the SSE4.1 parser.
 //
 // Usage: simd_bench [--db FASTA] [--models DIR] [--residues N] [--lengths 50,100,...] [--kernels
 // LIST]
@@ -23,12 +25,14 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "core/alphabet.hpp"
 #include "core/fasta_reader.hpp"
+#include "core/forward_canonical.hpp"
 #include "core/hmm.hpp"
 #include "core/profile.hpp"
 #include "core/reference_kernels.hpp"
@@ -107,15 +111,21 @@ HmmModel model_of_length(const std::vector<HmmModel>& sources, int M) {
 }
 
 struct Row {
-  std::string kernel;  // ssv, msv, msv-full, viterbi, forward
-  Isa isa;
+  std::string kernel;  // ssv, msv, msv-full, viterbi, forward, forward-canonical
+  Isa isa;             // forward-canonical: scalar (the kernel is core's, whatever the ISA)
 };
+
+std::string isa_label(const Row& row) {
+  return row.kernel == "forward-canonical" ? "core" : std::string(duet::simd::isa_name(row.isa));
+}
 
 // One kernel call on one target; returns a value folded into a checksum so that nothing
 // is optimised away.
-double run_kernel(const std::string& kernel, SimdFilterKernels& k, const std::vector<Residue>& s) {
+double run_kernel(const std::string& kernel, SimdFilterKernels& k,
+                  duet::CanonicalForward& canonical, const std::vector<Residue>& s) {
   const Residue* dsq = s.data();
   const int L = static_cast<int>(s.size());
+  if (kernel == "forward-canonical") return canonical.score(dsq, L);
   if (kernel == "ssv") {
     FilterScore score;
     return k.ssv_only(dsq, L, score) ? score.nats : 0.0;
@@ -131,8 +141,8 @@ bool same(const FilterScore& a, const FilterScore& b) {
 }
 
 // The kernel's answer against the reference's; true when they agree.
-bool check(const std::string& kernel, SimdFilterKernels& k, const SearchProfile& p,
-           const std::vector<Residue>& s) {
+bool check(const std::string& kernel, SimdFilterKernels& k, duet::CanonicalForward& canonical,
+           SimdFilterKernels* sse41, const SearchProfile& p, const std::vector<Residue>& s) {
   const Residue* dsq = s.data();
   const int L = static_cast<int>(s.size());
   if (kernel == "ssv") {
@@ -146,7 +156,11 @@ bool check(const std::string& kernel, SimdFilterKernels& k, const SearchProfile&
     return same(k.msv_only(dsq, L), duet::msv_filter_reference(p.msv, dsq, L));
   if (kernel == "viterbi")
     return same(k.viterbi(dsq, L), duet::viterbi_filter_reference(p.viterbi, dsq, L));
-  const float a = k.forward_simd(dsq, L);
+  const float a = kernel == "forward" ? k.forward_simd(dsq, L) : canonical.score(dsq, L);
+  if (kernel == "forward-canonical" && sse41 != nullptr) {
+    const float exact = sse41->forward_simd(dsq, L);
+    if (std::memcmp(&a, &exact, sizeof(float)) != 0) return false;
+  }
   const float b = duet::forward_parser_reference(p.forward, dsq, L);
   return std::fabs(double{a} - b) <= duet::simd::kForwardAbsoluteTolerance +
                                          duet::simd::kForwardRelativeTolerance * std::fabs(b);
@@ -160,7 +174,8 @@ int main(int argc, char** argv) {
   long long residues_wanted = 2'000'000;
   long long scalar_residues = 100'000;
   std::vector<int> lengths = {50, 100, 200, 400, 800, 1600, 2400};
-  std::vector<std::string> kernels = {"ssv", "msv", "msv-full", "viterbi", "forward"};
+  std::vector<std::string> kernels = {"ssv",     "msv",     "msv-full",
+                                      "viterbi", "forward", "forward-canonical"};
   std::vector<std::string> isa_names = {"scalar", "sse4.1", "avx2", "avx512"};
   double min_seconds = 0.3;
   for (int a = 1; a < argc; ++a) {
@@ -194,7 +209,8 @@ int main(int argc, char** argv) {
           stderr,
           "usage: simd_bench [--db FASTA] [--models DIR] [--residues N] [--lengths 50,100,...] "
           "[--kernels "
-          "ssv,msv,msv-full,viterbi,forward] [--isas scalar,sse4.1,avx2,avx512] [--min-seconds S] "
+          "ssv,msv,msv-full,viterbi,forward,forward-canonical] [--isas scalar,sse4.1,avx2,avx512] "
+          "[--min-seconds S] "
           "[--scalar-residues N]\n");
       return 2;
     }
@@ -224,8 +240,13 @@ int main(int argc, char** argv) {
 
   // results[row][M] = Gc/s
   std::vector<Row> rows;
-  for (const std::string& kernel : kernels)
+  for (const std::string& kernel : kernels) {
+    if (kernel == "forward-canonical") {
+      rows.push_back({kernel, Isa::scalar});
+      continue;
+    }
     for (Isa isa : isas) rows.push_back({kernel, isa});
+  }
   std::map<std::pair<int, int>, double> gcells;
   int mismatches = 0, checked = 0;
   double checksum = 0;
@@ -236,13 +257,17 @@ int main(int argc, char** argv) {
     for (std::size_t r = 0; r < rows.size(); ++r) {
       const Row& row = rows[r];
       SimdFilterKernels k(profile, row.isa);
+      duet::CanonicalForward canonical(profile.forward);
+      std::unique_ptr<SimdFilterKernels> sse41;
+      if (row.kernel == "forward-canonical" && duet::simd::cpu_supports(Isa::sse41))
+        sse41 = std::make_unique<SimdFilterKernels>(profile, Isa::sse41);
       // Answers first: a sample of the targets against the reference.
       for (std::size_t t = 0; t < targets.size(); t += 97) {
         ++checked;
-        if (!check(row.kernel, k, profile, targets[t])) {
+        if (!check(row.kernel, k, canonical, sse41.get(), profile, targets[t])) {
           ++mismatches;
           std::fprintf(stderr, "MISMATCH %s %s M=%d target %zu\n", row.kernel.c_str(),
-                       std::string(duet::simd::isa_name(row.isa)).c_str(), M, t);
+                       isa_label(row).c_str(), M, t);
         }
       }
       // The scalar references are slow: time them on the first targets only.
@@ -253,7 +278,7 @@ int main(int argc, char** argv) {
         long long done = 0;
         for (const auto& target : targets) {
           if (done >= budget) break;
-          checksum += run_kernel(row.kernel, k, target);
+          checksum += run_kernel(row.kernel, k, canonical, target);
           done += static_cast<long long>(target.size());
         }
         cells += static_cast<double>(done) * M;
@@ -261,7 +286,7 @@ int main(int argc, char** argv) {
       } while (seconds < min_seconds);
       gcells[{static_cast<int>(r), M}] = cells / seconds / 1e9;
       std::fprintf(stderr, "  M=%d %s %s: %.3f Gc/s\n", M, row.kernel.c_str(),
-                   std::string(duet::simd::isa_name(row.isa)).c_str(), cells / seconds / 1e9);
+                   isa_label(row).c_str(), cells / seconds / 1e9);
     }
   }
 
@@ -271,8 +296,7 @@ int main(int argc, char** argv) {
   for (std::size_t j = 0; j < lengths.size(); ++j) std::printf(" ---: |");
   std::printf("\n");
   for (std::size_t r = 0; r < rows.size(); ++r) {
-    std::printf("| %s | %s |", rows[r].kernel.c_str(),
-                std::string(duet::simd::isa_name(rows[r].isa)).c_str());
+    std::printf("| %s | %s |", rows[r].kernel.c_str(), isa_label(rows[r]).c_str());
     for (int M : lengths) {
       const double g = gcells[{static_cast<int>(r), M}];
       std::printf(g >= 10 ? " %.1f |" : g >= 1 ? " %.2f |" : " %.3f |", g);

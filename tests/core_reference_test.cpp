@@ -9,6 +9,7 @@
 #include "core/cascade.hpp"
 #include "core/error.hpp"
 #include "core/fasta_reader.hpp"
+#include "core/forward_canonical.hpp"
 #include "core/hmm.hpp"
 #include "core/profile.hpp"
 #include "core/reference_kernels.hpp"
@@ -28,11 +29,12 @@ std::string one_node_dna_model() {
     std::snprintf(b, sizeof b, "%.5f", -std::log(p));
     return std::string(b);
   };
-  std::string s = "HMMER3/f [test]\nNAME  one\nLENG  1\nALPH  DNA\nRF    no\nMM    no\nCONS  yes\n"
-                  "CS    no\nMAP   no\nSTATS LOCAL MSV       -5.0  0.7\n"
-                  "STATS LOCAL VITERBI   -5.5  0.7\nSTATS LOCAL FORWARD   -3.0  0.7\n"
-                  "HMM          A        C        G        T\n"
-                  "            m->m     m->i     m->d     i->m     i->i     d->m     d->d\n";
+  std::string s =
+      "HMMER3/f [test]\nNAME  one\nLENG  1\nALPH  DNA\nRF    no\nMM    no\nCONS  yes\n"
+      "CS    no\nMAP   no\nSTATS LOCAL MSV       -5.0  0.7\n"
+      "STATS LOCAL VITERBI   -5.5  0.7\nSTATS LOCAL FORWARD   -3.0  0.7\n"
+      "HMM          A        C        G        T\n"
+      "            m->m     m->i     m->d     i->m     i->i     d->m     d->d\n";
   s += "  COMPO   " + f(0.7) + " " + f(0.1) + " " + f(0.1) + " " + f(0.1) + "\n";
   s += "          " + f(0.25) + " " + f(0.25) + " " + f(0.25) + " " + f(0.25) + "\n";
   s += "          " + f(0.98) + " " + f(0.01) + " " + f(0.01) + " " + f(0.5) + " " + f(0.5) +
@@ -118,11 +120,12 @@ TEST(FastaReader, CorruptGzipIsAnError) {
   gzwrite(gz, rec.data(), static_cast<unsigned>(rec.size()));
   gzclose(gz);
   std::string bytes = test::read_file(dir.file("c.fa.gz"));
-  for (std::size_t i = 20; i < bytes.size() - 8; i += 7) bytes[i] = static_cast<char>(bytes[i] ^ 0x5a);
+  for (std::size_t i = 20; i < bytes.size() - 8; i += 7)
+    bytes[i] = static_cast<char>(bytes[i] ^ 0x5a);
   write_file(dir.file("c.fa.gz"), bytes);
   FastaReader r(dir.file("c.fa.gz"), Alphabet::amino());
   Sequence s;
-  EXPECT_THROW(while (r.next(s)) {}, InputError);
+  EXPECT_THROW(while (r.next(s)){}, InputError);
 }
 
 TEST(HmmReader, ReadsTutorialModels) {
@@ -187,6 +190,7 @@ TEST(Reference, OneNodeModelByHand) {
   EXPECT_FLOAT_EQ(vit.nats, -173.0f / sp.viterbi.scale - 3.0f);
   // Forward: B = 3/4, M = 0.75 * 1 * 2.8 = 2.1, C = 2.1 / 2, score = ln(1.05 * 3/4).
   EXPECT_NEAR(forward_parser_reference(sp.forward, A, 1), std::log(1.05 * 0.75), 1e-5);
+  EXPECT_NEAR(forward_canonical(sp.forward, A, 1), std::log(1.05 * 0.75), 1e-5);
   // A mismatch, "C": MSV's only cell is 189 + 4 - 8 = 185, so xJ = 182 and the score is
   // (182 - 1 - 190)/scale - 3; HMMER's SSV shortcut floors it at the begin score:
   // xJ = 190 - 1 - 0 - 3 = 186, (186 - 1 - 190)/scale - 3, and that is what the cascade keeps.
@@ -215,7 +219,8 @@ TEST(Reference, SaturationAndEmptyTargets) {
   EXPECT_TRUE(msv.overflow);
   EXPECT_TRUE(std::isinf(msv.nats));
   ReferenceKernels kernels(sp);
-  const TargetScores t = run_cascade(sp, CascadeSettings{}, kernels, seq.data(), static_cast<int>(seq.size()));
+  const TargetScores t =
+      run_cascade(sp, CascadeSettings{}, kernels, seq.data(), static_cast<int>(seq.size()));
   EXPECT_EQ(t.stage, Stage::passed);
   const TargetScores e = run_cascade(sp, CascadeSettings{}, kernels, seq.data(), 0);
   EXPECT_EQ(e.stage, Stage::empty);
@@ -225,7 +230,8 @@ TEST(Reference, SsvShortcutAgreesWithMsv) {
   const std::uint64_t seed = test::test_seed();
   std::mt19937_64 rng(seed);
   for (const char* name : {"globins4", "fn3", "Pkinase"}) {
-    const HmmModel hmm = read_hmm_file(std::string("/usr/share/doc/hmmer/examples/tutorial/") + name + ".hmm")[0];
+    const HmmModel hmm =
+        read_hmm_file(std::string("/usr/share/doc/hmmer/examples/tutorial/") + name + ".hmm")[0];
     const SearchProfile sp = build_search_profile(hmm, Background::for_alphabet(Alphabet::amino()));
     int conclusive = 0;
     for (int n = 0; n < 300; ++n) {
@@ -233,7 +239,8 @@ TEST(Reference, SsvShortcutAgreesWithMsv) {
       std::vector<Residue> s(L);
       for (auto& x : s) x = static_cast<Residue>(rng() % 29 == 0 ? 21 + rng() % 8 : rng() % 20);
       if (n % 10 == 0) {  // plant a stretch of consensus
-        for (int k = 1; k <= hmm.M && k < L; ++k) s[k - 1] = Alphabet::amino().digitize(hmm.consensus[k]);
+        for (int k = 1; k <= hmm.M && k < L; ++k)
+          s[k - 1] = Alphabet::amino().digitize(hmm.consensus[k]);
       }
       FilterScore ssv;
       if (!ssv_filter_reference(sp.msv, s.data(), L, ssv)) continue;

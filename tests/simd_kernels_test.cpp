@@ -7,6 +7,7 @@
 #include "host_simd/simd_kernels.hpp"
 
 #include <gtest/gtest.h>
+#include <xmmintrin.h>
 
 #include <algorithm>
 #include <cmath>
@@ -23,6 +24,7 @@
 
 #include "core/cascade.hpp"
 #include "core/error.hpp"
+#include "core/forward_canonical.hpp"
 #include "core/hmm.hpp"
 #include "core/profile.hpp"
 #include "core/reference_kernels.hpp"
@@ -686,12 +688,12 @@ TEST(SimdCascade, EveryIsaGivesTheReferenceResults) {
   }
   const CascadeSettings settings;
   int failures = 0, passed = 0, forward_reached = 0;
-  std::int64_t gated_reference_calls = 0;
+  std::int64_t gated_canonical_calls = 0;
   const TestModel* current = nullptr;
   std::vector<std::unique_ptr<SimdFilterKernels>> exact, gated;
   for (const Job& job : jobs) {
     if (job.model != current) {
-      for (const auto& g : gated) gated_reference_calls += g->forward_reference_calls();
+      for (const auto& g : gated) gated_canonical_calls += g->forward_canonical_calls();
       current = job.model;
       exact.clear();
       gated.clear();
@@ -726,16 +728,16 @@ TEST(SimdCascade, EveryIsaGivesTheReferenceResults) {
       }
     }
   }
-  for (const auto& g : gated) gated_reference_calls += g->forward_reference_calls();
+  for (const auto& g : gated) gated_canonical_calls += g->forward_canonical_calls();
   std::cout << "[ cascade  ] " << jobs.size() << " targets, " << forward_reached
             << " reached Forward, " << passed << " passed; " << isas.size()
-            << " ISAs; gated Forward used the reference " << gated_reference_calls << " times of "
-            << forward_reached * static_cast<int>(isas.size()) << std::endl;
+            << " ISAs; gated Forward computed the canonical score " << gated_canonical_calls
+            << " times of " << forward_reached * static_cast<int>(isas.size()) << std::endl;
   EXPECT_GT(passed, 0);
 }
 
-// SimdFilterKernels::forward(): without the gate, always the reference score; with it,
-// either the reference score or a SIMD score for a target the reference score would
+// SimdFilterKernels::forward(): without the gate, always the canonical score; with it,
+// either the canonical score or a SIMD score for a target the canonical score would
 // also reject at F3, whatever the threshold.
 TEST(SimdForwardGate, NeverChangesTheF3Decision) {
   SCOPED_TRACE("DUET_TEST_SEED=" + std::to_string(test_seed()));
@@ -747,7 +749,7 @@ TEST(SimdForwardGate, NeverChangesTheF3Decision) {
   thresholds[1].F3 = 1e-2;
   thresholds[1].bias_filter = false;  // both nulls of the F3 test
   thresholds[2].F3 = 0.5;
-  int simd_scores = 0, reference_scores = 0;
+  int simd_scores = 0, canonical_scores = 0;
   for (std::size_t m = 0; m < corpus.models.size(); ++m) {
     const SearchProfile& p = corpus.models[m].profile;
     SimdFilterKernels exact(p, isa);
@@ -760,28 +762,162 @@ TEST(SimdForwardGate, NeverChangesTheF3Decision) {
         continue;
       const Residue* dsq = c.dsq.data();
       const int L = static_cast<int>(c.dsq.size());
-      const float reference = forward_parser_reference(p.forward, dsq, L);
-      ASSERT_TRUE(same_bits(exact.forward(dsq, L), reference)) << corpus.models[m].label;
+      const float canonical = forward_canonical(p.forward, dsq, L);
+      ASSERT_TRUE(same_bits(exact.forward(dsq, L), canonical)) << corpus.models[m].label;
       for (std::size_t j = 0; j < thresholds.size(); ++j) {
         const float got = gated[j]->forward(dsq, L);
-        if (same_bits(got, reference)) {
-          ++reference_scores;
+        if (same_bits(got, canonical)) {
+          ++canonical_scores;
           continue;
         }
         ++simd_scores;
         const float null =
             thresholds[j].bias_filter ? bias_filter_score(p.bias, dsq, L) : null_score(L);
-        const double P = exponential_survival((reference - null) / static_cast<float>(kLog2),
+        const double P = exponential_survival((canonical - null) / static_cast<float>(kLog2),
                                               p.forward_tau, p.forward_lambda);
         EXPECT_GT(P, thresholds[j].F3)
             << corpus.models[m].label << " " << c.label << ": the SIMD score " << got
-            << " stood in for " << reference << " on a target that passes F3";
+            << " stood in for " << canonical << " on a target that passes F3";
       }
     }
   }
   std::cout << "[ gate     ] " << isa_name(isa) << ": " << simd_scores << " SIMD scores, "
-            << reference_scores << " reference scores" << std::endl;
+            << canonical_scores << " canonical scores" << std::endl;
   EXPECT_GT(simd_scores, 0);
+}
+
+// ---------------------------------------------------------------------------
+// The canonical Forward (core/forward_canonical.hpp): the SSE4.1 parser equals it bit for
+// bit; it is within the SIMD tolerance of the textbook reference; the wider parsers are
+// within the tolerance of it. Random corpus (every target, the 50,000-residue ones
+// included) and the tutorial models on the database.
+
+struct CanonicalTally {
+  int targets = 0, finite = 0, rescaled = 0;
+  double worst_reference = 0;     // |canonical - reference| in tolerances
+  double worst_wide[2] = {0, 0};  // |avx2 / avx512 - canonical| in tolerances
+};
+
+double in_tolerances(float a, float b) {
+  if (!std::isfinite(a) || !std::isfinite(b)) return 0;
+  return std::fabs(double{a} - b) /
+         (kForwardAbsoluteTolerance + kForwardRelativeTolerance * std::fabs(b));
+}
+
+// Every check of one target; the failures go to `failures` (at most kMaxReportedFailures).
+void check_canonical(const TestModel& model, SimdFilterKernels* sse41,
+                     std::vector<std::unique_ptr<SimdFilterKernels>>& wide,
+                     const std::vector<Residue>& target, const std::string& label,
+                     CanonicalTally& tally, int& failures) {
+  const Residue* dsq = target.data();
+  const int L = static_cast<int>(target.size());
+  const float canonical = forward_canonical(model.profile.forward, dsq, L);
+  ++tally.targets;
+  if (std::isfinite(canonical)) ++tally.finite;
+  const auto fail = [&](const std::string& what, float got) {
+    if (failures++ >= kMaxReportedFailures) return;
+    std::ostringstream out;
+    out.precision(9);
+    out << what << ": " << got << ", canonical " << canonical << "\n  model: " << model.label
+        << "\n  target: " << label;
+    ADD_FAILURE() << out.str();
+  };
+  if (sse41 != nullptr) {
+    const float simd = sse41->forward_simd(dsq, L);
+    if (!same_bits(simd, canonical)) fail("sse4.1 parser", simd);
+  }
+  const float reference = forward_parser_reference(model.profile.forward, dsq, L);
+  if (!within_forward_tolerance(canonical, reference)) fail("forward_parser_reference", reference);
+  tally.worst_reference = std::max(tally.worst_reference, in_tolerances(canonical, reference));
+  for (std::size_t j = 0; j < wide.size(); ++j) {
+    const float simd = wide[j]->forward_simd(dsq, L);
+    if (!within_forward_tolerance(simd, canonical))
+      fail(std::string(isa_name(wide[j]->isa())), simd);
+    tally.worst_wide[j] = std::max(tally.worst_wide[j], in_tolerances(simd, canonical));
+  }
+}
+
+void check_canonical_corpus(const std::vector<const TestModel*>& models,
+                            const std::vector<std::vector<const std::vector<Residue>*>>& targets,
+                            const std::vector<std::vector<std::string>>& labels) {
+  CanonicalTally tally;
+  int failures = 0;
+  const bool have_sse41 = cpu_supports(Isa::sse41);
+  for (std::size_t m = 0; m < models.size(); ++m) {
+    std::unique_ptr<SimdFilterKernels> sse41;
+    if (have_sse41) sse41 = std::make_unique<SimdFilterKernels>(models[m]->profile, Isa::sse41);
+    std::vector<std::unique_ptr<SimdFilterKernels>> wide;
+    for (Isa isa : {Isa::avx2, Isa::avx512}) {
+      if (cpu_supports(isa))
+        wide.push_back(std::make_unique<SimdFilterKernels>(models[m]->profile, isa));
+    }
+    for (std::size_t t = 0; t < targets[m].size(); ++t) {
+      check_canonical(*models[m], sse41.get(), wide, *targets[m][t], labels[m][t], tally, failures);
+    }
+  }
+  std::cout << "[ canonical] " << tally.targets << " targets (" << tally.finite
+            << " finite scores); sse4.1 " << (have_sse41 ? "bit for bit" : "not run")
+            << "; worst error of the reference " << tally.worst_reference << ", of avx2 "
+            << tally.worst_wide[0] << ", of avx512 " << tally.worst_wide[1] << " of the tolerance"
+            << std::endl;
+  EXPECT_GT(tally.finite, 0);
+}
+
+TEST(CanonicalForward, RandomModelsSse41BitForBitOthersWithinTolerance) {
+  SCOPED_TRACE("DUET_TEST_SEED=" + std::to_string(test_seed()));
+  const Corpus& corpus = random_corpus();
+  std::vector<const TestModel*> models;
+  std::vector<std::vector<const std::vector<Residue>*>> targets(corpus.models.size());
+  std::vector<std::vector<std::string>> labels(corpus.models.size());
+  for (const TestModel& m : corpus.models) models.push_back(&m);
+  for (const TestCase& c : corpus.cases) {
+    targets[c.model].push_back(&c.dsq);
+    labels[c.model].push_back(c.label);
+  }
+  check_canonical_corpus(models, targets, labels);
+}
+
+TEST(CanonicalForward, TutorialModelsSse41BitForBitOthersWithinTolerance) {
+  const Tutorial& t = tutorial();
+  if (t.models.empty())
+    GTEST_SKIP() << "HMMER tutorial models or MMseqs2 example data not installed";
+  std::vector<const TestModel*> models;
+  std::vector<std::vector<const std::vector<Residue>*>> targets(t.models.size());
+  std::vector<std::vector<std::string>> labels(t.models.size());
+  for (std::size_t m = 0; m < t.models.size(); ++m) {
+    models.push_back(&t.models[m]);
+    for (std::size_t s = 0; s < t.sequences.size(); s += 3) {  // the reference is the slow part
+      targets[m].push_back(&t.sequences[s].residues);
+      labels[m].push_back(t.sequences[s].name);
+    }
+  }
+  check_canonical_corpus(models, targets, labels);
+}
+
+// The canonical score does not depend on the caller's denormal mode, and leaves it as it
+// was: with FTZ/DAZ set or clear around the call, the same bits and the same MXCSR after.
+TEST(CanonicalForward, CallersDenormalModeNeitherMattersNorChanges) {
+  // MXCSR without its six sticky exception flags: the mode bits.
+  const auto control_register = [] { return _mm_getcsr() & ~0x3Fu; };
+  const auto set_control_register = [](unsigned mode) { _mm_setcsr(mode); };
+  const Corpus& corpus = random_corpus();
+  const unsigned saved = control_register();
+  int checked = 0;
+  for (const TestCase& c : corpus.cases) {
+    if (c.dsq.size() > 5000 || checked >= 200) continue;
+    ++checked;
+    const SearchProfile& p = corpus.models[c.model].profile;
+    const int L = static_cast<int>(c.dsq.size());
+    const unsigned plain = saved & ~0x8040u;
+    set_control_register(plain);
+    const float a = forward_canonical(p.forward, c.dsq.data(), L);
+    EXPECT_EQ(control_register(), plain);
+    set_control_register(plain | 0x8040u);
+    const float b = forward_canonical(p.forward, c.dsq.data(), L);
+    EXPECT_EQ(control_register(), plain | 0x8040u);
+    set_control_register(saved);
+    ASSERT_TRUE(same_bits(a, b)) << corpus.models[c.model].label << " " << c.label;
+  }
 }
 
 // ---------------------------------------------------------------------------

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "core/forward_canonical.hpp"
 #include "core/profile.hpp"
 #include "core/reference_kernels.hpp"
 
@@ -19,18 +20,25 @@ struct CascadeSettings {
 };
 
 // Where a target stopped: the stage that rejected it, or `passed` (every filter passed).
-enum class Stage : std::uint8_t { empty = 0, msv = 1, bias = 2, viterbi = 3, forward = 4, passed = 5 };
+enum class Stage : std::uint8_t {
+  empty = 0,
+  msv = 1,
+  bias = 2,
+  viterbi = 3,
+  forward = 4,
+  passed = 5
+};
 
 struct TargetScores {
   static constexpr float kNotComputed = std::numeric_limits<float>::quiet_NaN();
   Stage stage = Stage::empty;
-  float null_nats = 0;        // null model score
-  float filter_nats = 0;      // null score used by later stages (bias filter or null)
+  float null_nats = 0;                // null model score
+  float filter_nats = 0;              // null score used by later stages (bias filter or null)
   float msv_bits = kNotComputed;      // MSV score, null-corrected (bits)
   float viterbi_bits = kNotComputed;  // NaN when not run (rejected before, or skipped)
   float forward_bits = kNotComputed;  // NaN unless the target passed every filter
-  double pvalue = 1.0;        // P-value of the last stage run (NaN when Forward rejected it)
-  bool forward_run = false;   // the Forward stage has run (see needs_forward)
+  double pvalue = 1.0;       // P-value of the last stage run (NaN when Forward rejected it)
+  bool forward_run = false;  // the Forward stage has run (see needs_forward)
 };
 
 // The kernels of one stage set, for one model; one object per worker thread.
@@ -39,27 +47,28 @@ class FilterKernels {
   virtual ~FilterKernels() = default;
   virtual FilterScore msv(const Residue* dsq, int L) = 0;
   virtual FilterScore viterbi(const Residue* dsq, int L) = 0;
-  // Forward score in nats: the canonical score (forward_parser_reference) for every
-  // target that passes F3; a faster, inexact score may decide a rejection.
+  // Forward score in nats: the canonical score (forward_canonical.hpp) for every target
+  // that passes F3; a faster, inexact score may decide a rejection.
   virtual float forward(const Residue* dsq, int L) = 0;
 };
 
-// The scalar references as a FilterKernels.
+// The scalar references as a FilterKernels, with the canonical Forward (which the
+// textbook forward_parser_reference approximates to a tolerance only).
 class ReferenceKernels final : public FilterKernels {
  public:
-  explicit ReferenceKernels(const SearchProfile& profile) : profile_(profile) {}
+  explicit ReferenceKernels(const SearchProfile& profile)
+      : profile_(profile), forward_(profile.forward) {}
   FilterScore msv(const Residue* dsq, int L) override {
     return msv_filter_reference(profile_.msv, dsq, L);
   }
   FilterScore viterbi(const Residue* dsq, int L) override {
     return viterbi_filter_reference(profile_.viterbi, dsq, L);
   }
-  float forward(const Residue* dsq, int L) override {
-    return forward_parser_reference(profile_.forward, dsq, L);
-  }
+  float forward(const Residue* dsq, int L) override { return forward_.score(dsq, L); }
 
  private:
   const SearchProfile& profile_;
+  CanonicalForward forward_;
 };
 
 // The whole cascade for one target.

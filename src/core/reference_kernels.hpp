@@ -46,7 +46,8 @@ bool msv_ssv_floor(const MsvScores& msv, int L, float& floor_nats);
 FilterScore viterbi_filter_reference(const ViterbiScores& vit, const Residue* dsq, int L);
 
 // Forward parser: probability-space float Forward with sparse rescaling
-// (p7_ForwardParser). The canonical Forward score of duet.
+// (p7_ForwardParser), in node order: the textbook reference. The score duet reports is
+// the canonical Forward (forward_canonical.hpp), within a small tolerance of this one.
 float forward_parser_reference(const ForwardScores& fwd, const Residue* dsq, int L);
 
 // Bias filter: Forward score of the two-state composition HMM plus the null length

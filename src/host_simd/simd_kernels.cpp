@@ -166,6 +166,8 @@ SimdFilterKernels::SimdFilterKernels(const SearchProfile& profile, Isa isa, Forw
     throw UsageError("the ISA '" + std::string(isa_name(isa)) + "' is not supported by this CPU");
   }
   const IsaKernels* kernels = isa_kernels_of(isa);
+  // The canonical Forward is the SSE4.1 parser itself; other ISAs recompute it in core.
+  if (isa != Isa::sse41) canonical_ = std::make_unique<CanonicalForward>(profile.forward);
   if (kernels == nullptr) return;  // scalar: the references need nothing more
   striped_ = std::make_unique<StripedProfiles>();
   striped_->kernels = kernels;
@@ -240,9 +242,14 @@ float SimdFilterKernels::forward(const Residue* dsq, int L) {
       const double P = exponential_survival(bits, profile_.forward_tau, profile_.forward_lambda);
       if (P > gate_.F3) return fast;  // fails F3 whatever the exact score
     }
+    if (isa_ == Isa::sse41) {  // the 4-lane parser's score is the canonical one
+      ++forward_canonical_calls_;
+      return fast;
+    }
   }
-  ++forward_reference_calls_;
-  return forward_parser_reference(profile_.forward, dsq, L);
+  ++forward_canonical_calls_;
+  if (isa_ == Isa::sse41) return forward_simd(dsq, L);
+  return canonical_->score(dsq, L);
 }
 
 }  // namespace duet::simd

@@ -13,8 +13,10 @@
 //     denormals to zero (as HMMER's vector code does; the caller's floating-point mode is
 //     restored); its score (nats) is within kForwardAbsoluteTolerance +
 //     kForwardRelativeTolerance * |score| of forward_parser_reference (the tests see under
-//     a tenth of that). It is only a filter: SimdFilterKernels::forward() reports the
-//     reference score for every target that might pass F3 (rule below).
+//     a tenth of that). The SSE4.1 (4-lane) parser's order is the canonical one: its score
+//     IS the canonical Forward score (core/forward_canonical.hpp), bit for bit. The wider
+//     parsers are only a filter: SimdFilterKernels::forward() reports the canonical score
+//     for every target that might pass F3 (rule below).
 //   - Kernels are reentrant; the DP rows belong to the SimdFilterKernels object.
 //
 // ISAs: each kernel source (kernels_impl.hpp) is compiled once per ISA, SSE4.1 (128-bit),
@@ -30,6 +32,7 @@
 #include <string_view>
 
 #include "core/cascade.hpp"
+#include "core/forward_canonical.hpp"
 #include "core/profile.hpp"
 #include "core/reference_kernels.hpp"
 
@@ -87,7 +90,7 @@ Isa isa_from_name(std::string_view name);
 
 // When SimdFilterKernels::forward() may report its own SIMD score instead of the
 // reference's: only for a target that fails F3 even with the SIMD score raised by
-// forward_margin(). With `enabled` false, every target gets the reference score.
+// forward_margin(). With `enabled` false, every target gets the canonical score.
 struct ForwardGate {
   bool enabled = false;
   double F3 = 1e-5;
@@ -107,11 +110,12 @@ struct DpRows;
 // Construct one per model per worker thread; not thread-safe; keeps a reference to
 // `profile`, which must outlive it.
 //
-// forward() returns the canonical score (forward_parser_reference) except, when the gate
-// is enabled, for a target whose SIMD score plus forward_margin() still fails F3 against
-// the cascade's null score: then it returns the SIMD score, which differs from the
-// reference in the last digits only and cannot change the F3 decision (and run_cascade
-// keeps no Forward score for targets that F3 rejects).
+// forward() returns the canonical score (forward_canonical) except, when the gate is
+// enabled, for a target whose SIMD score plus forward_margin() still fails F3 against the
+// cascade's null score: then it returns the SIMD score, which differs from the canonical
+// one in the last digits only and cannot change the F3 decision (and run_cascade keeps no
+// Forward score for targets that F3 rejects). With SSE4.1 the gate's score is already the
+// canonical one and is not computed twice; other ISAs recompute it with forward_canonical.
 class SimdFilterKernels final : public FilterKernels {
  public:
   SimdFilterKernels(const SearchProfile& profile, Isa isa, ForwardGate gate = {});
@@ -131,9 +135,11 @@ class SimdFilterKernels final : public FilterKernels {
   // Each kernel alone, as the tests and the benchmark call them.
   bool ssv_only(const Residue* dsq, int L, FilterScore& score);  // ssv_filter_reference's contract
   FilterScore msv_only(const Residue* dsq, int L);
-  float forward_simd(const Residue* dsq, int L);  // the SIMD parser's own score
-  // Number of targets whose Forward score came from the reference (for the trace).
-  std::int64_t forward_reference_calls() const { return forward_reference_calls_; }
+  // The SIMD parser's own score (scalar: forward_parser_reference).
+  float forward_simd(const Residue* dsq, int L);
+  // Number of targets given the canonical Forward score by forward() (not decided by the
+  // gate alone).
+  std::int64_t forward_canonical_calls() const { return forward_canonical_calls_; }
 
  private:
   const SearchProfile& profile_;
@@ -141,7 +147,8 @@ class SimdFilterKernels final : public FilterKernels {
   ForwardGate gate_;
   std::unique_ptr<StripedProfiles> striped_;
   std::unique_ptr<DpRows> rows_;
-  std::int64_t forward_reference_calls_ = 0;
+  std::unique_ptr<CanonicalForward> canonical_;  // every ISA but SSE4.1
+  std::int64_t forward_canonical_calls_ = 0;
 };
 
 }  // namespace duet::simd

@@ -1,0 +1,174 @@
+// The canonical Forward (see forward_canonical.hpp): the 4-lane striped parser written
+// with arrays of 4 floats. Every lane operation below corresponds to one vector
+// instruction of host_simd/kernels_impl.hpp's forward_parser in its SSE4.1 instance, in
+// the same order; keep the two in step (the bit-for-bit test fails otherwise).
+#include "core/forward_canonical.hpp"
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+#if !defined(__SSE__)
+#error "the canonical Forward sets the SSE control register (MXCSR): x86-64 only"
+#endif
+#include <xmmintrin.h>
+
+namespace duet {
+
+namespace {
+
+constexpr int n = kCanonicalForwardLanes;
+
+// One vector of 4 lanes; the element-wise operations are plain loops that the compiler
+// may turn into vector instructions (contraction stays off project-wide: no FMA).
+struct alignas(16) Lanes {
+  float v[n];
+};
+
+inline Lanes load(const float* p) {
+  Lanes r;
+  for (int j = 0; j < n; ++j) r.v[j] = p[j];
+  return r;
+}
+inline void store(float* p, const Lanes& a) {
+  for (int j = 0; j < n; ++j) p[j] = a.v[j];
+}
+inline Lanes splat(float x) {
+  Lanes r;
+  for (int j = 0; j < n; ++j) r.v[j] = x;
+  return r;
+}
+inline Lanes add(const Lanes& a, const Lanes& b) {
+  Lanes r;
+  for (int j = 0; j < n; ++j) r.v[j] = a.v[j] + b.v[j];
+  return r;
+}
+inline Lanes mul(const Lanes& a, const Lanes& b) {
+  Lanes r;
+  for (int j = 0; j < n; ++j) r.v[j] = a.v[j] * b.v[j];
+  return r;
+}
+// Lane j takes lane j - by; the lowest `by` lanes get 0 (the vector byte shift).
+template <int by>
+inline Lanes shift_up(const Lanes& a) {
+  Lanes r;
+  for (int j = 0; j < n; ++j) r.v[j] = j >= by ? a.v[j - by] : 0.0f;
+  return r;
+}
+// The 128-bit horizontal sum: (lane0 + lane2) + (lane1 + lane3).
+inline float horizontal_sum(const Lanes& a) {
+  const float low = a.v[0] + a.v[2];
+  const float high = a.v[1] + a.v[3];
+  return low + high;
+}
+
+// FTZ (bit 15) and DAZ (bit 6) of MXCSR while the parser runs; the caller's mode after.
+class FlushDenormals {
+ public:
+  FlushDenormals() : saved_(_mm_getcsr()) { _mm_setcsr(saved_ | 0x8040u); }
+  ~FlushDenormals() { _mm_setcsr(saved_); }
+  FlushDenormals(const FlushDenormals&) = delete;
+  FlushDenormals& operator=(const FlushDenormals&) = delete;
+
+ private:
+  unsigned saved_;
+};
+
+}  // namespace
+
+float forward_canonical(const ForwardStripedView& profile, const Residue* dsq, int L, float loop,
+                        float move, float* rows) {
+  const FlushDenormals flush_denormals;
+  const int Q = profile.Q;
+  const std::size_t row_elements = static_cast<std::size_t>(Q) * n;
+  float* const mrow = rows;
+  float* const irow = rows + row_elements;
+  float* const drow = rows + 2 * row_elements;
+  const float* const dd = profile.transitions + kVitPerQ * row_elements;
+  const auto at = [](auto* base, int q) { return base + static_cast<std::size_t>(q) * n; };
+  const Lanes zero = splat(0.0f);
+  const Lanes lane_through = shift_up<1>(load(at(profile.dd_prefix, Q)));
+  for (int q = 0; q < Q; ++q) {
+    store(at(mrow, q), zero);
+    store(at(irow, q), zero);
+    store(at(drow, q), zero);
+  }
+  float xN = 1.0f, xJ = 0.0f, xC = 0.0f;
+  float xB = move;
+  float total_scale = 0.0f;
+  for (int i = 0; i < L; ++i) {
+    const float* match = profile.match + dsq[i] * row_elements;
+    const float* tsc = profile.transitions;
+    const Lanes begin = splat(xB);
+    Lanes sum = zero;        // M and D of the row (D as computed within lanes)
+    Lanes delete_in = zero;  // D within the lane at vector q
+    Lanes mpv = shift_up<1>(load(at(mrow, Q - 1)));
+    Lanes ipv = shift_up<1>(load(at(irow, Q - 1)));
+    Lanes dpv = shift_up<1>(load(at(drow, Q - 1)));
+    for (int q = 0; q < Q; ++q, tsc += kVitPerQ * n) {
+      Lanes sv = mul(begin, load(tsc + kVitBM * n));
+      sv = add(sv, mul(mpv, load(tsc + kVitMM * n)));
+      sv = add(sv, mul(ipv, load(tsc + kVitIM * n)));
+      sv = add(sv, mul(dpv, load(tsc + kVitDM * n)));
+      sv = mul(sv, load(match + static_cast<std::size_t>(q) * n));
+      sum = add(sum, add(sv, delete_in));
+      mpv = load(at(mrow, q));
+      ipv = load(at(irow, q));
+      dpv = load(at(drow, q));
+      store(at(mrow, q), sv);
+      store(at(drow, q), delete_in);
+      // Insert emissions have odds 1.
+      store(at(irow, q), add(mul(mpv, load(tsc + kVitMI * n)), mul(ipv, load(tsc + kVitII * n))));
+      delete_in = add(mul(sv, load(tsc + kVitMD * n)), mul(delete_in, load(at(dd, q))));
+    }
+    // D entering each lane's segment from the lane below (the inclusive scan
+    // C[j] = X[j] + U[j] * C[j-1] in two steps), and what it adds to every D.
+    Lanes carry = shift_up<1>(delete_in);
+    Lanes through = lane_through;
+    carry = add(carry, mul(through, shift_up<1>(carry)));
+    through = mul(through, shift_up<1>(through));
+    carry = add(carry, mul(through, shift_up<2>(carry)));
+    for (int q = 0; q < Q; ++q) {
+      const Lanes added = mul(carry, load(at(profile.dd_prefix, q)));
+      store(at(drow, q), add(load(at(drow, q)), added));
+      sum = add(sum, added);
+    }
+    const float xE = horizontal_sum(sum);
+
+    xN = xN * loop;
+    xC = xC * loop + xE * profile.e_move;
+    xJ = xJ * loop + xE * profile.e_loop;
+    xB = xJ * move + xN * move;
+    if (xE > 1.0e4f) {  // sparse rescaling, as the reference
+      xN /= xE;
+      xC /= xE;
+      xJ /= xE;
+      xB /= xE;
+      const Lanes r = splat(static_cast<float>(1.0 / xE));
+      for (int q = 0; q < Q; ++q) {
+        store(at(mrow, q), mul(load(at(mrow, q)), r));
+        store(at(drow, q), mul(load(at(drow, q)), r));
+        store(at(irow, q), mul(load(at(irow, q)), r));
+      }
+      total_scale = static_cast<float>(total_scale + std::log(static_cast<double>(xE)));
+    }
+  }
+  return static_cast<float>(total_scale + std::log(static_cast<double>(xC * move)));
+}
+
+float forward_canonical(const ForwardScores& fwd, const Residue* dsq, int L) {
+  CanonicalForward canonical(fwd);
+  return canonical.score(dsq, L);
+}
+
+CanonicalForward::CanonicalForward(const ForwardScores& fwd)
+    : fwd_(fwd),
+      striped_(stripe_forward_scores(fwd, kCanonicalForwardLanes)),
+      rows_(3 * striped_row_elements(striped_.Q, kCanonicalForwardLanes)) {}
+
+float CanonicalForward::score(const Residue* dsq, int L) {
+  const ForwardScores::Length ncj = fwd_.ncj(L);
+  return forward_canonical(striped_.view(), dsq, L, ncj.loop, ncj.move, rows_.data());
+}
+
+}  // namespace duet

@@ -1,0 +1,59 @@
+// The canonical Forward score of duet: the score every search reports, the same bit for
+// bit whatever the ISA, worker count or device mix.
+//
+// Definition: the Forward parser (p7_ForwardParser's recurrence, as forward_parser_reference
+// writes it) computed in a fixed order, that of the striped parser in 4 float lanes
+// (host_simd/kernels_impl.hpp's forward_parser, SSE4.1 instance), with denormals flushed
+// to zero and read as zero. forward_canonical below is that computation written with
+// arrays of 4 floats, one operation per lane where the SIMD parser has one vector
+// instruction; the SSE4.1 kernel equals it bit for bit (tests/simd_kernels_test.cpp).
+// forward_parser_reference stays the textbook reference: the canonical score is within
+// the SIMD Forward tolerance of it (host_simd/simd_kernels.hpp).
+//
+// The order, per target row i (Q = ceil(M / 4) vectors; node k in vector (k-1) % Q, lane
+// (k-1) / Q; striped_layout.hpp):
+//   - for q = 0..Q-1: M = ((B*tBM + M'*tMM) + I'*tIM) + D'*tDM, then * match odds, where
+//     M', I', D' are the previous row's vector q-1 (for q = 0 its vector Q-1 moved one lane
+//     up, lane 0 = 0); sum += M + Din; I = M'*tMI + I'*tII (previous row's vector q);
+//     D(q) = Din; Din = M*tMD + Din*tDD.
+//   - the lane carry: C = Din moved one lane up; U = the lanes' whole D->D products moved
+//     one lane up; C += U * (C moved 1 lane up), U *= (U moved 1 lane up); C += U * (C moved
+//     2 lanes up). Then for every q: add = C * (D->D product of the lane up to q);
+//     D(q) += add; sum += add.
+//   - E = (sum0 + sum2) + (sum1 + sum3); the N, C, J, B updates and the sparse rescaling
+//     (E > 1e4) of the reference; the score is float(scale + log(double(C * move))).
+// Denormal mode: MXCSR FTZ and DAZ set while it runs, the caller's mode restored after
+// (x86-64; the scalar SSE arithmetic obeys them as the vector arithmetic does).
+#pragma once
+
+#include "core/profile.hpp"
+#include "core/striping.hpp"
+
+namespace duet {
+
+inline constexpr int kCanonicalForwardLanes = 4;
+
+// The canonical score of a target of L residues (L = 0 allowed), in nats, from a profile
+// striped in kCanonicalForwardLanes lanes (stripe_forward_scores), the N/C/J loop and move
+// probabilities of ForwardScores::ncj(L), and caller-owned rows of 3 * Q * 4 floats.
+float forward_canonical(const ForwardStripedView& profile, const Residue* dsq, int L, float loop,
+                        float move, float* rows);
+
+// The same from the unstriped scores (stripes them on every call: for tests and one-off
+// scores; a search keeps a CanonicalForward per model and thread).
+float forward_canonical(const ForwardScores& fwd, const Residue* dsq, int L);
+
+// The canonical Forward of one model: its 4-lane striped profile and DP rows, built once.
+// Not thread-safe (the rows); keeps a reference to `fwd`, which must outlive it.
+class CanonicalForward {
+ public:
+  explicit CanonicalForward(const ForwardScores& fwd);
+  float score(const Residue* dsq, int L);
+
+ private:
+  const ForwardScores& fwd_;
+  StripedForwardProfile striped_;
+  AlignedBuffer<float> rows_;
+};
+
+}  // namespace duet

@@ -1,5 +1,5 @@
 // The canonical Forward (see forward_canonical.hpp): the 4-lane striped parser written
-// with arrays of 4 floats. Every lane operation below corresponds to one vector
+// with vectors of 4 floats. Every lane operation below corresponds to one vector
 // instruction of host_simd/kernels_impl.hpp's forward_parser in its SSE4.1 instance, in
 // the same order; keep the two in step (the bit-for-bit test fails otherwise).
 #include "core/forward_canonical.hpp"
@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #if !defined(__SSE__)
 #error "the canonical Forward sets the SSE control register (MXCSR): x86-64 only"
@@ -19,46 +20,42 @@ namespace {
 
 constexpr int n = kCanonicalForwardLanes;
 
-// One vector of 4 lanes; the element-wise operations are plain loops that the compiler
-// may turn into vector instructions (contraction stays off project-wide: no FMA).
-struct alignas(16) Lanes {
-  float v[n];
-};
+// One vector of 4 lanes, as GCC's and Clang's vector extension: + and * act lane by lane
+// with the IEEE float operations of the scalar code (contraction stays off project-wide:
+// no FMA), and the compiler keeps the 4 lanes in one SSE register.
+using Lanes = float __attribute__((vector_size(16)));
 
 inline Lanes load(const float* p) {
   Lanes r;
-  for (int j = 0; j < n; ++j) r.v[j] = p[j];
+  std::memcpy(&r, p, sizeof r);
   return r;
 }
-inline void store(float* p, const Lanes& a) {
-  for (int j = 0; j < n; ++j) p[j] = a.v[j];
+inline void store(float* p, Lanes a) {
+  std::memcpy(p, &a, sizeof a);
 }
 inline Lanes splat(float x) {
-  Lanes r;
-  for (int j = 0; j < n; ++j) r.v[j] = x;
-  return r;
+  return Lanes{x, x, x, x};
 }
-inline Lanes add(const Lanes& a, const Lanes& b) {
-  Lanes r;
-  for (int j = 0; j < n; ++j) r.v[j] = a.v[j] + b.v[j];
-  return r;
+inline Lanes add(Lanes a, Lanes b) {
+  return a + b;
 }
-inline Lanes mul(const Lanes& a, const Lanes& b) {
-  Lanes r;
-  for (int j = 0; j < n; ++j) r.v[j] = a.v[j] * b.v[j];
-  return r;
+inline Lanes mul(Lanes a, Lanes b) {
+  return a * b;
 }
-// Lane j takes lane j - by; the lowest `by` lanes get 0 (the vector byte shift).
+// Lane j takes lane j - by; the lowest `by` lanes get +0 (the vector byte shift).
 template <int by>
-inline Lanes shift_up(const Lanes& a) {
-  Lanes r;
-  for (int j = 0; j < n; ++j) r.v[j] = j >= by ? a.v[j - by] : 0.0f;
-  return r;
+inline Lanes shift_up(Lanes a) {
+  static_assert(by == 1 || by == 2);
+  if constexpr (by == 1) {
+    return __builtin_shufflevector(a, Lanes{}, 4, 0, 1, 2);
+  } else {
+    return __builtin_shufflevector(a, Lanes{}, 4, 5, 0, 1);
+  }
 }
 // The 128-bit horizontal sum: (lane0 + lane2) + (lane1 + lane3).
-inline float horizontal_sum(const Lanes& a) {
-  const float low = a.v[0] + a.v[2];
-  const float high = a.v[1] + a.v[3];
+inline float horizontal_sum(Lanes a) {
+  const float low = a[0] + a[2];
+  const float high = a[1] + a[3];
   return low + high;
 }
 

@@ -5,8 +5,9 @@
 // writes it) computed in a fixed order, that of the striped parser in 4 float lanes
 // (host_simd/kernels_impl.hpp's forward_parser, SSE4.1 instance), with denormals flushed
 // to zero and read as zero. forward_canonical below is that computation written with
-// arrays of 4 floats, one operation per lane where the SIMD parser has one vector
-// instruction; the SSE4.1 kernel equals it bit for bit (tests/simd_kernels_test.cpp).
+// vectors of 4 floats (the GCC/Clang vector extension), one operation where the SIMD
+// parser has one vector instruction; the SSE4.1 kernel equals it bit for bit
+// (tests/simd_kernels_test.cpp).
 // forward_parser_reference stays the textbook reference: the canonical score is within
 // the SIMD Forward tolerance of it (host_simd/simd_kernels.hpp).
 //

@@ -316,12 +316,14 @@ TEST(IoConfig, LoadsFile) {
 
 void expect_round_trip(const Config& config);
 
-// Every example configuration in configs/ reads without error and round-trips.
+// Every example configuration in configs/ reads without error and round-trips (the
+// GPU kernel-choice table there is not a configuration: io_kernel_table_test reads it).
 TEST(IoConfig, ExampleConfigsAreValid) {
   const auto folder = std::filesystem::path(__FILE__).parent_path().parent_path() / "configs";
   int files = 0;
   for (const auto& entry : std::filesystem::directory_iterator(folder)) {
-    if (entry.path().extension() != ".toml") continue;
+    if (entry.path().extension() != ".toml" || entry.path().filename() == "gpu-kernels.toml")
+      continue;
     ++files;
     Config config;
     ASSERT_NO_THROW(config = load_config(entry.path().string())) << entry.path();

@@ -4,6 +4,7 @@
 // trip, and where the table comes from (--gpu-kernel-table, [gpu] kernel_table, defaults).
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -48,6 +49,16 @@ TEST(IoKernelTable, ReadsAGoodFile) {
   EXPECT_EQ(t.rows[0], (KernelTableRow{128, 8, "warp", ""}));
   EXPECT_EQ(t.rows[1], (KernelTableRow{300, 16, "thread", ""}));
   EXPECT_EQ(t.rows[2], (KernelTableRow{3000, 32, "warp", ""}));
+}
+
+// The committed table (measured by `duet tune`) reads and round-trips.
+TEST(IoKernelTable, CommittedTableIsValid) {
+  const auto path =
+      std::filesystem::path(__FILE__).parent_path().parent_path() / "configs" / "gpu-kernels.toml";
+  KernelTable t;
+  ASSERT_NO_THROW(t = load_kernel_table(path.string()));
+  EXPECT_FALSE(t.rows.empty());
+  EXPECT_EQ(parse_kernel_table(to_toml(t), "again.toml"), t);
 }
 
 TEST(IoKernelTable, ChoosesByLengthAtTheBoundaries) {

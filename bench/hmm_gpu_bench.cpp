@@ -9,7 +9,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -19,6 +18,7 @@
 #include "core/profile.hpp"
 #include "core/reference_kernels.hpp"
 #include "device/hmm_gpu.hpp"
+#include "device/hmm_gpu_timing.hpp"
 
 using namespace duet;
 
@@ -60,44 +60,16 @@ int main(int argc, char** argv) {
     for (int M : lengths) {
       const HmmModel hmm = simd_test::random_hmm(rng, abc, M, simd_test::random_style(rng));
       const SearchProfile p = build_search_profile(hmm, Background::for_alphabet(abc));
-      device::HmmGpuEngine engine(0, p, strategy);
-      double msv_ms = 0, msv_exact_ms = 0;
-      long long exact = 0;
-      int checked = 0, wrong = 0;
-      if (strategy == device::GpuStrategy::warp_groups) {
-        // Warm-up on a small batch, then the timed run.
-        engine.submit_msv(0, msv_targets.data(), std::min<std::size_t>(msv_targets.size(), 2000));
-        engine.wait_msv(0);
-        engine.submit_msv(0, msv_targets.data(), msv_targets.size());
-        const auto& scores = engine.wait_msv(0);
-        const auto times = engine.kernel_times(0);
-        msv_ms = times.msv_ms;
-        msv_exact_ms = times.msv_exact_ms;
-        exact = times.msv_exact_targets;
-        for (std::size_t i = 0; i < scores.size(); i += scores.size() / 50 + 1) {
-          const auto r =
-              msv_filter_reference(p.msv, msv_targets[i].residues, msv_targets[i].length);
-          ++checked;
-          if (r.overflow != scores[i].overflow ||
-              std::memcmp(&r.nats, &scores[i].nats, sizeof(float)) != 0)
-            ++wrong;
-        }
-      }
-      engine.submit_msv(1, vit_targets.data(), vit_targets.size());
-      engine.wait_msv(1);
-      std::vector<int> all(vit_targets.size());
-      for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
-      engine.submit_viterbi(1, all.data(), all.size());
-      const auto& vscores = engine.wait_viterbi(1);
-      const double vit_ms = engine.kernel_times(1).viterbi_ms;
-      for (std::size_t i = 0; i < vscores.size(); i += vscores.size() / 20 + 1) {
-        const auto r =
-            viterbi_filter_reference(p.viterbi, vit_targets[i].residues, vit_targets[i].length);
-        ++checked;
-        if (r.overflow != vscores[i].overflow ||
-            std::memcmp(&r.nats, &vscores[i].nats, sizeof(float)) != 0)
-          ++wrong;
-      }
+      // The timing code of `duet tune` (device/hmm_gpu_timing.hpp): warm-up, CUDA events,
+      // sampled scores checked against the references.
+      const std::vector<device::GpuTarget> none;
+      const device::HmmKernelTiming t = device::time_hmm_kernels(
+          0, p, {0, strategy}, strategy == device::GpuStrategy::warp_groups ? msv_targets : none,
+          vit_targets, 50);
+      const double msv_ms = t.msv_ms - t.msv_exact_ms, msv_exact_ms = t.msv_exact_ms,
+                   vit_ms = t.viterbi_ms;
+      const long long exact = t.msv_exact_targets;
+      const int checked = t.checked, wrong = t.wrong;
       const double msv_gcups = msv_ms > 0 ? msv_total * M / (msv_ms + msv_exact_ms) / 1e6 : 0;
       const double vit_gcups = vit_total * M / vit_ms / 1e6;
       std::printf("%6d %10.2f %10.1f %12lld %10.2f %10.1f %5d/%d %s%s\n", M, msv_ms + msv_exact_ms,

@@ -15,9 +15,10 @@
 #include "core/text_reader.hpp"
 #include "device/gpu_info.hpp"
 #include "device/hmm_gpu.hpp"
+#include "device/hmm_gpu_timing.hpp"
+#include "search_compare.hpp"
 #include "simd_test_support.hpp"
 #include "test_support.hpp"
-#include "search_compare.hpp"
 
 namespace duet {
 namespace {
@@ -99,11 +100,16 @@ void expect_same(const FilterScore& gpu, const FilterScore& ref, const std::stri
   EXPECT_EQ(0, std::memcmp(&gpu.nats, &ref.nats, sizeof(float))) << what << ": gpu " << gpu.nats << " reference " << ref.nats;
 }
 
-void check_model(const HmmModel& hmm, std::mt19937_64& rng, device::GpuStrategy strategy, int database_count,
-                 const std::string& what) {
+void check_model(const HmmModel& hmm, std::mt19937_64& rng, device::GpuKernelChoice choice,
+                 int database_count, const std::string& what) {
   const SearchProfile p = profile_of(hmm);
   const TargetSet targets = targets_for(rng, hmm, database_count);
-  device::HmmGpuEngine engine(0, p, strategy);
+  device::HmmGpuEngine engine(0, p, choice);
+  const device::GpuKernelChoice used = engine.kernel_choice();
+  EXPECT_EQ(used.msv_group_threads, choice.msv_group_threads == 0 ? device::msv_group_threads(hmm.M)
+                                                                  : choice.msv_group_threads)
+      << what;
+  EXPECT_EQ(used.viterbi, choice.viterbi) << what;
   const std::vector<FilterScore> msv = engine.msv(targets.view());
   const std::vector<FilterScore> vit = engine.viterbi(targets.view());
   ASSERT_EQ(msv.size(), targets.seqs.size());
@@ -119,6 +125,11 @@ void check_model(const HmmModel& hmm, std::mt19937_64& rng, device::GpuStrategy 
     expect_same(vit[i], v, where + " Viterbi");
     if (::testing::Test::HasFailure()) ++failures;
   }
+}
+
+void check_model(const HmmModel& hmm, std::mt19937_64& rng, device::GpuStrategy strategy,
+                 int database_count, const std::string& what) {
+  check_model(hmm, rng, device::GpuKernelChoice{0, strategy}, database_count, what);
 }
 
 TEST(GpuKernels, MatchReferenceOnRandomModels) {
@@ -142,6 +153,47 @@ TEST(GpuKernels, ThreadPerTargetStrategyMatchesReference) {
     check_model(hmm, rng, device::GpuStrategy::thread_per_target, 100, "thread strategy M=" + std::to_string(M));
     if (HasFailure()) return;
   }
+}
+
+// Every explicit kernel choice (the kernel-choice table's rows can name any) gives the
+// references' scores, at lengths on both sides of the tile sizes of 8, 16 and 32 threads.
+TEST(GpuKernels, EveryExplicitKernelChoiceMatchesReference) {
+  REQUIRE_GPU();
+  std::mt19937_64 rng(test_seed() ^ 0x6f);
+  for (int M : {1, 16, 100, 128, 129, 256, 257, 513, 1500, 3000}) {
+    const HmmModel hmm =
+        simd_test::random_hmm(rng, Alphabet::amino(), M, simd_test::random_style(rng));
+    for (int group : {8, 16, 32}) {
+      for (const auto strategy :
+           {device::GpuStrategy::warp_groups, device::GpuStrategy::thread_per_target}) {
+        check_model(hmm, rng, device::GpuKernelChoice{group, strategy}, 60,
+                    "M=" + std::to_string(M) + " group " + std::to_string(group) + " " +
+                        device::gpu_strategy_name(strategy));
+        if (HasFailure()) return;
+      }
+    }
+  }
+  const SearchProfile p =
+      profile_of(simd_test::random_hmm(rng, Alphabet::amino(), 50, simd_test::random_style(rng)));
+  EXPECT_THROW(
+      device::HmmGpuEngine(0, p, device::GpuKernelChoice{12, device::GpuStrategy::warp_groups}),
+      std::invalid_argument);
+}
+
+// The timing library of `duet tune` and the kernel bench checks its scores.
+TEST(GpuKernels, TimingChecksItsScores) {
+  REQUIRE_GPU();
+  std::mt19937_64 rng(test_seed() ^ 0x70);
+  const HmmModel hmm =
+      simd_test::random_hmm(rng, Alphabet::amino(), 300, simd_test::random_style(rng));
+  const TargetSet targets = targets_for(rng, hmm, 500);
+  const auto view = targets.view();
+  const device::HmmKernelTiming t = device::time_hmm_kernels(
+      0, profile_of(hmm), {16, device::GpuStrategy::thread_per_target}, view, view, 40);
+  EXPECT_GT(t.msv_ms, 0);
+  EXPECT_GT(t.viterbi_ms, 0);
+  EXPECT_GE(t.checked, 80);
+  EXPECT_EQ(t.wrong, 0);
 }
 
 TEST(GpuKernels, MatchReferenceOnTutorialModels) {
@@ -206,6 +258,46 @@ TEST(GpuSearch, ResultsIdenticalWithAndWithoutGpu) {
       }
     }
   }
+}
+
+// A kernel-choice table picks the kernels by model length (recorded with the run);
+// --gpu-strategy wins over the table's Viterbi strategy; results stay identical.
+TEST(GpuSearch, KernelTableChoosesByLengthAndIsRecorded) {
+  REQUIRE_GPU();
+  test::TempDir dir;
+  const std::string db = test::database_prefix(dir, 3000);
+  const std::string table = dir.file("kernels.toml");
+  std::ofstream(table)
+      << "device = \"test\"\nmeasured = \"now\"\n"
+         "[[row]]\nmax_length = 100\nmsv_group_threads = 32\nviterbi_strategy = \"warp\"\n"
+         "[[row]]\nmax_length = 200\nmsv_group_threads = 8\nviterbi_strategy = \"thread\"\n";
+  const std::vector<HmmModel> models =
+      read_hmm_file(std::string(simd_test::kTutorialDir) + "globins4.hmm");
+  ASSERT_EQ(models.at(0).M, 149);
+  io::Config config;
+  config.run.cpu = 2;
+  app::HybridOptions cpu;
+  cpu.gpu = app::HybridOptions::Gpu::off;
+  const app::SearchRun reference = app::run_hmmsearch(models, db, config, cpu);
+  for (const char* strategy : {"", "warp"}) {
+    app::HybridOptions gpu;
+    gpu.gpu = app::HybridOptions::Gpu::only;
+    gpu.gpu_devices = {0};
+    gpu.gpu_kernel_table = table;
+    gpu.gpu_strategy = strategy;
+    const app::SearchRun run = app::run_hmmsearch(models, db, config, gpu);
+    EXPECT_EQ(run.gpu_kernel_table, table);
+    EXPECT_EQ(run.queries.at(0).gpu_kernels,
+              std::string("msv_group_threads=8 viterbi=") + (*strategy ? strategy : "thread"));
+    test::expect_identical(reference, run,
+                           std::string("kernel table, strategy '") + strategy + "'");
+  }
+  app::HybridOptions builtin;
+  builtin.gpu = app::HybridOptions::Gpu::only;
+  builtin.gpu_devices = {0};
+  const app::SearchRun run = app::run_hmmsearch(models, db, config, builtin);
+  EXPECT_EQ(run.gpu_kernel_table, "built-in rule");
+  EXPECT_EQ(run.queries.at(0).gpu_kernels, "msv_group_threads=16 viterbi=warp");
 }
 
 TEST(GpuSearch, UnknownGpuIsAClearError) {

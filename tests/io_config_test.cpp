@@ -211,6 +211,10 @@ const ConfigErrorCase kConfigErrors[] = {
     {"unknown_subtable", "[hmmsearch]\nE = 1.0\n[hmmsearch.extra]\nx = 1\n", 3,
      "unknown key 'extra' in [hmmsearch]"},
     {"key_outside_table", "E = 1.0\n[hmmsearch]\n", 1, "unknown key 'E' outside a table"},
+    {"unknown_key_gpu", "[gpu]\nkernel_table = \"t.toml\"\nstrategy = \"warp\"\n", 3,
+     "unknown key 'strategy' in [gpu]"},
+    {"gpu_kernel_table_not_string", "[gpu]\nkernel_table = 3\n", 2,
+     "'kernel_table' must be a string"},
     {"first_problem_in_file_order", "[hmmsearch]\nnobias = 1\nE = \"x\"\n", 2,
      "'nobias' must be a boolean"},
     // wrong types
@@ -247,7 +251,8 @@ const ConfigErrorCase kConfigErrors[] = {
      "unknown key 'split' in [scheduler]"},
     {"policy_unknown", "[scheduler]\npolicy = \"greedy\"\n", 2,
      "'policy' must be one of dynamic, static, adaptive, not 'greedy'"},
-    {"policy_not_string", "[scheduler]\npolicy = 1\n", 2, "'policy' must be a string, not an integer"},
+    {"policy_not_string", "[scheduler]\npolicy = 1\n", 2,
+     "'policy' must be a string, not an integer"},
     {"fraction_above_one", "[scheduler]\nstatic_cpu_fraction = 1.5\n", 2,
      "'static_cpu_fraction' must be in [0, 1], not 1.5"},
     {"fraction_negative", "[scheduler]\nstatic_cpu_fraction = -0.1\n", 2,
@@ -258,22 +263,26 @@ const ConfigErrorCase kConfigErrors[] = {
      "'block_residues' must be in [1, 4294967296], not 0"},
     {"block_residues_float", "[scheduler]\nblock_residues = 1e6\n", 2,
      "'block_residues' must be an integer, not a floating-point number"},
-    {"queue_depth_negative", "[scheduler]\nqueue_depth = -1\n", 2, "'queue_depth' must be in [0, 1048576], not -1"},
+    {"queue_depth_negative", "[scheduler]\nqueue_depth = -1\n", 2,
+     "'queue_depth' must be in [0, 1048576], not -1"},
     {"gpu_batch_blocks_zero", "[scheduler]\n\ngpu_batch_blocks = 0\n", 3,
      "'gpu_batch_blocks' must be in [1, 1048576], not 0"},
     {"gpu_batch_residues_huge", "[scheduler]\ngpu_batch_residues = 2000000000000\n", 2,
      "'gpu_batch_residues' must be in [1, 1099511627776]"},
-    {"no_gpu_not_boolean", "[scheduler]\nno_gpu = 1\n", 2, "'no_gpu' must be a boolean (true or false), not an integer"},
-    {"no_gpu_and_gpu_only", "[scheduler]\ngpu_only = true\npolicy = \"dynamic\"\nno_gpu = true\n", 4,
-     "'no_gpu' and 'gpu_only' cannot both be true"},
+    {"no_gpu_not_boolean", "[scheduler]\nno_gpu = 1\n", 2,
+     "'no_gpu' must be a boolean (true or false), not an integer"},
+    {"no_gpu_and_gpu_only", "[scheduler]\ngpu_only = true\npolicy = \"dynamic\"\nno_gpu = true\n",
+     4, "'no_gpu' and 'gpu_only' cannot both be true"},
     {"reuse_memory_bad_text", "[scheduler]\nreuse_memory = \"lots\"\n", 2,
      "'reuse_memory' must be a size such as \"512M\" or \"4G\", not 'lots'"},
-    {"reuse_memory_negative", "[scheduler]\nreuse_memory = -5\n", 2, "'reuse_memory' must be >= 0, not -5"},
+    {"reuse_memory_negative", "[scheduler]\nreuse_memory = -5\n", 2,
+     "'reuse_memory' must be >= 0, not -5"},
     {"reuse_memory_boolean", "[scheduler]\nreuse_memory = true\n", 2,
      "'reuse_memory' must be an integer (bytes) or a string such as \"4G\", not a boolean"},
     {"reader_threads_too_many", "[scheduler]\nreader_threads = 1000\n", 2,
      "'reader_threads' must be in [0, 256], not 1000"},
-    {"scheduler_not_table", "scheduler = \"dynamic\"\n", 1, "'scheduler' must be a table, not a string"},
+    {"scheduler_not_table", "scheduler = \"dynamic\"\n", 1,
+     "'scheduler' must be a table, not a string"},
     // TOML syntax
     {"syntax_missing_value", "[hmmsearch]\nE = 1.0\nF1 =\n", 3, "TOML syntax error"},
     {"syntax_unterminated_string", "[run]\nout = \"x.h5\nquiet = true\n", 2, "TOML syntax error"},
@@ -307,12 +316,14 @@ TEST(IoConfig, LoadsFile) {
 
 void expect_round_trip(const Config& config);
 
-// Every example configuration in configs/ reads without error and round-trips.
+// Every example configuration in configs/ reads without error and round-trips (the
+// GPU kernel-choice table there is not a configuration: io_kernel_table_test reads it).
 TEST(IoConfig, ExampleConfigsAreValid) {
   const auto folder = std::filesystem::path(__FILE__).parent_path().parent_path() / "configs";
   int files = 0;
   for (const auto& entry : std::filesystem::directory_iterator(folder)) {
-    if (entry.path().extension() != ".toml") continue;
+    if (entry.path().extension() != ".toml" || entry.path().filename() == "gpu-kernels.toml")
+      continue;
     ++files;
     Config config;
     ASSERT_NO_THROW(config = load_config(entry.path().string())) << entry.path();
@@ -463,6 +474,7 @@ TEST(IoConfig, ToTomlRoundTripsRandomConfigs) {
     config.scheduler.no_gpu = coin(random);
     config.scheduler.reuse_memory = std::uniform_int_distribution<std::uint64_t>(0, std::uint64_t{1} << 50)(random) &
                                     ~((std::uint64_t{1} << (random() % 40)) - 1);
+    if (coin(random)) config.gpu.kernel_table = "tables/k" + std::to_string(i) + ".toml";
     expect_round_trip(config);
     if (HasFailure()) break;
   }

@@ -39,11 +39,11 @@ struct Half {
 
 HmmsearchGpuBackend::HmmsearchGpuBackend(int device, const SearchProfile& profile,
                                          const CascadeSettings& settings,
-                                         device::GpuStrategy strategy, Deliver deliver)
+                                         device::GpuKernelChoice kernels, Deliver deliver)
     : profile_(profile),
       settings_(settings),
       deliver_(std::move(deliver)),
-      engine_(device, profile, strategy) {}
+      engine_(device, profile, kernels) {}
 
 std::string HmmsearchGpuBackend::name() const {
   return "GPU " + std::to_string(engine_.device()) + " (" + engine_.device_name() + ")";

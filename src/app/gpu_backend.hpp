@@ -25,10 +25,11 @@ class HmmsearchGpuBackend final : public scheduler::GpuBackend {
   using Deliver = std::function<bool(const scheduler::Block&, std::vector<TargetScores>&&, std::vector<bool>&&)>;
 
   HmmsearchGpuBackend(int device, const SearchProfile& profile, const CascadeSettings& settings,
-                      device::GpuStrategy strategy, Deliver deliver);
+                      device::GpuKernelChoice kernels, Deliver deliver);
   std::string name() const override;
   bool test_double() const override { return false; }
   std::string stages() const override { return "msv+bias+viterbi"; }
+  device::GpuKernelChoice kernel_choice() const { return engine_.kernel_choice(); }
   std::vector<scheduler::GpuBlockOutcome> run(std::span<const scheduler::BlockPtr> blocks, int worker) override;
 
  private:

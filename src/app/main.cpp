@@ -1,36 +1,37 @@
 // The `duet` command: subcommands `hmmsearch` and `info`. Every user-facing error ends
 // here as one line on stderr and a non-zero exit status.
-#include <CLI/CLI.hpp>
 #include <H5public.h>
 #include <oneapi/tbb/version.h>
 #include <toml++/toml.h>
-
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <atomic>
 #include <chrono>
 #include <csignal>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <thread>
 
+#include "app/bench_command.hpp"
+#include "app/pairhmm_command.hpp"
 #include "app/report.hpp"
 #include "app/run_context.hpp"
-#include "app/bench_command.hpp"
 #include "app/search.hpp"
-#include "app/pairhmm_command.hpp"
 #include "app/synth_command.hpp"
+#include "app/tune_command.hpp"
 #include "core/error.hpp"
-#include "host_simd/simd_kernels.hpp"
 #include "core/fasta_reader.hpp"
 #include "core/hmm.hpp"
 #include "device/gpu_info.hpp"
+#include "host_simd/simd_kernels.hpp"
 #include "io/config.hpp"
 #include "io/hdf5_file.hpp"
+#include "io/kernel_table.hpp"
 
 namespace {
 
@@ -64,6 +65,7 @@ struct HmmsearchOptions {
   bool no_gpu = false, gpu_only = false;
   std::vector<int> gpus;
   std::string gpu_strategy = "warp";
+  std::string gpu_kernel_table;
   std::string policy = "dynamic";
   double static_cpu_fraction = 0.5;
   std::int64_t block_residues = 1 << 20, queue_depth = 0, gpu_batch_blocks = 8;
@@ -100,9 +102,16 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
   cmd->add_option("--gpus", o.gpus, "GPUs to use, e.g. 0,1 (default: every GPU found)")
       ->delimiter(',')
       ->excludes("--no-gpu");
-  cmd->add_option("--gpu-strategy", o.gpu_strategy,
-                  "GPU kernels: warp (thread groups and warps per target) or thread (one thread per target, Walters et al.)")
-      ->check(CLI::IsMember({"warp", "thread"}));
+  auto* gpu_strategy =
+      cmd->add_option("--gpu-strategy", o.gpu_strategy,
+                      "GPU Viterbi kernel: warp (a warp per target) or thread (one thread per "
+                      "target, Walters et al.); "
+                      "default: the kernel table's choice; given, it wins over the table")
+          ->check(CLI::IsMember({"warp", "thread"}));
+  cmd->add_option("--gpu-kernel-table", o.gpu_kernel_table,
+                  "GPU kernel-choice table by model length (made by `duet tune`; default: "
+                  "[gpu] kernel_table, else the installed configs/gpu-kernels.toml, else "
+                  "the built-in rule)");
   // Scheduler settings ([scheduler] in the configuration; these override it).
   auto* policy = cmd->add_option("--policy", o.policy,
                                  "CPU/GPU split: dynamic (self-scheduling), static, or adaptive (GPU batches sized "
@@ -196,7 +205,9 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
 
     app::HybridOptions hybrid = app::hybrid_options(config);
     hybrid.gpu_devices = o.gpus;
-    hybrid.gpu_strategy = o.gpu_strategy;
+    if (gpu_strategy->count()) hybrid.gpu_strategy = o.gpu_strategy;
+    hybrid.gpu_kernel_table = io::resolve_kernel_table_path(
+        o.gpu_kernel_table, config.gpu.kernel_table, app::default_kernel_table_paths());
     hybrid.test_gpus = app::debug_setting("DUET_DEBUG_TEST_GPU");
     hybrid.fault_every = app::debug_setting("DUET_DEBUG_GPU_FAULT_EVERY");
     if (hybrid.test_gpus > 0 && hybrid.gpu != app::HybridOptions::Gpu::off) {
@@ -276,6 +287,7 @@ int main(int argc, char** argv) {
   app::add_synth_commands(app, commands);
   app::add_pairhmm_command(app, commands, argc, argv);
   app::add_bench_command(app, commands);
+  app::add_tune_command(app, commands, argc, argv);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

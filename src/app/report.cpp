@@ -110,6 +110,16 @@ void write_trace(io::Hdf5Writer& file, const SearchRun& run) {
                                  "or one GPU) ended its last batch; worker_: each CPU worker and GPU feeder on its "
                                  "own; summed over queries"));
   file.set_attribute("/run", "gpu_faults", faults);
+  // The real GPUs' kernel choice: the table it came from and, per query, the kernels.
+  std::string kernels;
+  for (std::size_t qi = 0; qi < run.queries.size(); ++qi) {
+    if (run.queries[qi].gpu_kernels.empty()) continue;
+    kernels += (kernels.empty() ? "" : "; ") + query_group_name(run, qi) + ": " +
+               run.queries[qi].gpu_kernels;
+  }
+  file.set_attribute("/run", "gpu_kernel_table",
+                     run.gpu_kernel_table.empty() ? std::string("none") : run.gpu_kernel_table);
+  file.set_attribute("/run", "gpu_kernels", kernels.empty() ? std::string("none") : kernels);
   file.set_attribute("/run", "blocks", blocks);
   file.set_attribute("/run", "reused_blocks", reused);
 }

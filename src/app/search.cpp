@@ -5,13 +5,16 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "core/error.hpp"
 #include "host_simd/simd_kernels.hpp"
+#include "io/kernel_table.hpp"
 #include "scheduler/result_sink.hpp"
 #ifdef DUET_HAVE_CUDA
 #include "app/gpu_backend.hpp"
@@ -31,6 +34,16 @@ CascadeSettings cascade_settings(const io::SearchConfig& config) {
     s.bias_filter = false;
   }
   return s;
+}
+
+std::vector<std::string> default_kernel_table_paths() {
+  std::vector<std::string> paths;
+  std::error_code error;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (!error)
+    paths.push_back((exe.parent_path() / ".." / "share" / "duet" / "gpu-kernels.toml").string());
+  paths.push_back(std::string(DUET_CONFIGS_DIR) + "/gpu-kernels.toml");
+  return paths;
 }
 
 HybridOptions hybrid_options(const io::Config& config) {
@@ -224,10 +237,15 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& 
   const auto run_start = Clock::now();
   // GPUs: the debug test double, or the real ones of a CUDA build (gpu_backend.hpp).
   std::vector<int> devices;
+  std::optional<io::KernelTable> kernel_table;
   if (hybrid.gpu != HybridOptions::Gpu::off && hybrid.test_gpus == 0) {
 #ifdef DUET_HAVE_CUDA
     devices = resolve_gpu_devices(hybrid.gpu_devices);
-    (void)device::parse_gpu_strategy(hybrid.gpu_strategy);  // a bad name fails before the search
+    // A bad strategy name or kernel table fails before the search.
+    if (!hybrid.gpu_strategy.empty()) (void)device::parse_gpu_strategy(hybrid.gpu_strategy);
+    if (!devices.empty() && !hybrid.gpu_kernel_table.empty()) {
+      kernel_table = io::load_kernel_table(hybrid.gpu_kernel_table);
+    }
 #else
     if (!hybrid.gpu_devices.empty()) throw UsageError("--gpus: this build has no CUDA support (no GPU can be used)");
 #endif
@@ -268,6 +286,8 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& 
   const CascadeSettings settings = cascade_settings(config.search);
   const simd::Isa isa = simd::isa_from_name(config.run.isa);  // UsageError if the CPU lacks it
   SearchRun run;
+  if (!devices.empty())
+    run.gpu_kernel_table = kernel_table ? hybrid.gpu_kernel_table : "built-in rule";
   for (const HmmModel& hmm : models) {
     if (!store || &store->alphabet() != hmm.alphabet) {
       store.reset();  // frees what a store of another alphabet kept
@@ -311,10 +331,19 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& 
       }
       return post;
     };
+    const io::KernelTableRow plan =
+        io::plan_kernels(kernel_table ? &*kernel_table : nullptr, hmm.M, hybrid.gpu_strategy);
+    const device::GpuKernelChoice kernels{plan.msv_group_threads,
+                                          device::parse_gpu_strategy(plan.viterbi_strategy)};
     for (int d : devices) {
-      devices_in_use.push_back(std::make_unique<HmmsearchGpuBackend>(
-          d, profile, settings, device::parse_gpu_strategy(hybrid.gpu_strategy), deliver));
+      devices_in_use.push_back(
+          std::make_unique<HmmsearchGpuBackend>(d, profile, settings, kernels, deliver));
       backends.push_back(devices_in_use.back().get());
+    }
+    if (!devices_in_use.empty()) {
+      const device::GpuKernelChoice used = devices_in_use.front()->kernel_choice();
+      query.gpu_kernels = "msv_group_threads=" + std::to_string(used.msv_group_threads) +
+                          " viterbi=" + device::gpu_strategy_name(used.viterbi);
     }
 #endif
     query.schedule = scheduler::run_blocks(*store, workload, backends, options);

@@ -40,6 +40,8 @@ struct QueryResult {
   std::vector<TargetRecord> targets;  // database order
   std::vector<std::size_t> reported;  // indices into `targets`, best first
   double seconds = 0;
+  std::string
+      gpu_kernels;  // the real GPUs' kernels ("msv_group_threads=16 viterbi=warp"); "" = none
   scheduler::RunSummary schedule;  // trace and device shares of this query's run
 };
 
@@ -47,6 +49,7 @@ struct SearchRun {
   std::vector<QueryResult> queries;
   double seconds = 0;
   bool stopped = false;  // interrupted (SIGINT): results are incomplete
+  std::string gpu_kernel_table;  // the table the real GPUs' kernels came from; "" = none used
 };
 
 // How the scheduler runs the search: devices, split policy, debug settings.
@@ -66,10 +69,13 @@ struct HybridOptions {
   // of the CPU-backed test-double GPU backend, and every Nth GPU batch failing.
   int test_gpus = 0;
   int fault_every = 0;
-  // Real GPUs (CUDA builds): the devices of --gpus (empty: every GPU found) and the
-  // kernel strategy of --gpu-strategy ("warp" or "thread").
+  // Real GPUs (CUDA builds): the devices of --gpus (empty: every GPU found), the
+  // kernel-choice table (io/kernel_table.hpp; "" = the engine's built-in rule by model
+  // length) and the Viterbi strategy of --gpu-strategy ("warp" or "thread"; "" = the
+  // table's), which wins over the table's.
   std::vector<int> gpu_devices;
-  std::string gpu_strategy = "warp";
+  std::string gpu_kernel_table;
+  std::string gpu_strategy;
   bool progress = false;
   bool warnings = true;  // device faults reported on stderr
   const std::atomic<bool>* stop = nullptr;
@@ -78,6 +84,11 @@ struct HybridOptions {
 // The scheduler settings of `config` ([scheduler] table) as HybridOptions; the caller
 // adds what is not configuration (debug settings, progress, the stop flag).
 HybridOptions hybrid_options(const io::Config& config);
+
+// Where a kernel-choice table is looked for when neither --gpu-kernel-table nor
+// [gpu] kernel_table names one: <executable's folder>/../share/duet/gpu-kernels.toml,
+// then the source tree's configs/gpu-kernels.toml.
+std::vector<std::string> default_kernel_table_paths();
 
 // HMMER's settings derived from the options (--max, --nobias, F1..F3).
 CascadeSettings cascade_settings(const io::SearchConfig& config);

@@ -605,11 +605,15 @@ struct HmmGpuEngine::Impl {
   }
 };
 
-HmmGpuEngine::HmmGpuEngine(int device, const SearchProfile& profile, GpuStrategy strategy)
+HmmGpuEngine::HmmGpuEngine(int device, const SearchProfile& profile, GpuKernelChoice choice)
     : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.device = device;
-  m.strategy = strategy;
+  m.strategy = choice.viterbi;
+  const int group = choice.msv_group_threads == 0 ? msv_group_threads(profile.M) : choice.msv_group_threads;
+  if (group != 8 && group != 16 && group != 32) {
+    throw std::invalid_argument("MSV thread group of " + std::to_string(group) + " threads (8, 16 or 32)");
+  }
   int count = 0;
   check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
   if (device < 0 || device >= count) {
@@ -624,7 +628,7 @@ HmmGpuEngine::HmmGpuEngine(int device, const SearchProfile& profile, GpuStrategy
   m.multiprocessors = prop.multiProcessorCount;
   m.msv = profile.msv;
   m.vit = profile.viterbi;
-  m.msv_layout = build_msv_device_layout(profile.msv, msv_group_threads(profile.M));
+  m.msv_layout = build_msv_device_layout(profile.msv, group);
   m.vit_layout = build_viterbi_device_layout(profile.viterbi);
   // Shared memory: the whole profile (all residues, all tiles).
   m.msv_fast_fits = m.msv_layout.bytes() <= static_cast<std::size_t>(prop.sharedMemPerBlockOptin);
@@ -673,6 +677,7 @@ HmmGpuEngine::~HmmGpuEngine() {
 
 std::string HmmGpuEngine::device_name() const { return impl_->name; }
 int HmmGpuEngine::device() const { return impl_->device; }
+GpuKernelChoice HmmGpuEngine::kernel_choice() const { return {impl_->msv_layout.group_threads, impl_->strategy}; }
 
 void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::size_t count) {
   Impl& m = *impl_;

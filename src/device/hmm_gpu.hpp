@@ -82,6 +82,14 @@ enum class GpuStrategy {
 GpuStrategy parse_gpu_strategy(const std::string& name);  // "warp" | "thread"; throws
 std::string gpu_strategy_name(GpuStrategy s);
 
+// The kernels an engine runs: the MSV thread-group size (8, 16 or 32; 0 = chosen by model
+// length with msv_group_threads) and the Viterbi strategy. A kernel-choice table
+// (src/io/kernel_table.hpp, written by `duet tune`) gives one per model length.
+struct GpuKernelChoice {
+  int msv_group_threads = 0;
+  GpuStrategy viterbi = GpuStrategy::warp_groups;
+};
+
 // One target: residues (codes of the model's alphabet) and length.
 struct GpuTarget {
   const Residue* residues = nullptr;
@@ -101,13 +109,19 @@ class HmmGpuEngine {
 
   // Selects `device`, sets cudaDeviceScheduleBlockingSync before its context exists (a
   // waiting thread sleeps instead of spinning), uploads the model's layouts.
-  HmmGpuEngine(int device, const SearchProfile& profile, GpuStrategy strategy = GpuStrategy::warp_groups);
+  // `choice.msv_group_threads` other than 0, 8, 16 or 32 throws std::invalid_argument.
+  HmmGpuEngine(int device, const SearchProfile& profile, GpuKernelChoice choice);
+  HmmGpuEngine(int device, const SearchProfile& profile,
+               GpuStrategy strategy = GpuStrategy::warp_groups)
+      : HmmGpuEngine(device, profile, GpuKernelChoice{0, strategy}) {}
   ~HmmGpuEngine();
   HmmGpuEngine(const HmmGpuEngine&) = delete;
   HmmGpuEngine& operator=(const HmmGpuEngine&) = delete;
 
   std::string device_name() const;
   int device() const;
+  // The kernels in use (msv_group_threads resolved: never 0).
+  GpuKernelChoice kernel_choice() const;
 
   // Copies the targets into the slot's pinned buffer, uploads them and starts MSV;
   // returns at once. The targets' memory may be reused after the call.

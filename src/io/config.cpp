@@ -361,6 +361,16 @@ void read_run(const toml::table& table, const EntryReader& reader, RunConfig& ru
   }
 }
 
+void read_gpu(const toml::table& table, const EntryReader& reader, GpuConfig& gpu) {
+  for (const Entry& entry : entries_in_file_order(table)) {
+    if (entry.key == "kernel_table") {
+      gpu.kernel_table = reader.string(entry);
+    } else {
+      reader.fail(entry, "unknown key '" + std::string(entry.key) + "' in [gpu]");
+    }
+  }
+}
+
 }  // namespace
 
 Config load_config(const std::string& path) {
@@ -396,12 +406,16 @@ Config parse_config(std::string_view toml_text, const std::string& source_name) 
       read_run(reader.table(entry), reader, config.run);
     } else if (entry.key == "scheduler") {
       read_scheduler(reader.table(entry), reader, config.scheduler);
+    } else if (entry.key == "gpu") {
+      read_gpu(reader.table(entry), reader, config.gpu);
     } else if (entry.value->is_table()) {
       reader.fail(entry, "unknown table [" + std::string(entry.key) +
-                             "] (the tables are [hmmsearch], [run] and [scheduler])");
+                             "] (the tables are [hmmsearch], [run], [scheduler] and [gpu])");
     } else {
-      reader.fail(entry, "unknown key '" + std::string(entry.key) +
-                             "' outside a table (the tables are [hmmsearch], [run] and [scheduler])");
+      reader.fail(
+          entry,
+          "unknown key '" + std::string(entry.key) +
+              "' outside a table (the tables are [hmmsearch], [run], [scheduler] and [gpu])");
     }
   }
   return config;
@@ -440,6 +454,8 @@ std::string to_toml(const Config& config) {
   text << "gpu_only = " << boolean(scheduler.gpu_only) << '\n';
   text << "reuse_memory = " << toml_string(format_memory_size(scheduler.reuse_memory)) << '\n';
   text << "reader_threads = " << scheduler.reader_threads << '\n';
+  text << "\n[gpu]\n";
+  text << "kernel_table = " << toml_string(config.gpu.kernel_table) << '\n';
   return text.str();
 }
 

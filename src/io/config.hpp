@@ -1,6 +1,6 @@
 // The user configuration: search thresholds (HMMER's option names and defaults), run
 // settings and the hybrid scheduler's settings, read from a TOML file with tables
-// [hmmsearch], [run] and [scheduler], and written back.
+// [hmmsearch], [run], [scheduler] and [gpu], and written back.
 //
 // Reading is strict: an unknown table or key, a value of the wrong type, a value out of
 // range, a TOML syntax error or an unreadable file throws duet::InputError naming the file
@@ -36,6 +36,12 @@
 //   reuse_memory = "2G"         # parsed blocks kept across queries: bytes as an integer,
 //                               # or a string with K, M, G or T (powers of 1024)
 //   reader_threads = 0          # 0 to 256: parser threads of the reader; 0 = per core, <= 4
+//
+//   [gpu]
+//   kernel_table = ""           # kernel-choice table (io/kernel_table.hpp, `duet tune`);
+//                               # empty = the installed configs/gpu-kernels.toml if any,
+//                               # else the built-in rule; a relative path is taken from
+//                               # the working directory
 //
 // Numbers may be written as TOML integers or floats; a TOML integer is required for cpu
 // and the counts of [scheduler].
@@ -87,10 +93,17 @@ struct SchedulerConfig {
   friend bool operator==(const SchedulerConfig&, const SchedulerConfig&) = default;
 };
 
+struct GpuConfig {
+  std::string kernel_table;  // empty = default (see above)
+
+  friend bool operator==(const GpuConfig&, const GpuConfig&) = default;
+};
+
 struct Config {
   SearchConfig search;
   RunConfig run;
   SchedulerConfig scheduler;
+  GpuConfig gpu;
 
   friend bool operator==(const Config&, const Config&) = default;
 };

@@ -1,0 +1,290 @@
+// Reading, choosing from and writing the GPU kernel-choice table (contract in
+// kernel_table.hpp).
+#include "io/kernel_table.hpp"
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+#include <system_error>
+
+#include "core/error.hpp"
+
+namespace duet::io {
+namespace {
+
+constexpr int kMaxModelLength = 100000;
+
+std::int64_t line_of(const toml::node& node) {
+  return static_cast<std::int64_t>(node.source().begin.line);
+}
+
+std::string type_name(const toml::node& node) {
+  switch (node.type()) {
+    case toml::node_type::table:
+      return "a table";
+    case toml::node_type::array:
+      return "an array";
+    case toml::node_type::string:
+      return "a string";
+    case toml::node_type::integer:
+      return "an integer";
+    case toml::node_type::floating_point:
+      return "a floating-point number";
+    case toml::node_type::boolean:
+      return "a boolean";
+    default:
+      return "a date or time";
+  }
+}
+
+struct Reader {
+  const std::string& source;
+  [[noreturn]] void fail(std::int64_t line, const std::string& message) const {
+    throw InputError(source, line, message);
+  }
+  std::string string(std::string_view key, const toml::node& node) const {
+    const auto* s = node.as_string();
+    if (s == nullptr)
+      fail(line_of(node), "'" + std::string(key) + "' must be a string, not " + type_name(node));
+    if (s->get().empty()) fail(line_of(node), "'" + std::string(key) + "' must not be empty");
+    return s->get();
+  }
+  int integer(std::string_view key, const toml::node& node, int low, int high) const {
+    const auto* i = node.as_integer();
+    if (i == nullptr)
+      fail(line_of(node), "'" + std::string(key) + "' must be an integer, not " + type_name(node));
+    const std::int64_t v = i->get();
+    if (v < low || v > high) {
+      fail(line_of(node), "'" + std::string(key) + "' must be in [" + std::to_string(low) + ", " +
+                              std::to_string(high) + "], not " + std::to_string(v));
+    }
+    return static_cast<int>(v);
+  }
+};
+
+KernelTableRow read_row(const Reader& reader, const toml::table& row, std::int64_t row_line) {
+  KernelTableRow r;
+  bool has_length = false, has_group = false, has_strategy = false;
+  std::vector<std::pair<std::int64_t, std::string_view>> keys;
+  for (auto&& [key, value] : row) keys.emplace_back(line_of(value), key.str());
+  std::stable_sort(keys.begin(), keys.end());
+  for (const auto& [line, key] : keys) {
+    const toml::node& value = *row.get(key);
+    if (key == "max_length") {
+      r.max_length = reader.integer(key, value, 1, kMaxModelLength);
+      has_length = true;
+    } else if (key == "msv_group_threads") {
+      r.msv_group_threads = reader.integer(key, value, 8, 32);
+      if (r.msv_group_threads != 8 && r.msv_group_threads != 16 && r.msv_group_threads != 32) {
+        reader.fail(line, "'msv_group_threads' must be 8, 16 or 32, not " +
+                              std::to_string(r.msv_group_threads));
+      }
+      has_group = true;
+    } else if (key == "viterbi_strategy") {
+      r.viterbi_strategy = reader.string(key, value);
+      if (r.viterbi_strategy != "warp" && r.viterbi_strategy != "thread") {
+        reader.fail(line,
+                    "'viterbi_strategy' must be warp or thread, not '" + r.viterbi_strategy + "'");
+      }
+      has_strategy = true;
+    } else {
+      reader.fail(
+          line, "unknown key '" + std::string(key) +
+                    "' in [[row]] (the keys are max_length, msv_group_threads, viterbi_strategy)");
+    }
+  }
+  const char* missing = !has_length     ? "max_length"
+                        : !has_group    ? "msv_group_threads"
+                        : !has_strategy ? "viterbi_strategy"
+                                        : nullptr;
+  if (missing != nullptr) reader.fail(row_line, std::string("[[row]] lacks '") + missing + "'");
+  return r;
+}
+
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (const char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      char buffer[8];
+      std::snprintf(buffer, sizeof buffer, "\\u%04X",
+                    static_cast<unsigned>(static_cast<unsigned char>(c)));
+      out += buffer;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+KernelTable load_kernel_table(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    throw InputError(path, 0, "cannot read kernel table: it is a directory");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw InputError(path, 0,
+                     "cannot read kernel table: " + std::generic_category().message(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw InputError(path, 0, "cannot read kernel table: read error");
+  return parse_kernel_table(text.str(), path);
+}
+
+KernelTable parse_kernel_table(std::string_view toml_text, const std::string& source_name) {
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, source_name);
+  } catch (const toml::parse_error& e) {
+    throw InputError(source_name, static_cast<std::int64_t>(e.source().begin.line),
+                     "TOML syntax error: " + std::string(e.description()));
+  }
+  const Reader reader{source_name};
+  KernelTable table;
+  std::vector<std::pair<std::int64_t, std::string_view>> keys;
+  for (auto&& [key, value] : root)
+    keys.emplace_back(static_cast<std::int64_t>(key.source().begin.line), key.str());
+  std::stable_sort(keys.begin(), keys.end());
+  bool has_rows = false;
+  for (const auto& [line, key] : keys) {
+    const toml::node& value = *root.get(key);
+    if (key == "device") {
+      table.device = reader.string(key, value);
+    } else if (key == "measured") {
+      table.measured = reader.string(key, value);
+    } else if (key == "command") {
+      table.command = reader.string(key, value);
+    } else if (key == "row") {
+      const auto* rows = value.as_array();
+      if (rows == nullptr || !rows->is_array_of_tables()) {
+        reader.fail(line, "'row' must be an array of tables ([[row]]), not " + type_name(value));
+      }
+      for (const toml::node& node : *rows) {
+        const auto& row_table = *node.as_table();
+        KernelTableRow row = read_row(reader, row_table, line_of(node));
+        if (!table.rows.empty() && row.max_length <= table.rows.back().max_length) {
+          const toml::node* at = row_table.get("max_length");
+          reader.fail(line_of(*at), "'max_length' must increase from row to row (" +
+                                        std::to_string(row.max_length) + " follows " +
+                                        std::to_string(table.rows.back().max_length) + ")");
+        }
+        table.rows.push_back(std::move(row));
+      }
+      has_rows = true;
+    } else {
+      reader.fail(line, "unknown key '" + std::string(key) +
+                            "' (the keys are device, measured, command and [[row]])");
+    }
+  }
+  if (table.device.empty())
+    reader.fail(1, "kernel table lacks 'device' (the GPU it was measured on)");
+  if (table.measured.empty())
+    reader.fail(1, "kernel table lacks 'measured' (when it was measured)");
+  if (!has_rows || table.rows.empty()) reader.fail(1, "kernel table has no [[row]]");
+  return table;
+}
+
+const KernelTableRow& choose_kernels(const KernelTable& table, int M) {
+  if (table.rows.empty()) throw std::invalid_argument("kernel table without rows");
+  for (const KernelTableRow& row : table.rows)
+    if (M <= row.max_length) return row;
+  return table.rows.back();
+}
+
+KernelTableRow plan_kernels(const KernelTable* table, int M, const std::string& strategy_option) {
+  KernelTableRow plan{M, 0, "warp", ""};
+  if (table != nullptr) {
+    const KernelTableRow& row = choose_kernels(*table, M);
+    plan.msv_group_threads = row.msv_group_threads;
+    plan.viterbi_strategy = row.viterbi_strategy;
+  }
+  if (!strategy_option.empty()) plan.viterbi_strategy = strategy_option;
+  return plan;
+}
+
+std::string to_toml(const KernelTable& table) {
+  std::ostringstream text;
+  text << "# GPU kernel choice by model length for the hmmsearch filters (MSV thread-group size,\n"
+          "# Viterbi strategy), measured kernel-only by `duet tune` on the device below.\n"
+          "# Regenerate on the GPU it will run on:  duet tune -o configs/gpu-kernels.toml\n"
+          "# (see README, \"GPU kernel-choice table\"). A model longer than the last row takes "
+          "it.\n";
+  text << "device = " << quoted(table.device) << '\n';
+  text << "measured = " << quoted(table.measured) << '\n';
+  if (!table.command.empty()) text << "command = " << quoted(table.command) << '\n';
+  for (const KernelTableRow& row : table.rows) {
+    text << '\n';
+    std::istringstream note(row.note);
+    for (std::string line; std::getline(note, line);) text << "# " << line << '\n';
+    text << "[[row]]\n";
+    text << "max_length = " << row.max_length << '\n';
+    text << "msv_group_threads = " << row.msv_group_threads << '\n';
+    text << "viterbi_strategy = " << quoted(row.viterbi_strategy) << '\n';
+  }
+  return text.str();
+}
+
+std::vector<KernelTableRow> rows_from_timings(std::vector<KernelTimingPoint> points) {
+  if (points.empty()) throw std::invalid_argument("no timings");
+  std::sort(points.begin(), points.end(),
+            [](const auto& a, const auto& b) { return a.length < b.length; });
+  std::vector<KernelTableRow> rows;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const KernelTimingPoint& p = points[i];
+    if (i > 0 && p.length == points[i - 1].length) {
+      throw std::invalid_argument("length " + std::to_string(p.length) + " timed twice");
+    }
+    if (p.msv_ms.empty())
+      throw std::invalid_argument("length " + std::to_string(p.length) + " has no MSV time");
+    int best_group = 0;
+    double best_ms = std::numeric_limits<double>::infinity();
+    for (const auto& [group, ms] : p.msv_ms) {
+      if (ms < best_ms || (ms == best_ms && group < best_group)) {
+        best_group = group;
+        best_ms = ms;
+      }
+    }
+    const std::string strategy = p.viterbi_thread_ms < p.viterbi_warp_ms ? "thread" : "warp";
+    std::ostringstream note;
+    note.setf(std::ios::fixed);
+    note.precision(3);
+    note << "M=" << p.length << ": MSV ms";
+    for (const auto& [group, ms] : p.msv_ms) note << " g" << group << "=" << ms;
+    note << "; Viterbi ms warp=" << p.viterbi_warp_ms << " thread=" << p.viterbi_thread_ms;
+    if (!rows.empty() && rows.back().msv_group_threads == best_group &&
+        rows.back().viterbi_strategy == strategy) {
+      rows.back().max_length = p.length;
+      rows.back().note += "\n" + note.str();
+    } else {
+      rows.push_back({p.length, best_group, strategy, note.str()});
+    }
+  }
+  return rows;
+}
+
+std::string resolve_kernel_table_path(const std::string& option, const std::string& configured,
+                                      const std::vector<std::string>& defaults) {
+  if (!option.empty()) return option;
+  if (!configured.empty()) return configured;
+  for (const std::string& path : defaults) {
+    std::error_code error;
+    if (std::filesystem::is_regular_file(path, error)) return path;
+  }
+  return "";
+}
+
+}  // namespace duet::io

@@ -1,0 +1,78 @@
+// The GPU kernel-choice table: which hmmsearch kernels (MSV thread-group size, Viterbi
+// strategy; src/device/hmm_gpu.hpp) run a model of a given length, as measured on one GPU
+// by `duet tune` (src/app/tune_command.cpp). A TOML file, by default configs/gpu-kernels.toml:
+//
+//   device = "NVIDIA H100 80GB HBM3"      # the GPU it was measured on (not empty)
+//   measured = "2026-11-22T08:00:00Z"     # when (not empty)
+//   command = "duet tune -o ..."          # optional: how it was made
+//   [[row]]                               # one or more, max_length strictly increasing
+//   max_length = 128                      # 1 to 100000: models of up to this many nodes
+//   msv_group_threads = 8                 # 8, 16 or 32
+//   viterbi_strategy = "warp"             # warp or thread
+//
+// A model longer than the last row's max_length takes the last row. Reading is strict as
+// for the configuration (io/config.hpp): any unknown key, wrong type, value out of range,
+// missing key or syntax error throws duet::InputError naming the file and the line.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace duet::io {
+
+struct KernelTableRow {
+  int max_length = 0;
+  int msv_group_threads = 0;     // 8, 16 or 32
+  std::string viterbi_strategy;  // "warp" or "thread"
+  std::string note;              // written as a comment above the row; not read back
+
+  friend bool operator==(const KernelTableRow& a, const KernelTableRow& b) {
+    return a.max_length == b.max_length && a.msv_group_threads == b.msv_group_threads &&
+           a.viterbi_strategy == b.viterbi_strategy;
+  }
+};
+
+struct KernelTable {
+  std::string device, measured, command;
+  std::vector<KernelTableRow> rows;
+
+  friend bool operator==(const KernelTable&, const KernelTable&) = default;
+};
+
+KernelTable load_kernel_table(const std::string& path);
+KernelTable parse_kernel_table(std::string_view toml_text, const std::string& source_name);
+
+// The row for a model of M nodes: the first whose max_length >= M, else the last.
+const KernelTableRow& choose_kernels(const KernelTable& table, int M);
+
+// The kernels for a model of M nodes: the table's row (no table: msv_group_threads 0, the
+// engine's built-in rule by length, and "warp"), with `strategy_option` (--gpu-strategy;
+// "" = not given) replacing the Viterbi strategy. The result's max_length is M.
+KernelTableRow plan_kernels(const KernelTable* table, int M, const std::string& strategy_option);
+
+// The table as TOML that parse_kernel_table reads back equal (notes as comments), headed
+// by a comment saying how to regenerate it.
+std::string to_toml(const KernelTable& table);
+
+// Kernel times measured at one model length by `duet tune` (milliseconds; a candidate
+// not measured is left out).
+struct KernelTimingPoint {
+  int length = 0;
+  std::vector<std::pair<int, double>> msv_ms;  // (group threads, ms)
+  double viterbi_warp_ms = 0, viterbi_thread_ms = 0;
+};
+
+// The table of the fastest choice per length (ties: the smaller group, the warp
+// strategy), adjacent lengths with the same choice merged into one row whose max_length
+// is the longest of them; each row's note lists its lengths' times. Throws
+// std::invalid_argument for no points, a length given twice, or a point without an MSV time.
+std::vector<KernelTableRow> rows_from_timings(std::vector<KernelTimingPoint> points);
+
+// Where the table comes from: `option` (--gpu-kernel-table) if given, else `configured`
+// ([gpu] kernel_table), else the first of `defaults` that exists; "" = none (the
+// built-in rule).
+std::string resolve_kernel_table_path(const std::string& option, const std::string& configured,
+                                      const std::vector<std::string>& defaults);
+
+}  // namespace duet::io

@@ -46,7 +46,8 @@ TEST(Cli, MissingFiles) {
   const std::string db = small_db(dir);
   expect_failure(dir, "hmmsearch -o " + dir.file("o.h5") + " " + dir.file("nope.hmm") + " " + db,
                  "nope.hmm", 1);
-  expect_failure(dir, "hmmsearch -o " + dir.file("o.h5") + " " + kGlobins + " " + dir.file("nope.fa"),
+  expect_failure(dir,
+                 "hmmsearch -o " + dir.file("o.h5") + " " + kGlobins + " " + dir.file("nope.fa"),
                  "nope.fa", 1);
 }
 
@@ -54,7 +55,8 @@ TEST(Cli, MalformedFastaNamesLineAndKeepsExistingOutput) {
   TempDir dir;
   test::write_file(dir.file("bad.fa"), ">a\nACDEF\n>b\nAC%DE\n");
   test::write_file(dir.file("old.h5"), "previous results");
-  expect_failure(dir, "hmmsearch -o " + dir.file("old.h5") + " " + kGlobins + " " + dir.file("bad.fa"),
+  expect_failure(dir,
+                 "hmmsearch -o " + dir.file("old.h5") + " " + kGlobins + " " + dir.file("bad.fa"),
                  "bad.fa:4: illegal character '%'", 2);
   EXPECT_EQ(test::read_file(dir.file("old.h5")), "previous results");
 }
@@ -75,23 +77,46 @@ TEST(Cli, BadConfigFiles) {
   TempDir dir;
   const std::string db = small_db(dir);
   test::write_file(dir.file("unknown.toml"), "[hmmsearch]\nE = 1.0\nF4 = 0.1\n");
-  expect_failure(dir, "hmmsearch --config " + dir.file("unknown.toml") + " -o " + dir.file("o.h5") +
-                          " " + kGlobins + " " + db,
+  expect_failure(dir,
+                 "hmmsearch --config " + dir.file("unknown.toml") + " -o " + dir.file("o.h5") +
+                     " " + kGlobins + " " + db,
                  "unknown.toml:3:", 2);
   test::write_file(dir.file("type.toml"), "[run]\ncpu = \"two\"\n");
-  expect_failure(dir, "hmmsearch --config " + dir.file("type.toml") + " -o " + dir.file("o.h5") +
-                          " " + kGlobins + " " + db,
+  expect_failure(dir,
+                 "hmmsearch --config " + dir.file("type.toml") + " -o " + dir.file("o.h5") + " " +
+                     kGlobins + " " + db,
                  "type.toml:2:", 3);
+}
+
+// A kernel table the user names is read even on a CPU-only run: a missing file or a bad
+// row is an error naming it, not silently ignored.
+TEST(Cli, BadGpuKernelTable) {
+  TempDir dir;
+  const std::string db = small_db(dir);
+  expect_failure(dir,
+                 "hmmsearch --no-gpu --gpu-kernel-table " + dir.file("none.toml") + " -o " +
+                     dir.file("o.h5") + " " + kGlobins + " " + db,
+                 "none.toml", 1);
+  test::write_file(dir.file("table.toml"),
+                   "device = \"x\"\nmeasured = \"2026-11-22\"\n[[row]]\nmax_length = 10\n"
+                   "msv_group_threads = 12\nviterbi_strategy = \"warp\"\n");
+  expect_failure(dir,
+                 "hmmsearch --no-gpu --gpu-kernel-table " + dir.file("table.toml") + " -o " +
+                     dir.file("o.h5") + " " + kGlobins + " " + db,
+                 "table.toml:5:", 2);
 }
 
 TEST(Cli, CorruptGzipDatabase) {
   TempDir dir;
-  test::run_command("zcat /usr/share/doc/mmseqs2/example-data/DB.fasta.gz | head -n 4000 | gzip > " +
-                    dir.file("db.fa.gz"));
+  test::run_command(
+      "zcat /usr/share/doc/mmseqs2/example-data/DB.fasta.gz | head -n 4000 | gzip > " +
+      dir.file("db.fa.gz"));
   std::string bytes = test::read_file(dir.file("db.fa.gz"));
-  for (std::size_t i = bytes.size() / 2; i < bytes.size() / 2 + 64; ++i) bytes[i] = static_cast<char>(~bytes[i]);
+  for (std::size_t i = bytes.size() / 2; i < bytes.size() / 2 + 64; ++i)
+    bytes[i] = static_cast<char>(~bytes[i]);
   test::write_file(dir.file("db.fa.gz"), bytes);
-  expect_failure(dir, "hmmsearch -o " + dir.file("o.h5") + " " + kGlobins + " " + dir.file("db.fa.gz"),
+  expect_failure(dir,
+                 "hmmsearch -o " + dir.file("o.h5") + " " + kGlobins + " " + dir.file("db.fa.gz"),
                  "db.fa.gz", 1);
 }
 
@@ -100,16 +125,18 @@ TEST(Cli, OutputFolderMissing) {
   const std::string db = small_db(dir);
   expect_failure(dir, "hmmsearch -o " + dir.file("no/such/o.h5") + " " + kGlobins + " " + db,
                  "no/such/o.h5", 1);
-  expect_failure(dir, "hmmsearch --tblout " + dir.file("no/t.tbl") + " -o " + dir.file("o.h5") + " " +
-                          kGlobins + " " + db,
+  expect_failure(dir,
+                 "hmmsearch --tblout " + dir.file("no/t.tbl") + " -o " + dir.file("o.h5") + " " +
+                     kGlobins + " " + db,
                  "no/t.tbl", 1);
 }
 
 TEST(Cli, ResultFileAgreesWithReport) {
   TempDir dir;
-  test::run_command("zcat /usr/share/doc/mmseqs2/example-data/DB.fasta.gz | head -n 6000 > " + dir.file("db.fa"));
-  const auto r = test::run_command(kDuet + " hmmsearch -E 100 -o " + dir.file("r.h5") + " " + kGlobins +
-                                   " " + dir.file("db.fa"));
+  test::run_command("zcat /usr/share/doc/mmseqs2/example-data/DB.fasta.gz | head -n 6000 > " +
+                    dir.file("db.fa"));
+  const auto r = test::run_command(kDuet + " hmmsearch -E 100 -o " + dir.file("r.h5") + " " +
+                                   kGlobins + " " + dir.file("db.fa"));
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("null2"), std::string::npos);
   const auto counts = test::read_pass_counts(r.output);
@@ -126,7 +153,8 @@ TEST(Cli, ResultFileAgreesWithReport) {
   const auto names = h5.read_strings(g + "/name");
   ASSERT_EQ(static_cast<long>(stage.size()), counts[0][0]);  // targets that passed MSV
   ASSERT_EQ(names.size(), stage.size());
-  for (std::size_t i = 1; i < index.size(); ++i) EXPECT_LT(index[i - 1], index[i]);  // database order
+  for (std::size_t i = 1; i < index.size(); ++i)
+    EXPECT_LT(index[i - 1], index[i]);  // database order
   const long passed = std::count(stage.begin(), stage.end(), 5);
   EXPECT_EQ(passed, counts[0][3]);
   EXPECT_NE(h5.attribute_string("/run", "null2").find("off"), std::string::npos);
@@ -137,8 +165,10 @@ TEST(Cli, ResultFileAgreesWithReport) {
 TEST(Cli, ConfigFileSetsOptionsAndCommandLineOverrides) {
   TempDir dir;
   const std::string db = small_db(dir);
-  test::write_file(dir.file("c.toml"), "[hmmsearch]\nE = 1e-30\n[run]\nout = \"" + dir.file("c.h5") + "\"\n");
-  const auto a = test::run_command(kDuet + " hmmsearch --config " + dir.file("c.toml") + " " + kGlobins + " " + db);
+  test::write_file(dir.file("c.toml"),
+                   "[hmmsearch]\nE = 1e-30\n[run]\nout = \"" + dir.file("c.h5") + "\"\n");
+  const auto a = test::run_command(kDuet + " hmmsearch --config " + dir.file("c.toml") + " " +
+                                   kGlobins + " " + db);
   ASSERT_EQ(a.status, 0) << a.output;
   io::Hdf5Reader h5(dir.file("c.h5"));
   EXPECT_NE(h5.attribute_string("/run", "config_toml").find("1e-30"), std::string::npos);
@@ -153,25 +183,31 @@ TEST(Cli, SyntheticWorkloadsAreDeterministic) {
   TempDir dir;
   for (const char* name : {"a", "b"}) {
     const std::string d = dir.file(name);
-    ASSERT_EQ(test::run_command(kDuet + " synth-model -L 60 -L 300 --seed 5 -o " + d + ".hmm").status, 0);
+    ASSERT_EQ(
+        test::run_command(kDuet + " synth-model -L 60 -L 300 --seed 5 -o " + d + ".hmm").status, 0);
     ASSERT_EQ(test::run_command(kDuet + " synth-db --residues 3e5 --homologs 0.02 --model " + d +
-                                ".hmm --seed 9 -o " + d + ".fa.gz").status, 0);
+                                ".hmm --seed 9 -o " + d + ".fa.gz")
+                  .status,
+              0);
   }
   EXPECT_EQ(test::read_file(dir.file("a.hmm")), test::read_file(dir.file("b.hmm")));
   EXPECT_EQ(test::run_command("zcat " + dir.file("a.fa.gz") + " | md5sum").output,
             test::run_command("zcat " + dir.file("b.fa.gz") + " | md5sum").output);
   // HMMER reads both files (a plain copy: it cannot rewind gzip for a second query).
   ASSERT_EQ(test::run_command("zcat " + dir.file("a.fa.gz") + " > " + dir.file("a.fa")).status, 0);
-  const auto h = test::run_command("hmmsearch -o /dev/null " + dir.file("a.hmm") + " " + dir.file("a.fa"));
+  const auto h =
+      test::run_command("hmmsearch -o /dev/null " + dir.file("a.hmm") + " " + dir.file("a.fa"));
   EXPECT_EQ(h.status, 0) << h.output;
 }
 
 TEST(Cli, BenchSweepWritesSummary) {
   TempDir dir;
-  test::write_file(dir.file("s.toml"),
-                   "name = \"t\"\n[workload]\nsynthetic_lengths = [40, 120]\nsynthetic_residues = 2e5\n"
-                   "[sweep]\ndevices = [\"cpu\"]\ncpu = [1, 2]\n");
-  const auto r = test::run_command(kDuet + " bench " + dir.file("s.toml") + " -o " + dir.file("out"));
+  test::write_file(
+      dir.file("s.toml"),
+      "name = \"t\"\n[workload]\nsynthetic_lengths = [40, 120]\nsynthetic_residues = 2e5\n"
+      "[sweep]\ndevices = [\"cpu\"]\ncpu = [1, 2]\n");
+  const auto r =
+      test::run_command(kDuet + " bench " + dir.file("s.toml") + " -o " + dir.file("out"));
   ASSERT_EQ(r.status, 0) << r.output;
   const auto rows = io::read_csv(test::read_file(dir.file("out/summary.csv")));
   ASSERT_EQ(rows.size(), 5u);  // header + 2 models x 2 worker counts
@@ -187,8 +223,10 @@ TEST(Cli, BenchSweepWritesSummary) {
   }
   // A sweep asking for something this build cannot do records the failure and goes on.
   test::write_file(dir.file("g.toml"),
-                   "[workload]\nsynthetic_lengths = [40]\nsynthetic_residues = 1e5\n[sweep]\ndevices = [\"gpu\"]\n");
-  const auto g = test::run_command(kDuet + " bench " + dir.file("g.toml") + " -o " + dir.file("out2"));
+                   "[workload]\nsynthetic_lengths = [40]\nsynthetic_residues = "
+                   "1e5\n[sweep]\ndevices = [\"gpu\"]\n");
+  const auto g =
+      test::run_command(kDuet + " bench " + dir.file("g.toml") + " -o " + dir.file("out2"));
   ASSERT_EQ(g.status, 0) << g.output;
   const auto grows = io::read_csv(test::read_file(dir.file("out2/summary.csv")));
   ASSERT_EQ(grows.size(), 2u);
@@ -198,15 +236,18 @@ TEST(Cli, BenchSweepWritesSummary) {
 // The CPU kernels of every ISA this CPU has give the same /results, bit for bit.
 TEST(Cli, ResultsIdenticalAcrossIsas) {
   TempDir dir;
-  test::run_command("zcat /usr/share/doc/mmseqs2/example-data/DB.fasta.gz | head -n 8000 > " + dir.file("db.fa"));
+  test::run_command("zcat /usr/share/doc/mmseqs2/example-data/DB.fasta.gz | head -n 8000 > " +
+                    dir.file("db.fa"));
   const std::vector<std::string> isas = {"scalar", "sse4.1", "avx2", "avx512"};
   std::vector<std::string> ran;
   for (const auto& isa : isas) {
-    const auto r = test::run_command(kDuet + " hmmsearch --quiet --isa " + isa + " -E 1000 --F3 0.5 -o " +
-                                     dir.file(isa + ".h5") + " /usr/share/doc/hmmer/examples/tutorial/Pkinase.hmm " +
+    const auto r = test::run_command(kDuet + " hmmsearch --quiet --isa " + isa +
+                                     " -E 1000 --F3 0.5 -o " + dir.file(isa + ".h5") +
+                                     " /usr/share/doc/hmmer/examples/tutorial/Pkinase.hmm " +
                                      dir.file("db.fa"));
     if (r.status != 0) {
-      EXPECT_NE(r.output.find(isa), std::string::npos) << r.output;  // this CPU lacks it: a clear error
+      EXPECT_NE(r.output.find(isa), std::string::npos)
+          << r.output;  // this CPU lacks it: a clear error
       continue;
     }
     ran.push_back(isa);
@@ -222,7 +263,8 @@ TEST(Cli, ResultsIdenticalAcrossIsas) {
       const auto a = first.read_floats(g + "/" + d);
       const auto b = other.read_floats(g + "/" + d);
       ASSERT_EQ(a.size(), b.size()) << ran[i];
-      EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float))) << d << " differs with " << ran[i];
+      EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)))
+          << d << " differs with " << ran[i];
     }
     EXPECT_EQ(first.read_doubles(g + "/pvalue").size(), other.read_doubles(g + "/pvalue").size());
     EXPECT_EQ(first.read_uint8(g + "/stage"), other.read_uint8(g + "/stage")) << ran[i];

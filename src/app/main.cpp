@@ -41,7 +41,8 @@ using namespace duet;
 struct Interrupted {};
 
 // Writes a text file through a temporary file renamed on success.
-void write_text_file_atomically(const std::string& path, const std::function<void(std::ostream&)>& fill) {
+void write_text_file_atomically(const std::string& path,
+                                const std::function<void(std::ostream&)>& fill) {
   const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
   {
     std::ofstream out(tmp);
@@ -74,8 +75,8 @@ struct HmmsearchOptions {
   int reader_threads = 0;
 };
 
-void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& action,
-                   int argc, char** argv) {
+void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& action, int argc,
+                   char** argv) {
   auto* cmd = app.add_subcommand("hmmsearch", "Search profile HMM(s) against a sequence database");
   cmd->add_option("hmmfile", o.hmm_path, "HMMER3 profile file (plain or .gz)")->required();
   cmd->add_option("seqdb", o.database_path, "FASTA database (plain or .gz)")->required();
@@ -88,17 +89,22 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
   auto* F3 = cmd->add_option("--F3", o.F3, "Forward filter P-value threshold (default 1e-5)");
   auto* max = cmd->add_flag("--max", o.max, "turn off all filters, bias filter included");
   auto* nobias = cmd->add_flag("--nobias", o.nobias, "turn off the composition bias filter");
-  auto* nonull2 = cmd->add_flag("--nonull2", o.nonull2, "no null2 correction (always the case for now)");
+  auto* nonull2 =
+      cmd->add_flag("--nonull2", o.nonull2, "no null2 correction (always the case for now)");
   auto* cpu = cmd->add_option("--cpu", o.cpu, "worker threads (default: one per core)");
   auto* out = cmd->add_option("-o,--out", o.out, "HDF5 result file (default duet.h5)");
   auto* tblout = cmd->add_option("--tblout", o.tblout, "per-target table in HMMER's format");
   auto* quiet = cmd->add_flag("--quiet", o.quiet, "no output on standard output, no progress line");
-  auto* isa_opt = cmd->add_option("--isa", o.isa, "CPU kernels: auto (fastest the CPU has), scalar, sse4.1, avx2, avx512")
-                  ->check(CLI::IsMember({"auto", "scalar", "sse4.1", "avx2", "avx512"}));
+  auto* isa_opt =
+      cmd->add_option("--isa", o.isa,
+                      "CPU kernels: auto (fastest the CPU has), scalar, sse4.1, avx2, avx512")
+          ->check(CLI::IsMember({"auto", "scalar", "sse4.1", "avx2", "avx512"}));
   auto* no_gpu = cmd->add_flag("--no-gpu", o.no_gpu, "run on the CPU only");
-  auto* gpu_only = cmd->add_flag("--gpu-only", o.gpu_only,
-                                 "fresh blocks to GPUs only (the CPU runs CPU-only stages and redoes failed batches)")
-                       ->excludes("--no-gpu");
+  auto* gpu_only =
+      cmd->add_flag(
+             "--gpu-only", o.gpu_only,
+             "fresh blocks to GPUs only (the CPU runs CPU-only stages and redoes failed batches)")
+          ->excludes("--no-gpu");
   cmd->add_option("--gpus", o.gpus, "GPUs to use, e.g. 0,1 (default: every GPU found)")
       ->delimiter(',')
       ->excludes("--no-gpu");
@@ -113,28 +119,35 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
                   "[gpu] kernel_table, else the installed configs/gpu-kernels.toml, else "
                   "the built-in rule)");
   // Scheduler settings ([scheduler] in the configuration; these override it).
-  auto* policy = cmd->add_option("--policy", o.policy,
-                                 "CPU/GPU split: dynamic (self-scheduling), static, or adaptive (GPU batches sized "
-                                 "from measured throughput)")
-                     ->check(CLI::IsMember({"dynamic", "static", "adaptive"}));
-  auto* static_cpu_fraction =
-      cmd->add_option("--static-cpu-fraction", o.static_cpu_fraction, "static policy: share of residues for the CPU")
-          ->check(CLI::Range(0.0, 1.0));
-  auto* block_residues = cmd->add_option("--block-residues", o.block_residues, "residues per block (default 1048576)")
-                             ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 32));
+  auto* policy =
+      cmd->add_option(
+             "--policy", o.policy,
+             "CPU/GPU split: dynamic (self-scheduling), static, or adaptive (GPU batches sized "
+             "from measured throughput)")
+          ->check(CLI::IsMember({"dynamic", "static", "adaptive"}));
+  auto* static_cpu_fraction = cmd->add_option("--static-cpu-fraction", o.static_cpu_fraction,
+                                              "static policy: share of residues for the CPU")
+                                  ->check(CLI::Range(0.0, 1.0));
+  auto* block_residues =
+      cmd->add_option("--block-residues", o.block_residues, "residues per block (default 1048576)")
+          ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 32));
   auto* queue_depth =
-      cmd->add_option("--queue-depth", o.queue_depth, "blocks waiting in the queue (memory budget; 0 = 2 per worker)")
+      cmd->add_option("--queue-depth", o.queue_depth,
+                      "blocks waiting in the queue (memory budget; 0 = 2 per worker)")
           ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 20));
-  auto* gpu_batch_blocks = cmd->add_option("--gpu-batch-blocks", o.gpu_batch_blocks, "blocks per GPU batch (default 8)")
-                               ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
-  auto* gpu_batch_residues =
-      cmd->add_option("--gpu-batch-residues", o.gpu_batch_residues, "residue budget of a GPU batch (default 16777216)")
-          ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
-  auto* reuse_memory = cmd->add_option("--reuse-memory", o.reuse_memory,
-                                       "memory for parsed blocks kept across query models, e.g. 512M, 4G; 0 = "
-                                       "re-read the database for each model (default 2G)");
+  auto* gpu_batch_blocks =
+      cmd->add_option("--gpu-batch-blocks", o.gpu_batch_blocks, "blocks per GPU batch (default 8)")
+          ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
+  auto* gpu_batch_residues = cmd->add_option("--gpu-batch-residues", o.gpu_batch_residues,
+                                             "residue budget of a GPU batch (default 16777216)")
+                                 ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
+  auto* reuse_memory =
+      cmd->add_option("--reuse-memory", o.reuse_memory,
+                      "memory for parsed blocks kept across query models, e.g. 512M, 4G; 0 = "
+                      "re-read the database for each model (default 2G)");
   auto* reader_threads =
-      cmd->add_option("--reader-threads", o.reader_threads, "threads parsing the database (default: one per core, at most 4)")
+      cmd->add_option("--reader-threads", o.reader_threads,
+                      "threads parsing the database (default: one per core, at most 4)")
           ->check(CLI::Range(0, 256));
   action = [=, &o]() -> int {
     // Ctrl-C from here on stops the search cleanly; no output file exists yet.
@@ -174,7 +187,9 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
     }
     if (reuse_memory->count()) {
       const auto bytes = io::parse_memory_size(o.reuse_memory);
-      if (!bytes) throw UsageError("--reuse-memory: '" + o.reuse_memory + "' is not a size such as 512M or 4G");
+      if (!bytes)
+        throw UsageError("--reuse-memory: '" + o.reuse_memory +
+                         "' is not a size such as 512M or 4G");
       sched.reuse_memory = *bytes;
     }
     if (s.E <= 0) throw UsageError("-E must be positive");
@@ -208,11 +223,17 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
     if (gpu_strategy->count()) hybrid.gpu_strategy = o.gpu_strategy;
     hybrid.gpu_kernel_table = io::resolve_kernel_table_path(
         o.gpu_kernel_table, config.gpu.kernel_table, app::default_kernel_table_paths());
+    // A table the user named is checked even when no GPU will read it: a wrong path or a
+    // bad row fails here, with its file and line, rather than going unnoticed.
+    if (!o.gpu_kernel_table.empty() || !config.gpu.kernel_table.empty()) {
+      (void)io::load_kernel_table(hybrid.gpu_kernel_table);
+    }
     hybrid.test_gpus = app::debug_setting("DUET_DEBUG_TEST_GPU");
     hybrid.fault_every = app::debug_setting("DUET_DEBUG_GPU_FAULT_EVERY");
     if (hybrid.test_gpus > 0 && hybrid.gpu != app::HybridOptions::Gpu::off) {
-      std::cerr << "duet: warning: DUET_DEBUG_TEST_GPU: the GPU is a TEST DOUBLE running CPU kernels; "
-                   "the output file records it\n";
+      std::cerr
+          << "duet: warning: DUET_DEBUG_TEST_GPU: the GPU is a TEST DOUBLE running CPU kernels; "
+             "the output file records it\n";
     }
     hybrid.progress = !config.run.quiet && ::isatty(STDERR_FILENO);
     hybrid.warnings = !config.run.quiet;
@@ -248,15 +269,17 @@ int run_info() {
   std::cout << "CPU:        " << model << "\n";
   std::cout << "cores:      " << std::thread::hardware_concurrency() << "\n";
   std::cout << "ISAs:       sse4.1 " << (cpu_has("sse4.1") ? "yes" : "no") << ", avx2 "
-            << (cpu_has("avx2") ? "yes" : "no") << ", avx512bw " << (cpu_has("avx512bw") ? "yes" : "no")
-            << "\n";
+            << (cpu_has("avx2") ? "yes" : "no") << ", avx512bw "
+            << (cpu_has("avx512bw") ? "yes" : "no") << "\n";
   std::cout << "kernels:    scalar references";
   for (const simd::Isa isa : simd::kIsaPreference) {
-    if (isa != simd::Isa::scalar && simd::cpu_supports(isa)) std::cout << ", " << simd::isa_name(isa);
+    if (isa != simd::Isa::scalar && simd::cpu_supports(isa))
+      std::cout << ", " << simd::isa_name(isa);
   }
   std::cout << "; chosen: " << simd::isa_name(simd::best_isa()) << " (--isa to force one)\n";
   const device::GpuInventory inv = device::list_gpus();
-  std::cout << "CUDA:       " << (inv.cuda_compiled ? "compiled in" : "not compiled in (CPU-only build)");
+  std::cout << "CUDA:       "
+            << (inv.cuda_compiled ? "compiled in" : "not compiled in (CPU-only build)");
   if (!inv.driver.empty()) std::cout << ", driver " << inv.driver;
   std::cout << "\n";
   for (const auto& g : inv.gpus) {

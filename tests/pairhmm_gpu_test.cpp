@@ -4,6 +4,7 @@
 // replicated, for bench/RESULTS.md.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 
@@ -18,22 +19,37 @@ namespace {
 using duet::pairhmm::Model;
 using duet::pairhmm::Pair;
 
-class PairhmmGpuKernel : public ::testing::TestWithParam<Kernel> {
+// A kernel and, for intra_task, its lanes per pair (0: chosen per batch).
+struct Variant {
+  Kernel kernel;
+  int group_width;
+};
+
+std::string variant_name(const Variant& v) {
+  std::string name = kernel_name(v.kernel);
+  std::replace(name.begin(), name.end(), '-', '_');
+  if (v.kernel == Kernel::intra_task)
+    name += v.group_width > 0 ? std::to_string(v.group_width) : "_auto";
+  return name;
+}
+
+class PairhmmGpuKernel : public ::testing::TestWithParam<Variant> {
  protected:
   void SetUp() override {
     if (device_count() == 0) GTEST_SKIP() << "no CUDA device";
   }
 };
 
-void expect_canonical(Kernel kernel, const Model& model, const std::vector<Pair>& pairs) {
+void expect_canonical(const Variant& v, const Model& model, const std::vector<Pair>& pairs) {
   PairhmmGpu gpu(0);
-  const std::vector<float> sums = gpu.forward_sums(pack_pairs(model, pairs), kernel);
+  gpu.set_group_width(v.group_width);
+  const std::vector<float> sums = gpu.forward_sums(pack_pairs(model, pairs), v.kernel);
   int mismatches = 0;
   for (std::size_t i = 0; i < pairs.size(); ++i) {
     const float canonical = duet::pairhmm::forward_sum<float>(model, pairs[i]);
     if (std::memcmp(&sums[i], &canonical, sizeof(float)) != 0 && ++mismatches <= 5) {
-      ADD_FAILURE() << kernel_name(kernel) << " pair " << i << " (" << pairs[i].rows() << "x" << pairs[i].columns()
-                    << "): " << sums[i] << " vs " << canonical;
+      ADD_FAILURE() << variant_name(v) << " pair " << i << " (" << pairs[i].rows() << "x"
+                    << pairs[i].columns() << "): " << sums[i] << " vs " << canonical;
     }
   }
   EXPECT_EQ(mismatches, 0);
@@ -47,6 +63,23 @@ TEST_P(PairhmmGpuKernel, RandomPairsBitForBit) {
   expect_canonical(GetParam(), Model{}, small.pair_list());
 }
 
+// Long reads, related and unrelated to their haplotypes: values far below FLT_MIN (and sums
+// that need the double fallback), so the intra-task kernel switches between its plain and
+// checked products many times inside a pair.
+TEST_P(PairhmmGpuKernel, LongPairsNearUnderflow) {
+  std::mt19937_64 rng(test::test_seed() + 1);
+  const auto input = test::random_input(rng, 10, 1500, 3, 3);
+  const auto pairs = input.pair_list();
+  int below_fallback = 0;
+  for (const auto& pair : pairs) {
+    below_fallback +=
+        duet::pairhmm::forward_sum<float>(Model{}, pair) < duet::pairhmm::kDoubleFallbackThreshold;
+  }
+  std::cout << pairs.size() << " pairs, " << below_fallback
+            << " with a float sum below the double fallback threshold\n";
+  expect_canonical(GetParam(), Model{}, pairs);
+}
+
 TEST_P(PairhmmGpuKernel, GklCases) {
   const auto gkl = duet::pairhmm::read_input(test::kGklTestData);
   expect_canonical(GetParam(), Model{}, gkl.pair_list());
@@ -55,24 +88,35 @@ TEST_P(PairhmmGpuKernel, GklCases) {
 TEST_P(PairhmmGpuKernel, Throughput) {
   const auto input = duet::pairhmm::read_input(test::kPairhmmData + "10s.in");
   const Model model;
-  std::vector<Pair> pairs;
-  for (int copy = 0; copy < 64; ++copy) {
-    const auto list = input.pair_list();
-    pairs.insert(pairs.end(), list.begin(), list.end());
-  }
-  const PairBatch batch = pack_pairs(model, pairs);
   PairhmmGpu gpu(0);
-  double kernel = 0, transfer = 0;
-  gpu.forward_sums(batch, GetParam(), &kernel, &transfer);  // warm-up
-  gpu.forward_sums(batch, GetParam(), &kernel, &transfer);
-  const auto cells = static_cast<double>(batch.cells);
-  std::cout << "[ gcups    ] " << gpu.name() << " " << kernel_name(GetParam()) << "-task: 10s.in x64 ("
-            << batch.cells << " cells): kernel " << cells / kernel / 1e9 << " GCUPS, with transfers "
-            << cells / (kernel + transfer) / 1e9 << " GCUPS\n";
+  gpu.set_group_width(GetParam().group_width);
+  for (const int copies : {1, 64}) {
+    std::vector<Pair> pairs;
+    for (int copy = 0; copy < copies; ++copy) {
+      const auto list = input.pair_list();
+      pairs.insert(pairs.end(), list.begin(), list.end());
+    }
+    const PairBatch batch = pack_pairs(model, pairs);
+    double kernel = 0, transfer = 0;
+    gpu.forward_sums(batch, GetParam().kernel, &kernel, &transfer);  // warm-up
+    gpu.forward_sums(batch, GetParam().kernel, &kernel, &transfer);
+    const auto cells = static_cast<double>(batch.cells);
+    std::cout << "[ gcups    ] " << gpu.name() << " " << variant_name(GetParam())
+              << (GetParam().kernel == Kernel::intra_task
+                      ? " (" + std::to_string(gpu.last_group_width()) + " lanes per pair)"
+                      : std::string())
+              << ": 10s.in x" << copies << " (" << batch.cells << " cells): kernel "
+              << cells / kernel / 1e9 << " GCUPS, with transfers "
+              << cells / (kernel + transfer) / 1e9 << " GCUPS\n";
+  }
 }
 
-INSTANTIATE_TEST_SUITE_P(Kernels, PairhmmGpuKernel, ::testing::Values(Kernel::inter_task, Kernel::intra_task),
-                         [](const ::testing::TestParamInfo<Kernel>& k) { return std::string(kernel_name(k.param)); });
+INSTANTIATE_TEST_SUITE_P(
+    Kernels, PairhmmGpuKernel,
+    ::testing::Values(Variant{Kernel::inter_task, 0}, Variant{Kernel::intra_task, 0},
+                      Variant{Kernel::intra_task, 8}, Variant{Kernel::intra_task, 16},
+                      Variant{Kernel::intra_task, 32}, Variant{Kernel::intra_checked, 0}),
+    [](const ::testing::TestParamInfo<Variant>& v) { return variant_name(v.param); });
 
 }  // namespace
 }  // namespace duet::device::pairhmm

@@ -4,13 +4,13 @@
 // underflow since the build keeps -ftz=false); a result at or below FLT_MIN in magnitude is
 // then recomputed exactly in double and flushed as x86's FTZ does (tiny when below
 // FLT_MIN * (1 - 2^-25)), which reproduces the canonical arithmetic bit for bit.
-#include "device/pairhmm_gpu.hpp"
-
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cfloat>
 #include <stdexcept>
+
+#include "device/pairhmm_gpu.hpp"
 
 namespace duet::device::pairhmm {
 
@@ -18,7 +18,8 @@ namespace {
 
 void check(cudaError_t status, const char* what) {
   if (status != cudaSuccess) {
-    throw std::runtime_error(std::string("CUDA error in pair-HMM ") + what + ": " + cudaGetErrorString(status));
+    throw std::runtime_error(std::string("CUDA error in pair-HMM ") + what + ": " +
+                             cudaGetErrorString(status));
   }
 }
 
@@ -42,11 +43,15 @@ __device__ __forceinline__ float flush_exact(double exact) {
 }
 __device__ __forceinline__ float mul(float a, float b) {
   const float r = __fmul_rn(a, b);
-  return (r != 0.0f && fabsf(r) <= FLT_MIN) ? flush_exact(static_cast<double>(a) * static_cast<double>(b)) : r;
+  return (r != 0.0f && fabsf(r) <= FLT_MIN)
+             ? flush_exact(static_cast<double>(a) * static_cast<double>(b))
+             : r;
 }
 __device__ __forceinline__ float add(float a, float b) {
   const float r = __fadd_rn(a, b);
-  return (r != 0.0f && fabsf(r) <= FLT_MIN) ? flush_exact(static_cast<double>(a) + static_cast<double>(b)) : r;
+  return (r != 0.0f && fabsf(r) <= FLT_MIN)
+             ? flush_exact(static_cast<double>(a) + static_cast<double>(b))
+             : r;
 }
 
 // One thread per pair, row by row over a row buffer in global memory.
@@ -75,7 +80,8 @@ __global__ void inter_task_kernel(DevicePairs d) {
     for (int c = 1; c <= C; ++c) {
       const float M_up = M[c], X_up = X[c], Y_up = Y[c];
       const float e = (read_base & hap[c - 1]) ? em : ex;
-      const float M_new = mul(add(add(mul(M_diagonal, mm), mul(X_diagonal, gm)), mul(Y_diagonal, gm)), e);
+      const float M_new =
+          mul(add(add(mul(M_diagonal, mm), mul(X_diagonal, gm)), mul(Y_diagonal, gm)), e);
       const float X_new = add(mul(M_up, mi), mul(X_up, ge));
       const float Y_new = add(mul(M_left, md), mul(Y_left, ge));
       M[c] = M_new;
@@ -97,8 +103,9 @@ __global__ void inter_task_kernel(DevicePairs d) {
 // above (lane t - 1) hands over its values of the previous step by a shuffle; lane 0 reads
 // the row above the strip from the pair's row buffer, which lane 31 writes for the next
 // strip. The lane owning the read's last row accumulates the sum column by column, in the
-// canonical order.
-__global__ void intra_task_kernel(DevicePairs d) {
+// canonical order. Every product and sum is checked for a tiny result (the first intra-task
+// kernel, kept for comparison: intra_checked).
+__global__ void intra_checked_kernel(DevicePairs d) {
   const int warp = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) / 32);
   const int lane = static_cast<int>(threadIdx.x % 32);
   if (warp >= d.pairs) return;
@@ -187,10 +194,182 @@ __global__ void intra_task_kernel(DevicePairs d) {
   if (lane == 0) d.sums[p] = sum;
 }
 
+// The intra-task kernel: the warp and strip scheme of intra_checked_kernel, with the
+// per-operation tiny checks replaced by one warp vote per step.
+//
+// Why that is exact: every stored value (and every input: K / C, zeros, parameters) is
+// zero or at least FLT_MIN, and all values are non-negative, so a sum of them is zero or at
+// least FLT_MIN: sums never need a check (add() would return the IEEE sum). Only products
+// can be tiny. Let pmin be the pair's smallest parameter (all seven of every row) and
+// T = 4 FLT_MIN / pmin^2. When every input of a cell (diagonal, up, left) is zero or at
+// least T, every product of the cell is zero or at least 4 FLT_MIN / pmin (the emission
+// product: at least 4 FLT_MIN (1 - 2^-24)), so plain IEEE arithmetic gives the canonical
+// result. A lane flags a step whose outputs (or, lane 0, the values read from the row
+// buffer) are nonzero and below T; the warp votes, and the next two steps (the flagged
+// values are used as up and left at the next step and as diagonal at the one after) run
+// the checked products. Pairs far from any alignment go through the checked path often; the
+// rest almost never.
+__device__ __forceinline__ bool below(float v, unsigned safe_bits_minus_one) {
+  // v >= 0: nonzero and below T, as one unsigned compare on the bit patterns.
+  return __float_as_uint(v) - 1u < safe_bits_minus_one;
+}
+
+// G lanes per pair (G = 8, 16 or 32; 32 / G pairs per warp, strips of G rows): short reads
+// waste fewer lanes on the last strip and on the G - 1 steps of each strip's ramp. The
+// warp's loops run to the longest of its groups, idle lanes masked, so that every lane
+// takes part in the shuffles and the vote.
+template <int G>
+__global__ void intra_task_kernel(DevicePairs d) {
+  constexpr unsigned kAll = 0xffffffffu;
+  const int thread = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if ((thread / 32) * (32 / G) >= d.pairs) return;  // the whole warp has no pair
+  const int p = thread / G;
+  const int lane = static_cast<int>(threadIdx.x % G);
+  const bool has_pair = p < d.pairs;
+  const int R = has_pair ? d.rows[p] : 0, C = has_pair ? d.columns[p] : 0;
+  float* const M = has_pair ? d.scratch + 3 * (d.column_offset[p] + p) : nullptr;
+  float* const X = has_pair ? M + (C + 1) : nullptr;
+  float* const Y = has_pair ? X + (C + 1) : nullptr;
+  const std::int64_t row_offset = has_pair ? d.row_offset[p] : 0;
+  if (has_pair) {
+    const float initial = d.initial_deletion[p];
+    for (int c = lane; c <= C; c += G) {
+      M[c] = 0.0f;
+      X[c] = 0.0f;
+      Y[c] = initial;
+    }
+  }
+  // The threshold T of the pair.
+  float pmin = 1.0f;
+  for (int r = lane; r < R; r += G) {
+    const float* q = d.parameters + 7 * (row_offset + r);
+    for (int k = 0; k < 7; ++k) pmin = fminf(pmin, q[k]);
+  }
+  for (int offset = G / 2; offset > 0; offset /= 2)
+    pmin = fminf(pmin, __shfl_xor_sync(kAll, pmin, offset, G));
+  const double threshold =
+      4.0 * static_cast<double>(FLT_MIN) / (static_cast<double>(pmin) * static_cast<double>(pmin));
+  const unsigned safe = (!(pmin > 0.0f) || threshold >= static_cast<double>(FLT_MAX))
+                            ? 0x7f800000u - 1u
+                            : __float_as_uint(__double2float_ru(threshold)) - 1u;
+  __syncwarp();
+  const std::uint8_t* hap = has_pair ? d.haplotype_bases + d.column_offset[p] : nullptr;
+  float sum = 0.0f;
+  const int max_rows = static_cast<int>(__reduce_max_sync(kAll, static_cast<unsigned>(R)));
+  for (int strip = 0; strip < max_rows; strip += G) {
+    const bool has_strip = strip < R;
+    const int r = strip + lane + 1;  // this lane's row (1-based); beyond R: idle
+    const bool active_row = r <= R;
+    float mm = 0, gm = 0, mi = 0, md = 0, ge = 0, em = 0, ex = 0;
+    std::uint8_t read_base = 0;
+    if (active_row) {
+      const float* q = d.parameters + 7 * (row_offset + r - 1);
+      mm = q[0], gm = q[1], mi = q[2], md = q[3], ge = q[4], em = q[5], ex = q[6];
+      read_base = d.read_bases[row_offset + r - 1];
+    }
+    const int last_lane = has_strip ? min(G - 1, R - strip - 1) : -1;
+    float M_diagonal = 0, X_diagonal = 0, Y_diagonal = 0, M_up = 0, X_up = 0, Y_up = 0;
+    float M_left = 0, X_left = 0, Y_left = 0;
+    if (lane == 0 && has_strip) {
+      M_diagonal = M[0];
+      X_diagonal = X[0];
+      Y_diagonal = Y[0];
+    }
+    bool flagged = below(M_diagonal, safe) || below(X_diagonal, safe) || below(Y_diagonal, safe);
+    bool pending_before = __any_sync(kAll, flagged);
+    flagged = false;
+    __syncwarp();
+    if (lane == last_lane) M[0] = X[0] = Y[0] = 0.0f;  // column 0 of rows >= 1
+    // Steps beyond last_lane's last column compute nothing.
+    const int steps = static_cast<int>(
+        __reduce_max_sync(kAll, static_cast<unsigned>(has_strip ? C + last_lane : 0)));
+    for (int step = 0; step < steps; ++step) {
+      const int c = step - lane + 1;
+      const bool active = active_row && c >= 1 && c <= C;
+      if (lane == 0 && active) {
+        M_up = M[c];
+        X_up = X[c];
+        Y_up = Y[c];
+        flagged = flagged || below(M_up, safe) || below(X_up, safe) || below(Y_up, safe);
+      }
+      const bool pending = __any_sync(kAll, flagged);
+      const bool checked = pending || pending_before;
+      pending_before = pending;
+      flagged = false;
+      float M_new = 0, X_new = 0, Y_new = 0;
+      if (active) {
+        const float e = (read_base & hap[c - 1]) ? em : ex;
+        if (checked) {
+          M_new = mul(
+              __fadd_rn(__fadd_rn(mul(M_diagonal, mm), mul(X_diagonal, gm)), mul(Y_diagonal, gm)),
+              e);
+          X_new = __fadd_rn(mul(M_up, mi), mul(X_up, ge));
+          Y_new = __fadd_rn(mul(M_left, md), mul(Y_left, ge));
+        } else {
+          M_new =
+              __fmul_rn(__fadd_rn(__fadd_rn(__fmul_rn(M_diagonal, mm), __fmul_rn(X_diagonal, gm)),
+                                  __fmul_rn(Y_diagonal, gm)),
+                        e);
+          X_new = __fadd_rn(__fmul_rn(M_up, mi), __fmul_rn(X_up, ge));
+          Y_new = __fadd_rn(__fmul_rn(M_left, md), __fmul_rn(Y_left, ge));
+        }
+        flagged = below(M_new, safe) || below(X_new, safe) || below(Y_new, safe);
+        M_left = M_new;
+        X_left = X_new;
+        Y_left = Y_new;
+        if (r == R) sum = __fadd_rn(sum, __fadd_rn(M_new, X_new));
+        if (lane == last_lane) {
+          M[c] = M_new;
+          X[c] = X_new;
+          Y[c] = Y_new;
+        }
+      }
+      const float M_from_above = __shfl_up_sync(kAll, M_left, 1, G);
+      const float X_from_above = __shfl_up_sync(kAll, X_left, 1, G);
+      const float Y_from_above = __shfl_up_sync(kAll, Y_left, 1, G);
+      if (lane > 0) {
+        M_diagonal = M_up;
+        X_diagonal = X_up;
+        Y_diagonal = Y_up;
+        M_up = M_from_above;
+        X_up = X_from_above;
+        Y_up = Y_from_above;
+      } else if (active) {
+        M_diagonal = M_up;
+        X_diagonal = X_up;
+        Y_diagonal = Y_up;
+      }
+    }
+    __syncwarp();
+  }
+  // The lane of row R holds the sum.
+  sum = __shfl_sync(kAll, sum, R > 0 ? (R - 1) % G : 0, G);
+  if (lane == 0 && has_pair) d.sums[p] = sum;
+}
+
+// The group width with the fewest lane-steps for the batch (ramps and idle lanes of the
+// last strips counted), ties to the wider group (fewer row-buffer passes).
+int choose_group_width(const PairBatch& b) {
+  int best = 32;
+  std::int64_t best_cost = -1;
+  for (const int g : {32, 16, 8}) {
+    std::int64_t cost = 0;
+    for (std::size_t i = 0; i < b.pairs(); ++i) {
+      const std::int64_t R = b.rows[i], C = b.columns[i];
+      const std::int64_t full = R / g, rest = R % g;
+      cost += g * (full * (C + g - 1) + (rest > 0 ? C + rest - 1 : 0));
+    }
+    if (best_cost < 0 || cost < best_cost) best = g, best_cost = cost;
+  }
+  return best;
+}
+
 template <class T>
 struct DeviceBuffer {
   T* data = nullptr;
-  explicit DeviceBuffer(std::size_t n) { check(cudaMalloc(&data, std::max<std::size_t>(n, 1) * sizeof(T)), "cudaMalloc"); }
+  explicit DeviceBuffer(std::size_t n) {
+    check(cudaMalloc(&data, std::max<std::size_t>(n, 1) * sizeof(T)), "cudaMalloc");
+  }
   ~DeviceBuffer() { cudaFree(data); }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
@@ -198,7 +377,10 @@ struct DeviceBuffer {
 
 template <class T>
 void upload(DeviceBuffer<T>& to, const std::vector<T>& from, cudaStream_t stream) {
-  if (!from.empty()) check(cudaMemcpyAsync(to.data, from.data(), from.size() * sizeof(T), cudaMemcpyHostToDevice, stream), "copy in");
+  if (!from.empty())
+    check(cudaMemcpyAsync(to.data, from.data(), from.size() * sizeof(T), cudaMemcpyHostToDevice,
+                          stream),
+          "copy in");
 }
 
 }  // namespace
@@ -222,14 +404,16 @@ PairhmmGpu::PairhmmGpu(int device) : state_(new State) {
   state_->device = device;
   check(cudaSetDevice(device), "cudaSetDevice");
   check(cudaStreamCreateWithFlags(&state_->stream, cudaStreamNonBlocking), "stream");
-  for (cudaEvent_t* e : {&state_->start, &state_->kernel_start, &state_->kernel_end, &state_->end}) {
+  for (cudaEvent_t* e :
+       {&state_->start, &state_->kernel_start, &state_->kernel_end, &state_->end}) {
     check(cudaEventCreateWithFlags(e, cudaEventBlockingSync), "event");
   }
 }
 
 PairhmmGpu::~PairhmmGpu() {
   cudaSetDevice(state_->device);
-  for (cudaEvent_t e : {state_->start, state_->kernel_start, state_->kernel_end, state_->end}) cudaEventDestroy(e);
+  for (cudaEvent_t e : {state_->start, state_->kernel_start, state_->kernel_end, state_->end})
+    cudaEventDestroy(e);
   cudaStreamDestroy(state_->stream);
   delete state_;
 }
@@ -240,15 +424,16 @@ std::string PairhmmGpu::name() const {
   return prop.name;
 }
 
-std::vector<float> PairhmmGpu::forward_sums(const PairBatch& b, Kernel kernel, double* kernel_seconds,
-                                            double* transfer_seconds) {
+std::vector<float> PairhmmGpu::forward_sums(const PairBatch& b, Kernel kernel,
+                                            double* kernel_seconds, double* transfer_seconds) {
   check(cudaSetDevice(state_->device), "cudaSetDevice");
   const std::size_t n = b.pairs();
   std::vector<float> sums(n);
   if (n == 0) return sums;
   cudaStream_t s = state_->stream;
   DeviceBuffer<float> parameters(b.parameters.size()), initial(n), sums_d(n);
-  DeviceBuffer<std::uint8_t> read_bases(b.read_bases.size()), haplotype_bases(b.haplotype_bases.size());
+  DeviceBuffer<std::uint8_t> read_bases(b.read_bases.size()),
+      haplotype_bases(b.haplotype_bases.size());
   DeviceBuffer<std::int32_t> rows(n), columns(n);
   DeviceBuffer<std::int64_t> row_offset(n), column_offset(n);
   DeviceBuffer<float> scratch(3 * (b.haplotype_bases.size() + n));
@@ -261,19 +446,33 @@ std::vector<float> PairhmmGpu::forward_sums(const PairBatch& b, Kernel kernel, d
   upload(row_offset, b.row_offset, s);
   upload(column_offset, b.column_offset, s);
   upload(initial, b.initial_deletion, s);
-  const DevicePairs d{parameters.data, read_bases.data, haplotype_bases.data, rows.data, columns.data,
-                      row_offset.data, column_offset.data, initial.data, scratch.data, sums_d.data,
-                      static_cast<int>(n)};
+  const DevicePairs d{parameters.data, read_bases.data, haplotype_bases.data, rows.data,
+                      columns.data,    row_offset.data, column_offset.data,   initial.data,
+                      scratch.data,    sums_d.data,     static_cast<int>(n)};
   check(cudaEventRecord(state_->kernel_start, s), "event");
   constexpr int kThreads = 128;
   if (kernel == Kernel::inter_task) {
     inter_task_kernel<<<static_cast<unsigned>((n + kThreads - 1) / kThreads), kThreads, 0, s>>>(d);
+  } else if (kernel == Kernel::intra_checked) {
+    intra_checked_kernel<<<static_cast<unsigned>((n * 32 + kThreads - 1) / kThreads), kThreads, 0,
+                           s>>>(d);
   } else {
-    intra_task_kernel<<<static_cast<unsigned>((n * 32 + kThreads - 1) / kThreads), kThreads, 0, s>>>(d);
+    const int g = group_width_ > 0 ? group_width_ : choose_group_width(b);
+    last_group_width_ = g;
+    const auto blocks =
+        static_cast<unsigned>((n * static_cast<std::size_t>(g) + kThreads - 1) / kThreads);
+    if (g == 8) {
+      intra_task_kernel<8><<<blocks, kThreads, 0, s>>>(d);
+    } else if (g == 16) {
+      intra_task_kernel<16><<<blocks, kThreads, 0, s>>>(d);
+    } else {
+      intra_task_kernel<32><<<blocks, kThreads, 0, s>>>(d);
+    }
   }
   check(cudaGetLastError(), "kernel launch");
   check(cudaEventRecord(state_->kernel_end, s), "event");
-  check(cudaMemcpyAsync(sums.data(), sums_d.data, n * sizeof(float), cudaMemcpyDeviceToHost, s), "copy out");
+  check(cudaMemcpyAsync(sums.data(), sums_d.data, n * sizeof(float), cudaMemcpyDeviceToHost, s),
+        "copy out");
   check(cudaEventRecord(state_->end, s), "event");
   check(cudaEventSynchronize(state_->end), "kernel");
   float all = 0, compute = 0;

@@ -7,10 +7,14 @@
 // result at or below FLT_MIN is re-decided from the exact value). The host turns sums into
 // likelihoods (double fallback included).
 //
-// Two kernels, selectable for throughput studies:
+// Three kernels, selectable for throughput studies:
 // - inter_task: one thread per pair, row by row (Ren et al.'s inter-task design);
 // - intra_task: one warp per pair, 32 rows at a time along anti-diagonals, values passed
-//   between rows by warp shuffles (their intra-task design, with a warp for a block).
+//   between rows by warp shuffles (their intra-task design, with a warp for a block); plain
+//   IEEE products while the warp's values stay far from FLT_MIN, checked ones near it (one
+//   vote per step decides; see pairhmm_gpu.cu for why that is exact);
+// - intra_checked: the same scheme checking every product and sum for a tiny result (the
+//   first intra-task kernel, kept to measure against; the app does not offer it).
 #pragma once
 
 #include <cstdint>
@@ -19,8 +23,8 @@
 
 namespace duet::device::pairhmm {
 
-enum class Kernel { inter_task, intra_task };
-const char* kernel_name(Kernel kernel);  // "inter", "intra"
+enum class Kernel { inter_task, intra_task, intra_checked };
+const char* kernel_name(Kernel kernel);  // "inter", "intra", "intra-checked"
 
 // Pairs in the device layout: per pair, its rows' parameters (7 floats per row in the
 // order of simd::pairhmm::RowParameter: mm, gm, mi, md, ge, match, mismatch) and read
@@ -47,12 +51,17 @@ class PairhmmGpu {
   std::string name() const;
   // Sums of every pair of the batch. Throws std::runtime_error on any CUDA failure.
   // kernel_seconds: time of the kernel alone; transfer_seconds: copies in and out.
-  std::vector<float> forward_sums(const PairBatch& batch, Kernel kernel, double* kernel_seconds = nullptr,
+  // intra_task: lanes per pair (8, 16 or 32); 0 (the default) picks per batch.
+  void set_group_width(int lanes) { group_width_ = lanes; }
+  int last_group_width() const { return last_group_width_; }
+  std::vector<float> forward_sums(const PairBatch& batch, Kernel kernel,
+                                  double* kernel_seconds = nullptr,
                                   double* transfer_seconds = nullptr);
 
  private:
   struct State;
   State* state_;
+  int group_width_ = 0, last_group_width_ = 0;
 };
 
 }  // namespace duet::device::pairhmm

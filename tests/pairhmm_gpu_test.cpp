@@ -19,17 +19,20 @@ namespace {
 using duet::pairhmm::Model;
 using duet::pairhmm::Pair;
 
-// A kernel and, for intra_task, its lanes per pair (0: chosen per batch).
+// A kernel and, for intra_task, its shape ({0, 0}: chosen per batch).
 struct Variant {
   Kernel kernel;
-  int group_width;
+  IntraShape shape;
 };
 
 std::string variant_name(const Variant& v) {
   std::string name = kernel_name(v.kernel);
   std::replace(name.begin(), name.end(), '-', '_');
-  if (v.kernel == Kernel::intra_task)
-    name += v.group_width > 0 ? std::to_string(v.group_width) : "_auto";
+  if (v.kernel == Kernel::intra_task) {
+    name += v.shape.lanes > 0
+                ? std::to_string(v.shape.lanes) + "x" + std::to_string(v.shape.rows_per_lane)
+                : "_auto";
+  }
   return name;
 }
 
@@ -42,7 +45,7 @@ class PairhmmGpuKernel : public ::testing::TestWithParam<Variant> {
 
 void expect_canonical(const Variant& v, const Model& model, const std::vector<Pair>& pairs) {
   PairhmmGpu gpu(0);
-  gpu.set_group_width(v.group_width);
+  gpu.set_intra_shape(v.shape);
   const std::vector<float> sums = gpu.forward_sums(pack_pairs(model, pairs), v.kernel);
   int mismatches = 0;
   for (std::size_t i = 0; i < pairs.size(); ++i) {
@@ -89,7 +92,7 @@ TEST_P(PairhmmGpuKernel, Throughput) {
   const auto input = duet::pairhmm::read_input(test::kPairhmmData + "10s.in");
   const Model model;
   PairhmmGpu gpu(0);
-  gpu.set_group_width(GetParam().group_width);
+  gpu.set_intra_shape(GetParam().shape);
   for (const int copies : {1, 64}) {
     std::vector<Pair> pairs;
     for (int copy = 0; copy < copies; ++copy) {
@@ -103,7 +106,8 @@ TEST_P(PairhmmGpuKernel, Throughput) {
     const auto cells = static_cast<double>(batch.cells);
     std::cout << "[ gcups    ] " << gpu.name() << " " << variant_name(GetParam())
               << (GetParam().kernel == Kernel::intra_task
-                      ? " (" + std::to_string(gpu.last_group_width()) + " lanes per pair)"
+                      ? " (" + std::to_string(gpu.last_intra_shape().lanes) + " lanes x " +
+                            std::to_string(gpu.last_intra_shape().rows_per_lane) + " rows)"
                       : std::string())
               << ": 10s.in x" << copies << " (" << batch.cells << " cells): kernel "
               << cells / kernel / 1e9 << " GCUPS, with transfers "
@@ -111,11 +115,29 @@ TEST_P(PairhmmGpuKernel, Throughput) {
   }
 }
 
+// The shape choice (host only, runs without a device): always a compiled shape; on 10s.in
+// the shape that ran fastest when forced (8 lanes x 2 rows on the H100, bench/RESULTS.md);
+// reads of at most 8 rows never take 32-row strips.
+TEST(PairhmmGpuShape, ChoosesACompiledShape) {
+  const auto input = duet::pairhmm::read_input(test::kPairhmmData + "10s.in");
+  const PairBatch batch = pack_pairs(Model{}, input.pair_list());
+  const IntraShape shape = choose_intra_shape(batch);
+  EXPECT_EQ(shape.lanes, 8);
+  EXPECT_EQ(shape.rows_per_lane, 2);
+  std::mt19937_64 rng(test::test_seed());
+  const auto short_reads = test::random_input(rng, 50, 8, 4, 4);
+  const IntraShape short_shape = choose_intra_shape(pack_pairs(Model{}, short_reads.pair_list()));
+  EXPECT_LE(short_shape.lanes * short_shape.rows_per_lane, 16);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Kernels, PairhmmGpuKernel,
-    ::testing::Values(Variant{Kernel::inter_task, 0}, Variant{Kernel::intra_task, 0},
-                      Variant{Kernel::intra_task, 8}, Variant{Kernel::intra_task, 16},
-                      Variant{Kernel::intra_task, 32}, Variant{Kernel::intra_checked, 0}),
+    ::testing::Values(Variant{Kernel::inter_task, {}}, Variant{Kernel::intra_task, {}},
+                      Variant{Kernel::intra_task, {32, 1}}, Variant{Kernel::intra_task, {16, 1}},
+                      Variant{Kernel::intra_task, {8, 1}}, Variant{Kernel::intra_task, {16, 2}},
+                      Variant{Kernel::intra_task, {8, 2}}, Variant{Kernel::intra_task, {4, 2}},
+                      Variant{Kernel::intra_task, {8, 4}}, Variant{Kernel::intra_task, {4, 4}},
+                      Variant{Kernel::intra_checked, {}}),
     [](const ::testing::TestParamInfo<Variant>& v) { return variant_name(v.param); });
 
 }  // namespace

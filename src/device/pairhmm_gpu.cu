@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <stdexcept>
+#include <string>
 
 #include "device/pairhmm_gpu.hpp"
 
@@ -214,13 +215,20 @@ __device__ __forceinline__ bool below(float v, unsigned safe_bits_minus_one) {
   return __float_as_uint(v) - 1u < safe_bits_minus_one;
 }
 
-// G lanes per pair (G = 8, 16 or 32; 32 / G pairs per warp, strips of G rows): short reads
-// waste fewer lanes on the last strip and on the G - 1 steps of each strip's ramp. The
-// warp's loops run to the longest of its groups, idle lanes masked, so that every lane
-// takes part in the shuffles and the vote.
-template <int G>
+// G lanes per pair (32 / G pairs per warp), each lane owning K consecutive rows: a strip
+// is G * K rows, and at each step a lane computes its K cells of one column, top to bottom
+// (a row's up is the row above's new value, its diagonal the row above's previous one); only
+// the lane's first row takes its up and diagonal from the lane above (shuffle) or, lane 0,
+// from the row buffer. The haplotype base travels down the lanes with the values. K rows
+// per lane share the per-step work (vote, shuffles, loads, loop) among K cells; small G
+// wastes fewer lanes on the last strip and on each strip's G - 1 ramp steps. Rows beyond
+// the read get zero parameters, so they compute zeros and never raise the flag. The warp's
+// loops run to the longest of its groups, idle lanes masked, so that every lane takes part
+// in the shuffles and the vote.
+template <int G, int K>
 __global__ void intra_task_kernel(DevicePairs d) {
   constexpr unsigned kAll = 0xffffffffu;
+  constexpr int kStrip = G * K;
   const int thread = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
   if ((thread / 32) * (32 / G) >= d.pairs) return;  // the whole warp has no pair
   const int p = thread / G;
@@ -245,8 +253,9 @@ __global__ void intra_task_kernel(DevicePairs d) {
     const float* q = d.parameters + 7 * (row_offset + r);
     for (int k = 0; k < 7; ++k) pmin = fminf(pmin, q[k]);
   }
-  for (int offset = G / 2; offset > 0; offset /= 2)
+  for (int offset = G / 2; offset > 0; offset /= 2) {
     pmin = fminf(pmin, __shfl_xor_sync(kAll, pmin, offset, G));
+  }
   const double threshold =
       4.0 * static_cast<double>(FLT_MIN) / (static_cast<double>(pmin) * static_cast<double>(pmin));
   const unsigned safe = (!(pmin > 0.0f) || threshold >= static_cast<double>(FLT_MAX))
@@ -256,20 +265,32 @@ __global__ void intra_task_kernel(DevicePairs d) {
   const std::uint8_t* hap = has_pair ? d.haplotype_bases + d.column_offset[p] : nullptr;
   float sum = 0.0f;
   const int max_rows = static_cast<int>(__reduce_max_sync(kAll, static_cast<unsigned>(R)));
-  for (int strip = 0; strip < max_rows; strip += G) {
+  for (int strip = 0; strip < max_rows; strip += kStrip) {
     const bool has_strip = strip < R;
-    const int r = strip + lane + 1;  // this lane's row (1-based); beyond R: idle
-    const bool active_row = r <= R;
-    float mm = 0, gm = 0, mi = 0, md = 0, ge = 0, em = 0, ex = 0;
-    std::uint8_t read_base = 0;
-    if (active_row) {
-      const float* q = d.parameters + 7 * (row_offset + r - 1);
-      mm = q[0], gm = q[1], mi = q[2], md = q[3], ge = q[4], em = q[5], ex = q[6];
-      read_base = d.read_bases[row_offset + r - 1];
+    const int rows_here = has_strip ? min(kStrip, R - strip) : 0;
+    const int last_lane = has_strip ? (rows_here - 1) / K : -1;  // holds the strip's last row
+    const int last_j = has_strip ? (rows_here - 1) % K : -1;     // at this index
+    const bool holds_sum = lane == last_lane && strip + kStrip >= R;
+    const bool has_rows = lane <= last_lane;
+    float mm[K], gm[K], mi[K], md[K], ge[K], em[K], ex[K];
+    unsigned read_base[K];
+#pragma unroll
+    for (int j = 0; j < K; ++j) {
+      const int r = strip + lane * K + j;  // 0-based
+      mm[j] = gm[j] = mi[j] = md[j] = ge[j] = em[j] = ex[j] = 0.0f;
+      read_base[j] = 0;
+      if (r < R) {
+        const float* q = d.parameters + 7 * (row_offset + r);
+        mm[j] = q[0], gm[j] = q[1], mi[j] = q[2], md[j] = q[3], ge[j] = q[4], em[j] = q[5],
+        ex[j] = q[6];
+        read_base[j] = d.read_bases[row_offset + r];
+      }
     }
-    const int last_lane = has_strip ? min(G - 1, R - strip - 1) : -1;
+    float M_left[K], X_left[K], Y_left[K];
+#pragma unroll
+    for (int j = 0; j < K; ++j) M_left[j] = X_left[j] = Y_left[j] = 0.0f;
     float M_diagonal = 0, X_diagonal = 0, Y_diagonal = 0, M_up = 0, X_up = 0, Y_up = 0;
-    float M_left = 0, X_left = 0, Y_left = 0;
+    unsigned base = 0;  // the haplotype base of this step's column
     if (lane == 0 && has_strip) {
       M_diagonal = M[0];
       X_diagonal = X[0];
@@ -285,48 +306,64 @@ __global__ void intra_task_kernel(DevicePairs d) {
         __reduce_max_sync(kAll, static_cast<unsigned>(has_strip ? C + last_lane : 0)));
     for (int step = 0; step < steps; ++step) {
       const int c = step - lane + 1;
-      const bool active = active_row && c >= 1 && c <= C;
+      const bool active = has_rows && c >= 1 && c <= C;
       if (lane == 0 && active) {
         M_up = M[c];
         X_up = X[c];
         Y_up = Y[c];
+        base = hap[c - 1];
         flagged = flagged || below(M_up, safe) || below(X_up, safe) || below(Y_up, safe);
       }
       const bool pending = __any_sync(kAll, flagged);
       const bool checked = pending || pending_before;
       pending_before = pending;
       flagged = false;
-      float M_new = 0, X_new = 0, Y_new = 0;
       if (active) {
-        const float e = (read_base & hap[c - 1]) ? em : ex;
-        if (checked) {
-          M_new = mul(
-              __fadd_rn(__fadd_rn(mul(M_diagonal, mm), mul(X_diagonal, gm)), mul(Y_diagonal, gm)),
-              e);
-          X_new = __fadd_rn(mul(M_up, mi), mul(X_up, ge));
-          Y_new = __fadd_rn(mul(M_left, md), mul(Y_left, ge));
-        } else {
-          M_new =
-              __fmul_rn(__fadd_rn(__fadd_rn(__fmul_rn(M_diagonal, mm), __fmul_rn(X_diagonal, gm)),
-                                  __fmul_rn(Y_diagonal, gm)),
-                        e);
-          X_new = __fadd_rn(__fmul_rn(M_up, mi), __fmul_rn(X_up, ge));
-          Y_new = __fadd_rn(__fmul_rn(M_left, md), __fmul_rn(Y_left, ge));
+        float Md = M_diagonal, Xd = X_diagonal, Yd = Y_diagonal, Mu = M_up, Xu = X_up;
+        float M_last = 0, X_last = 0, Y_last = 0;
+#pragma unroll
+        for (int j = 0; j < K; ++j) {
+          const float e = (read_base[j] & base) ? em[j] : ex[j];
+          float M_new, X_new, Y_new;
+          if (checked) {
+            M_new = mul(__fadd_rn(__fadd_rn(mul(Md, mm[j]), mul(Xd, gm[j])), mul(Yd, gm[j])), e);
+            X_new = __fadd_rn(mul(Mu, mi[j]), mul(Xu, ge[j]));
+            Y_new = __fadd_rn(mul(M_left[j], md[j]), mul(Y_left[j], ge[j]));
+          } else {
+            M_new = __fmul_rn(__fadd_rn(__fadd_rn(__fmul_rn(Md, mm[j]), __fmul_rn(Xd, gm[j])),
+                                        __fmul_rn(Yd, gm[j])),
+                              e);
+            X_new = __fadd_rn(__fmul_rn(Mu, mi[j]), __fmul_rn(Xu, ge[j]));
+            Y_new = __fadd_rn(__fmul_rn(M_left[j], md[j]), __fmul_rn(Y_left[j], ge[j]));
+          }
+          flagged = flagged || below(M_new, safe) || below(X_new, safe) || below(Y_new, safe);
+          Md = M_left[j];
+          Xd = X_left[j];
+          Yd = Y_left[j];
+          Mu = M_new;
+          Xu = X_new;
+          M_left[j] = M_new;
+          X_left[j] = X_new;
+          Y_left[j] = Y_new;
+          if (j == last_j) {
+            M_last = M_new;
+            X_last = X_new;
+            Y_last = Y_new;
+          }
         }
-        flagged = below(M_new, safe) || below(X_new, safe) || below(Y_new, safe);
-        M_left = M_new;
-        X_left = X_new;
-        Y_left = Y_new;
-        if (r == R) sum = __fadd_rn(sum, __fadd_rn(M_new, X_new));
         if (lane == last_lane) {
-          M[c] = M_new;
-          X[c] = X_new;
-          Y[c] = Y_new;
+          M[c] = M_last;
+          X[c] = X_last;
+          Y[c] = Y_last;
+          if (holds_sum) sum = __fadd_rn(sum, __fadd_rn(M_last, X_last));
         }
       }
-      const float M_from_above = __shfl_up_sync(kAll, M_left, 1, G);
-      const float X_from_above = __shfl_up_sync(kAll, X_left, 1, G);
-      const float Y_from_above = __shfl_up_sync(kAll, Y_left, 1, G);
+      // Hand this step's values of the lane's last row to the lane below: its up at its
+      // next column, and its diagonal one step later.
+      const float M_from_above = __shfl_up_sync(kAll, M_left[K - 1], 1, G);
+      const float X_from_above = __shfl_up_sync(kAll, X_left[K - 1], 1, G);
+      const float Y_from_above = __shfl_up_sync(kAll, Y_left[K - 1], 1, G);
+      const unsigned base_from_above = __shfl_up_sync(kAll, base, 1, G);
       if (lane > 0) {
         M_diagonal = M_up;
         X_diagonal = X_up;
@@ -334,6 +371,7 @@ __global__ void intra_task_kernel(DevicePairs d) {
         M_up = M_from_above;
         X_up = X_from_above;
         Y_up = Y_from_above;
+        base = base_from_above;
       } else if (active) {
         M_diagonal = M_up;
         X_diagonal = X_up;
@@ -343,25 +381,78 @@ __global__ void intra_task_kernel(DevicePairs d) {
     __syncwarp();
   }
   // The lane of row R holds the sum.
-  sum = __shfl_sync(kAll, sum, R > 0 ? (R - 1) % G : 0, G);
+  sum = __shfl_sync(kAll, sum, R > 0 ? ((R - 1) % kStrip) / K : 0, G);
   if (lane == 0 && has_pair) d.sums[p] = sum;
 }
 
-// The group width with the fewest lane-steps for the batch (ramps and idle lanes of the
-// last strips counted), ties to the wider group (fewer row-buffer passes).
-int choose_group_width(const PairBatch& b) {
-  int best = 32;
-  std::int64_t best_cost = -1;
-  for (const int g : {32, 16, 8}) {
-    std::int64_t cost = 0;
-    for (std::size_t i = 0; i < b.pairs(); ++i) {
-      const std::int64_t R = b.rows[i], C = b.columns[i];
-      const std::int64_t full = R / g, rest = R % g;
-      cost += g * (full * (C + g - 1) + (rest > 0 ? C + rest - 1 : 0));
+// The intra-task shapes compiled (lanes per pair, rows per lane), each with its measured
+// cost of one warp step in issue-slot cycles: 132 SMs x 4 schedulers x 1.98 GHz divided by
+// the warp steps per second the shape ran 10s.in x64 at, when forced (H100, 2026-11-22,
+// bench/RESULTS.md). It counts what a warp step really costs (stalls, the checked path,
+// memory instructions of up to 8 pairs per warp), not only its instructions.
+struct ShapeCost {
+  IntraShape shape;
+  double cycles_per_warp_step;
+};
+constexpr ShapeCost kShapes[] = {{{32, 1}, 140}, {{16, 1}, 142}, {{8, 1}, 202}, {{16, 2}, 243},
+                                 {{8, 2}, 256},  {{4, 2}, 417},  {{8, 4}, 544}, {{4, 4}, 600}};
+
+// Warp steps of a batch in a shape: the pairs of a warp (32 / G consecutive ones) run each
+// strip to the longest of them (C + last_lane steps), as the kernel does.
+double warp_steps(const PairBatch& b, IntraShape shape) {
+  const std::size_t per_warp = static_cast<std::size_t>(32 / shape.lanes);
+  const std::int64_t strip = static_cast<std::int64_t>(shape.lanes) * shape.rows_per_lane;
+  double steps = 0;
+  for (std::size_t first = 0; first < b.pairs(); first += per_warp) {
+    const std::size_t end = std::min(b.pairs(), first + per_warp);
+    std::int64_t rows = 0;
+    for (std::size_t i = first; i < end; ++i) rows = std::max<std::int64_t>(rows, b.rows[i]);
+    for (std::int64_t start = 0; start < rows; start += strip) {
+      std::int64_t longest = 0;
+      for (std::size_t i = first; i < end; ++i) {
+        if (start >= b.rows[i]) continue;
+        const std::int64_t here = std::min(strip, b.rows[i] - start);
+        longest = std::max(longest, b.columns[i] + (here - 1) / shape.rows_per_lane);
+      }
+      steps += static_cast<double>(longest);
     }
-    if (best_cost < 0 || cost < best_cost) best = g, best_cost = cost;
+  }
+  return steps;
+}
+
+}  // namespace
+
+// The shape with the fewest estimated cycles for the batch.
+IntraShape choose_intra_shape(const PairBatch& b) {
+  IntraShape best = kShapes[0].shape;
+  double best_cost = -1;
+  for (const ShapeCost& s : kShapes) {
+    const double cost = warp_steps(b, s.shape) * s.cycles_per_warp_step;
+    if (best_cost < 0 || cost < best_cost) best = s.shape, best_cost = cost;
   }
   return best;
+}
+
+namespace {
+
+template <int G, int K>
+bool launch_if(IntraShape shape, unsigned pairs, cudaStream_t s, const DevicePairs& d) {
+  if (shape.lanes != G || shape.rows_per_lane != K) return false;
+  constexpr unsigned kThreads = 128;
+  intra_task_kernel<G, K><<<(pairs * G + kThreads - 1) / kThreads, kThreads, 0, s>>>(d);
+  return true;
+}
+
+void launch_intra(IntraShape shape, unsigned pairs, cudaStream_t s, const DevicePairs& d) {
+  const bool launched =
+      launch_if<32, 1>(shape, pairs, s, d) || launch_if<16, 1>(shape, pairs, s, d) ||
+      launch_if<8, 1>(shape, pairs, s, d) || launch_if<16, 2>(shape, pairs, s, d) ||
+      launch_if<8, 2>(shape, pairs, s, d) || launch_if<4, 2>(shape, pairs, s, d) ||
+      launch_if<8, 4>(shape, pairs, s, d) || launch_if<4, 4>(shape, pairs, s, d);
+  if (!launched) {
+    throw std::invalid_argument("pair-HMM intra-task shape " + std::to_string(shape.lanes) + "x" +
+                                std::to_string(shape.rows_per_lane) + " is not compiled");
+  }
 }
 
 template <class T>
@@ -437,6 +528,10 @@ std::vector<float> PairhmmGpu::forward_sums(const PairBatch& b, Kernel kernel,
   DeviceBuffer<std::int32_t> rows(n), columns(n);
   DeviceBuffer<std::int64_t> row_offset(n), column_offset(n);
   DeviceBuffer<float> scratch(3 * (b.haplotype_bases.size() + n));
+  // The intra-task shape is chosen on the host before any timing starts.
+  IntraShape shape = shape_;
+  if (kernel == Kernel::intra_task && shape.lanes <= 0) shape = choose_intra_shape(b);
+  if (kernel == Kernel::intra_task) last_shape_ = shape;
   check(cudaEventRecord(state_->start, s), "event");
   upload(parameters, b.parameters, s);
   upload(read_bases, b.read_bases, s);
@@ -457,17 +552,7 @@ std::vector<float> PairhmmGpu::forward_sums(const PairBatch& b, Kernel kernel,
     intra_checked_kernel<<<static_cast<unsigned>((n * 32 + kThreads - 1) / kThreads), kThreads, 0,
                            s>>>(d);
   } else {
-    const int g = group_width_ > 0 ? group_width_ : choose_group_width(b);
-    last_group_width_ = g;
-    const auto blocks =
-        static_cast<unsigned>((n * static_cast<std::size_t>(g) + kThreads - 1) / kThreads);
-    if (g == 8) {
-      intra_task_kernel<8><<<blocks, kThreads, 0, s>>>(d);
-    } else if (g == 16) {
-      intra_task_kernel<16><<<blocks, kThreads, 0, s>>>(d);
-    } else {
-      intra_task_kernel<32><<<blocks, kThreads, 0, s>>>(d);
-    }
+    launch_intra(shape, static_cast<unsigned>(n), s, d);
   }
   check(cudaGetLastError(), "kernel launch");
   check(cudaEventRecord(state_->kernel_end, s), "event");

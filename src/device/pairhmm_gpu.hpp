@@ -39,6 +39,16 @@ struct PairBatch {
   std::size_t pairs() const { return rows.size(); }
 };
 
+// The intra-task kernel's shape: lanes per pair (4 to 32) and read rows per lane. Compiled:
+// 32x1, 16x1, 8x1, 16x2, 8x2, 4x2, 8x4, 4x4.
+struct IntraShape {
+  int lanes = 0, rows_per_lane = 0;
+};
+
+// The intra-task shape with the fewest estimated cycles for a batch (a table of measured
+// costs per warp step, see pairhmm_gpu.cu); host code, needs no device.
+IntraShape choose_intra_shape(const PairBatch& batch);
+
 // CUDA devices usable (0 without a driver or device).
 int device_count();
 
@@ -51,9 +61,10 @@ class PairhmmGpu {
   std::string name() const;
   // Sums of every pair of the batch. Throws std::runtime_error on any CUDA failure.
   // kernel_seconds: time of the kernel alone; transfer_seconds: copies in and out.
-  // intra_task: lanes per pair (8, 16 or 32); 0 (the default) picks per batch.
-  void set_group_width(int lanes) { group_width_ = lanes; }
-  int last_group_width() const { return last_group_width_; }
+  // intra_task: its shape; {0, 0} (the default) picks one per batch. Throws
+  // std::invalid_argument (at the next forward_sums) for a shape not compiled.
+  void set_intra_shape(IntraShape shape) { shape_ = shape; }
+  IntraShape last_intra_shape() const { return last_shape_; }
   std::vector<float> forward_sums(const PairBatch& batch, Kernel kernel,
                                   double* kernel_seconds = nullptr,
                                   double* transfer_seconds = nullptr);
@@ -61,7 +72,7 @@ class PairhmmGpu {
  private:
   struct State;
   State* state_;
-  int group_width_ = 0, last_group_width_ = 0;
+  IntraShape shape_{}, last_shape_{};
 };
 
 }  // namespace duet::device::pairhmm

@@ -385,27 +385,35 @@ __global__ void intra_task_kernel(DevicePairs d) {
   if (lane == 0 && has_pair) d.sums[p] = sum;
 }
 
-// The intra-task shapes compiled (lanes per pair, rows per lane), each with its measured
-// cost of one warp step in issue-slot cycles: 132 SMs x 4 schedulers x 1.98 GHz divided by
-// the warp steps per second the shape ran 10s.in x64 at, when forced (H100, 2026-11-22,
-// bench/RESULTS.md). It counts what a warp step really costs (stalls, the checked path,
-// memory instructions of up to 8 pairs per warp), not only its instructions.
+// The intra-task shapes compiled (lanes per pair, rows per lane), each with two costs
+// measured on the H100 (2026-11-22, bench/RESULTS.md), in cycles:
+// - per warp step when the GPU is full: 132 SMs x 4 schedulers x 1.98 GHz divided by the
+//   warp steps per second the shape ran 10s.in x64 at (stalls, the checked path and the
+//   memory instructions of up to 8 pairs per warp included);
+// - per step of one warp when the batch is too small to fill the GPU (10s.in once: the
+//   kernel took about this times the longest warp's steps; lane 0's load of the row
+//   buffer at every step, an L2 round trip after the previous strip's stores, dominates).
 struct ShapeCost {
   IntraShape shape;
-  double cycles_per_warp_step;
+  double cycles_per_warp_step, latency_per_step;
 };
-constexpr ShapeCost kShapes[] = {{{32, 1}, 140}, {{16, 1}, 142}, {{8, 1}, 202}, {{16, 2}, 243},
-                                 {{8, 2}, 256},  {{4, 2}, 417},  {{8, 4}, 544}, {{4, 4}, 600}};
+constexpr ShapeCost kShapes[] = {{{32, 1}, 140, 700}, {{16, 1}, 142, 700}, {{8, 1}, 202, 700},
+                                 {{16, 2}, 243, 900}, {{8, 2}, 256, 900},  {{4, 2}, 417, 900},
+                                 {{8, 4}, 544, 1500}, {{4, 4}, 600, 1500}};
 
-// Warp steps of a batch in a shape: the pairs of a warp (32 / G consecutive ones) run each
-// strip to the longest of them (C + last_lane steps), as the kernel does.
-double warp_steps(const PairBatch& b, IntraShape shape) {
+// Warp steps of a batch in a shape, in all and of the longest warp: the pairs of a warp
+// (32 / G consecutive ones) run each strip to the longest of them (C + last_lane steps),
+// as the kernel does.
+struct WarpSteps {
+  double total = 0, longest = 0;
+};
+WarpSteps warp_steps(const PairBatch& b, IntraShape shape) {
   const std::size_t per_warp = static_cast<std::size_t>(32 / shape.lanes);
   const std::int64_t strip = static_cast<std::int64_t>(shape.lanes) * shape.rows_per_lane;
-  double steps = 0;
+  WarpSteps steps;
   for (std::size_t first = 0; first < b.pairs(); first += per_warp) {
     const std::size_t end = std::min(b.pairs(), first + per_warp);
-    std::int64_t rows = 0;
+    std::int64_t rows = 0, warp = 0;
     for (std::size_t i = first; i < end; ++i) rows = std::max<std::int64_t>(rows, b.rows[i]);
     for (std::int64_t start = 0; start < rows; start += strip) {
       std::int64_t longest = 0;
@@ -414,20 +422,26 @@ double warp_steps(const PairBatch& b, IntraShape shape) {
         const std::int64_t here = std::min(strip, b.rows[i] - start);
         longest = std::max(longest, b.columns[i] + (here - 1) / shape.rows_per_lane);
       }
-      steps += static_cast<double>(longest);
+      warp += longest;
     }
+    steps.total += static_cast<double>(warp);
+    steps.longest = std::max(steps.longest, static_cast<double>(warp));
   }
   return steps;
 }
 
 }  // namespace
 
-// The shape with the fewest estimated cycles for the batch.
+// The shape with the fewest estimated cycles for the batch: the larger of the full-GPU
+// issue time and the longest warp's latency.
 IntraShape choose_intra_shape(const PairBatch& b) {
+  constexpr double kSchedulers = 132 * 4;
   IntraShape best = kShapes[0].shape;
   double best_cost = -1;
   for (const ShapeCost& s : kShapes) {
-    const double cost = warp_steps(b, s.shape) * s.cycles_per_warp_step;
+    const WarpSteps steps = warp_steps(b, s.shape);
+    const double cost = std::max(steps.total * s.cycles_per_warp_step / kSchedulers,
+                                 steps.longest * s.latency_per_step);
     if (best_cost < 0 || cost < best_cost) best = s.shape, best_cost = cost;
   }
   return best;

@@ -9,12 +9,14 @@
 //
 // Three kernels, selectable for throughput studies:
 // - inter_task: one thread per pair, row by row (Ren et al.'s inter-task design);
-// - intra_task: one warp per pair, 32 rows at a time along anti-diagonals, values passed
-//   between rows by warp shuffles (their intra-task design, with a warp for a block); plain
-//   IEEE products while the warp's values stay far from FLT_MIN, checked ones near it (one
-//   vote per step decides; see pairhmm_gpu.cu for why that is exact);
-// - intra_checked: the same scheme checking every product and sum for a tiny result (the
-//   first intra-task kernel, kept to measure against; the app does not offer it).
+// - intra_task: G lanes per pair (4 to 32), each owning K read rows (1 to 4), strips of G K
+//   rows along anti-diagonals, values passed between lanes by warp shuffles (their
+//   intra-task design, with a group of lanes for a block); plain IEEE products while the
+//   warp's values stay far from FLT_MIN, checked ones near it (one vote per step decides;
+//   see pairhmm_gpu.cu for why that is exact); the shape is chosen per batch;
+// - intra_checked: a warp per pair, 32 rows per strip, checking every product and sum for a
+//   tiny result (the first intra-task kernel, kept to measure against; the app does not
+//   offer it).
 #pragma once
 
 #include <cstdint>

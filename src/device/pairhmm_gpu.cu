@@ -208,8 +208,10 @@ __global__ void intra_checked_kernel(DevicePairs d) {
 // result. A lane flags a step whose outputs (or, lane 0, the values read from the row
 // buffer) are nonzero and below T; the warp votes, and the next two steps (the flagged
 // values are used as up and left at the next step and as diagonal at the one after) run
-// the checked products. Pairs far from any alignment go through the checked path often; the
-// rest almost never.
+// the checked products. With K rows per lane, a row's up comes from the row above in the
+// same step, before any vote: a lane whose earlier row flagged in this step computes its
+// remaining rows with checked products (a lane-local branch). "Almost never" is not
+// measured: how often the checked path runs on real data is unknown.
 __device__ __forceinline__ bool below(float v, unsigned safe_bits_minus_one) {
   // v >= 0: nonzero and below T, as one unsigned compare on the bit patterns.
   return __float_as_uint(v) - 1u < safe_bits_minus_one;
@@ -325,7 +327,9 @@ __global__ void intra_task_kernel(DevicePairs d) {
         for (int j = 0; j < K; ++j) {
           const float e = (read_base[j] & base) ? em[j] : ex[j];
           float M_new, X_new, Y_new;
-          if (checked) {
+          // A row's up is the row above's output of this same step, which the vote has not
+          // seen: once a row of the lane flags, the rows below it take checked products.
+          if (checked || flagged) {
             M_new = mul(__fadd_rn(__fadd_rn(mul(Md, mm[j]), mul(Xd, gm[j])), mul(Yd, gm[j])), e);
             X_new = __fadd_rn(mul(Mu, mi[j]), mul(Xu, ge[j]));
             Y_new = __fadd_rn(mul(M_left[j], md[j]), mul(Y_left[j], ge[j]));
@@ -433,12 +437,15 @@ WarpSteps warp_steps(const PairBatch& b, IntraShape shape) {
 }  // namespace
 
 // The shape with the fewest estimated cycles for the batch: the larger of the full-GPU
-// issue time and the longest warp's latency.
+// issue time and the longest warp's latency. Only shapes of one row per lane are chosen:
+// those with K > 1 ran bit for bit on the device before the same-step rule above was added
+// (a gap found by reading the code afterwards, never seen in a test), and have not run since.
 IntraShape choose_intra_shape(const PairBatch& b) {
   constexpr double kSchedulers = 132 * 4;
   IntraShape best = kShapes[0].shape;
   double best_cost = -1;
   for (const ShapeCost& s : kShapes) {
+    if (s.shape.rows_per_lane != 1) continue;
     const WarpSteps steps = warp_steps(b, s.shape);
     const double cost = std::max(steps.total * s.cycles_per_warp_step / kSchedulers,
                                  steps.longest * s.latency_per_step);

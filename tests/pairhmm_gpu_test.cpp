@@ -4,6 +4,7 @@
 // replicated, for bench/RESULTS.md.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 
@@ -18,22 +19,40 @@ namespace {
 using duet::pairhmm::Model;
 using duet::pairhmm::Pair;
 
-class PairhmmGpuKernel : public ::testing::TestWithParam<Kernel> {
+// A kernel and, for intra_task, its shape ({0, 0}: chosen per batch).
+struct Variant {
+  Kernel kernel;
+  IntraShape shape;
+};
+
+std::string variant_name(const Variant& v) {
+  std::string name = kernel_name(v.kernel);
+  std::replace(name.begin(), name.end(), '-', '_');
+  if (v.kernel == Kernel::intra_task) {
+    name += v.shape.lanes > 0
+                ? std::to_string(v.shape.lanes) + "x" + std::to_string(v.shape.rows_per_lane)
+                : "_auto";
+  }
+  return name;
+}
+
+class PairhmmGpuKernel : public ::testing::TestWithParam<Variant> {
  protected:
   void SetUp() override {
     if (device_count() == 0) GTEST_SKIP() << "no CUDA device";
   }
 };
 
-void expect_canonical(Kernel kernel, const Model& model, const std::vector<Pair>& pairs) {
+void expect_canonical(const Variant& v, const Model& model, const std::vector<Pair>& pairs) {
   PairhmmGpu gpu(0);
-  const std::vector<float> sums = gpu.forward_sums(pack_pairs(model, pairs), kernel);
+  gpu.set_intra_shape(v.shape);
+  const std::vector<float> sums = gpu.forward_sums(pack_pairs(model, pairs), v.kernel);
   int mismatches = 0;
   for (std::size_t i = 0; i < pairs.size(); ++i) {
     const float canonical = duet::pairhmm::forward_sum<float>(model, pairs[i]);
     if (std::memcmp(&sums[i], &canonical, sizeof(float)) != 0 && ++mismatches <= 5) {
-      ADD_FAILURE() << kernel_name(kernel) << " pair " << i << " (" << pairs[i].rows() << "x" << pairs[i].columns()
-                    << "): " << sums[i] << " vs " << canonical;
+      ADD_FAILURE() << variant_name(v) << " pair " << i << " (" << pairs[i].rows() << "x"
+                    << pairs[i].columns() << "): " << sums[i] << " vs " << canonical;
     }
   }
   EXPECT_EQ(mismatches, 0);
@@ -47,6 +66,23 @@ TEST_P(PairhmmGpuKernel, RandomPairsBitForBit) {
   expect_canonical(GetParam(), Model{}, small.pair_list());
 }
 
+// Long reads, related and unrelated to their haplotypes: values far below FLT_MIN (and sums
+// that need the double fallback), so the intra-task kernel switches between its plain and
+// checked products many times inside a pair.
+TEST_P(PairhmmGpuKernel, LongPairsNearUnderflow) {
+  std::mt19937_64 rng(test::test_seed() + 1);
+  const auto input = test::random_input(rng, 10, 1500, 3, 3);
+  const auto pairs = input.pair_list();
+  int below_fallback = 0;
+  for (const auto& pair : pairs) {
+    below_fallback +=
+        duet::pairhmm::forward_sum<float>(Model{}, pair) < duet::pairhmm::kDoubleFallbackThreshold;
+  }
+  std::cout << pairs.size() << " pairs, " << below_fallback
+            << " with a float sum below the double fallback threshold\n";
+  expect_canonical(GetParam(), Model{}, pairs);
+}
+
 TEST_P(PairhmmGpuKernel, GklCases) {
   const auto gkl = duet::pairhmm::read_input(test::kGklTestData);
   expect_canonical(GetParam(), Model{}, gkl.pair_list());
@@ -55,24 +91,60 @@ TEST_P(PairhmmGpuKernel, GklCases) {
 TEST_P(PairhmmGpuKernel, Throughput) {
   const auto input = duet::pairhmm::read_input(test::kPairhmmData + "10s.in");
   const Model model;
-  std::vector<Pair> pairs;
-  for (int copy = 0; copy < 64; ++copy) {
-    const auto list = input.pair_list();
-    pairs.insert(pairs.end(), list.begin(), list.end());
-  }
-  const PairBatch batch = pack_pairs(model, pairs);
   PairhmmGpu gpu(0);
-  double kernel = 0, transfer = 0;
-  gpu.forward_sums(batch, GetParam(), &kernel, &transfer);  // warm-up
-  gpu.forward_sums(batch, GetParam(), &kernel, &transfer);
-  const auto cells = static_cast<double>(batch.cells);
-  std::cout << "[ gcups    ] " << gpu.name() << " " << kernel_name(GetParam()) << "-task: 10s.in x64 ("
-            << batch.cells << " cells): kernel " << cells / kernel / 1e9 << " GCUPS, with transfers "
-            << cells / (kernel + transfer) / 1e9 << " GCUPS\n";
+  gpu.set_intra_shape(GetParam().shape);
+  for (const int copies : {1, 64}) {
+    std::vector<Pair> pairs;
+    for (int copy = 0; copy < copies; ++copy) {
+      const auto list = input.pair_list();
+      pairs.insert(pairs.end(), list.begin(), list.end());
+    }
+    const PairBatch batch = pack_pairs(model, pairs);
+    double kernel = 0, transfer = 0;
+    gpu.forward_sums(batch, GetParam().kernel, &kernel, &transfer);  // warm-up
+    gpu.forward_sums(batch, GetParam().kernel, &kernel, &transfer);
+    const auto cells = static_cast<double>(batch.cells);
+    std::cout << "[ gcups    ] " << gpu.name() << " " << variant_name(GetParam())
+              << (GetParam().kernel == Kernel::intra_task
+                      ? " (" + std::to_string(gpu.last_intra_shape().lanes) + " lanes x " +
+                            std::to_string(gpu.last_intra_shape().rows_per_lane) + " rows)"
+                      : std::string())
+              << ": 10s.in x" << copies << " (" << batch.cells << " cells): kernel "
+              << cells / kernel / 1e9 << " GCUPS, with transfers "
+              << cells / (kernel + transfer) / 1e9 << " GCUPS\n";
+  }
 }
 
-INSTANTIATE_TEST_SUITE_P(Kernels, PairhmmGpuKernel, ::testing::Values(Kernel::inter_task, Kernel::intra_task),
-                         [](const ::testing::TestParamInfo<Kernel>& k) { return std::string(kernel_name(k.param)); });
+// The shape choice (host only, runs without a device): on 10s.in the shapes that ran
+// fastest when forced on the H100 among those of one row per lane (bench/RESULTS.md): 32
+// lanes for the file alone (too few warps to fill the GPU: the longest warp decides), 16
+// lanes for 64 copies of it; reads of at most 8 rows never take 32-row strips.
+TEST(PairhmmGpuShape, ChoosesTheMeasuredBest) {
+  const auto input = duet::pairhmm::read_input(test::kPairhmmData + "10s.in");
+  std::vector<Pair> pairs = input.pair_list();
+  const IntraShape once = choose_intra_shape(pack_pairs(Model{}, pairs));
+  EXPECT_EQ(once.lanes, 32);
+  EXPECT_EQ(once.rows_per_lane, 1);
+  const auto list = input.pair_list();
+  for (int copy = 1; copy < 64; ++copy) pairs.insert(pairs.end(), list.begin(), list.end());
+  const IntraShape many = choose_intra_shape(pack_pairs(Model{}, pairs));
+  EXPECT_EQ(many.lanes, 16);
+  EXPECT_EQ(many.rows_per_lane, 1);
+  std::mt19937_64 rng(test::test_seed());
+  const auto short_reads = test::random_input(rng, 2000, 8, 4, 4);
+  const IntraShape short_shape = choose_intra_shape(pack_pairs(Model{}, short_reads.pair_list()));
+  EXPECT_LE(short_shape.lanes * short_shape.rows_per_lane, 16);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Kernels, PairhmmGpuKernel,
+    ::testing::Values(Variant{Kernel::inter_task, {}}, Variant{Kernel::intra_task, {}},
+                      Variant{Kernel::intra_task, {32, 1}}, Variant{Kernel::intra_task, {16, 1}},
+                      Variant{Kernel::intra_task, {8, 1}}, Variant{Kernel::intra_task, {16, 2}},
+                      Variant{Kernel::intra_task, {8, 2}}, Variant{Kernel::intra_task, {4, 2}},
+                      Variant{Kernel::intra_task, {8, 4}}, Variant{Kernel::intra_task, {4, 4}},
+                      Variant{Kernel::intra_checked, {}}),
+    [](const ::testing::TestParamInfo<Variant>& v) { return variant_name(v.param); });
 
 }  // namespace
 }  // namespace duet::device::pairhmm

@@ -125,7 +125,8 @@ void add_pairhmm_command(CLI::App& app, std::vector<std::pair<CLI::App*, std::fu
       ->check(CLI::Range(0, 93));
   cmd->add_option("--isa", o->isa, "CPU kernel: auto, scalar, avx2, avx512")
       ->check(CLI::IsMember({"auto", "scalar", "avx2", "avx512"}));
-  cmd->add_option("--gpu-kernel", o->gpu_kernel, "GPU kernel: auto, inter (a thread per pair), intra (a warp per pair)")
+  cmd->add_option("--gpu-kernel", o->gpu_kernel,
+                  "GPU kernel: auto, inter (a thread per pair), intra (4 to 32 lanes per pair)")
       ->check(CLI::IsMember({"auto", "inter", "intra"}));
   cmd->add_flag("--no-gpu", o->no_gpu, "run on the CPU only");
   cmd->add_flag("--gpu-only", o->gpu_only, "pairs to GPUs only (the CPU redoes failed batches)")->excludes("--no-gpu");

@@ -4,13 +4,14 @@
 // underflow since the build keeps -ftz=false); a result at or below FLT_MIN in magnitude is
 // then recomputed exactly in double and flushed as x86's FTZ does (tiny when below
 // FLT_MIN * (1 - 2^-25)), which reproduces the canonical arithmetic bit for bit.
-#include "device/pairhmm_gpu.hpp"
-
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cfloat>
 #include <stdexcept>
+#include <string>
+
+#include "device/pairhmm_gpu.hpp"
 
 namespace duet::device::pairhmm {
 
@@ -18,7 +19,8 @@ namespace {
 
 void check(cudaError_t status, const char* what) {
   if (status != cudaSuccess) {
-    throw std::runtime_error(std::string("CUDA error in pair-HMM ") + what + ": " + cudaGetErrorString(status));
+    throw std::runtime_error(std::string("CUDA error in pair-HMM ") + what + ": " +
+                             cudaGetErrorString(status));
   }
 }
 
@@ -42,11 +44,15 @@ __device__ __forceinline__ float flush_exact(double exact) {
 }
 __device__ __forceinline__ float mul(float a, float b) {
   const float r = __fmul_rn(a, b);
-  return (r != 0.0f && fabsf(r) <= FLT_MIN) ? flush_exact(static_cast<double>(a) * static_cast<double>(b)) : r;
+  return (r != 0.0f && fabsf(r) <= FLT_MIN)
+             ? flush_exact(static_cast<double>(a) * static_cast<double>(b))
+             : r;
 }
 __device__ __forceinline__ float add(float a, float b) {
   const float r = __fadd_rn(a, b);
-  return (r != 0.0f && fabsf(r) <= FLT_MIN) ? flush_exact(static_cast<double>(a) + static_cast<double>(b)) : r;
+  return (r != 0.0f && fabsf(r) <= FLT_MIN)
+             ? flush_exact(static_cast<double>(a) + static_cast<double>(b))
+             : r;
 }
 
 // One thread per pair, row by row over a row buffer in global memory.
@@ -75,7 +81,8 @@ __global__ void inter_task_kernel(DevicePairs d) {
     for (int c = 1; c <= C; ++c) {
       const float M_up = M[c], X_up = X[c], Y_up = Y[c];
       const float e = (read_base & hap[c - 1]) ? em : ex;
-      const float M_new = mul(add(add(mul(M_diagonal, mm), mul(X_diagonal, gm)), mul(Y_diagonal, gm)), e);
+      const float M_new =
+          mul(add(add(mul(M_diagonal, mm), mul(X_diagonal, gm)), mul(Y_diagonal, gm)), e);
       const float X_new = add(mul(M_up, mi), mul(X_up, ge));
       const float Y_new = add(mul(M_left, md), mul(Y_left, ge));
       M[c] = M_new;
@@ -97,8 +104,9 @@ __global__ void inter_task_kernel(DevicePairs d) {
 // above (lane t - 1) hands over its values of the previous step by a shuffle; lane 0 reads
 // the row above the strip from the pair's row buffer, which lane 31 writes for the next
 // strip. The lane owning the read's last row accumulates the sum column by column, in the
-// canonical order.
-__global__ void intra_task_kernel(DevicePairs d) {
+// canonical order. Every product and sum is checked for a tiny result (the first intra-task
+// kernel, kept for comparison: intra_checked).
+__global__ void intra_checked_kernel(DevicePairs d) {
   const int warp = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) / 32);
   const int lane = static_cast<int>(threadIdx.x % 32);
   if (warp >= d.pairs) return;
@@ -187,10 +195,293 @@ __global__ void intra_task_kernel(DevicePairs d) {
   if (lane == 0) d.sums[p] = sum;
 }
 
+// The intra-task kernel: the warp and strip scheme of intra_checked_kernel, with the
+// per-operation tiny checks replaced by one warp vote per step.
+//
+// Why that is exact: every stored value (and every input: K / C, zeros, parameters) is
+// zero or at least FLT_MIN, and all values are non-negative, so a sum of them is zero or at
+// least FLT_MIN: sums never need a check (add() would return the IEEE sum). Only products
+// can be tiny. Let pmin be the pair's smallest parameter (all seven of every row) and
+// T = 4 FLT_MIN / pmin^2. When every input of a cell (diagonal, up, left) is zero or at
+// least T, every product of the cell is zero or at least 4 FLT_MIN / pmin (the emission
+// product: at least 4 FLT_MIN (1 - 2^-24)), so plain IEEE arithmetic gives the canonical
+// result. A lane flags a step whose outputs (or, lane 0, the values read from the row
+// buffer) are nonzero and below T; the warp votes, and the next two steps (the flagged
+// values are used as up and left at the next step and as diagonal at the one after) run
+// the checked products. With K rows per lane, a row's up comes from the row above in the
+// same step, before any vote: a lane whose earlier row flagged in this step computes its
+// remaining rows with checked products (a lane-local branch). "Almost never" is not
+// measured: how often the checked path runs on real data is unknown.
+__device__ __forceinline__ bool below(float v, unsigned safe_bits_minus_one) {
+  // v >= 0: nonzero and below T, as one unsigned compare on the bit patterns.
+  return __float_as_uint(v) - 1u < safe_bits_minus_one;
+}
+
+// G lanes per pair (32 / G pairs per warp), each lane owning K consecutive rows: a strip
+// is G * K rows, and at each step a lane computes its K cells of one column, top to bottom
+// (a row's up is the row above's new value, its diagonal the row above's previous one); only
+// the lane's first row takes its up and diagonal from the lane above (shuffle) or, lane 0,
+// from the row buffer. The haplotype base travels down the lanes with the values. K rows
+// per lane share the per-step work (vote, shuffles, loads, loop) among K cells; small G
+// wastes fewer lanes on the last strip and on each strip's G - 1 ramp steps. Rows beyond
+// the read get zero parameters, so they compute zeros and never raise the flag. The warp's
+// loops run to the longest of its groups, idle lanes masked, so that every lane takes part
+// in the shuffles and the vote.
+template <int G, int K>
+__global__ void intra_task_kernel(DevicePairs d) {
+  constexpr unsigned kAll = 0xffffffffu;
+  constexpr int kStrip = G * K;
+  const int thread = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if ((thread / 32) * (32 / G) >= d.pairs) return;  // the whole warp has no pair
+  const int p = thread / G;
+  const int lane = static_cast<int>(threadIdx.x % G);
+  const bool has_pair = p < d.pairs;
+  const int R = has_pair ? d.rows[p] : 0, C = has_pair ? d.columns[p] : 0;
+  float* const M = has_pair ? d.scratch + 3 * (d.column_offset[p] + p) : nullptr;
+  float* const X = has_pair ? M + (C + 1) : nullptr;
+  float* const Y = has_pair ? X + (C + 1) : nullptr;
+  const std::int64_t row_offset = has_pair ? d.row_offset[p] : 0;
+  if (has_pair) {
+    const float initial = d.initial_deletion[p];
+    for (int c = lane; c <= C; c += G) {
+      M[c] = 0.0f;
+      X[c] = 0.0f;
+      Y[c] = initial;
+    }
+  }
+  // The threshold T of the pair.
+  float pmin = 1.0f;
+  for (int r = lane; r < R; r += G) {
+    const float* q = d.parameters + 7 * (row_offset + r);
+    for (int k = 0; k < 7; ++k) pmin = fminf(pmin, q[k]);
+  }
+  for (int offset = G / 2; offset > 0; offset /= 2) {
+    pmin = fminf(pmin, __shfl_xor_sync(kAll, pmin, offset, G));
+  }
+  const double threshold =
+      4.0 * static_cast<double>(FLT_MIN) / (static_cast<double>(pmin) * static_cast<double>(pmin));
+  const unsigned safe = (!(pmin > 0.0f) || threshold >= static_cast<double>(FLT_MAX))
+                            ? 0x7f800000u - 1u
+                            : __float_as_uint(__double2float_ru(threshold)) - 1u;
+  __syncwarp();
+  const std::uint8_t* hap = has_pair ? d.haplotype_bases + d.column_offset[p] : nullptr;
+  float sum = 0.0f;
+  const int max_rows = static_cast<int>(__reduce_max_sync(kAll, static_cast<unsigned>(R)));
+  for (int strip = 0; strip < max_rows; strip += kStrip) {
+    const bool has_strip = strip < R;
+    const int rows_here = has_strip ? min(kStrip, R - strip) : 0;
+    const int last_lane = has_strip ? (rows_here - 1) / K : -1;  // holds the strip's last row
+    const int last_j = has_strip ? (rows_here - 1) % K : -1;     // at this index
+    const bool holds_sum = lane == last_lane && strip + kStrip >= R;
+    const bool has_rows = lane <= last_lane;
+    float mm[K], gm[K], mi[K], md[K], ge[K], em[K], ex[K];
+    unsigned read_base[K];
+#pragma unroll
+    for (int j = 0; j < K; ++j) {
+      const int r = strip + lane * K + j;  // 0-based
+      mm[j] = gm[j] = mi[j] = md[j] = ge[j] = em[j] = ex[j] = 0.0f;
+      read_base[j] = 0;
+      if (r < R) {
+        const float* q = d.parameters + 7 * (row_offset + r);
+        mm[j] = q[0], gm[j] = q[1], mi[j] = q[2], md[j] = q[3], ge[j] = q[4], em[j] = q[5],
+        ex[j] = q[6];
+        read_base[j] = d.read_bases[row_offset + r];
+      }
+    }
+    float M_left[K], X_left[K], Y_left[K];
+#pragma unroll
+    for (int j = 0; j < K; ++j) M_left[j] = X_left[j] = Y_left[j] = 0.0f;
+    float M_diagonal = 0, X_diagonal = 0, Y_diagonal = 0, M_up = 0, X_up = 0, Y_up = 0;
+    unsigned base = 0;  // the haplotype base of this step's column
+    if (lane == 0 && has_strip) {
+      M_diagonal = M[0];
+      X_diagonal = X[0];
+      Y_diagonal = Y[0];
+    }
+    bool flagged = below(M_diagonal, safe) || below(X_diagonal, safe) || below(Y_diagonal, safe);
+    bool pending_before = __any_sync(kAll, flagged);
+    flagged = false;
+    __syncwarp();
+    if (lane == last_lane) M[0] = X[0] = Y[0] = 0.0f;  // column 0 of rows >= 1
+    // Steps beyond last_lane's last column compute nothing.
+    const int steps = static_cast<int>(
+        __reduce_max_sync(kAll, static_cast<unsigned>(has_strip ? C + last_lane : 0)));
+    for (int step = 0; step < steps; ++step) {
+      const int c = step - lane + 1;
+      const bool active = has_rows && c >= 1 && c <= C;
+      if (lane == 0 && active) {
+        M_up = M[c];
+        X_up = X[c];
+        Y_up = Y[c];
+        base = hap[c - 1];
+        flagged = flagged || below(M_up, safe) || below(X_up, safe) || below(Y_up, safe);
+      }
+      const bool pending = __any_sync(kAll, flagged);
+      const bool checked = pending || pending_before;
+      pending_before = pending;
+      flagged = false;
+      if (active) {
+        float Md = M_diagonal, Xd = X_diagonal, Yd = Y_diagonal, Mu = M_up, Xu = X_up;
+        float M_last = 0, X_last = 0, Y_last = 0;
+#pragma unroll
+        for (int j = 0; j < K; ++j) {
+          const float e = (read_base[j] & base) ? em[j] : ex[j];
+          float M_new, X_new, Y_new;
+          // A row's up is the row above's output of this same step, which the vote has not
+          // seen: once a row of the lane flags, the rows below it take checked products.
+          if (checked || flagged) {
+            M_new = mul(__fadd_rn(__fadd_rn(mul(Md, mm[j]), mul(Xd, gm[j])), mul(Yd, gm[j])), e);
+            X_new = __fadd_rn(mul(Mu, mi[j]), mul(Xu, ge[j]));
+            Y_new = __fadd_rn(mul(M_left[j], md[j]), mul(Y_left[j], ge[j]));
+          } else {
+            M_new = __fmul_rn(__fadd_rn(__fadd_rn(__fmul_rn(Md, mm[j]), __fmul_rn(Xd, gm[j])),
+                                        __fmul_rn(Yd, gm[j])),
+                              e);
+            X_new = __fadd_rn(__fmul_rn(Mu, mi[j]), __fmul_rn(Xu, ge[j]));
+            Y_new = __fadd_rn(__fmul_rn(M_left[j], md[j]), __fmul_rn(Y_left[j], ge[j]));
+          }
+          flagged = flagged || below(M_new, safe) || below(X_new, safe) || below(Y_new, safe);
+          Md = M_left[j];
+          Xd = X_left[j];
+          Yd = Y_left[j];
+          Mu = M_new;
+          Xu = X_new;
+          M_left[j] = M_new;
+          X_left[j] = X_new;
+          Y_left[j] = Y_new;
+          if (j == last_j) {
+            M_last = M_new;
+            X_last = X_new;
+            Y_last = Y_new;
+          }
+        }
+        if (lane == last_lane) {
+          M[c] = M_last;
+          X[c] = X_last;
+          Y[c] = Y_last;
+          if (holds_sum) sum = __fadd_rn(sum, __fadd_rn(M_last, X_last));
+        }
+      }
+      // Hand this step's values of the lane's last row to the lane below: its up at its
+      // next column, and its diagonal one step later.
+      const float M_from_above = __shfl_up_sync(kAll, M_left[K - 1], 1, G);
+      const float X_from_above = __shfl_up_sync(kAll, X_left[K - 1], 1, G);
+      const float Y_from_above = __shfl_up_sync(kAll, Y_left[K - 1], 1, G);
+      const unsigned base_from_above = __shfl_up_sync(kAll, base, 1, G);
+      if (lane > 0) {
+        M_diagonal = M_up;
+        X_diagonal = X_up;
+        Y_diagonal = Y_up;
+        M_up = M_from_above;
+        X_up = X_from_above;
+        Y_up = Y_from_above;
+        base = base_from_above;
+      } else if (active) {
+        M_diagonal = M_up;
+        X_diagonal = X_up;
+        Y_diagonal = Y_up;
+      }
+    }
+    __syncwarp();
+  }
+  // The lane of row R holds the sum.
+  sum = __shfl_sync(kAll, sum, R > 0 ? ((R - 1) % kStrip) / K : 0, G);
+  if (lane == 0 && has_pair) d.sums[p] = sum;
+}
+
+// The intra-task shapes compiled (lanes per pair, rows per lane), each with two costs
+// measured on the H100 (2026-11-22, bench/RESULTS.md), in cycles:
+// - per warp step when the GPU is full: 132 SMs x 4 schedulers x 1.98 GHz divided by the
+//   warp steps per second the shape ran 10s.in x64 at (stalls, the checked path and the
+//   memory instructions of up to 8 pairs per warp included);
+// - per step of one warp when the batch is too small to fill the GPU (10s.in once: the
+//   kernel took about this times the longest warp's steps; lane 0's load of the row
+//   buffer at every step, an L2 round trip after the previous strip's stores, dominates).
+struct ShapeCost {
+  IntraShape shape;
+  double cycles_per_warp_step, latency_per_step;
+};
+constexpr ShapeCost kShapes[] = {{{32, 1}, 140, 700}, {{16, 1}, 142, 700}, {{8, 1}, 202, 700},
+                                 {{16, 2}, 243, 900}, {{8, 2}, 256, 900},  {{4, 2}, 417, 900},
+                                 {{8, 4}, 544, 1500}, {{4, 4}, 600, 1500}};
+
+// Warp steps of a batch in a shape, in all and of the longest warp: the pairs of a warp
+// (32 / G consecutive ones) run each strip to the longest of them (C + last_lane steps),
+// as the kernel does.
+struct WarpSteps {
+  double total = 0, longest = 0;
+};
+WarpSteps warp_steps(const PairBatch& b, IntraShape shape) {
+  const std::size_t per_warp = static_cast<std::size_t>(32 / shape.lanes);
+  const std::int64_t strip = static_cast<std::int64_t>(shape.lanes) * shape.rows_per_lane;
+  WarpSteps steps;
+  for (std::size_t first = 0; first < b.pairs(); first += per_warp) {
+    const std::size_t end = std::min(b.pairs(), first + per_warp);
+    std::int64_t rows = 0, warp = 0;
+    for (std::size_t i = first; i < end; ++i) rows = std::max<std::int64_t>(rows, b.rows[i]);
+    for (std::int64_t start = 0; start < rows; start += strip) {
+      std::int64_t longest = 0;
+      for (std::size_t i = first; i < end; ++i) {
+        if (start >= b.rows[i]) continue;
+        const std::int64_t here = std::min(strip, b.rows[i] - start);
+        longest = std::max(longest, b.columns[i] + (here - 1) / shape.rows_per_lane);
+      }
+      warp += longest;
+    }
+    steps.total += static_cast<double>(warp);
+    steps.longest = std::max(steps.longest, static_cast<double>(warp));
+  }
+  return steps;
+}
+
+}  // namespace
+
+// The shape with the fewest estimated cycles for the batch: the larger of the full-GPU
+// issue time and the longest warp's latency. Only shapes of one row per lane are chosen:
+// those with K > 1 ran bit for bit on the device before the same-step rule above was added
+// (a gap found by reading the code afterwards, never seen in a test), and have not run since.
+IntraShape choose_intra_shape(const PairBatch& b) {
+  constexpr double kSchedulers = 132 * 4;
+  IntraShape best = kShapes[0].shape;
+  double best_cost = -1;
+  for (const ShapeCost& s : kShapes) {
+    if (s.shape.rows_per_lane != 1) continue;
+    const WarpSteps steps = warp_steps(b, s.shape);
+    const double cost = std::max(steps.total * s.cycles_per_warp_step / kSchedulers,
+                                 steps.longest * s.latency_per_step);
+    if (best_cost < 0 || cost < best_cost) best = s.shape, best_cost = cost;
+  }
+  return best;
+}
+
+namespace {
+
+template <int G, int K>
+bool launch_if(IntraShape shape, unsigned pairs, cudaStream_t s, const DevicePairs& d) {
+  if (shape.lanes != G || shape.rows_per_lane != K) return false;
+  constexpr unsigned kThreads = 128;
+  intra_task_kernel<G, K><<<(pairs * G + kThreads - 1) / kThreads, kThreads, 0, s>>>(d);
+  return true;
+}
+
+void launch_intra(IntraShape shape, unsigned pairs, cudaStream_t s, const DevicePairs& d) {
+  const bool launched =
+      launch_if<32, 1>(shape, pairs, s, d) || launch_if<16, 1>(shape, pairs, s, d) ||
+      launch_if<8, 1>(shape, pairs, s, d) || launch_if<16, 2>(shape, pairs, s, d) ||
+      launch_if<8, 2>(shape, pairs, s, d) || launch_if<4, 2>(shape, pairs, s, d) ||
+      launch_if<8, 4>(shape, pairs, s, d) || launch_if<4, 4>(shape, pairs, s, d);
+  if (!launched) {
+    throw std::invalid_argument("pair-HMM intra-task shape " + std::to_string(shape.lanes) + "x" +
+                                std::to_string(shape.rows_per_lane) + " is not compiled");
+  }
+}
+
 template <class T>
 struct DeviceBuffer {
   T* data = nullptr;
-  explicit DeviceBuffer(std::size_t n) { check(cudaMalloc(&data, std::max<std::size_t>(n, 1) * sizeof(T)), "cudaMalloc"); }
+  explicit DeviceBuffer(std::size_t n) {
+    check(cudaMalloc(&data, std::max<std::size_t>(n, 1) * sizeof(T)), "cudaMalloc");
+  }
   ~DeviceBuffer() { cudaFree(data); }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
@@ -198,7 +489,10 @@ struct DeviceBuffer {
 
 template <class T>
 void upload(DeviceBuffer<T>& to, const std::vector<T>& from, cudaStream_t stream) {
-  if (!from.empty()) check(cudaMemcpyAsync(to.data, from.data(), from.size() * sizeof(T), cudaMemcpyHostToDevice, stream), "copy in");
+  if (!from.empty())
+    check(cudaMemcpyAsync(to.data, from.data(), from.size() * sizeof(T), cudaMemcpyHostToDevice,
+                          stream),
+          "copy in");
 }
 
 }  // namespace
@@ -222,14 +516,16 @@ PairhmmGpu::PairhmmGpu(int device) : state_(new State) {
   state_->device = device;
   check(cudaSetDevice(device), "cudaSetDevice");
   check(cudaStreamCreateWithFlags(&state_->stream, cudaStreamNonBlocking), "stream");
-  for (cudaEvent_t* e : {&state_->start, &state_->kernel_start, &state_->kernel_end, &state_->end}) {
+  for (cudaEvent_t* e :
+       {&state_->start, &state_->kernel_start, &state_->kernel_end, &state_->end}) {
     check(cudaEventCreateWithFlags(e, cudaEventBlockingSync), "event");
   }
 }
 
 PairhmmGpu::~PairhmmGpu() {
   cudaSetDevice(state_->device);
-  for (cudaEvent_t e : {state_->start, state_->kernel_start, state_->kernel_end, state_->end}) cudaEventDestroy(e);
+  for (cudaEvent_t e : {state_->start, state_->kernel_start, state_->kernel_end, state_->end})
+    cudaEventDestroy(e);
   cudaStreamDestroy(state_->stream);
   delete state_;
 }
@@ -240,18 +536,23 @@ std::string PairhmmGpu::name() const {
   return prop.name;
 }
 
-std::vector<float> PairhmmGpu::forward_sums(const PairBatch& b, Kernel kernel, double* kernel_seconds,
-                                            double* transfer_seconds) {
+std::vector<float> PairhmmGpu::forward_sums(const PairBatch& b, Kernel kernel,
+                                            double* kernel_seconds, double* transfer_seconds) {
   check(cudaSetDevice(state_->device), "cudaSetDevice");
   const std::size_t n = b.pairs();
   std::vector<float> sums(n);
   if (n == 0) return sums;
   cudaStream_t s = state_->stream;
   DeviceBuffer<float> parameters(b.parameters.size()), initial(n), sums_d(n);
-  DeviceBuffer<std::uint8_t> read_bases(b.read_bases.size()), haplotype_bases(b.haplotype_bases.size());
+  DeviceBuffer<std::uint8_t> read_bases(b.read_bases.size()),
+      haplotype_bases(b.haplotype_bases.size());
   DeviceBuffer<std::int32_t> rows(n), columns(n);
   DeviceBuffer<std::int64_t> row_offset(n), column_offset(n);
   DeviceBuffer<float> scratch(3 * (b.haplotype_bases.size() + n));
+  // The intra-task shape is chosen on the host before any timing starts.
+  IntraShape shape = shape_;
+  if (kernel == Kernel::intra_task && shape.lanes <= 0) shape = choose_intra_shape(b);
+  if (kernel == Kernel::intra_task) last_shape_ = shape;
   check(cudaEventRecord(state_->start, s), "event");
   upload(parameters, b.parameters, s);
   upload(read_bases, b.read_bases, s);
@@ -261,19 +562,23 @@ std::vector<float> PairhmmGpu::forward_sums(const PairBatch& b, Kernel kernel, d
   upload(row_offset, b.row_offset, s);
   upload(column_offset, b.column_offset, s);
   upload(initial, b.initial_deletion, s);
-  const DevicePairs d{parameters.data, read_bases.data, haplotype_bases.data, rows.data, columns.data,
-                      row_offset.data, column_offset.data, initial.data, scratch.data, sums_d.data,
-                      static_cast<int>(n)};
+  const DevicePairs d{parameters.data, read_bases.data, haplotype_bases.data, rows.data,
+                      columns.data,    row_offset.data, column_offset.data,   initial.data,
+                      scratch.data,    sums_d.data,     static_cast<int>(n)};
   check(cudaEventRecord(state_->kernel_start, s), "event");
   constexpr int kThreads = 128;
   if (kernel == Kernel::inter_task) {
     inter_task_kernel<<<static_cast<unsigned>((n + kThreads - 1) / kThreads), kThreads, 0, s>>>(d);
+  } else if (kernel == Kernel::intra_checked) {
+    intra_checked_kernel<<<static_cast<unsigned>((n * 32 + kThreads - 1) / kThreads), kThreads, 0,
+                           s>>>(d);
   } else {
-    intra_task_kernel<<<static_cast<unsigned>((n * 32 + kThreads - 1) / kThreads), kThreads, 0, s>>>(d);
+    launch_intra(shape, static_cast<unsigned>(n), s, d);
   }
   check(cudaGetLastError(), "kernel launch");
   check(cudaEventRecord(state_->kernel_end, s), "event");
-  check(cudaMemcpyAsync(sums.data(), sums_d.data, n * sizeof(float), cudaMemcpyDeviceToHost, s), "copy out");
+  check(cudaMemcpyAsync(sums.data(), sums_d.data, n * sizeof(float), cudaMemcpyDeviceToHost, s),
+        "copy out");
   check(cudaEventRecord(state_->end, s), "event");
   check(cudaEventSynchronize(state_->end), "kernel");
   float all = 0, compute = 0;

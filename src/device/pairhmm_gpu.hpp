@@ -7,10 +7,16 @@
 // result at or below FLT_MIN is re-decided from the exact value). The host turns sums into
 // likelihoods (double fallback included).
 //
-// Two kernels, selectable for throughput studies:
+// Three kernels, selectable for throughput studies:
 // - inter_task: one thread per pair, row by row (Ren et al.'s inter-task design);
-// - intra_task: one warp per pair, 32 rows at a time along anti-diagonals, values passed
-//   between rows by warp shuffles (their intra-task design, with a warp for a block).
+// - intra_task: G lanes per pair (4 to 32), each owning K read rows (1 to 4), strips of G K
+//   rows along anti-diagonals, values passed between lanes by warp shuffles (their
+//   intra-task design, with a group of lanes for a block); plain IEEE products while the
+//   warp's values stay far from FLT_MIN, checked ones near it (one vote per step decides;
+//   see pairhmm_gpu.cu for why that is exact); the shape is chosen per batch;
+// - intra_checked: a warp per pair, 32 rows per strip, checking every product and sum for a
+//   tiny result (the first intra-task kernel, kept to measure against; the app does not
+//   offer it).
 #pragma once
 
 #include <cstdint>
@@ -19,8 +25,8 @@
 
 namespace duet::device::pairhmm {
 
-enum class Kernel { inter_task, intra_task };
-const char* kernel_name(Kernel kernel);  // "inter", "intra"
+enum class Kernel { inter_task, intra_task, intra_checked };
+const char* kernel_name(Kernel kernel);  // "inter", "intra", "intra-checked"
 
 // Pairs in the device layout: per pair, its rows' parameters (7 floats per row in the
 // order of simd::pairhmm::RowParameter: mm, gm, mi, md, ge, match, mismatch) and read
@@ -35,6 +41,16 @@ struct PairBatch {
   std::size_t pairs() const { return rows.size(); }
 };
 
+// The intra-task kernel's shape: lanes per pair (4 to 32) and read rows per lane. Compiled:
+// 32x1, 16x1, 8x1, 16x2, 8x2, 4x2, 8x4, 4x4.
+struct IntraShape {
+  int lanes = 0, rows_per_lane = 0;
+};
+
+// The intra-task shape with the fewest estimated cycles for a batch (a table of measured
+// costs per warp step, see pairhmm_gpu.cu); host code, needs no device.
+IntraShape choose_intra_shape(const PairBatch& batch);
+
 // CUDA devices usable (0 without a driver or device).
 int device_count();
 
@@ -47,12 +63,18 @@ class PairhmmGpu {
   std::string name() const;
   // Sums of every pair of the batch. Throws std::runtime_error on any CUDA failure.
   // kernel_seconds: time of the kernel alone; transfer_seconds: copies in and out.
-  std::vector<float> forward_sums(const PairBatch& batch, Kernel kernel, double* kernel_seconds = nullptr,
+  // intra_task: its shape; {0, 0} (the default) picks one per batch. Throws
+  // std::invalid_argument (at the next forward_sums) for a shape not compiled.
+  void set_intra_shape(IntraShape shape) { shape_ = shape; }
+  IntraShape last_intra_shape() const { return last_shape_; }
+  std::vector<float> forward_sums(const PairBatch& batch, Kernel kernel,
+                                  double* kernel_seconds = nullptr,
                                   double* transfer_seconds = nullptr);
 
  private:
   struct State;
   State* state_;
+  IntraShape shape_{}, last_shape_{};
 };
 
 }  // namespace duet::device::pairhmm

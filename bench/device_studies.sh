@@ -4,6 +4,7 @@
 # hybrid), CPU worker scaling beside hmmsearch --cpu N, and draws the plots. Run from
 # the source root with .device carried (shared/device/README.md; fetch-debs.sh .device
 # hmmer libdivsufsort3 hmmer-examples mmseqs2-examples). Writes everything under $OUT.
+# SWEEPS="split scaling" runs only those sweeps (default: lengths split scaling).
 set -uo pipefail
 out=${OUT:-device-out}; mkdir -p "$out"
 source .device/setup.sh
@@ -17,10 +18,10 @@ done
 nvidia-smi -L; lscpu | grep -E "Model name|^CPU\(s\)"; date -u | tee "$out/date.txt"
 t0=$(date +%s)
 cmake -S . -B build-dev -G Ninja -DCMAKE_BUILD_TYPE=Release > "$out/cmake.log" 2>&1 || { tail -30 "$out/cmake.log"; exit 1; }
-cmake --build build-dev -j16 --target duet gpu_tests > "$out/build.log" 2>&1 || { grep -B2 -A8 error "$out/build.log" | head -60; exit 1; }
+cmake --build build-dev -j16 --target duet gpu_tests pairhmm_gpu_tests > "$out/build.log" 2>&1 || { grep -B2 -A8 error "$out/build.log" | head -60; exit 1; }
 echo "build: $(( $(date +%s) - t0 )) s"
 ./build-dev/duet info | tee "$out/info.txt"
-./build-dev/tests/gpu_tests --gtest_brief=1 2>&1 | tail -3 | tee "$out/gpu_tests.txt"
+{ ./build-dev/tests/gpu_tests --gtest_brief=1 2>&1 | tail -3; ./build-dev/tests/pairhmm_gpu_tests --gtest_brief=1 2>&1 | tail -3; } | tee "$out/gpu_tests.txt"
 duet=./build-dev/duet
 # Databases: the MMseqs2 example database (9 M residues) replicated 3 and 20 times.
 zcat /usr/share/doc/mmseqs2/example-data/DB.fasta.gz > "$out/db1.fa"
@@ -49,12 +50,12 @@ devices = ["cpu"]
 block_residues = [262144]
 cpu = [1, 2, 4, 8, 16]
 TOML
-for s in lengths split scaling; do
+for s in ${SWEEPS:-lengths split scaling}; do
   t1=$(date +%s)
   $duet bench "$out/$s.toml" -o "$out/$s" > "$out/$s.txt" 2> "$out/$s.err"; echo "sweep $s: rc=$? $(( $(date +%s) - t1 )) s"
   tail -n +2 "$out/$s.txt" | head -40
 done
-python3 bench/plot.py lengths "$out/lengths/summary.csv" -o "$out/lengths.png"
+[ -f "$out/lengths/summary.csv" ] && python3 bench/plot.py lengths "$out/lengths/summary.csv" -o "$out/lengths.png"
 python3 bench/plot.py split "$out/split/summary.csv" -o "$out/split.png"
 first_hybrid=$(awk -F, 'NR>1 && $7=="hybrid" && $16=="ok" {print $NF; exit}' "$out/split/summary.csv")
 [ -n "$first_hybrid" ] && python3 bench/plot.py timeline "$first_hybrid" -o "$out/timeline.png"

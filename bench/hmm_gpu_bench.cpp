@@ -5,8 +5,12 @@
 // references (a benchmark that does not check its answers proves nothing).
 //   usage: hmm_gpu_bench [msv_residues (default 1e9)] [viterbi_residues (default 3e7)]
 //                        [model lengths... (default 50 100 200 400 800 1500 2500)]
+//          hmm_gpu_bench forward [residues (default 3e7)] [model lengths...]
+// The forward mode times the float Forward parser and checks a sample of its scores
+// against forward_parser_reference within the GPU tolerance (hmm_gpu.hpp).
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -22,7 +26,72 @@
 
 using namespace duet;
 
+namespace {
+
+std::vector<device::GpuTarget> replicate_database(const std::vector<Sequence>& db, double residues,
+                                                  double& total) {
+  std::vector<device::GpuTarget> t;
+  total = 0;
+  while (total < residues) {
+    for (const auto& s : db) {
+      t.push_back({s.residues.data(), static_cast<int>(s.residues.size())});
+      total += static_cast<double>(s.residues.size());
+      if (total >= residues) break;
+    }
+  }
+  return t;
+}
+
+int forward_bench(int argc, char** argv) {
+  const double residues = argc > 2 ? std::atof(argv[2]) : 3e7;
+  std::vector<int> lengths;
+  for (int i = 3; i < argc; ++i) lengths.push_back(std::atoi(argv[i]));
+  if (lengths.empty()) lengths = {50, 100, 200, 400, 800, 1500, 2500};
+  const Alphabet& abc = Alphabet::amino();
+  const auto db = simd_test::read_sequences(simd_test::kMmseqsDatabase, abc, 1 << 30);
+  double total = 0;
+  const std::vector<device::GpuTarget> targets = replicate_database(db, residues, total);
+  std::printf("forward: %zu targets, %.3g residues (MMseqs2 example database)\n", targets.size(),
+              total);
+  std::printf("%6s %10s %10s %8s %12s\n", "M", "FWD_ms", "FWD_GCUPS", "checked", "worst/tol");
+  std::mt19937_64 rng(42);
+  std::vector<int> all(targets.size());
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
+  for (int M : lengths) {
+    const HmmModel hmm = simd_test::random_hmm(rng, abc, M, simd_test::random_style(rng));
+    const SearchProfile p = build_search_profile(hmm, Background::for_alphabet(abc));
+    device::HmmGpuEngine engine(0, p);
+    engine.submit_msv(0, targets.data(), targets.size());
+    engine.wait_msv(0);
+    // Warm-up on a small part, then the timed run.
+    engine.submit_forward(0, all.data(), std::min<std::size_t>(all.size(), 2000));
+    engine.wait_forward(0);
+    engine.submit_forward(0, all.data(), all.size());
+    const std::vector<float>& scores = engine.wait_forward(0);
+    const double ms = engine.kernel_times(0).forward_ms;
+    int checked = 0, wrong = 0;
+    double worst = 0;
+    for (std::size_t i = 0; i < scores.size(); i += scores.size() / 20 + 1) {
+      const float r = forward_parser_reference(p.forward, targets[i].residues, targets[i].length);
+      const double tol = device::kGpuForwardAbsoluteTolerance +
+                         device::kGpuForwardRelativeTolerance * std::fabs(r);
+      const double err = std::fabs(static_cast<double>(scores[i]) - r);
+      worst = std::max(worst, err / tol);
+      ++checked;
+      if (!(err <= tol)) ++wrong;
+    }
+    std::printf("%6d %10.2f %10.1f %5d/%d %12.3g%s\n", M, ms, total * M / ms / 1e6, checked - wrong,
+                checked, worst, wrong ? "  MISMATCH" : "");
+    std::fflush(stdout);
+    if (wrong) return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "forward") == 0) return forward_bench(argc, argv);
   const double msv_residues = argc > 1 ? std::atof(argv[1]) : 1e9;
   const double vit_residues = argc > 2 ? std::atof(argv[2]) : 3e7;
   std::vector<int> lengths;

@@ -4,6 +4,7 @@
 // Random models and targets print their seed; DUET_TEST_SEED replays one.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -222,6 +223,73 @@ TEST(GpuKernels, BatchesAndSlotsAgree) {
   for (int i = 0; i < 50; ++i) expect_same(part[i], whole[10 + i], "slot 1 target " + std::to_string(i));
 }
 
+// ---- the Forward parser: a filter within a stated tolerance ----
+
+// Checks every target's GPU Forward score against forward_parser_reference; returns the
+// largest error as a fraction of the tolerance.
+double check_forward(const HmmModel& hmm, const TargetSet& targets, const std::string& what) {
+  const SearchProfile p = profile_of(hmm);
+  device::HmmGpuEngine engine(0, p);
+  const std::vector<float> fwd = engine.forward(targets.view());
+  EXPECT_EQ(fwd.size(), targets.seqs.size());
+  double worst = 0;
+  int failures = 0;
+  for (std::size_t i = 0; i < targets.seqs.size() && i < fwd.size() && failures < 5; ++i) {
+    const auto& s = targets.seqs[i];
+    const int L = static_cast<int>(s.size());
+    const float ref = forward_parser_reference(p.forward, s.data(), L);
+    const std::string where = what + " target " + std::to_string(i) + " L=" + std::to_string(L);
+    if (!std::isfinite(ref)) {  // L = 0: log(0)
+      EXPECT_EQ(fwd[i], ref) << where;
+      if (fwd[i] != ref) ++failures;
+      continue;
+    }
+    const double tolerance = device::kGpuForwardAbsoluteTolerance +
+                             device::kGpuForwardRelativeTolerance * std::fabs(ref);
+    const double error = std::fabs(static_cast<double>(fwd[i]) - ref);
+    worst = std::max(worst, error / tolerance);
+    EXPECT_LE(error, tolerance) << where << ": gpu " << fwd[i] << " reference " << ref;
+    if (!(error <= tolerance)) ++failures;
+  }
+  return worst;
+}
+
+TEST(GpuForward, WithinToleranceOfReferenceOnRandomModels) {
+  REQUIRE_GPU();
+  std::mt19937_64 rng(test_seed() ^ 0x6f);
+  double worst = 0;
+  for (int M : {1, 2, 5, 31, 32, 33, 64, 65, 100, 128, 129, 200, 400, 513, 1000, 2100, 3000}) {
+    for (const Alphabet* abc : {&Alphabet::amino(), &Alphabet::dna()}) {
+      const HmmModel hmm = simd_test::random_hmm(rng, *abc, M, simd_test::random_style(rng));
+      TargetSet targets = targets_for(rng, hmm, M > 1000 ? 40 : 150);
+      // A few long targets (a few thousand residues): random, and model-sampled hits.
+      std::uniform_int_distribution<int> long_length(1500, 4000);
+      for (int i = 0; i < 3; ++i) {
+        targets.seqs.push_back(simd_test::random_codes(rng, *abc, long_length(rng)));
+        targets.seqs.push_back(simd_test::sampled_from_model(rng, hmm, long_length(rng), 0.05 * i));
+      }
+      const std::string what =
+          "M=" + std::to_string(M) + (abc == &Alphabet::dna() ? " dna" : " amino");
+      worst = std::max(worst, check_forward(hmm, targets, what));
+      if (HasFailure()) return;
+    }
+  }
+  std::printf("largest GPU Forward error: %.3g of the tolerance\n", worst);
+}
+
+TEST(GpuForward, WithinToleranceOnTutorialModels) {
+  REQUIRE_GPU();
+  std::mt19937_64 rng(test_seed() ^ 0x70);
+  for (const char* name : {"Pkinase.hmm", "fn3.hmm", "globins4.hmm", "MADE1.hmm"}) {
+    const std::string path = std::string(simd_test::kTutorialDir) + name;
+    if (!std::ifstream(path)) continue;
+    for (const HmmModel& hmm : read_hmm_file(path)) {
+      const double worst = check_forward(hmm, targets_for(rng, hmm, 1000), name);
+      std::printf("%s: largest GPU Forward error %.3g of the tolerance\n", name, worst);
+    }
+  }
+}
+
 // ---- whole searches ----
 
 TEST(GpuSearch, ResultsIdenticalWithAndWithoutGpu) {
@@ -230,17 +298,25 @@ TEST(GpuSearch, ResultsIdenticalWithAndWithoutGpu) {
   const std::string db = test::database_prefix(dir, 6000);
   for (const char* name : {"globins4.hmm", "Pkinase.hmm", "fn3.hmm"}) {
     const std::vector<HmmModel> models = read_hmm_file(std::string(simd_test::kTutorialDir) + name);
-    for (bool relaxed : {false, true}) {
+    for (int variant : {0, 1, 2}) {
       io::Config config;
       config.run.cpu = 4;
-      if (relaxed) {  // many targets reach Viterbi, Forward and the post-queue
+      if (variant == 1) {  // many targets reach Viterbi, Forward and the post-queue
         config.search.F1 = 0.3;
         config.search.F2 = 0.05;
         config.search.F3 = 0.01;
       }
+      if (variant == 2) {  // many targets reach Forward, and most are rejected there
+        config.search.F1 = 0.5;
+        config.search.F2 = 0.5;
+      }
       app::HybridOptions cpu;
       cpu.gpu = app::HybridOptions::Gpu::off;
       const app::SearchRun reference = app::run_hmmsearch(models, db, config, cpu);
+      if (variant == 2) {  // the GPU Forward filter has targets to reject
+        const auto& counts = reference.queries.at(0).counts;
+        EXPECT_GT(counts.passed_viterbi - counts.passed_forward, 50) << name;
+      }
       for (const char* strategy : {"warp", "thread"}) {
         for (auto mode : {app::HybridOptions::Gpu::only, app::HybridOptions::Gpu::auto_detect}) {
           app::HybridOptions gpu;
@@ -251,9 +327,10 @@ TEST(GpuSearch, ResultsIdenticalWithAndWithoutGpu) {
           gpu.gpu_batch_blocks = 4;
           const app::SearchRun run = app::run_hmmsearch(models, db, config, gpu);
           EXPECT_GT(run.queries.at(0).schedule.gpu_residues, 0);
-          test::expect_identical(reference, run,
-                           std::string(name) + (relaxed ? " relaxed " : " ") + strategy +
-                               (mode == app::HybridOptions::Gpu::only ? " gpu-only" : " hybrid"));
+          test::expect_identical(
+              reference, run,
+              std::string(name) + " variant " + std::to_string(variant) + " " + strategy +
+                  (mode == app::HybridOptions::Gpu::only ? " gpu-only" : " hybrid"));
         }
       }
     }

@@ -24,7 +24,24 @@ class DeviceScores final : public FilterKernels {
     return have_viterbi ? viterbi_score : FilterScore{std::numeric_limits<float>::infinity(), true};
   }
   float forward(const Residue*, int) override {
-    throw std::logic_error("GPU backend: the Forward stage runs on the CPU (post-queue)");
+    throw std::logic_error("GPU backend: the canonical Forward score is the CPU's (post-queue)");
+  }
+};
+
+// The GPU Forward score raised by its margin: run_forward_stage with it rejects only
+// targets that the canonical score would reject too, and records them as it would.
+class OptimisticForward final : public FilterKernels {
+ public:
+  float score = 0;
+  FilterScore msv(const Residue*, int) override {
+    throw std::logic_error("OptimisticForward: Forward only");
+  }
+  FilterScore viterbi(const Residue*, int) override {
+    throw std::logic_error("OptimisticForward: Forward only");
+  }
+  float forward(const Residue*, int) override {
+    return score + forward_margin(score, device::kGpuForwardAbsoluteTolerance,
+                                  device::kGpuForwardRelativeTolerance);
   }
 };
 
@@ -33,6 +50,7 @@ struct Half {
   std::vector<device::GpuTarget> targets;
   std::vector<TargetScores> scores;
   std::vector<int> viterbi;  // targets (indices into `targets`) needing the Viterbi filter
+  std::vector<int> forward;  // targets reaching the Forward stage
 };
 
 }  // namespace
@@ -94,6 +112,27 @@ std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(
       kernels.have_viterbi = true;
       h.scores[i] =
           run_filters(profile_, settings_, kernels, h.targets[i].residues, h.targets[i].length);
+    }
+    // Forward on the GPU for every target that reached it (the Viterbi survivors, and
+    // those whose MSV P-value skipped the Viterbi filter).
+    for (std::size_t i = 0; i < h.targets.size(); ++i) {
+      if (needs_forward(h.scores[i])) h.forward.push_back(static_cast<int>(i));
+    }
+    engine_.submit_forward(s, h.forward.data(), h.forward.size());
+  }
+  // Phase three: a target whose GPU Forward score plus the margin fails F3 is rejected
+  // here; the others keep needing Forward, whose canonical score the CPU computes.
+  OptimisticForward optimistic;
+  for (int s = 0; s < device::HmmGpuEngine::kSlots; ++s) {
+    Half& h = halves[s];
+    const std::vector<float>& fwd = engine_.wait_forward(s);
+    for (std::size_t j = 0; j < h.forward.size(); ++j) {
+      const int i = h.forward[j];
+      optimistic.score = fwd[j];
+      TargetScores t = h.scores[i];
+      run_forward_stage(profile_, settings_, optimistic, h.targets[i].residues, h.targets[i].length,
+                        t);
+      if (t.stage != Stage::passed) h.scores[i] = t;  // rejected, recorded as the cascade does
     }
   }
   // Every kernel succeeded: deliver, block by block.

@@ -1,8 +1,11 @@
 // The real GPU backend of the hmmsearch workload (CUDA builds only): a GpuBackend that
-// runs MSV and the Viterbi filter on one GPU (src/device/hmm_gpu.hpp), the bias filter and
-// the cascade's decisions on the feeder's thread, and hands the targets that need Forward
-// to the CPU's post-queue. A batch is split in two halves on the engine's two slots
-// (streams), so that one half's kernels overlap the other half's host work and copies.
+// runs MSV, the Viterbi filter and the Forward parser on one GPU (src/device/hmm_gpu.hpp),
+// the bias filter and the cascade's decisions on the feeder's thread. The GPU Forward
+// score is a filter: a target whose score plus forward_margin (with the GPU's tolerance)
+// still fails F3 is rejected here, exactly as run_forward_stage records a rejection; the
+// others go to the CPU's post-queue, which computes the canonical Forward score. A batch is
+// split in two halves on the engine's two slots (streams), so that one half's kernels
+// overlap the other half's host work and copies.
 #pragma once
 
 #include <functional>
@@ -28,7 +31,7 @@ class HmmsearchGpuBackend final : public scheduler::GpuBackend {
                       device::GpuKernelChoice kernels, Deliver deliver);
   std::string name() const override;
   bool test_double() const override { return false; }
-  std::string stages() const override { return "msv+bias+viterbi"; }
+  std::string stages() const override { return "msv+bias+viterbi+forward"; }
   device::GpuKernelChoice kernel_choice() const { return engine_.kernel_choice(); }
   std::vector<scheduler::GpuBlockOutcome> run(std::span<const scheduler::BlockPtr> blocks, int worker) override;
 

@@ -5,6 +5,7 @@
 // cascade; bias filter, null model and statistics are the scalar ones here.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 
@@ -86,6 +87,15 @@ inline bool needs_forward(const TargetScores& t) {
 }
 void run_forward_stage(const SearchProfile& profile, const CascadeSettings& settings,
                        FilterKernels& kernels, const Residue* dsq, int L, TargetScores& target);
+
+// The margin (nats) added to an inexact Forward score (a SIMD or GPU parser known to be
+// within absolute_tolerance + relative_tolerance * |score| of forward_parser_reference)
+// before the F3 test that may reject a target without the canonical score: ten times the
+// tolerance, plus 0.01 nats.
+inline float forward_margin(float score, double absolute_tolerance, double relative_tolerance) {
+  return static_cast<float>(0.01 +
+                            10.0 * (absolute_tolerance + relative_tolerance * std::fabs(score)));
+}
 
 // Forward P-value of a bit score, and E-value for a search space of Z targets.
 double forward_pvalue(const SearchProfile& profile, double bits);

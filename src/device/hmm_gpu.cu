@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "device/hmm_forward_gpu.cuh"
 #include "device/hmm_gpu.hpp"
 
 namespace duet::device {
@@ -105,6 +106,7 @@ class Event {
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;
   void record(cudaStream_t s) { check(cudaEventRecord(e_, s), "cudaEventRecord"); }
+  cudaEvent_t get() const { return e_; }
   float ms_since(const Event& start) const {
     float ms = 0;
     check(cudaEventElapsedTime(&ms, start.e_, e_), "cudaEventElapsedTime");
@@ -561,10 +563,11 @@ struct HmmGpuEngine::Impl {
   int viterbi_resident_blocks = 0;  // blocks of viterbi_warp_kernel resident on the device
   std::vector<std::uint8_t> bjbm_by_length;
   std::vector<std::int16_t> ncj_by_length;
+  std::unique_ptr<detail::ForwardGpu> forward;  // the Forward parser (hmm_forward_gpu.cu)
 
   struct Slot {
     Stream stream;
-    Event msv_start, msv_fast_done, msv_done, vit_start, vit_done;
+    Event msv_start, msv_fast_done, msv_done, vit_start, vit_done, fwd_start, fwd_done;
     PinnedBuffer<std::uint8_t> residues, bjbm;
     PinnedBuffer<std::int64_t> offsets;
     PinnedBuffer<int> order, result, vit_list, vit_result, exact_count;
@@ -664,6 +667,8 @@ HmmGpuEngine::HmmGpuEngine(int device, const SearchProfile& profile, GpuKernelCh
   check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, viterbi_warp_kernel, vit_threads, vit_shared),
         "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
   m.viterbi_resident_blocks = std::max(1, per_sm) * m.multiprocessors;
+  m.forward = std::make_unique<detail::ForwardGpu>(
+      profile.forward, m.multiprocessors, static_cast<std::size_t>(prop.sharedMemPerBlockOptin));
 }
 
 HmmGpuEngine::~HmmGpuEngine() {
@@ -917,6 +922,23 @@ const std::vector<FilterScore>& HmmGpuEngine::wait_viterbi(int slot_index) {
   return s.vit_scores;
 }
 
+void HmmGpuEngine::submit_forward(int slot_index, const int* which, std::size_t count) {
+  Impl& m = *impl_;
+  Impl::Slot& s = *m.slots[slot_index];
+  check(cudaSetDevice(m.device), "cudaSetDevice");
+  m.forward->submit(slot_index, s.stream.get(), s.d_residues.get(), s.d_offsets.get(), s.lengths,
+                    which, static_cast<int>(count), s.fwd_start.get(), s.fwd_done.get());
+}
+
+const std::vector<float>& HmmGpuEngine::wait_forward(int slot_index) {
+  Impl& m = *impl_;
+  Impl::Slot& s = *m.slots[slot_index];
+  check(cudaSetDevice(m.device), "cudaSetDevice");
+  check(cudaStreamSynchronize(s.stream.get()), "cudaStreamSynchronize forward");
+  s.times.forward_ms = s.fwd_done.ms_since(s.fwd_start);
+  return m.forward->scores(slot_index);
+}
+
 GpuKernelTimes HmmGpuEngine::kernel_times(int slot) const { return impl_->slots[slot]->times; }
 
 std::vector<FilterScore> HmmGpuEngine::msv(const std::vector<GpuTarget>& targets) {
@@ -931,6 +953,15 @@ std::vector<FilterScore> HmmGpuEngine::viterbi(const std::vector<GpuTarget>& tar
   std::iota(all.begin(), all.end(), 0);
   submit_viterbi(0, all.data(), all.size());
   return wait_viterbi(0);
+}
+
+std::vector<float> HmmGpuEngine::forward(const std::vector<GpuTarget>& targets) {
+  submit_msv(0, targets.data(), targets.size());
+  wait_msv(0);
+  std::vector<int> all(targets.size());
+  std::iota(all.begin(), all.end(), 0);
+  submit_forward(0, all.data(), all.size());
+  return wait_forward(0);
 }
 
 }  // namespace duet::device

@@ -15,9 +15,14 @@
 //                registers, HMMER's lazy-F decision (`Dmax + dd_bound > xB`) taken per row
 //                exactly as the reference takes it; the delete-delete chain is a (max,+)
 //                warp scan.
+//       Forward: the float Forward parser (probability space, HMMER's sparse rescaling),
+//                a warp per target, row by row, 4 nodes per lane, the D->D chain a linear
+//                warp scan, the row in shared memory (hmm_forward_gpu.cu); a filter only:
+//                its score is within kGpuForwardAbsoluteTolerance +
+//                kGpuForwardRelativeTolerance * |score| nats of forward_parser_reference.
 //     or, with GpuStrategy::thread_per_target (Walters et al. 2009), one thread per target
 //     running the whole row in 32-bit integers for the Viterbi filter (same exact rules).
-// Contract: for every target the scores equal the scalar references'
+// Contract: for every target the MSV and Viterbi scores equal the scalar references'
 // (msv_filter_reference, viterbi_filter_reference) bit for bit, overflow flags included.
 // Errors from CUDA are thrown as std::runtime_error naming the call and the device.
 #pragma once
@@ -75,6 +80,11 @@ ViterbiScores viterbi_scores_from_device_layout(const ViterbiDeviceLayout& layou
 
 // ---- engine ----
 
+// Tolerance of the GPU Forward score against forward_parser_reference, in nats (it sums
+// in its own order, with fused multiply-adds, and rescales a row when it is next read).
+inline constexpr double kGpuForwardAbsoluteTolerance = 1e-3;
+inline constexpr double kGpuForwardRelativeTolerance = 1e-4;
+
 enum class GpuStrategy {
   warp_groups,        // MSV thread groups + Viterbi warp per target (default)
   thread_per_target,  // Walters et al.: one thread per target, 32-bit Viterbi filter
@@ -98,7 +108,7 @@ struct GpuTarget {
 
 // Wall-clock spent in the kernels of the last completed batch of a slot (CUDA events).
 struct GpuKernelTimes {
-  float msv_ms = 0, msv_exact_ms = 0, viterbi_ms = 0;
+  float msv_ms = 0, msv_exact_ms = 0, viterbi_ms = 0, forward_ms = 0;
   std::int64_t msv_exact_targets = 0;
 };
 
@@ -134,11 +144,17 @@ class HmmGpuEngine {
   void submit_viterbi(int slot, const int* which, std::size_t count);
   // Waits for it and returns one score per index of `which`, in order.
   const std::vector<FilterScore>& wait_viterbi(int slot);
+  // Starts the Forward parser on some of the slot's uploaded targets, as submit_viterbi
+  // (it may run after or instead of the Viterbi filter).
+  void submit_forward(int slot, const int* which, std::size_t count);
+  // Waits for it and returns one raw Forward score (nats) per index of `which`, in order.
+  const std::vector<float>& wait_forward(int slot);
   GpuKernelTimes kernel_times(int slot) const;
 
   // Synchronous conveniences (slot 0), for tests and benchmarks.
   std::vector<FilterScore> msv(const std::vector<GpuTarget>& targets);
   std::vector<FilterScore> viterbi(const std::vector<GpuTarget>& targets);
+  std::vector<float> forward(const std::vector<GpuTarget>& targets);
 
  private:
   struct Impl;

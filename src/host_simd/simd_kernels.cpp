@@ -154,8 +154,7 @@ Isa isa_from_name(std::string_view name) {
 }
 
 float forward_margin(float simd_score) {
-  return static_cast<float>(0.01 + 10.0 * (kForwardAbsoluteTolerance +
-                                           kForwardRelativeTolerance * std::fabs(simd_score)));
+  return duet::forward_margin(simd_score, kForwardAbsoluteTolerance, kForwardRelativeTolerance);
 }
 
 // ---- SimdFilterKernels ----

@@ -5,6 +5,7 @@
 # the source root with .device carried (shared/device/README.md; fetch-debs.sh .device
 # hmmer libdivsufsort3 hmmer-examples mmseqs2-examples). Writes everything under $OUT.
 # SWEEPS="split scaling" runs only those sweeps (default: lengths split scaling).
+# DUET_SHARED_DATA=DIR (a folder holding pairhmm/, carried along) lets the pair-HMM GPU tests find their data.
 set -uo pipefail
 out=${OUT:-device-out}; mkdir -p "$out"
 source .device/setup.sh
@@ -17,7 +18,7 @@ for d in hmmer mmseqs2; do
 done
 nvidia-smi -L; lscpu | grep -E "Model name|^CPU\(s\)"; date -u | tee "$out/date.txt"
 t0=$(date +%s)
-cmake -S . -B build-dev -G Ninja -DCMAKE_BUILD_TYPE=Release > "$out/cmake.log" 2>&1 || { tail -30 "$out/cmake.log"; exit 1; }
+cmake -S . -B build-dev -G Ninja -DCMAKE_BUILD_TYPE=Release ${DUET_SHARED_DATA:+-DDUET_SHARED_DATA=$DUET_SHARED_DATA} > "$out/cmake.log" 2>&1 || { tail -30 "$out/cmake.log"; exit 1; }
 cmake --build build-dev -j16 --target duet gpu_tests pairhmm_gpu_tests > "$out/build.log" 2>&1 || { grep -B2 -A8 error "$out/build.log" | head -60; exit 1; }
 echo "build: $(( $(date +%s) - t0 )) s"
 ./build-dev/duet info | tee "$out/info.txt"

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "io/toml_input.hpp"
 
 namespace duet::io {
 namespace {
@@ -374,29 +375,11 @@ void read_gpu(const toml::table& table, const EntryReader& reader, GpuConfig& gp
 }  // namespace
 
 Config load_config(const std::string& path) {
-  std::error_code error;
-  if (std::filesystem::is_directory(path, error)) {
-    throw InputError(path, 0, "cannot read configuration file: it is a directory");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw InputError(path, 0,
-                     "cannot read configuration file: " + std::generic_category().message(errno));
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw InputError(path, 0, "cannot read configuration file: read error");
-  return parse_config(text.str(), path);
+  return parse_config(read_input_file(path, "configuration file"), path);
 }
 
 Config parse_config(std::string_view toml_text, const std::string& source_name) {
-  toml::table root;
-  try {
-    root = toml::parse(toml_text, source_name);
-  } catch (const toml::parse_error& error) {
-    throw InputError(source_name, static_cast<std::int64_t>(error.source().begin.line),
-                     "TOML syntax error: " + std::string(error.description()));
-  }
+  const toml::table root = parse_toml(toml_text, source_name);
   const EntryReader reader(source_name);
   Config config;
   for (const Entry& entry : entries_in_file_order(root)) {

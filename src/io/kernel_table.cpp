@@ -17,6 +17,7 @@
 #include <system_error>
 
 #include "core/error.hpp"
+#include "io/toml_input.hpp"
 
 namespace duet::io {
 namespace {
@@ -131,28 +132,11 @@ std::string quoted(const std::string& s) {
 }  // namespace
 
 KernelTable load_kernel_table(const std::string& path) {
-  std::error_code error;
-  if (std::filesystem::is_directory(path, error)) {
-    throw InputError(path, 0, "cannot read kernel table: it is a directory");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw InputError(path, 0,
-                     "cannot read kernel table: " + std::generic_category().message(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw InputError(path, 0, "cannot read kernel table: read error");
-  return parse_kernel_table(text.str(), path);
+  return parse_kernel_table(read_input_file(path, "kernel table"), path);
 }
 
 KernelTable parse_kernel_table(std::string_view toml_text, const std::string& source_name) {
-  toml::table root;
-  try {
-    root = toml::parse(toml_text, source_name);
-  } catch (const toml::parse_error& e) {
-    throw InputError(source_name, static_cast<std::int64_t>(e.source().begin.line),
-                     "TOML syntax error: " + std::string(e.description()));
-  }
+  const toml::table root = parse_toml(toml_text, source_name);
   const Reader reader{source_name};
   KernelTable table;
   std::vector<std::pair<std::int64_t, std::string_view>> keys;

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "io/toml_input.hpp"
 
 namespace duet::io {
 
@@ -74,13 +75,7 @@ class Reader {
 }  // namespace
 
 SweepSpec parse_sweep(std::string_view text, const std::string& source_name) {
-  toml::table root;
-  try {
-    root = toml::parse(text, source_name);
-  } catch (const toml::parse_error& e) {
-    throw InputError(source_name, static_cast<std::int64_t>(e.source().begin.line),
-                     std::string("TOML syntax error: ") + std::string(e.description()));
-  }
+  const toml::table root = parse_toml(text, source_name);
   const Reader r(source_name);
   SweepSpec spec;
   for (auto&& [key, node] : root) {
@@ -176,11 +171,7 @@ SweepSpec parse_sweep(std::string_view text, const std::string& source_name) {
 }
 
 SweepSpec load_sweep(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, 0, "cannot open sweep file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_sweep(ss.str(), path);
+  return parse_sweep(read_input_file(path, "sweep file"), path);
 }
 
 std::vector<SweepPoint> expand_sweep(const SweepSpec& spec) {

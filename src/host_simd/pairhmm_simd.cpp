@@ -158,12 +158,14 @@ bool cpu_supports(PairhmmIsa isa) {
 }
 
 const PairhmmVariant& best_pairhmm_variant() {
-  static const PairhmmVariant& best = [&]() -> const PairhmmVariant& {
+  // A pointer, not a reference: g++ 13 warns (-Wdangling-reference) on a reference
+  // initialised from a lambda's returned reference.
+  static const PairhmmVariant* const best = []() -> const PairhmmVariant* {
     for (auto it = kPairhmmVariants.rbegin(); it != kPairhmmVariants.rend(); ++it)
-      if (cpu_supports(it->isa)) return *it;
-    return kPairhmmVariants.front();
+      if (cpu_supports(it->isa)) return &*it;
+    return &kPairhmmVariants.front();
   }();
-  return best;
+  return *best;
 }
 
 const PairhmmVariant& pairhmm_variant(std::string_view name) {

@@ -328,7 +328,7 @@ TEST(GpuSearch, ResultsIdenticalWithAndWithoutGpu) {
         const auto& counts = reference.queries.at(0).counts;
         EXPECT_GT(counts.passed_viterbi - counts.passed_forward, 50) << name;
       }
-      for (const char* strategy : {"warp", "thread"}) {
+      for (const char* strategy : {"warp", "thread", "strip"}) {
         for (auto mode : {app::HybridOptions::Gpu::only, app::HybridOptions::Gpu::auto_detect}) {
           app::HybridOptions gpu;
           gpu.gpu = mode;

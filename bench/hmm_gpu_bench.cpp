@@ -122,12 +122,12 @@ int main(int argc, char** argv) {
   const auto [msv_targets, msv_total] = replicate(msv_residues);
   const auto [vit_targets, vit_total] = replicate(vit_residues);
 
-  std::mt19937_64 rng(42);
   std::printf("%6s %10s %10s %12s %10s %10s %8s %s\n", "M", "MSV_ms", "MSV_GCUPS", "exact_tgts",
               "VIT_ms", "VIT_GCUPS", "checked", "strategy");
-  for (const auto strategy :
-       {device::GpuStrategy::warp_groups, device::GpuStrategy::thread_per_target}) {
+  for (const auto strategy : {device::GpuStrategy::warp_strip, device::GpuStrategy::warp_groups,
+                              device::GpuStrategy::thread_per_target}) {
     for (int M : lengths) {
+      std::mt19937_64 rng(42 + M);  // the same model for every strategy
       const HmmModel hmm = simd_test::random_hmm(rng, abc, M, simd_test::random_style(rng));
       const SearchProfile p = build_search_profile(hmm, Background::for_alphabet(abc));
       // The timing code of `duet tune` (device/hmm_gpu_timing.hpp): warm-up, CUDA events,

@@ -139,9 +139,13 @@ TEST(GpuKernels, MatchReferenceOnRandomModels) {
   for (int M : {1, 2, 5, 31, 100, 128, 129, 200, 256, 257, 400, 511, 512, 513, 1000, 2100, 3000}) {
     for (const Alphabet* abc : {&Alphabet::amino(), &Alphabet::dna()}) {
       const HmmModel hmm = simd_test::random_hmm(rng, *abc, M, simd_test::random_style(rng));
-      check_model(hmm, rng, device::GpuStrategy::warp_groups, M > 1000 ? 60 : 200,
-                  "M=" + std::to_string(M) + (abc == &Alphabet::dna() ? " dna" : " amino"));
-      if (HasFailure()) return;
+      for (const auto strategy :
+           {device::GpuStrategy::warp_groups, device::GpuStrategy::warp_strip}) {
+        check_model(hmm, rng, strategy, M > 1000 ? 60 : 200,
+                    "M=" + std::to_string(M) + (abc == &Alphabet::dna() ? " dna " : " amino ") +
+                        device::gpu_strategy_name(strategy));
+        if (HasFailure()) return;
+      }
     }
   }
 }
@@ -166,7 +170,8 @@ TEST(GpuKernels, EveryExplicitKernelChoiceMatchesReference) {
         simd_test::random_hmm(rng, Alphabet::amino(), M, simd_test::random_style(rng));
     for (int group : {8, 16, 32}) {
       for (const auto strategy :
-           {device::GpuStrategy::warp_groups, device::GpuStrategy::thread_per_target}) {
+           {device::GpuStrategy::warp_groups, device::GpuStrategy::thread_per_target,
+            device::GpuStrategy::warp_strip}) {
         check_model(hmm, rng, device::GpuKernelChoice{group, strategy}, 60,
                     "M=" + std::to_string(M) + " group " + std::to_string(group) + " " +
                         device::gpu_strategy_name(strategy));
@@ -203,7 +208,13 @@ TEST(GpuKernels, MatchReferenceOnTutorialModels) {
   for (const char* name : {"Pkinase.hmm", "fn3.hmm", "globins4.hmm", "MADE1.hmm"}) {
     const std::string path = std::string(simd_test::kTutorialDir) + name;
     if (!std::ifstream(path)) continue;
-    for (const HmmModel& hmm : read_hmm_file(path)) check_model(hmm, rng, device::GpuStrategy::warp_groups, 1500, name);
+    for (const HmmModel& hmm : read_hmm_file(path)) {
+      for (const auto strategy :
+           {device::GpuStrategy::warp_groups, device::GpuStrategy::warp_strip}) {
+        check_model(hmm, rng, strategy, 1500,
+                    std::string(name) + " " + device::gpu_strategy_name(strategy));
+      }
+    }
   }
 }
 
@@ -317,7 +328,7 @@ TEST(GpuSearch, ResultsIdenticalWithAndWithoutGpu) {
         const auto& counts = reference.queries.at(0).counts;
         EXPECT_GT(counts.passed_viterbi - counts.passed_forward, 50) << name;
       }
-      for (const char* strategy : {"warp", "thread"}) {
+      for (const char* strategy : {"warp", "thread", "strip"}) {
         for (auto mode : {app::HybridOptions::Gpu::only, app::HybridOptions::Gpu::auto_detect}) {
           app::HybridOptions gpu;
           gpu.gpu = mode;

@@ -110,10 +110,11 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
       ->excludes("--no-gpu");
   auto* gpu_strategy =
       cmd->add_option("--gpu-strategy", o.gpu_strategy,
-                      "GPU Viterbi kernel: warp (a warp per target) or thread (one thread per "
-                      "target, Walters et al.); "
+                      "GPU Viterbi kernel: warp (a warp per target), thread (one thread per "
+                      "target, Walters et al.) or strip (a warp per target, nodes in registers; "
+                      "warp past M = 1024); "
                       "default: the kernel table's choice; given, it wins over the table")
-          ->check(CLI::IsMember({"warp", "thread"}));
+          ->check(CLI::IsMember({"warp", "thread", "strip"}));
   cmd->add_option("--gpu-kernel-table", o.gpu_kernel_table,
                   "GPU kernel-choice table by model length (made by `duet tune`; default: "
                   "[gpu] kernel_table, else the installed configs/gpu-kernels.toml, else "

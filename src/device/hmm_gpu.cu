@@ -457,6 +457,115 @@ __global__ void __launch_bounds__(kExactBlockThreads) viterbi_warp_kernel(Viterb
   }
 }
 
+// Strip kernel (GpuStrategy::warp_strip): a warp per target, lane l owning the S
+// consecutive nodes l*S+1 .. l*S+S in registers (M, I, D in 32-bit ints), so a row is S
+// sequential node updates per lane and one shuffle of the lane's last (M, I, D, M->D)
+// to the next lane, instead of a shuffle chain per 32-node chunk. Nodes past M compute
+// garbage that only flows to higher nodes past M and is left out of xE and Dmax. The
+// lazy-F rule as viterbi_warp_kernel: when Dmax + dd_bound > xB, each lane composes its
+// strip's (max,+) maps, one warp scan gives each lane the D entering its strip, and the
+// lane finishes its strip sequentially (exact by the same argument: dd <= 0, D >= -32768).
+template <int S>
+__global__ void __launch_bounds__(kExactBlockThreads) viterbi_strip_kernel(ViterbiArgs a) {
+  const int lane = threadIdx.x % 32;
+  const int first = lane * S + 1;       // this lane's first node
+  const int valid_nodes = a.M - lane * S;  // nodes j < valid_nodes are <= M
+  for (;;) {
+    int next = 0;
+    if (lane == 0) next = atomicAdd(a.next_item, 1);
+    next = __shfl_sync(kAll, next, 0);
+    if (next >= a.count) break;
+    const int item = a.item_order[next];
+    const int target = a.list[item];
+    const std::int64_t offset = a.offsets[target];
+    const int L = static_cast<int>(a.offsets[target + 1] - offset);
+    const std::uint8_t* dsq = a.residues + offset;
+    const int ncj = a.ncj_move[item];
+    int mv[S], iv[S], dv[S];
+#pragma unroll
+    for (int j = 0; j < S; ++j) mv[j] = iv[j] = dv[j] = kNeg16;
+    const int xN = a.base;
+    int xB = static_cast<std::int16_t>(xN + ncj);
+    int xJ = kNeg16, xC = kNeg16;
+    bool overflow = false;
+    for (int i = 0; i < L; ++i) {
+      const std::int16_t* match = a.match + static_cast<std::size_t>(dsq[i]) * (a.M + 1);
+      // Row i-1's values of node first-1 (the previous lane's last node).
+      int diag_m = __shfl_up_sync(kAll, mv[S - 1], 1);
+      int diag_i = __shfl_up_sync(kAll, iv[S - 1], 1);
+      int diag_d = __shfl_up_sync(kAll, dv[S - 1], 1);
+      if (lane == 0) diag_m = diag_i = diag_d = kNeg16;
+      int best_match = kNeg16, best_delete_entry = kNeg16;
+      int md_prev = kNeg16;  // M(i, k-1) + md(k-1), within the strip
+#pragma unroll
+      for (int j = 0; j < S; ++j) {
+        const bool valid = j < valid_nodes;
+        const NodeScores n = unpack_node(__ldg(a.nodes + (valid ? first + j : 0)));
+        const int emit = valid ? int{__ldg(match + first + j)} : 0;
+        int sv = clamp16(xB + n.bm);
+        sv = max(sv, clamp16(diag_m + n.mm));
+        sv = max(sv, clamp16(diag_i + n.im));
+        sv = max(sv, clamp16(diag_d + n.dm));
+        sv = clamp16(sv + emit);
+        const int ins = max(clamp16(mv[j] + n.mi), clamp16(iv[j] + n.ii));
+        const int md = clamp16(sv + n.md);
+        diag_m = mv[j];
+        diag_i = iv[j];
+        diag_d = dv[j];
+        mv[j] = sv;
+        iv[j] = ins;
+        dv[j] = md_prev;  // j = 0 is set from the previous lane below
+        md_prev = md;
+        if (valid) {
+          best_match = max(best_match, sv);
+          best_delete_entry = max(best_delete_entry, md);
+        }
+      }
+      {
+        const int from_left = __shfl_up_sync(kAll, md_prev, 1);
+        dv[0] = lane == 0 ? kNeg16 : from_left;  // node 1 has no D
+      }
+      const int xE = __reduce_max_sync(kAll, static_cast<unsigned>(best_match + 32768)) - 32768;
+      if (xE >= 32767) {
+        overflow = true;
+        break;
+      }
+      xC = static_cast<std::int16_t>(max(xC, xE + a.e_move));
+      xJ = static_cast<std::int16_t>(max(xJ, xE + a.e_loop));
+      xB = static_cast<std::int16_t>(max(xJ + ncj, xN + ncj));
+      const int d_max = __reduce_max_sync(kAll, static_cast<unsigned>(best_delete_entry + 32768)) - 32768;
+      if (d_max + a.dd_bound > xB) {
+        // The strip's map x -> max(A, x + B), x the D entering node `first`.
+        int A = kNeg16, B = 0;
+#pragma unroll
+        for (int j = 0; j < S; ++j) {
+          const int dd = j < valid_nodes ? unpack_node(__ldg(a.nodes + first + j)).dd_in : kNeg16;
+          A = max(dv[j], A + dd);
+          B = max(B + dd, -(1 << 24));
+        }
+#pragma unroll
+        for (int d = 1; d < 32; d *= 2) {
+          const int A_before = __shfl_up_sync(kAll, A, d);
+          const int B_before = __shfl_up_sync(kAll, B, d);
+          if (lane >= d) {
+            A = max(A, A_before + B);
+            B = max(B_before + B, -(1 << 24));
+          }
+        }
+        int carry = __shfl_up_sync(kAll, A, 1);  // D of the previous lane's last node
+        if (lane == 0) carry = kNeg16;
+#pragma unroll
+        for (int j = 0; j < S; ++j) {
+          const int dd = j < valid_nodes ? unpack_node(__ldg(a.nodes + first + j)).dd_in : kNeg16;
+          dv[j] = max(dv[j], carry + dd);
+          carry = dv[j];
+        }
+      }
+    }
+    if (lane == 0) a.result[item] = overflow ? kViterbiOverflow : xC;
+  }
+}
+
 // Walters et al. (2009): one thread per target, the whole row in 32-bit registers and
 // global memory, interleaved across threads so that neighbouring threads' accesses
 // coalesce. Same arithmetic as viterbi_filter_reference, step for step.
@@ -521,6 +630,25 @@ __global__ void viterbi_thread_kernel(ViterbiArgs a) {
   }
 }
 
+// Nodes per lane of viterbi_strip_kernel for a model of M nodes: the smallest strip of
+// 4, 8, 16 or 32 that covers the model, 0 past 1024 nodes (viterbi_warp_kernel then).
+int viterbi_strip_width(int M) {
+  for (int s = 4; s <= 32; s *= 2) {
+    if (32 * s >= M) return s;
+  }
+  return 0;
+}
+
+template <typename F>
+void with_strip_kernel(int width, F&& f) {
+  switch (width) {
+    case 4: f(viterbi_strip_kernel<4>); break;
+    case 8: f(viterbi_strip_kernel<8>); break;
+    case 16: f(viterbi_strip_kernel<16>); break;
+    default: f(viterbi_strip_kernel<32>); break;
+  }
+}
+
 // ---------------------------------------------------------------- context setup
 
 // cudaDeviceScheduleBlockingSync must be set before the device's primary context exists;
@@ -561,6 +689,8 @@ struct HmmGpuEngine::Impl {
   int exact_blocks = 0;
   int viterbi_warps_per_block = 0;  // > 0: Viterbi rows in shared memory
   int viterbi_resident_blocks = 0;  // blocks of viterbi_warp_kernel resident on the device
+  int viterbi_strip = 0;            // warp_strip: nodes per lane (0: viterbi_warp_kernel)
+  int viterbi_strip_blocks = 0;     // blocks of that strip kernel resident on the device
   std::vector<std::uint8_t> bjbm_by_length;
   std::vector<std::int16_t> ncj_by_length;
   std::unique_ptr<detail::ForwardGpu> forward;  // the Forward parser (hmm_forward_gpu.cu)
@@ -667,6 +797,15 @@ HmmGpuEngine::HmmGpuEngine(int device, const SearchProfile& profile, GpuKernelCh
   check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, viterbi_warp_kernel, vit_threads, vit_shared),
         "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
   m.viterbi_resident_blocks = std::max(1, per_sm) * m.multiprocessors;
+  if (m.strategy == GpuStrategy::warp_strip) m.viterbi_strip = viterbi_strip_width(profile.M);
+  if (m.viterbi_strip > 0) {
+    int strip_per_sm = 0;
+    with_strip_kernel(m.viterbi_strip, [&](auto kernel) {
+      check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&strip_per_sm, kernel, kExactBlockThreads, 0),
+            "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    });
+    m.viterbi_strip_blocks = std::max(1, strip_per_sm) * m.multiprocessors;
+  }
   m.forward = std::make_unique<detail::ForwardGpu>(
       profile.forward, m.multiprocessors, static_cast<std::size_t>(prop.sharedMemPerBlockOptin));
 }
@@ -868,7 +1007,13 @@ void HmmGpuEngine::submit_viterbi(int slot_index, const int* which, std::size_t 
     a.item_order = s.d_vit_order.get();
     a.next_item = s.d_vit_counter.get();
     a.result = s.d_vit_result.get();
-    if (m.strategy == GpuStrategy::warp_groups) {
+    if (m.viterbi_strip > 0) {
+      constexpr int per_block = kExactBlockThreads / 32;
+      const int blocks = std::min(m.viterbi_strip_blocks, (n + per_block - 1) / per_block);
+      a.rows = nullptr;
+      with_strip_kernel(m.viterbi_strip, [&](auto kernel) { kernel<<<blocks, kExactBlockThreads, 0, st>>>(a); });
+      check_launch("viterbi_strip_kernel");
+    } else if (m.strategy != GpuStrategy::thread_per_target) {
       const std::size_t row_bytes = static_cast<std::size_t>(m.vit.M + 1) * sizeof(short4);
       if (m.viterbi_warps_per_block > 0) {
         const int per_block = m.viterbi_warps_per_block;

@@ -88,8 +88,10 @@ inline constexpr double kGpuForwardRelativeTolerance = 1e-4;
 enum class GpuStrategy {
   warp_groups,        // MSV thread groups + Viterbi warp per target (default)
   thread_per_target,  // Walters et al.: one thread per target, 32-bit Viterbi filter
+  warp_strip,         // MSV thread groups + Viterbi warp per target, nodes in registers
+                      // (strips of consecutive nodes per lane; warp_groups past M = 1024)
 };
-GpuStrategy parse_gpu_strategy(const std::string& name);  // "warp" | "thread"; throws
+GpuStrategy parse_gpu_strategy(const std::string& name);  // "warp" | "thread" | "strip"; throws
 std::string gpu_strategy_name(GpuStrategy s);
 
 // The kernels an engine runs: the MSV thread-group size (8, 16 or 32; 0 = chosen by model

@@ -141,11 +141,21 @@ ViterbiScores viterbi_scores_from_device_layout(const ViterbiDeviceLayout& l, fl
 GpuStrategy parse_gpu_strategy(const std::string& name) {
   if (name == "warp") return GpuStrategy::warp_groups;
   if (name == "thread") return GpuStrategy::thread_per_target;
-  throw std::invalid_argument("--gpu-strategy: expected 'warp' or 'thread', got '" + name + "'");
+  if (name == "strip") return GpuStrategy::warp_strip;
+  throw std::invalid_argument("--gpu-strategy: expected 'warp', 'thread' or 'strip', got '" + name +
+                              "'");
 }
 
 std::string gpu_strategy_name(GpuStrategy s) {
-  return s == GpuStrategy::warp_groups ? "warp" : "thread";
+  switch (s) {
+    case GpuStrategy::warp_groups:
+      return "warp";
+    case GpuStrategy::thread_per_target:
+      return "thread";
+    case GpuStrategy::warp_strip:
+      return "strip";
+  }
+  return "warp";
 }
 
 }  // namespace duet::device

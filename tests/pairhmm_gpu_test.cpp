@@ -83,6 +83,17 @@ TEST_P(PairhmmGpuKernel, LongPairsNearUnderflow) {
   expect_canonical(GetParam(), Model{}, pairs);
 }
 
+// Pairs that come back to reads and haplotypes seen earlier in the batch (shared rows).
+TEST_P(PairhmmGpuKernel, SharedReadsAndHaplotypes) {
+  std::mt19937_64 rng(test::test_seed() + 2);
+  const auto input = test::random_input(rng, 20, 300, 4, 4);
+  std::vector<Pair> pairs = input.pair_list();
+  const std::vector<Pair> once = pairs;
+  pairs.insert(pairs.end(), once.rbegin(), once.rend());
+  std::shuffle(pairs.begin(), pairs.end(), rng);
+  expect_canonical(GetParam(), Model{}, pairs);
+}
+
 TEST_P(PairhmmGpuKernel, GklCases) {
   const auto gkl = duet::pairhmm::read_input(test::kGklTestData);
   expect_canonical(GetParam(), Model{}, gkl.pair_list());
@@ -94,9 +105,11 @@ TEST_P(PairhmmGpuKernel, Throughput) {
   PairhmmGpu gpu(0);
   gpu.set_intra_shape(GetParam().shape);
   for (const int copies : {1, 64}) {
+    // Distinct copies (their own reads and haplotypes), as a file of 64 copies would be read.
+    const std::vector<duet::pairhmm::Input> inputs(static_cast<std::size_t>(copies), input);
     std::vector<Pair> pairs;
-    for (int copy = 0; copy < copies; ++copy) {
-      const auto list = input.pair_list();
+    for (const auto& copy : inputs) {
+      const auto list = copy.pair_list();
       pairs.insert(pairs.end(), list.begin(), list.end());
     }
     const PairBatch batch = pack_pairs(model, pairs);
@@ -113,6 +126,54 @@ TEST_P(PairhmmGpuKernel, Throughput) {
               << cells / kernel / 1e9 << " GCUPS, with transfers "
               << cells / (kernel + transfer) / 1e9 << " GCUPS\n";
   }
+}
+
+// The layout (host only): each read's rows and each haplotype stored once, every pair's
+// offsets pointing at its own read's parameters and bases and its own haplotype's bases,
+// scratch rows of distinct pairs not overlapping.
+TEST(PairhmmGpuLayout, ReadsAndHaplotypesOnce) {
+  std::mt19937_64 rng(test::test_seed());
+  const auto input = test::random_input(rng, 30, 60, 5, 5);
+  const auto once = input.pair_list();
+  std::vector<Pair> pairs = once;
+  pairs.insert(pairs.end(), once.rbegin(), once.rend());  // every read and haplotype again
+  const Model model;
+  const PairBatch b = pack_pairs(model, pairs);
+  std::int64_t rows = 0, columns = 0;
+  for (const auto& batch : input.batches) {
+    for (const auto& r : batch.reads) rows += r.length();
+    for (const auto& h : batch.haplotypes) columns += h.length();
+  }
+  EXPECT_EQ(static_cast<std::int64_t>(b.read_bases.size()), rows);
+  EXPECT_EQ(static_cast<std::int64_t>(b.parameters.size()), 7 * rows);
+  EXPECT_EQ(static_cast<std::int64_t>(b.haplotype_bases.size()), columns);
+  ASSERT_EQ(b.pairs(), pairs.size());
+  std::vector<duet::pairhmm::RowParameters<float>> expected;
+  std::int64_t scratch = 0;
+  for (std::size_t i = 0; i < pairs.size(); ++i) {
+    const Pair& p = pairs[i];
+    ASSERT_EQ(b.rows[i], p.rows());
+    ASSERT_EQ(b.columns[i], p.columns());
+    EXPECT_EQ(b.scratch_offset[i], scratch);
+    scratch += p.columns() + 1;
+    model.rows(*p.read, expected);
+    for (int r = 0; r < p.rows(); ++r) {
+      const auto at = static_cast<std::size_t>(b.row_offset[i] + r);
+      ASSERT_EQ(b.read_bases[at], p.read->bases[static_cast<std::size_t>(r)]) << "pair " << i;
+      const float* q = &b.parameters[7 * at];
+      const auto& e = expected[static_cast<std::size_t>(r)];
+      const float want[7] = {e.match_to_match,    e.indel_to_match, e.match_to_insertion,
+                             e.match_to_deletion, e.gap_extension,  e.emission_match,
+                             e.emission_mismatch};
+      ASSERT_EQ(std::memcmp(q, want, sizeof(want)), 0) << "pair " << i << " row " << r;
+    }
+    for (int c = 0; c < p.columns(); ++c) {
+      ASSERT_EQ(b.haplotype_bases[static_cast<std::size_t>(b.column_offset[i] + c)],
+                p.haplotype->bases[static_cast<std::size_t>(c)])
+          << "pair " << i;
+    }
+  }
+  EXPECT_EQ(b.scratch_columns, scratch);
 }
 
 // The shape choice (host only, runs without a device): on 10s.in the shapes that ran

@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cfloat>
+#include <chrono>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -32,8 +34,9 @@ struct DevicePairs {
   const std::int32_t* columns;
   const std::int64_t* row_offset;
   const std::int64_t* column_offset;
+  const std::int64_t* scratch_offset;
   const float* initial_deletion;
-  float* scratch;  // 3 * (columns + 1) floats per pair, from 3 * (column_offset + pair)
+  float* scratch;  // 3 * (columns + 1) floats per pair, from 3 * scratch_offset
   float* sums;
   int pairs;
 };
@@ -60,7 +63,7 @@ __global__ void inter_task_kernel(DevicePairs d) {
   const int p = blockIdx.x * blockDim.x + threadIdx.x;
   if (p >= d.pairs) return;
   const int R = d.rows[p], C = d.columns[p];
-  float* const M = d.scratch + 3 * (d.column_offset[p] + p);
+  float* const M = d.scratch + 3 * d.scratch_offset[p];
   float* const X = M + (C + 1);
   float* const Y = X + (C + 1);
   const float initial = d.initial_deletion[p];
@@ -112,7 +115,7 @@ __global__ void intra_checked_kernel(DevicePairs d) {
   if (warp >= d.pairs) return;
   const int p = warp;
   const int R = d.rows[p], C = d.columns[p];
-  float* const M = d.scratch + 3 * (d.column_offset[p] + p);
+  float* const M = d.scratch + 3 * d.scratch_offset[p];
   float* const X = M + (C + 1);
   float* const Y = X + (C + 1);
   const float initial = d.initial_deletion[p];
@@ -237,7 +240,7 @@ __global__ void intra_task_kernel(DevicePairs d) {
   const int lane = static_cast<int>(threadIdx.x % G);
   const bool has_pair = p < d.pairs;
   const int R = has_pair ? d.rows[p] : 0, C = has_pair ? d.columns[p] : 0;
-  float* const M = has_pair ? d.scratch + 3 * (d.column_offset[p] + p) : nullptr;
+  float* const M = has_pair ? d.scratch + 3 * d.scratch_offset[p] : nullptr;
   float* const X = has_pair ? M + (C + 1) : nullptr;
   float* const Y = has_pair ? X + (C + 1) : nullptr;
   const std::int64_t row_offset = has_pair ? d.row_offset[p] : 0;
@@ -476,23 +479,23 @@ void launch_intra(IntraShape shape, unsigned pairs, cudaStream_t s, const Device
   }
 }
 
-template <class T>
-struct DeviceBuffer {
-  T* data = nullptr;
-  explicit DeviceBuffer(std::size_t n) {
-    check(cudaMalloc(&data, std::max<std::size_t>(n, 1) * sizeof(T)), "cudaMalloc");
-  }
-  ~DeviceBuffer() { cudaFree(data); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+// Where each array of a batch lies in one allocation (host pinned and device alike), every
+// array aligned to 256 bytes.
+struct Section {
+  std::size_t at = 0, bytes = 0;
 };
-
+struct Arena {
+  std::size_t bytes = 0;
+  template <class T>
+  Section add(std::size_t n) {
+    const Section section{bytes, n * sizeof(T)};
+    bytes += (section.bytes + 255) / 256 * 256;
+    return section;
+  }
+};
 template <class T>
-void upload(DeviceBuffer<T>& to, const std::vector<T>& from, cudaStream_t stream) {
-  if (!from.empty())
-    check(cudaMemcpyAsync(to.data, from.data(), from.size() * sizeof(T), cudaMemcpyHostToDevice,
-                          stream),
-          "copy in");
+T* at(char* base, const Section& section) {
+  return reinterpret_cast<T*>(base + section.at);
 }
 
 }  // namespace
@@ -510,6 +513,11 @@ struct PairhmmGpu::State {
   int device = 0;
   cudaStream_t stream = nullptr;
   cudaEvent_t start = nullptr, kernel_start = nullptr, kernel_end = nullptr, end = nullptr;
+  // Kept between batches (grown as needed): the pinned host copy of the inputs and sums, and
+  // the device buffers; so a batch costs one copy in and one out, no allocation.
+  char* host = nullptr;
+  char* buffers = nullptr;
+  std::size_t host_bytes = 0, buffers_bytes = 0;
 };
 
 PairhmmGpu::PairhmmGpu(int device) : state_(new State) {
@@ -526,6 +534,8 @@ PairhmmGpu::~PairhmmGpu() {
   cudaSetDevice(state_->device);
   for (cudaEvent_t e : {state_->start, state_->kernel_start, state_->kernel_end, state_->end})
     cudaEventDestroy(e);
+  cudaFreeHost(state_->host);
+  cudaFree(state_->buffers);
   cudaStreamDestroy(state_->stream);
   delete state_;
 }
@@ -543,28 +553,66 @@ std::vector<float> PairhmmGpu::forward_sums(const PairBatch& b, Kernel kernel,
   std::vector<float> sums(n);
   if (n == 0) return sums;
   cudaStream_t s = state_->stream;
-  DeviceBuffer<float> parameters(b.parameters.size()), initial(n), sums_d(n);
-  DeviceBuffer<std::uint8_t> read_bases(b.read_bases.size()),
-      haplotype_bases(b.haplotype_bases.size());
-  DeviceBuffer<std::int32_t> rows(n), columns(n);
-  DeviceBuffer<std::int64_t> row_offset(n), column_offset(n);
-  DeviceBuffer<float> scratch(3 * (b.haplotype_bases.size() + n));
   // The intra-task shape is chosen on the host before any timing starts.
   IntraShape shape = shape_;
   if (kernel == Kernel::intra_task && shape.lanes <= 0) shape = choose_intra_shape(b);
   if (kernel == Kernel::intra_task) last_shape_ = shape;
+  const auto staging_start = std::chrono::steady_clock::now();
+  Arena in;
+  const Section parameters = in.add<float>(b.parameters.size()),
+                read_bases = in.add<std::uint8_t>(b.read_bases.size()),
+                haplotype_bases = in.add<std::uint8_t>(b.haplotype_bases.size()),
+                rows = in.add<std::int32_t>(n), columns = in.add<std::int32_t>(n),
+                row_offset = in.add<std::int64_t>(n), column_offset = in.add<std::int64_t>(n),
+                scratch_offset = in.add<std::int64_t>(n), initial = in.add<float>(n);
+  const std::size_t in_bytes = in.bytes;
+  Arena all = in;
+  const Section sums_d = all.add<float>(n);
+  const Section scratch = all.add<float>(3 * static_cast<std::size_t>(b.scratch_columns));
+  if (state_->host_bytes < all.bytes) {
+    cudaFreeHost(state_->host);
+    state_->host = nullptr;
+    state_->host_bytes = 0;
+    check(cudaMallocHost(&state_->host, all.bytes), "cudaMallocHost");
+    state_->host_bytes = all.bytes;
+  }
+  if (state_->buffers_bytes < all.bytes) {
+    cudaFree(state_->buffers);
+    state_->buffers = nullptr;
+    state_->buffers_bytes = 0;
+    check(cudaMalloc(&state_->buffers, all.bytes), "cudaMalloc");
+    state_->buffers_bytes = all.bytes;
+  }
+  char* const host = state_->host;
+  char* const dev = state_->buffers;
+  const auto stage = [&](const Section& to, const auto& from) {
+    if (to.bytes > 0) std::memcpy(host + to.at, from.data(), to.bytes);
+  };
+  stage(parameters, b.parameters);
+  stage(read_bases, b.read_bases);
+  stage(haplotype_bases, b.haplotype_bases);
+  stage(rows, b.rows);
+  stage(columns, b.columns);
+  stage(row_offset, b.row_offset);
+  stage(column_offset, b.column_offset);
+  stage(scratch_offset, b.scratch_offset);
+  stage(initial, b.initial_deletion);
+  const double staging =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - staging_start).count();
   check(cudaEventRecord(state_->start, s), "event");
-  upload(parameters, b.parameters, s);
-  upload(read_bases, b.read_bases, s);
-  upload(haplotype_bases, b.haplotype_bases, s);
-  upload(rows, b.rows, s);
-  upload(columns, b.columns, s);
-  upload(row_offset, b.row_offset, s);
-  upload(column_offset, b.column_offset, s);
-  upload(initial, b.initial_deletion, s);
-  const DevicePairs d{parameters.data, read_bases.data, haplotype_bases.data, rows.data,
-                      columns.data,    row_offset.data, column_offset.data,   initial.data,
-                      scratch.data,    sums_d.data,     static_cast<int>(n)};
+  check(cudaMemcpyAsync(dev, host, in_bytes, cudaMemcpyHostToDevice, s), "copy in");
+  const DevicePairs d{at<const float>(dev, parameters),
+                      at<const std::uint8_t>(dev, read_bases),
+                      at<const std::uint8_t>(dev, haplotype_bases),
+                      at<const std::int32_t>(dev, rows),
+                      at<const std::int32_t>(dev, columns),
+                      at<const std::int64_t>(dev, row_offset),
+                      at<const std::int64_t>(dev, column_offset),
+                      at<const std::int64_t>(dev, scratch_offset),
+                      at<const float>(dev, initial),
+                      at<float>(dev, scratch),
+                      at<float>(dev, sums_d),
+                      static_cast<int>(n)};
   check(cudaEventRecord(state_->kernel_start, s), "event");
   constexpr int kThreads = 128;
   if (kernel == Kernel::inter_task) {
@@ -577,15 +625,16 @@ std::vector<float> PairhmmGpu::forward_sums(const PairBatch& b, Kernel kernel,
   }
   check(cudaGetLastError(), "kernel launch");
   check(cudaEventRecord(state_->kernel_end, s), "event");
-  check(cudaMemcpyAsync(sums.data(), sums_d.data, n * sizeof(float), cudaMemcpyDeviceToHost, s),
+  check(cudaMemcpyAsync(host + sums_d.at, dev + sums_d.at, sums_d.bytes, cudaMemcpyDeviceToHost, s),
         "copy out");
   check(cudaEventRecord(state_->end, s), "event");
   check(cudaEventSynchronize(state_->end), "kernel");
-  float all = 0, compute = 0;
+  std::memcpy(sums.data(), host + sums_d.at, sums_d.bytes);
+  float total = 0, compute = 0;
   check(cudaEventElapsedTime(&compute, state_->kernel_start, state_->kernel_end), "timing");
-  check(cudaEventElapsedTime(&all, state_->start, state_->end), "timing");
+  check(cudaEventElapsedTime(&total, state_->start, state_->end), "timing");
   if (kernel_seconds) *kernel_seconds = compute / 1e3;
-  if (transfer_seconds) *transfer_seconds = (all - compute) / 1e3;
+  if (transfer_seconds) *transfer_seconds = (total - compute) / 1e3 + staging;
   return sums;
 }
 

@@ -28,16 +28,19 @@ namespace duet::device::pairhmm {
 enum class Kernel { inter_task, intra_task, intra_checked };
 const char* kernel_name(Kernel kernel);  // "inter", "intra", "intra-checked"
 
-// Pairs in the device layout: per pair, its rows' parameters (7 floats per row in the
-// order of simd::pairhmm::RowParameter: mm, gm, mi, md, ge, match, mismatch) and read
-// bases from row_offset, its haplotype bases from column_offset; base codes as in core.
+// Pairs in the device layout. Each distinct read's rows (7 floats per row in the order of
+// simd::pairhmm::RowParameter: mm, gm, mi, md, ge, match, mismatch, and its bases) and each
+// distinct haplotype's bases are stored once per batch; a pair is a record pointing at its
+// read (row_offset, in rows) and its haplotype (column_offset, in bases), so pairs of one
+// read share its rows. scratch_offset: where the pair's three rows of columns + 1 floats
+// start in the device's scratch (in units of three floats; scratch_columns in all).
 struct PairBatch {
   std::vector<float> parameters;
   std::vector<std::uint8_t> read_bases, haplotype_bases;
   std::vector<std::int32_t> rows, columns;
-  std::vector<std::int64_t> row_offset, column_offset;
+  std::vector<std::int64_t> row_offset, column_offset, scratch_offset;
   std::vector<float> initial_deletion;
-  std::int64_t cells = 0;
+  std::int64_t cells = 0, scratch_columns = 0;
   std::size_t pairs() const { return rows.size(); }
 };
 
@@ -62,7 +65,8 @@ class PairhmmGpu {
   PairhmmGpu& operator=(const PairhmmGpu&) = delete;
   std::string name() const;
   // Sums of every pair of the batch. Throws std::runtime_error on any CUDA failure.
-  // kernel_seconds: time of the kernel alone; transfer_seconds: copies in and out.
+  // kernel_seconds: time of the kernel alone; transfer_seconds: copies in and out,
+  // including the host's copy of the batch into a pinned buffer.
   // intra_task: its shape; {0, 0} (the default) picks one per batch. Throws
   // std::invalid_argument (at the next forward_sums) for a shape not compiled.
   void set_intra_shape(IntraShape shape) { shape_ = shape; }

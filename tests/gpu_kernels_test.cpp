@@ -26,8 +26,10 @@ namespace {
 
 using simd_test::test_seed;
 
-bool have_gpu() { return !device::list_gpus().gpus.empty(); }
-#define REQUIRE_GPU()                                                                   \
+bool have_gpu() {
+  return !device::list_gpus().gpus.empty();
+}
+#define REQUIRE_GPU() \
   if (!have_gpu()) GTEST_SKIP() << "no usable GPU (" << device::list_gpus().problem << ")"
 
 SearchProfile profile_of(const HmmModel& hmm) {
@@ -42,7 +44,8 @@ TEST(GpuLayouts, RoundTripOnRandomModels) {
     for (const Alphabet* abc : {&Alphabet::amino(), &Alphabet::dna()}) {
       const HmmModel hmm = simd_test::random_hmm(rng, *abc, M, simd_test::random_style(rng));
       const SearchProfile p = profile_of(hmm);
-      const device::MsvDeviceLayout ml = device::build_msv_device_layout(p.msv, device::msv_group_threads(M));
+      const device::MsvDeviceLayout ml =
+          device::build_msv_device_layout(p.msv, device::msv_group_threads(M));
       EXPECT_EQ(device::msv_costs_from_device_layout(ml), p.msv.cost) << "M=" << M;
       const device::ViterbiDeviceLayout vl = device::build_viterbi_device_layout(p.viterbi);
       const ViterbiScores back = device::viterbi_scores_from_device_layout(vl, p.viterbi.scale);
@@ -78,16 +81,20 @@ struct TargetSet {
 // overflow), the consensus repeated (overflow) and with deletions (D->D paths).
 TargetSet targets_for(std::mt19937_64& rng, const HmmModel& hmm, int database_count) {
   TargetSet t;
-  static const auto amino_db = simd_test::read_sequences(simd_test::kMmseqsDatabase, Alphabet::amino(), 3000);
+  static const auto amino_db =
+      simd_test::read_sequences(simd_test::kMmseqsDatabase, Alphabet::amino(), 3000);
   if (hmm.alphabet == &Alphabet::amino()) {
     std::uniform_int_distribution<std::size_t> pick(0, amino_db.empty() ? 0 : amino_db.size() - 1);
-    for (int i = 0; i < database_count && !amino_db.empty(); ++i) t.seqs.push_back(amino_db[pick(rng)].residues);
+    for (int i = 0; i < database_count && !amino_db.empty(); ++i)
+      t.seqs.push_back(amino_db[pick(rng)].residues);
   }
   std::uniform_int_distribution<int> length(1, 800);
   for (int L : {0, 1, 2, 3}) t.seqs.push_back(simd_test::random_codes(rng, *hmm.alphabet, L));
-  for (int i = 0; i < 40; ++i) t.seqs.push_back(simd_test::random_codes(rng, *hmm.alphabet, length(rng)));
+  for (int i = 0; i < 40; ++i)
+    t.seqs.push_back(simd_test::random_codes(rng, *hmm.alphabet, length(rng)));
   for (int i = 0; i < 40; ++i) {
-    t.seqs.push_back(simd_test::sampled_from_model(rng, hmm, std::max(1, hmm.M / 2 + length(rng)), 0.05 * (i % 4)));
+    t.seqs.push_back(simd_test::sampled_from_model(rng, hmm, std::max(1, hmm.M / 2 + length(rng)),
+                                                   0.05 * (i % 4)));
   }
   t.seqs.push_back(simd_test::consensus_repeated(hmm, 3 * hmm.M + 5));
   t.seqs.push_back(simd_test::consensus_repeated(hmm, std::max(1, hmm.M / 3)));
@@ -98,7 +105,8 @@ TargetSet targets_for(std::mt19937_64& rng, const HmmModel& hmm, int database_co
 
 void expect_same(const FilterScore& gpu, const FilterScore& ref, const std::string& what) {
   EXPECT_EQ(gpu.overflow, ref.overflow) << what;
-  EXPECT_EQ(0, std::memcmp(&gpu.nats, &ref.nats, sizeof(float))) << what << ": gpu " << gpu.nats << " reference " << ref.nats;
+  EXPECT_EQ(0, std::memcmp(&gpu.nats, &ref.nats, sizeof(float)))
+      << what << ": gpu " << gpu.nats << " reference " << ref.nats;
 }
 
 void check_model(const HmmModel& hmm, std::mt19937_64& rng, device::GpuKernelChoice choice,
@@ -154,8 +162,10 @@ TEST(GpuKernels, ThreadPerTargetStrategyMatchesReference) {
   REQUIRE_GPU();
   std::mt19937_64 rng(test_seed() ^ 0x3c);
   for (int M : {1, 40, 300, 1200}) {
-    const HmmModel hmm = simd_test::random_hmm(rng, Alphabet::amino(), M, simd_test::random_style(rng));
-    check_model(hmm, rng, device::GpuStrategy::thread_per_target, 100, "thread strategy M=" + std::to_string(M));
+    const HmmModel hmm =
+        simd_test::random_hmm(rng, Alphabet::amino(), M, simd_test::random_style(rng));
+    check_model(hmm, rng, device::GpuStrategy::thread_per_target, 100,
+                "thread strategy M=" + std::to_string(M));
     if (HasFailure()) return;
   }
 }
@@ -222,7 +232,8 @@ TEST(GpuKernels, MatchReferenceOnTutorialModels) {
 TEST(GpuKernels, BatchesAndSlotsAgree) {
   REQUIRE_GPU();
   std::mt19937_64 rng(test_seed() ^ 0x5e);
-  const HmmModel hmm = simd_test::random_hmm(rng, Alphabet::amino(), 700, simd_test::random_style(rng));
+  const HmmModel hmm =
+      simd_test::random_hmm(rng, Alphabet::amino(), 700, simd_test::random_style(rng));
   const SearchProfile p = profile_of(hmm);
   const TargetSet targets = targets_for(rng, hmm, 300);
   device::HmmGpuEngine engine(0, p);
@@ -231,7 +242,8 @@ TEST(GpuKernels, BatchesAndSlotsAgree) {
   engine.submit_msv(0, all.data(), all.size());
   const std::vector<FilterScore> whole = engine.wait_msv(0);
   const std::vector<FilterScore> part = engine.wait_msv(1);
-  for (int i = 0; i < 50; ++i) expect_same(part[i], whole[10 + i], "slot 1 target " + std::to_string(i));
+  for (int i = 0; i < 50; ++i)
+    expect_same(part[i], whole[10 + i], "slot 1 target " + std::to_string(i));
 }
 
 // ---- the Forward parser: a filter within a stated tolerance ----
@@ -332,7 +344,7 @@ TEST(GpuSearch, ResultsIdenticalWithAndWithoutGpu) {
         for (auto mode : {app::HybridOptions::Gpu::only, app::HybridOptions::Gpu::auto_detect}) {
           app::HybridOptions gpu;
           gpu.gpu = mode;
-          gpu.gpu_devices = {0};
+          gpu.gpu_devices = std::vector<int>{0};  // (not `= {0}`: g++ 13 -Wnonnull false positive)
           gpu.gpu_strategy = strategy;
           gpu.block_residues = 40000;  // many blocks: several batches, both slots
           gpu.gpu_batch_blocks = 4;
@@ -370,7 +382,7 @@ TEST(GpuSearch, KernelTableChoosesByLengthAndIsRecorded) {
   for (const char* strategy : {"", "warp"}) {
     app::HybridOptions gpu;
     gpu.gpu = app::HybridOptions::Gpu::only;
-    gpu.gpu_devices = {0};
+    gpu.gpu_devices = std::vector<int>{0};  // (not `= {0}`: g++ 13 -Wnonnull false positive)
     gpu.gpu_kernel_table = table;
     gpu.gpu_strategy = strategy;
     const app::SearchRun run = app::run_hmmsearch(models, db, config, gpu);
@@ -382,7 +394,7 @@ TEST(GpuSearch, KernelTableChoosesByLengthAndIsRecorded) {
   }
   app::HybridOptions builtin;
   builtin.gpu = app::HybridOptions::Gpu::only;
-  builtin.gpu_devices = {0};
+  builtin.gpu_devices = std::vector<int>{0};  // (not `= {0}`: g++ 13 -Wnonnull false positive)
   const app::SearchRun run = app::run_hmmsearch(models, db, config, builtin);
   EXPECT_EQ(run.gpu_kernel_table, "built-in rule");
   EXPECT_EQ(run.queries.at(0).gpu_kernels, "msv_group_threads=16 viterbi=warp");
@@ -391,9 +403,10 @@ TEST(GpuSearch, KernelTableChoosesByLengthAndIsRecorded) {
 TEST(GpuSearch, UnknownGpuIsAClearError) {
   test::TempDir dir;
   const std::string db = test::database_prefix(dir, 10);
-  const std::vector<HmmModel> models = read_hmm_file(std::string(simd_test::kTutorialDir) + "globins4.hmm");
+  const std::vector<HmmModel> models =
+      read_hmm_file(std::string(simd_test::kTutorialDir) + "globins4.hmm");
   app::HybridOptions gpu;
-  gpu.gpu_devices = {99};
+  gpu.gpu_devices = std::vector<int>{99};  // (not `= {99}`: g++ 13 -Wnonnull false positive)
   try {
     app::run_hmmsearch(models, db, io::Config{}, gpu);
     FAIL() << "expected an error";

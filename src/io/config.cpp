@@ -5,8 +5,8 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
-#include <cctype>
 #include <array>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -26,33 +26,6 @@ namespace {
 
 constexpr std::array<std::string_view, 5> kIsaNames = {"auto", "scalar", "sse4.1", "avx2",
                                                        "avx512"};
-
-// The TOML type of a node with its article, for messages: "a string", "an integer".
-std::string_view describe_type(toml::node_type type) {
-  switch (type) {
-    case toml::node_type::table:
-      return "a table";
-    case toml::node_type::array:
-      return "an array";
-    case toml::node_type::string:
-      return "a string";
-    case toml::node_type::integer:
-      return "an integer";
-    case toml::node_type::floating_point:
-      return "a floating-point number";
-    case toml::node_type::boolean:
-      return "a boolean";
-    case toml::node_type::date:
-      return "a date";
-    case toml::node_type::time:
-      return "a time";
-    case toml::node_type::date_time:
-      return "a date-time";
-    case toml::node_type::none:
-      break;
-  }
-  return "nothing";
-}
 
 // The shortest decimal text that reads back as the same double ("0.02", "1e-05", "10").
 std::string shortest_decimal(double value) {
@@ -242,7 +215,8 @@ class EntryReader {
 constexpr std::array<std::string_view, 3> kPolicyNames = {"dynamic", "static", "adaptive"};
 
 // A TOML integer in [low, high].
-std::int64_t integer_in(const EntryReader& reader, const Entry& entry, std::int64_t low, std::int64_t high) {
+std::int64_t integer_in(const EntryReader& reader, const Entry& entry, std::int64_t low,
+                        std::int64_t high) {
   const auto* integer = entry.value->as_integer();
   if (integer == nullptr) {
     reader.fail(entry, "'" + std::string(entry.key) + "' must be an integer, not " +
@@ -250,13 +224,14 @@ std::int64_t integer_in(const EntryReader& reader, const Entry& entry, std::int6
   }
   const std::int64_t value = integer->get();
   if (value < low || value > high) {
-    reader.fail(entry, "'" + std::string(entry.key) + "' must be in [" + std::to_string(low) + ", " +
-                           std::to_string(high) + "], not " + std::to_string(value));
+    reader.fail(entry, "'" + std::string(entry.key) + "' must be in [" + std::to_string(low) +
+                           ", " + std::to_string(high) + "], not " + std::to_string(value));
   }
   return value;
 }
 
-void read_scheduler(const toml::table& table, const EntryReader& reader, SchedulerConfig& scheduler) {
+void read_scheduler(const toml::table& table, const EntryReader& reader,
+                    SchedulerConfig& scheduler) {
   const std::vector<Entry> entries = entries_in_file_order(table);  // outlives the pointers below
   const Entry* no_gpu = nullptr;
   const Entry* gpu_only = nullptr;
@@ -265,13 +240,15 @@ void read_scheduler(const toml::table& table, const EntryReader& reader, Schedul
     if (key == "policy") {
       const std::string value = reader.string(entry);
       if (std::find(kPolicyNames.begin(), kPolicyNames.end(), value) == kPolicyNames.end()) {
-        reader.fail(entry, "'policy' must be one of dynamic, static, adaptive, not '" + value + "'");
+        reader.fail(entry,
+                    "'policy' must be one of dynamic, static, adaptive, not '" + value + "'");
       }
       scheduler.policy = value;
     } else if (key == "static_cpu_fraction") {
       const double value = reader.number(entry);
       if (!(value >= 0.0 && value <= 1.0)) {
-        reader.fail(entry, "'static_cpu_fraction' must be in [0, 1], not " + shortest_decimal(value));
+        reader.fail(entry,
+                    "'static_cpu_fraction' must be in [0, 1], not " + shortest_decimal(value));
       }
       scheduler.static_cpu_fraction = value;
     } else if (key == "block_residues") {
@@ -297,12 +274,14 @@ void read_scheduler(const toml::table& table, const EntryReader& reader, Schedul
       } else if (const auto* text = entry.value->as_string()) {
         const auto bytes = parse_memory_size(text->get());
         if (!bytes) {
-          reader.fail(entry, "'reuse_memory' must be a size such as \"512M\" or \"4G\", not '" + text->get() + "'");
+          reader.fail(entry, "'reuse_memory' must be a size such as \"512M\" or \"4G\", not '" +
+                                 text->get() + "'");
         }
         scheduler.reuse_memory = *bytes;
       } else {
-        reader.fail(entry, "'reuse_memory' must be an integer (bytes) or a string such as \"4G\", not " +
-                               std::string(describe_type(entry.value->type())));
+        reader.fail(entry,
+                    "'reuse_memory' must be an integer (bytes) or a string such as \"4G\", not " +
+                        std::string(describe_type(entry.value->type())));
       }
     } else if (key == "reader_threads") {
       scheduler.reader_threads = static_cast<int>(integer_in(reader, entry, 0, 256));

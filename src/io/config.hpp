@@ -79,16 +79,16 @@ struct RunConfig {
 };
 
 struct SchedulerConfig {
-  std::string policy = "dynamic";         // dynamic, static, adaptive
-  double static_cpu_fraction = 0.5;       // [0, 1]
-  std::int64_t block_residues = 1 << 20;  // [1, 2^32]
-  std::int64_t queue_depth = 0;           // [0, 2^20]; 0 = 2 per worker and feeder
-  std::int64_t gpu_batch_blocks = 8;      // [1, 2^20]
+  std::string policy = "dynamic";              // dynamic, static, adaptive
+  double static_cpu_fraction = 0.5;            // [0, 1]
+  std::int64_t block_residues = 1 << 20;       // [1, 2^32]
+  std::int64_t queue_depth = 0;                // [0, 2^20]; 0 = 2 per worker and feeder
+  std::int64_t gpu_batch_blocks = 8;           // [1, 2^20]
   std::int64_t gpu_batch_residues = 16 << 20;  // [1, 2^40]
   bool no_gpu = false;
   bool gpu_only = false;
   std::uint64_t reuse_memory = std::uint64_t{2} << 30;  // bytes
-  int reader_threads = 0;                 // [0, 256]
+  int reader_threads = 0;                               // [0, 256]
 
   friend bool operator==(const SchedulerConfig&, const SchedulerConfig&) = default;
 };

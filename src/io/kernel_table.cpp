@@ -28,25 +28,6 @@ std::int64_t line_of(const toml::node& node) {
   return static_cast<std::int64_t>(node.source().begin.line);
 }
 
-std::string type_name(const toml::node& node) {
-  switch (node.type()) {
-    case toml::node_type::table:
-      return "a table";
-    case toml::node_type::array:
-      return "an array";
-    case toml::node_type::string:
-      return "a string";
-    case toml::node_type::integer:
-      return "an integer";
-    case toml::node_type::floating_point:
-      return "a floating-point number";
-    case toml::node_type::boolean:
-      return "a boolean";
-    default:
-      return "a date or time";
-  }
-}
-
 struct Reader {
   const std::string& source;
   [[noreturn]] void fail(std::int64_t line, const std::string& message) const {
@@ -55,14 +36,16 @@ struct Reader {
   std::string string(std::string_view key, const toml::node& node) const {
     const auto* s = node.as_string();
     if (s == nullptr)
-      fail(line_of(node), "'" + std::string(key) + "' must be a string, not " + type_name(node));
+      fail(line_of(node), "'" + std::string(key) + "' must be a string, not " +
+                              std::string(describe_type(node.type())));
     if (s->get().empty()) fail(line_of(node), "'" + std::string(key) + "' must not be empty");
     return s->get();
   }
   int integer(std::string_view key, const toml::node& node, int low, int high) const {
     const auto* i = node.as_integer();
     if (i == nullptr)
-      fail(line_of(node), "'" + std::string(key) + "' must be an integer, not " + type_name(node));
+      fail(line_of(node), "'" + std::string(key) + "' must be an integer, not " +
+                              std::string(describe_type(node.type())));
     const std::int64_t v = i->get();
     if (v < low || v > high) {
       fail(line_of(node), "'" + std::string(key) + "' must be in [" + std::to_string(low) + ", " +
@@ -155,7 +138,8 @@ KernelTable parse_kernel_table(std::string_view toml_text, const std::string& so
     } else if (key == "row") {
       const auto* rows = value.as_array();
       if (rows == nullptr || !rows->is_array_of_tables()) {
-        reader.fail(line, "'row' must be an array of tables ([[row]]), not " + type_name(value));
+        reader.fail(line, "'row' must be an array of tables ([[row]]), not " +
+                              std::string(describe_type(value.type())));
       }
       for (const toml::node& node : *rows) {
         const auto& row_table = *node.as_table();

@@ -82,7 +82,8 @@ SweepSpec parse_sweep(std::string_view text, const std::string& source_name) {
     const std::string k(key.str());
     if (k == "name") {
       spec.name = r.string(node, k);
-      if (spec.name.empty() || spec.name.find('/') != std::string::npos) r.fail(node, "'name' must be a non-empty file name");
+      if (spec.name.empty() || spec.name.find('/') != std::string::npos)
+        r.fail(node, "'name' must be a non-empty file name");
     } else if (k == "repeats") {
       const auto v = r.integer(node, k);
       if (v < 1 || v > 1000) r.fail(node, "'repeats' must be 1 to 1000");
@@ -108,7 +109,8 @@ SweepSpec parse_sweep(std::string_view text, const std::string& source_name) {
           if (spec.synthetic_residues < 1) r.fail(w, "'synthetic_residues' must be at least 1");
         } else if (wk == "synthetic_homologs") {
           spec.synthetic_homologs = r.number(w, wk);
-          if (spec.synthetic_homologs < 0 || spec.synthetic_homologs > 1) r.fail(w, "'synthetic_homologs' must be in [0, 1]");
+          if (spec.synthetic_homologs < 0 || spec.synthetic_homologs > 1)
+            r.fail(w, "'synthetic_homologs' must be in [0, 1]");
         } else if (wk == "like") {
           spec.like = r.string(w, wk);
         } else if (wk == "options") {
@@ -147,7 +149,8 @@ SweepSpec parse_sweep(std::string_view text, const std::string& source_name) {
               if (sk == "devices" && t != "cpu" && t != "gpu" && t != "hybrid") {
                 r.fail(v, "devices must be cpu, gpu or hybrid, not '" + t + "'");
               }
-              if (sk == "policy" && t != "dynamic" && t != "static") r.fail(v, "policy must be dynamic or static");
+              if (sk == "policy" && t != "dynamic" && t != "static")
+                r.fail(v, "policy must be dynamic or static");
               axis.values.push_back(t);
               break;
             }
@@ -155,17 +158,20 @@ SweepSpec parse_sweep(std::string_view text, const std::string& source_name) {
         }
         axes.emplace_back(static_cast<std::int64_t>(skey.source().begin.line), std::move(axis));
       }
-      std::stable_sort(axes.begin(), axes.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      std::stable_sort(axes.begin(), axes.end(),
+                       [](const auto& a, const auto& b) { return a.first < b.first; });
       for (auto& a : axes) spec.axes.push_back(std::move(a.second));
     } else {
       r.fail(node, "unknown key '" + k + "'");
     }
   }
   if (spec.models.empty() == spec.synthetic_lengths.empty()) {
-    throw InputError(source_name, 0, "[workload] needs exactly one of 'models' and 'synthetic_lengths'");
+    throw InputError(source_name, 0,
+                     "[workload] needs exactly one of 'models' and 'synthetic_lengths'");
   }
   if (spec.database.empty() == (spec.synthetic_residues == 0)) {
-    throw InputError(source_name, 0, "[workload] needs exactly one of 'database' and 'synthetic_residues'");
+    throw InputError(source_name, 0,
+                     "[workload] needs exactly one of 'database' and 'synthetic_residues'");
   }
   return spec;
 }
@@ -194,7 +200,8 @@ std::vector<SweepPoint> expand_sweep(const SweepSpec& spec) {
     const auto policy = p.count("policy") ? p["policy"] : "dynamic";
     if (policy != "static" || devices != "hybrid") p.erase("static_cpu_fraction");
     if (devices == "cpu") {
-      for (const char* k : {"gpu_batch_blocks", "gpu_batch_residues", "gpu_strategy", "policy"}) p.erase(k);
+      for (const char* k : {"gpu_batch_blocks", "gpu_batch_residues", "gpu_strategy", "policy"})
+        p.erase(k);
     }
     if (devices == "gpu") {
       for (const char* k : {"isa", "policy"}) p.erase(k);
@@ -253,9 +260,12 @@ std::vector<std::vector<std::string>> read_csv(const std::string& text) {
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (quoted) {
-      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') field += '"', ++i;
-      else if (c == '"') quoted = false;
-      else field += c;
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"')
+        field += '"', ++i;
+      else if (c == '"')
+        quoted = false;
+      else
+        field += c;
     } else if (c == '"') {
       quoted = true;
       any = true;

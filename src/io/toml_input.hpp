@@ -16,4 +16,7 @@ std::string read_input_file(const std::string& path, const std::string& what);
 // Parses TOML text; a syntax error is an InputError with `source_name` and its line.
 toml::table parse_toml(std::string_view text, const std::string& source_name);
 
+// The TOML type of a node with its article, for messages: "a string", "an integer".
+std::string_view describe_type(toml::node_type type);
+
 }  // namespace duet::io

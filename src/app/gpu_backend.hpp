@@ -25,7 +25,8 @@ class HmmsearchGpuBackend final : public scheduler::GpuBackend {
   // Receives a block's scores once the whole batch has succeeded; `deferred` marks the
   // targets whose Forward stage remains (they go to the post-queue). Returns whether the
   // block needs the post-queue.
-  using Deliver = std::function<bool(const scheduler::Block&, std::vector<TargetScores>&&, std::vector<bool>&&)>;
+  using Deliver = std::function<bool(const scheduler::Block&, std::vector<TargetScores>&&,
+                                     std::vector<bool>&&)>;
 
   HmmsearchGpuBackend(int device, const SearchProfile& profile, const CascadeSettings& settings,
                       device::GpuKernelChoice kernels, Deliver deliver);
@@ -33,7 +34,8 @@ class HmmsearchGpuBackend final : public scheduler::GpuBackend {
   bool test_double() const override { return false; }
   std::string stages() const override { return "msv+bias+viterbi+forward"; }
   device::GpuKernelChoice kernel_choice() const { return engine_.kernel_choice(); }
-  std::vector<scheduler::GpuBlockOutcome> run(std::span<const scheduler::BlockPtr> blocks, int worker) override;
+  std::vector<scheduler::GpuBlockOutcome> run(std::span<const scheduler::BlockPtr> blocks,
+                                              int worker) override;
 
  private:
   const SearchProfile& profile_;

@@ -1,8 +1,6 @@
 // `duet pairhmm [--format gkl|batch] INPUT -o out.h5`: reads the pairs, runs them through
 // the scheduler, writes /results/pairhmm, /trace/pairhmm and /run.
 #include "app/pairhmm_command.hpp"
-#include "app/run_context.hpp"
-#include "app/trace_output.hpp"
 
 #include <unistd.h>
 
@@ -10,14 +8,16 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
-#include <memory>
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <thread>
 
 #include "app/pairhmm_workload.hpp"
+#include "app/run_context.hpp"
+#include "app/trace_output.hpp"
 #include "core/error.hpp"
 #include "core/pairhmm_input.hpp"
 #include "core/pairhmm_model.hpp"
@@ -40,8 +40,9 @@ struct Options {
 void write_trace(io::Hdf5Writer& file, const scheduler::RunSummary& s) {
   const std::string g = "/trace/pairhmm";
   write_trace_rows(file, g, s.trace, "pairs", false);
-  file.set_attribute(g, "cells_note", std::string("DP cells counted in units of 256 per pair (work-unit adapter): "
-                                                  "within 256 cells per pair of the exact count"));
+  file.set_attribute(g, "cells_note",
+                     std::string("DP cells counted in units of 256 per pair (work-unit adapter): "
+                                 "within 256 cells per pair of the exact count"));
   file.set_attribute(g, "time_unit", std::string("seconds from the start of the run"));
   file.set_attribute(g, "wall_seconds", s.seconds);
   file.set_attribute(g, "idle_tail_seconds", s.idle_tail_seconds);
@@ -75,8 +76,10 @@ void write_results(io::Hdf5Writer& file, const pairhmm::Input& input, const Pair
   file.set_attribute(g, "cells", run.cells);
   file.set_attribute(g, "pairs_computed_in_double", run.pairs_in_double);
   file.set_attribute(g, "min_base_quality", o.min_base_quality);
-  file.set_attribute(g, "model", std::string("GATK/GKL pair-HMM Forward: float (initial constant 2^120 / haplotype "
-                                             "length), recomputed in double (2^1020) when the float sum < 1e-28"));
+  file.set_attribute(
+      g, "model",
+      std::string("GATK/GKL pair-HMM Forward: float (initial constant 2^120 / haplotype "
+                  "length), recomputed in double (2^1020) when the float sum < 1e-28"));
 
   file.create_group("/run");
   file.set_attribute("/run", "program", std::string("duet pairhmm"));
@@ -85,21 +88,26 @@ void write_results(io::Hdf5Writer& file, const pairhmm::Input& input, const Pair
   file.set_attribute("/run", "input", input.path);
   file.set_attribute("/run", "isa", run.cpu_kernel);
   file.set_attribute("/run", "cpu_kernel", run.cpu_kernel);
-  file.set_attribute("/run", "gpu_kernel", run.gpu_kernel.empty() ? std::string("none") : run.gpu_kernel);
+  file.set_attribute("/run", "gpu_kernel",
+                     run.gpu_kernel.empty() ? std::string("none") : run.gpu_kernel);
   file.set_attribute("/run", "machine_host", host_name());
   file.set_attribute("/run", "machine_cpu", cpu_model());
-  file.set_attribute("/run", "machine_cores", static_cast<std::int64_t>(std::thread::hardware_concurrency()));
+  file.set_attribute("/run", "machine_cores",
+                     static_cast<std::int64_t>(std::thread::hardware_concurrency()));
   file.set_attribute("/run", "started", started);
   file.set_attribute("/run", "wall_seconds", run.seconds);
   const scheduler::RunSummary& s = run.schedule;
   file.set_attribute("/run", "cpu_workers", s.cpu_workers);
   file.set_attribute("/run", "gpu_feeders", s.gpu_feeders);
-  file.set_attribute("/run", "gpu_backend", std::string(s.gpu_feeders == 0 ? "none"
-                                                        : s.test_double ? "TEST DOUBLE (CPU kernels on the feeder thread; debug setting)"
-                                                                        : "cuda"));
+  file.set_attribute(
+      "/run", "gpu_backend",
+      std::string(s.gpu_feeders == 0 ? "none"
+                  : s.test_double ? "TEST DOUBLE (CPU kernels on the feeder thread; debug setting)"
+                                  : "cuda"));
   file.set_attribute("/run", "test_double_output", std::int64_t{s.test_double ? 1 : 0});
   file.set_attribute("/run", "scheduler_seconds", s.seconds);
-  file.set_attribute("/run", "cells_per_second", s.seconds > 0 ? static_cast<double>(run.cells) / s.seconds : 0.0);
+  file.set_attribute("/run", "cells_per_second",
+                     s.seconds > 0 ? static_cast<double>(run.cells) / s.seconds : 0.0);
   const double units = static_cast<double>(std::max<std::int64_t>(1, s.residues));
   file.set_attribute("/run", "cpu_cell_share", static_cast<double>(s.cpu_residues) / units);
   file.set_attribute("/run", "gpu_cell_share", static_cast<double>(s.gpu_residues) / units);
@@ -112,16 +120,22 @@ void write_results(io::Hdf5Writer& file, const pairhmm::Input& input, const Pair
 
 }  // namespace
 
-void add_pairhmm_command(CLI::App& app, std::vector<std::pair<CLI::App*, std::function<int()>>>& commands,
+void add_pairhmm_command(CLI::App& app,
+                         std::vector<std::pair<CLI::App*, std::function<int()>>>& commands,
                          int argc, char** argv) {
   auto o = std::make_shared<Options>();
-  auto* cmd = app.add_subcommand("pairhmm", "GATK's pair-HMM Forward: log10 likelihood of every read/haplotype pair");
-  cmd->add_option("input", o->input, "pairs: GKL seven-column or batch format (plain or .gz)")->required();
-  cmd->add_option("--format", o->format, "input format: gkl, batch or auto (default: from the first line)")
+  auto* cmd = app.add_subcommand(
+      "pairhmm", "GATK's pair-HMM Forward: log10 likelihood of every read/haplotype pair");
+  cmd->add_option("input", o->input, "pairs: GKL seven-column or batch format (plain or .gz)")
+      ->required();
+  cmd->add_option("--format", o->format,
+                  "input format: gkl, batch or auto (default: from the first line)")
       ->check(CLI::IsMember({"gkl", "batch", "auto"}));
   cmd->add_option("-o,--out", o->out, "HDF5 result file (default duet.h5)");
-  cmd->add_option("--cpu", o->cpu, "CPU worker threads (default: one per core)")->check(CLI::Range(0, 4096));
-  cmd->add_option("--min-base-quality", o->min_base_quality, "read base qualities below this are raised to it (default 6)")
+  cmd->add_option("--cpu", o->cpu, "CPU worker threads (default: one per core)")
+      ->check(CLI::Range(0, 4096));
+  cmd->add_option("--min-base-quality", o->min_base_quality,
+                  "read base qualities below this are raised to it (default 6)")
       ->check(CLI::Range(0, 93));
   cmd->add_option("--isa", o->isa, "CPU kernel: auto, scalar, avx2, avx512")
       ->check(CLI::IsMember({"auto", "scalar", "avx2", "avx512"}));
@@ -129,14 +143,17 @@ void add_pairhmm_command(CLI::App& app, std::vector<std::pair<CLI::App*, std::fu
                   "GPU kernel: auto, inter (a thread per pair), intra (4 to 32 lanes per pair)")
       ->check(CLI::IsMember({"auto", "inter", "intra"}));
   cmd->add_flag("--no-gpu", o->no_gpu, "run on the CPU only");
-  cmd->add_flag("--gpu-only", o->gpu_only, "pairs to GPUs only (the CPU redoes failed batches)")->excludes("--no-gpu");
+  cmd->add_flag("--gpu-only", o->gpu_only, "pairs to GPUs only (the CPU redoes failed batches)")
+      ->excludes("--no-gpu");
   cmd->add_option("--policy", o->policy, "CPU/GPU split: dynamic (self-scheduling) or static")
       ->check(CLI::IsMember({"dynamic", "static"}));
-  cmd->add_option("--static-cpu-fraction", o->static_cpu_fraction, "static policy: share of cells for the CPU")
+  cmd->add_option("--static-cpu-fraction", o->static_cpu_fraction,
+                  "static policy: share of cells for the CPU")
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--block-cells", o->block_cells, "DP cells per block of pairs (default 4194304)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
-  cmd->add_option("--queue-depth", o->queue_depth, "blocks waiting in the queue (0 = 2 per worker)");
+  cmd->add_option("--queue-depth", o->queue_depth,
+                  "blocks waiting in the queue (0 = 2 per worker)");
   cmd->add_option("--gpu-batch-blocks", o->gpu_batch_blocks, "blocks per GPU batch (default 64)")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
   cmd->add_flag("--quiet", o->quiet, "nothing on standard output, no progress line");
@@ -153,13 +170,14 @@ void add_pairhmm_command(CLI::App& app, std::vector<std::pair<CLI::App*, std::fu
     const pairhmm::Model model(pairhmm::ModelOptions{o->min_base_quality});
 
     PairhmmRunOptions r;
-    r.gpu = o->no_gpu ? PairhmmRunOptions::Gpu::off
+    r.gpu = o->no_gpu     ? PairhmmRunOptions::Gpu::off
             : o->gpu_only ? PairhmmRunOptions::Gpu::only
                           : PairhmmRunOptions::Gpu::auto_detect;
     r.cpu_workers = o->cpu;
     r.isa = o->isa;
     r.gpu_kernel = o->gpu_kernel;
-    r.policy = o->policy == "static" ? scheduler::SplitPolicy::static_fraction : scheduler::SplitPolicy::dynamic;
+    r.policy = o->policy == "static" ? scheduler::SplitPolicy::static_fraction
+                                     : scheduler::SplitPolicy::dynamic;
     r.static_cpu_fraction = o->static_cpu_fraction;
     r.block_cells = o->block_cells;
     r.queue_depth = o->queue_depth;
@@ -167,8 +185,9 @@ void add_pairhmm_command(CLI::App& app, std::vector<std::pair<CLI::App*, std::fu
     r.test_gpus = debug_setting("DUET_DEBUG_TEST_GPU");
     r.fault_every = debug_setting("DUET_DEBUG_GPU_FAULT_EVERY");
     if (r.test_gpus > 0 && r.gpu != PairhmmRunOptions::Gpu::off) {
-      std::cerr << "duet: warning: DUET_DEBUG_TEST_GPU: the GPU is a TEST DOUBLE running CPU kernels; "
-                   "the output file records it\n";
+      std::cerr
+          << "duet: warning: DUET_DEBUG_TEST_GPU: the GPU is a TEST DOUBLE running CPU kernels; "
+             "the output file records it\n";
     }
     r.progress = !o->quiet && ::isatty(STDERR_FILENO);
     r.stop = &g_interrupted;
@@ -182,12 +201,15 @@ void add_pairhmm_command(CLI::App& app, std::vector<std::pair<CLI::App*, std::fu
     h5.commit();
     if (!o->quiet) {
       std::printf("# pairhmm: %lld pairs in %zu batches, %.3g cells, %lld computed in double\n",
-                  static_cast<long long>(run.pairs), input.batches.size(), static_cast<double>(run.cells),
-                  static_cast<long long>(run.pairs_in_double));
-      std::printf("# kernels: CPU %s x %d workers, GPU %s\n", run.cpu_kernel.c_str(), run.schedule.cpu_workers,
+                  static_cast<long long>(run.pairs), input.batches.size(),
+                  static_cast<double>(run.cells), static_cast<long long>(run.pairs_in_double));
+      std::printf("# kernels: CPU %s x %d workers, GPU %s\n", run.cpu_kernel.c_str(),
+                  run.schedule.cpu_workers,
                   run.gpu_kernel.empty() ? "none" : run.gpu_kernel.c_str());
       std::printf("# %.3f s, %.3f GCUPS overall\n", run.schedule.seconds,
-                  run.schedule.seconds > 0 ? static_cast<double>(run.cells) / run.schedule.seconds / 1e9 : 0.0);
+                  run.schedule.seconds > 0
+                      ? static_cast<double>(run.cells) / run.schedule.seconds / 1e9
+                      : 0.0);
       std::printf("# results written to %s\n", o->out.c_str());
     }
     return 0;

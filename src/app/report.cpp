@@ -1,7 +1,5 @@
 // Text, table and HDF5 outputs of hmmsearch; see report.hpp.
 #include "app/report.hpp"
-#include "app/run_context.hpp"
-#include "app/trace_output.hpp"
 
 #include <unistd.h>
 
@@ -9,6 +7,9 @@
 #include <cstdio>
 #include <fstream>
 #include <thread>
+
+#include "app/run_context.hpp"
+#include "app/trace_output.hpp"
 
 namespace duet::app {
 
@@ -52,10 +53,11 @@ void write_trace(io::Hdf5Writer& file, const SearchRun& run) {
       }
     }
     write_trace_rows(file, g, s.trace, "sequences", true);
-    file.set_attribute(g, "stage_names",
-                       std::string("all: every stage; post: CPU-only stages after a device (sequences, residues "
-                                   "and cells count only the targets the device left to the CPU); fault: failed "
-                                   "device batch (redone by the CPU); others: the stages a device ran"));
+    file.set_attribute(
+        g, "stage_names",
+        std::string("all: every stage; post: CPU-only stages after a device (sequences, residues "
+                    "and cells count only the targets the device left to the CPU); fault: failed "
+                    "device batch (redone by the CPU); others: the stages a device ran"));
     file.set_attribute(g, "time_unit", std::string("seconds from the start of this query's run"));
     file.set_attribute(g, "wall_seconds", s.seconds);
     file.set_attribute(g, "idle_tail_seconds", s.idle_tail_seconds);
@@ -83,32 +85,41 @@ void write_trace(io::Hdf5Writer& file, const SearchRun& run) {
   const double total = static_cast<double>(std::max<std::int64_t>(residues, 1));
   file.set_attribute("/run", "cpu_workers", cpu_workers);
   file.set_attribute("/run", "gpu_feeders", gpu_feeders);
-  file.set_attribute("/run", "gpu_backend",
-                     std::string(gpu_feeders == 0 ? "none"
-                                 : test_double    ? "TEST DOUBLE (CPU kernels on the feeder thread; debug setting)"
-                                                  : "cuda"));
+  file.set_attribute(
+      "/run", "gpu_backend",
+      std::string(gpu_feeders == 0 ? "none"
+                  : test_double    ? "TEST DOUBLE (CPU kernels on the feeder thread; debug setting)"
+                                   : "cuda"));
   file.set_attribute("/run", "test_double_output", std::int64_t{test_double ? 1 : 0});
   file.set_attribute("/run", "residues_total", residues);
   file.set_attribute("/run", "cpu_residue_share", static_cast<double>(cpu_residues) / total);
   file.set_attribute("/run", "gpu_residue_share", static_cast<double>(gpu_residues) / total);
   file.set_attribute("/run", "cpu_cells_per_second",
-                     cpu_stage > 0 ? static_cast<double>(cpu_cells) / (cpu_stage / std::max(1, cpu_workers)) : 0.0);
+                     cpu_stage > 0
+                         ? static_cast<double>(cpu_cells) / (cpu_stage / std::max(1, cpu_workers))
+                         : 0.0);
   file.set_attribute("/run", "gpu_cells_per_second",
-                     gpu_stage > 0 ? static_cast<double>(gpu_cells) / (gpu_stage / std::max(1, gpu_feeders)) : 0.0);
+                     gpu_stage > 0
+                         ? static_cast<double>(gpu_cells) / (gpu_stage / std::max(1, gpu_feeders))
+                         : 0.0);
   for (std::size_t k = 0; k < feeder_residues.size(); ++k) {
     const std::string gpu = "gpu" + std::to_string(k);
-    file.set_attribute("/run", gpu + "_residue_share", static_cast<double>(feeder_residues[k]) / total);
-    file.set_attribute("/run", gpu + "_cells_per_second",
-                       feeder_seconds[k] > 0 ? static_cast<double>(feeder_cells[k]) / feeder_seconds[k] : 0.0);
+    file.set_attribute("/run", gpu + "_residue_share",
+                       static_cast<double>(feeder_residues[k]) / total);
+    file.set_attribute(
+        "/run", gpu + "_cells_per_second",
+        feeder_seconds[k] > 0 ? static_cast<double>(feeder_cells[k]) / feeder_seconds[k] : 0.0);
   }
   file.set_attribute("/run", "post_seconds", post_seconds);
   file.set_attribute("/run", "post_cells", post_cells);
   file.set_attribute("/run", "idle_tail_seconds", idle_tail);
   file.set_attribute("/run", "worker_idle_tail_seconds", worker_idle_tail);
-  file.set_attribute("/run", "idle_tail_definition",
-                     std::string("per query, run end minus the moment the first device (the CPU workers together, "
-                                 "or one GPU) ended its last batch; worker_: each CPU worker and GPU feeder on its "
-                                 "own; summed over queries"));
+  file.set_attribute(
+      "/run", "idle_tail_definition",
+      std::string(
+          "per query, run end minus the moment the first device (the CPU workers together, "
+          "or one GPU) ended its last batch; worker_: each CPU worker and GPU feeder on its "
+          "own; summed over queries"));
   file.set_attribute("/run", "gpu_faults", faults);
   // The real GPUs' kernel choice: the table it came from and, per query, the kernels.
   std::string kernels;
@@ -145,7 +156,8 @@ void write_text_report(std::ostream& out, const SearchRun& run, const io::Config
   out << "# duet hmmsearch :: profile HMM search with HMMER 3.3.2's filter cascade\n";
   out << "# query HMM file:                  " << info.hmm_path << "\n";
   out << "# target sequence database:        " << info.database_path << "\n";
-  if (!config.run.tblout.empty()) out << "# per-seq hits tabular output:     " << config.run.tblout << "\n";
+  if (!config.run.tblout.empty())
+    out << "# per-seq hits tabular output:     " << config.run.tblout << "\n";
   out << "# null2 bias corrections:          " << kNull2Note << "\n";
   out << "# CPU SIMD instruction set:        " << info.isa << "\n";
   out << "# - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - -\n\n";
@@ -199,13 +211,14 @@ void write_tblout(std::ostream& out, const SearchRun& run, const RunInfo& info) 
   }
   const int tw = static_cast<int>(tnamew), qw = static_cast<int>(qnamew);
   const int qaw = static_cast<int>(qaccw), taw = static_cast<int>(taccw);
-  out << printf_string("#%*s %22s %22s %33s\n", tw + qw + taw + qaw + 2, "", "--- full sequence ----",
-                       "--- best 1 domain ----", "--- domain number estimation ----");
+  out << printf_string("#%*s %22s %22s %33s\n", tw + qw + taw + qaw + 2, "",
+                       "--- full sequence ----", "--- best 1 domain ----",
+                       "--- domain number estimation ----");
   out << printf_string(
       "#%-*s %-*s %-*s %-*s %9s %6s %5s %9s %6s %5s %5s %3s %3s %3s %3s %3s %3s %3s %s\n", tw - 1,
       " target name", taw, "accession", qw, "query name", qaw, "accession", "  E-value", " score",
-      " bias", "  E-value", " score", " bias", "exp", "reg", "clu", " ov", "env", "dom", "rep", "inc",
-      "description of target");
+      " bias", "  E-value", " score", " bias", "exp", "reg", "clu", " ov", "env", "dom", "rep",
+      "inc", "description of target");
   out << printf_string(
       "#%*s %*s %*s %*s %9s %6s %5s %9s %6s %5s %5s %3s %3s %3s %3s %3s %3s %3s %s\n", tw - 1,
       "-------------------", taw, "----------", qw, "--------------------", qaw, "----------",
@@ -215,19 +228,20 @@ void write_tblout(std::ostream& out, const SearchRun& run, const RunInfo& info) 
     for (std::size_t i : q.reported) {
       const TargetRecord& t = q.targets[i];
       // Domain columns are '-': duet has no domain definition yet.
-      out << printf_string("%-*s %-*s %-*s %-*s %9.2g %6.1f %5.1f %9s %6s %5s %5s %3s %3s %3s %3s %3s %3s %3s %s\n",
-                           tw, t.name.c_str(), taw, "-", qw, q.name.c_str(), qaw,
-                           q.accession.empty() ? "-" : q.accession.c_str(), t.evalue,
-                           static_cast<double>(t.scores.forward_bits), 0.0, "-", "-", "-", "-",
-                           "-", "-", "-", "-", "-", "-", "-",
-                           t.description.empty() ? "-" : t.description.c_str());
+      out << printf_string(
+          "%-*s %-*s %-*s %-*s %9.2g %6.1f %5.1f %9s %6s %5s %5s %3s %3s %3s %3s %3s %3s %3s %s\n",
+          tw, t.name.c_str(), taw, "-", qw, q.name.c_str(), qaw,
+          q.accession.empty() ? "-" : q.accession.c_str(), t.evalue,
+          static_cast<double>(t.scores.forward_bits), 0.0, "-", "-", "-", "-", "-", "-", "-", "-",
+          "-", "-", "-", t.description.empty() ? "-" : t.description.c_str());
     }
   }
   out << "#\n# Program:         duet hmmsearch\n";
   out << "# Query file:      " << info.hmm_path << "\n";
   out << "# Target file:     " << info.database_path << "\n";
   out << "# Option settings: " << info.command_line << "\n";
-  out << "# Domain columns:  - (domain definition not implemented; scores as hmmsearch --nonull2)\n";
+  out << "# Domain columns:  - (domain definition not implemented; scores as hmmsearch "
+         "--nonull2)\n";
   out << "# [ok]\n";
 }
 

@@ -49,7 +49,9 @@ std::vector<std::string> default_kernel_table_paths() {
 HybridOptions hybrid_options(const io::Config& config) {
   const io::SchedulerConfig& c = config.scheduler;
   HybridOptions h;
-  h.gpu = c.no_gpu ? HybridOptions::Gpu::off : c.gpu_only ? HybridOptions::Gpu::only : HybridOptions::Gpu::auto_detect;
+  h.gpu = c.no_gpu     ? HybridOptions::Gpu::off
+          : c.gpu_only ? HybridOptions::Gpu::only
+                       : HybridOptions::Gpu::auto_detect;
   h.policy = c.policy == "static"     ? scheduler::SplitPolicy::static_fraction
              : c.policy == "adaptive" ? scheduler::SplitPolicy::adaptive
                                       : scheduler::SplitPolicy::dynamic;
@@ -129,7 +131,8 @@ class HmmsearchWorkload final : public scheduler::Workload {
       : profile_(profile), settings_(settings), sink_(sink) {
     // One set of SIMD kernels (striped profiles, DP rows) per worker thread.
     for (int i = 0; i < threads; ++i) {
-      kernels_.push_back(std::make_unique<simd::SimdFilterKernels>(profile, isa, simd::ForwardGate::from(settings)));
+      kernels_.push_back(std::make_unique<simd::SimdFilterKernels>(
+          profile, isa, simd::ForwardGate::from(settings)));
     }
   }
   std::int64_t cells_per_residue() const override { return profile_.M; }
@@ -155,7 +158,8 @@ class HmmsearchWorkload final : public scheduler::Workload {
     }
     FilterKernels& k = *kernels_[static_cast<std::size_t>(worker)];
     for (std::size_t i = 0; i < block.sequences(); ++i) {
-      if (deferred[i]) run_forward_stage(profile_, settings_, k, block.sequence(i), block.length(i), scores[i]);
+      if (deferred[i])
+        run_forward_stage(profile_, settings_, k, block.sequence(i), block.length(i), scores[i]);
     }
     return add_block(block, scores, sink_);
   }
@@ -171,7 +175,8 @@ class HmmsearchWorkload final : public scheduler::Workload {
     return work;
   }
   // A device's early-stage scores of a block, with the targets whose Forward remains.
-  void store_partial(std::int64_t block, std::vector<TargetScores> scores, std::vector<bool> deferred) {
+  void store_partial(std::int64_t block, std::vector<TargetScores> scores,
+                     std::vector<bool> deferred) {
     std::lock_guard lock(mutex_);
     partial_.emplace(block, std::make_pair(std::move(scores), std::move(deferred)));
   }
@@ -191,14 +196,19 @@ class HmmsearchWorkload final : public scheduler::Workload {
 // (batches, post-queue, fault requeue).
 class TestDoubleGpu final : public scheduler::GpuBackend {
  public:
-  TestDoubleGpu(const SearchProfile& profile, const CascadeSettings& settings, HmmsearchWorkload& workload,
-                scheduler::ResultSink<BlockRecords>& sink, int number)
-      : profile_(profile), settings_(settings), workload_(workload), sink_(sink), kernels_(profile),
+  TestDoubleGpu(const SearchProfile& profile, const CascadeSettings& settings,
+                HmmsearchWorkload& workload, scheduler::ResultSink<BlockRecords>& sink, int number)
+      : profile_(profile),
+        settings_(settings),
+        workload_(workload),
+        sink_(sink),
+        kernels_(profile),
         number_(number) {}
   std::string name() const override { return "test-double GPU " + std::to_string(number_); }
   bool test_double() const override { return true; }
   std::string stages() const override { return "msv+bias+viterbi"; }
-  std::vector<scheduler::GpuBlockOutcome> run(std::span<const scheduler::BlockPtr> blocks, int) override {
+  std::vector<scheduler::GpuBlockOutcome> run(std::span<const scheduler::BlockPtr> blocks,
+                                              int) override {
     std::vector<scheduler::GpuBlockOutcome> outcomes;
     for (const scheduler::BlockPtr& b : blocks) {
       std::vector<TargetScores> scores(b->sequences());
@@ -247,7 +257,8 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& 
       kernel_table = io::load_kernel_table(hybrid.gpu_kernel_table);
     }
 #else
-    if (!hybrid.gpu_devices.empty()) throw UsageError("--gpus: this build has no CUDA support (no GPU can be used)");
+    if (!hybrid.gpu_devices.empty())
+      throw UsageError("--gpus: this build has no CUDA support (no GPU can be used)");
 #endif
   }
   const int gpus = hybrid.gpu == HybridOptions::Gpu::off ? 0
@@ -321,7 +332,8 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& 
     }
 #ifdef DUET_HAVE_CUDA
     std::vector<std::unique_ptr<HmmsearchGpuBackend>> devices_in_use;
-    const auto deliver = [&workload, &sink](const scheduler::Block& b, std::vector<TargetScores>&& scores,
+    const auto deliver = [&workload, &sink](const scheduler::Block& b,
+                                            std::vector<TargetScores>&& scores,
                                             std::vector<bool>&& deferred) {
       const bool post = std::find(deferred.begin(), deferred.end(), true) != deferred.end();
       if (post) {
@@ -351,7 +363,8 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& 
       run.stopped = true;
       return run;
     }
-    if (sink.held_back() != 0) throw std::logic_error("scheduler: results of some blocks are missing");
+    if (sink.held_back() != 0)
+      throw std::logic_error("scheduler: results of some blocks are missing");
     finish_query(query, config.search);
     query.seconds = std::chrono::duration<double>(Clock::now() - query_start).count();
     run.queries.push_back(std::move(query));

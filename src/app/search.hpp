@@ -10,8 +10,8 @@
 
 #include "core/cascade.hpp"
 #include "core/hmm.hpp"
-#include "scheduler/scheduler.hpp"
 #include "io/config.hpp"
+#include "scheduler/scheduler.hpp"
 
 namespace duet::app {
 
@@ -22,7 +22,7 @@ struct TargetRecord {
   std::string description;
   std::int32_t length = 0;
   TargetScores scores;
-  double evalue = 0;       // P-value x Z (Forward P-value when it reached Forward)
+  double evalue = 0;  // P-value x Z (Forward P-value when it reached Forward)
   bool reported = false;
 };
 
@@ -48,7 +48,7 @@ struct QueryResult {
 struct SearchRun {
   std::vector<QueryResult> queries;
   double seconds = 0;
-  bool stopped = false;  // interrupted (SIGINT): results are incomplete
+  bool stopped = false;          // interrupted (SIGINT): results are incomplete
   std::string gpu_kernel_table;  // the table the real GPUs' kernels came from; "" = none used
 };
 

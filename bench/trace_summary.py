@@ -3,14 +3,15 @@
 workers, pass time, mean busy time per worker, first block start, cells per second per
 CPU worker, GPU share and the idle tails (see the README's Output section).
 
-    python3 bench/trace_summary.py result.h5 [more.h5 ...]
+    python3 bench/trace_summary.py [--phases] result.h5 [more.h5 ...]
+(--phases: also the span and busy time of the CPU blocks, the post-queue and each GPU batch)
 """
 import sys
 
 import h5py
 import numpy as np
 
-for path in sys.argv[1:]:
+for path in [a for a in sys.argv[1:] if not a.startswith("--")]:
     with h5py.File(path, "r") as f:
         run = f["/run"].attrs
         for query in f["/trace"]:
@@ -27,3 +28,16 @@ for path in sys.argv[1:]:
                   f"cpu_Gc/s_per_worker={per_worker:.2f} gpu_share={run.get('gpu_residue_share', 0):.2f} "
                   f"idle_tail={t.attrs['idle_tail_seconds']:.3f}s worker_idle_tail={t.attrs['worker_idle_tail_seconds']:.3f}s "
                   f"reused_blocks={int(t.attrs.get('reused_blocks', 0))}/{int(t.attrs.get('blocks', 0))}")
+        if "--phases" in sys.argv:
+            # Where a hybrid pass went: the CPU's own blocks, its post-queue work, each GPU batch.
+            for query in f["/trace"]:
+                t = f["/trace"][query]
+                start, end, device = t["start"][:], t["end"][:], t["device"][:]
+                stage = t["stage"].asstr()[:]
+                own = (device == 0) & (stage == "all")
+                post = (device == 0) & (stage == "post")
+                gpu = device == 1
+                span = lambda m: f"{start[m].min():.3f}..{end[m].max():.3f}s" if m.any() else "none"
+                print(f"  {query}: CPU blocks {span(own)} busy {float((end - start)[own].sum()):.3f}s; "
+                      f"post {span(post)} busy {float((end - start)[post].sum()):.3f}s; GPU batches "
+                      + " ".join(f"{a:.3f}-{b:.3f}" for a, b in zip(start[gpu], end[gpu])))

@@ -251,6 +251,59 @@ TEST(SchedulerParts, QueueBoundsDepthAndServesPostAndRequeuedFirst) {
   EXPECT_TRUE(queue.pop_batch_for_gpu(4, 100).empty());
 }
 
+// A GPU feeder's host loop goes to waiting CPU workers before anything else; every index
+// runs once; an exception in a body reaches the feeder; after cancel() the feeder does it
+// all alone.
+TEST(SchedulerParts, HostLoopsAreSharedWithWaitingWorkers) {
+  scheduler::BlockQueue queue(4);
+  auto block = std::make_shared<scheduler::Block>();
+  ASSERT_TRUE(queue.push(block));
+  ASSERT_EQ(queue.pop_batch_for_gpu(1, 1 << 20).size(), 1u);  // a batch out: workers wait
+  std::mutex mutex;
+  std::map<std::thread::id, int> ran;  // indices run per thread
+  std::atomic<bool> helped{false};
+  const std::thread::id feeder = std::this_thread::get_id();
+  std::vector<std::thread> workers;
+  std::atomic<int> loops_taken{0};
+  for (int w = 0; w < 3; ++w) {
+    workers.emplace_back([&] {
+      while (auto task = queue.pop_for_cpu()) {
+        ASSERT_EQ(task->kind, scheduler::CpuTask::Kind::host_loop);
+        ++loops_taken;
+        task->loop->work();
+      }
+    });
+  }
+  constexpr std::size_t n = 5000;
+  std::vector<std::size_t> out(n, 0);
+  queue.run_host_loop(n, 8, [&](std::size_t i) {
+    if (i == 0 && std::this_thread::get_id() == feeder) {  // wait until a worker helped
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (!helped.load() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+    }
+    if (std::this_thread::get_id() != feeder) helped = true;
+    out[i] += 3 * i + 1;
+    std::lock_guard lock(mutex);
+    ++ran[std::this_thread::get_id()];
+  });
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], 3 * i + 1) << "index " << i;
+  EXPECT_TRUE(helped.load());
+  EXPECT_GE(ran.size(), 2u);
+  EXPECT_GE(loops_taken.load(), 1);
+  EXPECT_THROW(queue.run_host_loop(100, 4,
+                                   [](std::size_t i) {
+                                     if (i == 37) throw std::runtime_error("body failed");
+                                   }),
+               std::runtime_error);
+  queue.end_gpu_batch();
+  queue.close();
+  for (auto& t : workers) t.join();  // closed and drained: the workers stop
+  queue.cancel();
+  std::vector<int> alone(300, 0);
+  queue.run_host_loop(alone.size(), 16, [&](std::size_t i) { alone[i] = static_cast<int>(i); });
+  for (std::size_t i = 0; i < alone.size(); ++i) EXPECT_EQ(alone[i], static_cast<int>(i));
+}
+
 // The adaptive policy's batch size: about half of what the device does in the time the
 // whole machine needs for what is left; a quarter of the maximum before any measure.
 TEST(SchedulerParts, AdaptiveBatchShrinksAsWorkRunsOut) {

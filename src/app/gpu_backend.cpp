@@ -2,6 +2,9 @@
 #include "app/gpu_backend.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 
 #include "core/error.hpp"
@@ -53,7 +56,39 @@ struct Half {
   std::vector<int> forward;  // targets reaching the Forward stage
 };
 
+std::string gpu_name(int device) {
+  for (const auto& g : device::list_gpus().gpus) {
+    if (g.index == device) return g.name;
+  }
+  return "?";
+}
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point& t) {
+  const Clock::time_point now = Clock::now();
+  const double s = std::chrono::duration<double>(now - t).count();
+  t = now;
+  return s;
+}
+
 }  // namespace
+
+HmmsearchGpuBackend::~HmmsearchGpuBackend() {
+  if (std::getenv("DUET_GPU_TIMES") == nullptr) return;
+  const FeederTimes& t = times_;
+  std::fprintf(stderr,
+               "hmmsearch GPU %d: set-up %.3f s; %lld batches, %lld targets (%lld Viterbi, %lld "
+               "Forward, %lld exact MSV); feeder: pack+submit %.3f s, MSV wait %.3f s, phase one "
+               "%.3f s, Viterbi wait %.3f s, phase two %.3f s, Forward wait %.3f s, phase three "
+               "%.3f s, deliver %.3f s; kernels: MSV %.3f s, exact MSV %.3f s, Viterbi %.3f s, "
+               "Forward %.3f s\n",
+               device_, t.setup, static_cast<long long>(t.batches),
+               static_cast<long long>(t.targets), static_cast<long long>(t.viterbi_targets),
+               static_cast<long long>(t.forward_targets), static_cast<long long>(t.exact_targets),
+               t.submit, t.wait_msv, t.phase_one, t.wait_viterbi, t.phase_two, t.wait_forward,
+               t.phase_three, t.deliver, t.msv_kernel, t.exact_kernel, t.viterbi_kernel,
+               t.forward_kernel);
+}
 
 HmmsearchGpuBackend::HmmsearchGpuBackend(int device, const SearchProfile& profile,
                                          const CascadeSettings& settings,
@@ -61,15 +96,36 @@ HmmsearchGpuBackend::HmmsearchGpuBackend(int device, const SearchProfile& profil
     : profile_(profile),
       settings_(settings),
       deliver_(std::move(deliver)),
-      engine_(device, profile, kernels) {}
+      device_(device),
+      kernels_(device::resolve_kernel_choice(kernels, profile.M)),
+      device_name_(gpu_name(device)),
+      run_host_loop_(scheduler::run_host_loop_serially) {}
 
 std::string HmmsearchGpuBackend::name() const {
-  return "GPU " + std::to_string(engine_.device()) + " (" + engine_.device_name() + ")";
+  return "GPU " + std::to_string(device_) + " (" + device_name_ + ")";
+}
+
+void HmmsearchGpuBackend::start(const scheduler::HostLoopRunner& run_host_loop) {
+  run_host_loop_ = run_host_loop;
+  engine();
+}
+
+device::HmmGpuEngine& HmmsearchGpuBackend::engine() {
+  if (!engine_) {
+    const auto t0 = Clock::now();
+    engine_ = std::make_unique<device::HmmGpuEngine>(device_, profile_, kernels_);
+    times_.setup += std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+  return *engine_;
 }
 
 std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(
     std::span<const scheduler::BlockPtr> blocks, int) {
+  device::HmmGpuEngine& engine = this->engine();
   // Two halves by residues, one per engine slot.
+  FeederTimes& times = times_;
+  Clock::time_point tick = Clock::now();
+  ++times.batches;
   std::int64_t total = 0;
   for (const auto& b : blocks) total += b->residue_count();
   Half halves[device::HmmGpuEngine::kSlots];
@@ -83,49 +139,71 @@ std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(
       h.targets.push_back({b->sequence(i), b->length(i)});
   }
   for (int s = 0; s < device::HmmGpuEngine::kSlots; ++s) {
-    engine_.submit_msv(s, halves[s].targets.data(), halves[s].targets.size());
+    engine.submit_msv(s, halves[s].targets.data(), halves[s].targets.size());
+    times.targets += static_cast<std::int64_t>(halves[s].targets.size());
   }
-  DeviceScores kernels;
+  times.submit += since(tick);
+  // The cascade's host work per target (the bias filter above all) is spread over the CPU
+  // workers that are free (run_host_loop_); each target's scores depend on it alone.
+  constexpr std::size_t kChunk = 256;
   // Phase one per half (MSV, bias filter, Viterbi decisions) while the other half runs.
   for (int s = 0; s < device::HmmGpuEngine::kSlots; ++s) {
     Half& h = halves[s];
-    const std::vector<FilterScore>& msv = engine_.wait_msv(s);
+    const std::vector<FilterScore>& msv = engine.wait_msv(s);
+    times.wait_msv += since(tick);
     h.scores.resize(h.targets.size());
-    for (std::size_t i = 0; i < h.targets.size(); ++i) {
+    std::vector<char> wants_viterbi(h.targets.size(), 0);
+    run_host_loop_(h.targets.size(), kChunk, [&](std::size_t i) {
+      DeviceScores kernels;
       kernels.msv_score = msv[i];
-      kernels.have_viterbi = kernels.viterbi_requested = false;
       h.scores[i] =
           run_filters(profile_, settings_, kernels, h.targets[i].residues, h.targets[i].length);
-      if (kernels.viterbi_requested) h.viterbi.push_back(static_cast<int>(i));
+      wants_viterbi[i] = kernels.viterbi_requested;
+    });
+    for (std::size_t i = 0; i < h.targets.size(); ++i) {
+      if (wants_viterbi[i]) h.viterbi.push_back(static_cast<int>(i));
     }
-    engine_.submit_viterbi(s, h.viterbi.data(), h.viterbi.size());
+    engine.submit_viterbi(s, h.viterbi.data(), h.viterbi.size());
+    times.viterbi_targets += static_cast<std::int64_t>(h.viterbi.size());
+    times.phase_one += since(tick);
   }
   // Phase two: the cascade again for the targets that ran the Viterbi filter.
   for (int s = 0; s < device::HmmGpuEngine::kSlots; ++s) {
     Half& h = halves[s];
-    const std::vector<FilterScore>& msv = engine_.wait_msv(s);
-    const std::vector<FilterScore>& vit = engine_.wait_viterbi(s);
-    for (std::size_t j = 0; j < h.viterbi.size(); ++j) {
+    const std::vector<FilterScore>& msv = engine.wait_msv(s);
+    const std::vector<FilterScore>& vit = engine.wait_viterbi(s);
+    times.wait_viterbi += since(tick);
+    run_host_loop_(h.viterbi.size(), kChunk / 4, [&](std::size_t j) {
       const int i = h.viterbi[j];
+      DeviceScores kernels;
       kernels.msv_score = msv[i];
       kernels.viterbi_score = vit[j];
       kernels.have_viterbi = true;
       h.scores[i] =
           run_filters(profile_, settings_, kernels, h.targets[i].residues, h.targets[i].length);
-    }
+    });
     // Forward on the GPU for every target that reached it (the Viterbi survivors, and
     // those whose MSV P-value skipped the Viterbi filter).
     for (std::size_t i = 0; i < h.targets.size(); ++i) {
       if (needs_forward(h.scores[i])) h.forward.push_back(static_cast<int>(i));
     }
-    engine_.submit_forward(s, h.forward.data(), h.forward.size());
+    engine.submit_forward(s, h.forward.data(), h.forward.size());
+    times.forward_targets += static_cast<std::int64_t>(h.forward.size());
+    times.phase_two += since(tick);
   }
   // Phase three: a target whose GPU Forward score plus the margin fails F3 is rejected
   // here; the others keep needing Forward, whose canonical score the CPU computes.
   OptimisticForward optimistic;
   for (int s = 0; s < device::HmmGpuEngine::kSlots; ++s) {
     Half& h = halves[s];
-    const std::vector<float>& fwd = engine_.wait_forward(s);
+    const std::vector<float>& fwd = engine.wait_forward(s);
+    times.wait_forward += since(tick);
+    const device::GpuKernelTimes k = engine.kernel_times(s);
+    times.msv_kernel += k.msv_ms / 1e3;
+    times.exact_kernel += k.msv_exact_ms / 1e3;
+    times.viterbi_kernel += k.viterbi_ms / 1e3;
+    times.forward_kernel += k.forward_ms / 1e3;
+    times.exact_targets += k.msv_exact_targets;
     for (std::size_t j = 0; j < h.forward.size(); ++j) {
       const int i = h.forward[j];
       optimistic.score = fwd[j];
@@ -134,6 +212,7 @@ std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(
                         t);
       if (t.stage != Stage::passed) h.scores[i] = t;  // rejected, recorded as the cascade does
     }
+    times.phase_three += since(tick);
   }
   // Every kernel succeeded: deliver, block by block.
   std::vector<scheduler::GpuBlockOutcome> outcomes;
@@ -153,6 +232,7 @@ std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(
       outcomes.push_back(outcome);
     }
   }
+  times.deliver += since(tick);
   return outcomes;
 }
 

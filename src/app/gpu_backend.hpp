@@ -5,9 +5,11 @@
 // still fails F3 is rejected here, exactly as run_forward_stage records a rejection; the
 // others go to the CPU's post-queue, which computes the canonical Forward score. A batch is
 // split in two halves on the engine's two slots (streams), so that one half's kernels
-// overlap the other half's host work and copies.
+// overlap the other half's host work and copies; the host work per target is shared with
+// idle CPU workers through the scheduler's host loops.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <span>
@@ -30,10 +32,15 @@ class HmmsearchGpuBackend final : public scheduler::GpuBackend {
 
   HmmsearchGpuBackend(int device, const SearchProfile& profile, const CascadeSettings& settings,
                       device::GpuKernelChoice kernels, Deliver deliver);
+  // With DUET_GPU_TIMES set, prints where the feeder's time went (for bench/RESULTS.md).
+  ~HmmsearchGpuBackend() override;
   std::string name() const override;
   bool test_double() const override { return false; }
   std::string stages() const override { return "msv+bias+viterbi+forward"; }
-  device::GpuKernelChoice kernel_choice() const { return engine_.kernel_choice(); }
+  device::GpuKernelChoice kernel_choice() const { return kernels_; }
+  // Creates the engine (CUDA context, model upload) on the feeder's thread, so that the
+  // CPU workers start meanwhile; run() creates it if start() was not called.
+  void start(const scheduler::HostLoopRunner& run_host_loop) override;
   std::vector<scheduler::GpuBlockOutcome> run(std::span<const scheduler::BlockPtr> blocks,
                                               int worker) override;
 
@@ -41,7 +48,20 @@ class HmmsearchGpuBackend final : public scheduler::GpuBackend {
   const SearchProfile& profile_;
   CascadeSettings settings_;
   Deliver deliver_;
-  device::HmmGpuEngine engine_;
+  int device_;
+  device::GpuKernelChoice kernels_;
+  std::string device_name_;
+  scheduler::HostLoopRunner run_host_loop_;
+  std::unique_ptr<device::HmmGpuEngine> engine_;
+  device::HmmGpuEngine& engine();
+  using Clock = std::chrono::steady_clock;
+  struct FeederTimes {
+    std::int64_t batches = 0, targets = 0, viterbi_targets = 0, forward_targets = 0,
+                 exact_targets = 0;
+    double setup = 0, submit = 0, wait_msv = 0, phase_one = 0, wait_viterbi = 0, phase_two = 0,
+           wait_forward = 0, phase_three = 0, deliver = 0;
+    double msv_kernel = 0, exact_kernel = 0, viterbi_kernel = 0, forward_kernel = 0;
+  } times_;
 };
 
 // The GPUs a search uses: `requested` (from --gpus) or, when empty, every GPU the CUDA

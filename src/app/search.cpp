@@ -202,11 +202,15 @@ class TestDoubleGpu final : public scheduler::GpuBackend {
         settings_(settings),
         workload_(workload),
         sink_(sink),
-        kernels_(profile),
-        number_(number) {}
+        number_(number),
+        run_host_loop_(scheduler::run_host_loop_serially) {}
   std::string name() const override { return "test-double GPU " + std::to_string(number_); }
   bool test_double() const override { return true; }
   std::string stages() const override { return "msv+bias+viterbi"; }
+  void start(const scheduler::HostLoopRunner& run_host_loop) override {
+    run_host_loop_ = run_host_loop;
+  }
+  // The filters of each target as a host loop, as the real backend shares its host work.
   std::vector<scheduler::GpuBlockOutcome> run(std::span<const scheduler::BlockPtr> blocks,
                                               int) override {
     std::vector<scheduler::GpuBlockOutcome> outcomes;
@@ -214,8 +218,11 @@ class TestDoubleGpu final : public scheduler::GpuBackend {
       std::vector<TargetScores> scores(b->sequences());
       std::vector<bool> deferred(b->sequences(), false);
       scheduler::GpuBlockOutcome outcome;
+      run_host_loop_(b->sequences(), 16, [&](std::size_t i) {
+        ReferenceFilters kernels(profile_);
+        scores[i] = run_filters(profile_, settings_, kernels, b->sequence(i), b->length(i));
+      });
       for (std::size_t i = 0; i < b->sequences(); ++i) {
-        scores[i] = run_filters(profile_, settings_, kernels_, b->sequence(i), b->length(i));
         deferred[i] = needs_forward(scores[i]);
         if (deferred[i]) ++outcome.survivors;
       }
@@ -235,8 +242,25 @@ class TestDoubleGpu final : public scheduler::GpuBackend {
   CascadeSettings settings_;
   HmmsearchWorkload& workload_;
   scheduler::ResultSink<BlockRecords>& sink_;
-  ReferenceKernels kernels_;
   int number_;
+  scheduler::HostLoopRunner run_host_loop_;
+  // The filters' scalar references (no state: one per target).
+  class ReferenceFilters final : public FilterKernels {
+   public:
+    explicit ReferenceFilters(const SearchProfile& profile) : profile_(profile) {}
+    FilterScore msv(const Residue* dsq, int L) override {
+      return msv_filter_reference(profile_.msv, dsq, L);
+    }
+    FilterScore viterbi(const Residue* dsq, int L) override {
+      return viterbi_filter_reference(profile_.viterbi, dsq, L);
+    }
+    float forward(const Residue*, int) override {
+      throw std::logic_error("test-double GPU: Forward is the CPU's (post-queue)");
+    }
+
+   private:
+    const SearchProfile& profile_;
+  };
 };
 
 }  // namespace

@@ -743,10 +743,7 @@ HmmGpuEngine::HmmGpuEngine(int device, const SearchProfile& profile, GpuKernelCh
   Impl& m = *impl_;
   m.device = device;
   m.strategy = choice.viterbi;
-  const int group = choice.msv_group_threads == 0 ? msv_group_threads(profile.M) : choice.msv_group_threads;
-  if (group != 8 && group != 16 && group != 32) {
-    throw std::invalid_argument("MSV thread group of " + std::to_string(group) + " threads (8, 16 or 32)");
-  }
+  const int group = resolve_kernel_choice(choice, profile.M).msv_group_threads;
   int count = 0;
   check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
   if (device < 0 || device >= count) {

@@ -101,6 +101,9 @@ struct GpuKernelChoice {
   int msv_group_threads = 0;
   GpuStrategy viterbi = GpuStrategy::warp_groups;
 };
+// The kernels an engine for a model of length M runs (msv_group_threads 0 resolved with
+// msv_group_threads(M)); throws std::invalid_argument for a group other than 8, 16, 32.
+GpuKernelChoice resolve_kernel_choice(GpuKernelChoice choice, int M);
 
 // One target: residues (codes of the model's alphabet) and length.
 struct GpuTarget {

@@ -52,23 +52,66 @@ void BlockQueue::post(BlockPtr block) {
   changed_.notify_all();
 }
 
+void HostLoop::work() {
+  for (;;) {
+    const std::size_t begin = next_.fetch_add(chunk_);
+    if (begin >= n_) return;
+    const std::size_t end = std::min(n_, begin + chunk_);
+    std::exception_ptr error;
+    try {
+      for (std::size_t i = begin; i < end; ++i) body_(i);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    std::lock_guard lock(mutex_);
+    if (error && !error_) error_ = error;
+    done_ += end - begin;
+    if (done_ == n_) all_done_.notify_all();
+  }
+}
+
+void HostLoop::wait() {
+  std::unique_lock lock(mutex_);
+  all_done_.wait(lock, [&] { return done_ == n_; });
+  if (error_) std::rethrow_exception(error_);
+}
+
+void BlockQueue::run_host_loop(std::size_t n, std::size_t chunk,
+                               const std::function<void(std::size_t)>& body) {
+  if (n == 0) return;
+  auto loop = std::make_shared<HostLoop>(n, chunk, body);
+  if (n > chunk) {  // worth sharing
+    std::lock_guard lock(mutex_);
+    loops_.push_back(loop);
+    changed_.notify_all();
+  }
+  loop->work();
+  {
+    std::lock_guard lock(mutex_);
+    std::erase(loops_, loop);
+  }
+  loop->wait();
+}
+
 std::optional<CpuTask> BlockQueue::pop_for_cpu() {
   std::unique_lock lock(mutex_);
   for (;;) {
     if (cancelled_) return std::nullopt;
+    std::erase_if(loops_, [](const std::shared_ptr<HostLoop>& l) { return l->exhausted(); });
+    if (!loops_.empty()) return CpuTask{CpuTask::Kind::host_loop, nullptr, loops_.front()};
     if (!post_.empty()) {
-      CpuTask t{CpuTask::Kind::post, std::move(post_.front())};
+      CpuTask t{CpuTask::Kind::post, std::move(post_.front()), nullptr};
       post_.pop_front();
       return t;
     }
     if (!requeued_.empty()) {
-      CpuTask t{CpuTask::Kind::block, std::move(requeued_.front())};
+      CpuTask t{CpuTask::Kind::block, std::move(requeued_.front()), nullptr};
       requeued_.pop_front();
       return t;
     }
     const auto it = std::find_if(fresh_.begin(), fresh_.end(), [&](const BlockPtr& b) { return cpu_may_take(*b); });
     if (it != fresh_.end()) {
-      CpuTask t{CpuTask::Kind::block, std::move(*it)};
+      CpuTask t{CpuTask::Kind::block, std::move(*it), nullptr};
       fresh_.erase(it);
       changed_.notify_all();  // room for the reader
       return t;

@@ -10,11 +10,18 @@
 // - A popper waits while nothing it may take is queued and more may come: the reader has
 //   not closed the queue, or a GPU batch is still out (it may requeue or post). Both return
 //   nothing once the queue is closed and drained, or cancelled.
+// - run_host_loop() (a GPU feeder's host work, e.g. the cascade's decisions for every
+//   target of a batch) shares a loop with the CPU workers: pop_for_cpu() hands it out
+//   before anything else, so an idle or freed worker helps; the caller works on it too.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -23,9 +30,31 @@
 
 namespace duet::scheduler {
 
+// One run_host_loop call: indices [0, n) handed out in chunks to whoever calls work().
+class HostLoop {
+ public:
+  HostLoop(std::size_t n, std::size_t chunk, const std::function<void(std::size_t)>& body)
+      : n_(n), chunk_(chunk == 0 ? 1 : chunk), body_(body) {}
+  // Runs chunks until none is left to hand out; the first exception of a body is kept.
+  void work();
+  bool exhausted() const { return next_.load() >= n_; }
+  // Waits until every index was run (by anyone); rethrows the first exception.
+  void wait();
+
+ private:
+  std::size_t n_, chunk_;
+  const std::function<void(std::size_t)>& body_;
+  std::atomic<std::size_t> next_{0};
+  std::mutex mutex_;
+  std::condition_variable all_done_;
+  std::size_t done_ = 0;
+  std::exception_ptr error_;
+};
+
 struct CpuTask {
-  enum class Kind { block, post } kind = Kind::block;
+  enum class Kind { block, post, host_loop } kind = Kind::block;
   BlockPtr block;
+  std::shared_ptr<HostLoop> loop;  // host_loop: run loop->work()
 };
 
 class BlockQueue {
@@ -46,6 +75,12 @@ class BlockQueue {
   std::vector<BlockPtr> pop_batch_for_gpu(std::size_t max_blocks, std::int64_t max_residues);
   void end_gpu_batch();
 
+  // Calls body(i) for every i in [0, n), in chunks of `chunk` indices, on this thread and
+  // on CPU workers that ask for work meanwhile; returns when all calls have returned and
+  // rethrows the first exception a call threw. Safe after close() or cancel() (the caller
+  // then does all of it).
+  void run_host_loop(std::size_t n, std::size_t chunk, const std::function<void(std::size_t)>& body);
+
   bool cancelled() const;
 
  private:
@@ -57,6 +92,7 @@ class BlockQueue {
   std::condition_variable changed_;
   std::size_t depth_;
   std::deque<BlockPtr> fresh_, requeued_, post_;
+  std::vector<std::shared_ptr<HostLoop>> loops_;  // host loops with chunks left to hand out
   int gpu_batches_out_ = 0;
   bool closed_ = false, cancelled_ = false;
 };

@@ -115,6 +115,10 @@ void cpu_worker(Shared& shared, Workload& workload, int worker, const SchedulerO
       shared.queue.cancel();
       return;
     }
+    if (task->kind == CpuTask::Kind::host_loop) {  // a feeder's host work: no trace row of its own
+      task->loop->work();
+      continue;
+    }
     const double start = shared.now();
     const bool post = task->kind == CpuTask::Kind::post;
     const BlockPtr blocks[] = {task->block};
@@ -150,6 +154,9 @@ std::int64_t adaptive_budget(const Shared& shared, std::size_t feeder, const Sch
 
 void gpu_feeder(Shared& shared, GpuBackend& gpu, std::int64_t cells_per_residue, int worker, std::size_t feeder,
                 const SchedulerOptions& options, std::vector<TraceRow>& trace, std::int64_t& faults) {
+  gpu.start([&shared](std::size_t n, std::size_t chunk, const std::function<void(std::size_t)>& body) {
+    shared.queue.run_host_loop(n, chunk, body);
+  });
   std::int64_t batches = 0;
   double busy = 0;
   std::int64_t done = 0;
@@ -233,6 +240,10 @@ void progress_line(const Shared& shared) {
 }
 
 }  // namespace
+
+void run_host_loop_serially(std::size_t n, std::size_t, const std::function<void(std::size_t)>& body) {
+  for (std::size_t i = 0; i < n; ++i) body(i);
+}
 
 std::int64_t adaptive_batch_residues(double own_rate, double machine_rate, double remaining,
                                      std::int64_t max_residues) {

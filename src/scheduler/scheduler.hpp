@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -53,6 +54,13 @@ struct GpuBlockOutcome {
   std::int64_t survivors = 0;  // sequences passing the stages the device ran
 };
 
+// Runs body(i) for i in [0, n) in chunks, sharing the work with CPU workers that are idle
+// or finish a block meanwhile (BlockQueue::run_host_loop); returns when all are done.
+using HostLoopRunner =
+    std::function<void(std::size_t n, std::size_t chunk, const std::function<void(std::size_t)>& body)>;
+// The same on the calling thread alone (no scheduler: tests, tools).
+void run_host_loop_serially(std::size_t n, std::size_t chunk, const std::function<void(std::size_t)>& body);
+
 // A device. run() is called from its feeder thread only. On failure it throws, and must
 // not have delivered any result of the batch (the blocks are redone by the CPU).
 class GpuBackend {
@@ -63,6 +71,10 @@ class GpuBackend {
   virtual bool test_double() const = 0;
   // Stages the device runs, for the trace ("all" or e.g. "msv+bias+viterbi").
   virtual std::string stages() const = 0;
+  // Called once on the feeder's thread before its first batch, while the CPU workers
+  // already run: device set-up belongs here, and the runner of host loops that run() may
+  // use for its host work. An exception fails the whole run.
+  virtual void start(const HostLoopRunner& /*run_host_loop*/) {}
   virtual std::vector<GpuBlockOutcome> run(std::span<const BlockPtr> blocks, int worker) = 0;
 };
 

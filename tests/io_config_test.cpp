@@ -41,8 +41,8 @@ TEST(IoConfig, DefaultsAreHmmersearchDefaults) {
   EXPECT_EQ(config.scheduler.static_cpu_fraction, 0.5);
   EXPECT_EQ(config.scheduler.block_residues, 1 << 20);
   EXPECT_EQ(config.scheduler.queue_depth, 0);
-  EXPECT_EQ(config.scheduler.gpu_batch_blocks, 8);
-  EXPECT_EQ(config.scheduler.gpu_batch_residues, 16 << 20);
+  EXPECT_EQ(config.scheduler.gpu_batch_blocks, 32);
+  EXPECT_EQ(config.scheduler.gpu_batch_residues, 32 << 20);
   EXPECT_FALSE(config.scheduler.no_gpu);
   EXPECT_FALSE(config.scheduler.gpu_only);
   EXPECT_EQ(config.scheduler.reuse_memory, std::uint64_t{2} << 30);

@@ -21,6 +21,10 @@ class DeviceScores final : public FilterKernels {
  public:
   FilterScore msv_score{}, viterbi_score{};
   bool have_viterbi = false, viterbi_requested = false;
+  const float* bias_score = nullptr;  // phase two: the bias filter's score from phase one
+  float bias(const BiasFilterModel& model, const Residue* dsq, int L) override {
+    return bias_score ? *bias_score : bias_filter_score(model, dsq, L);
+  }
   FilterScore msv(const Residue*, int) override { return msv_score; }
   FilterScore viterbi(const Residue*, int) override {
     if (!have_viterbi) viterbi_requested = true;
@@ -139,7 +143,7 @@ std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(
       h.targets.push_back({b->sequence(i), b->length(i)});
   }
   for (int s = 0; s < device::HmmGpuEngine::kSlots; ++s) {
-    engine.submit_msv(s, halves[s].targets.data(), halves[s].targets.size());
+    engine.submit_msv(s, halves[s].targets.data(), halves[s].targets.size(), run_host_loop_);
     times.targets += static_cast<std::int64_t>(halves[s].targets.size());
   }
   times.submit += since(tick);
@@ -179,6 +183,9 @@ std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(
       kernels.msv_score = msv[i];
       kernels.viterbi_score = vit[j];
       kernels.have_viterbi = true;
+      // Phase one ran the bias filter (if on) and kept its score as filter_nats.
+      const float bias_score = h.scores[i].filter_nats;
+      if (settings_.bias_filter) kernels.bias_score = &bias_score;
       h.scores[i] =
           run_filters(profile_, settings_, kernels, h.targets[i].residues, h.targets[i].length);
     });

@@ -69,8 +69,8 @@ struct HmmsearchOptions {
   std::string gpu_kernel_table;
   std::string policy = "dynamic";
   double static_cpu_fraction = 0.5;
-  std::int64_t block_residues = 1 << 20, queue_depth = 0, gpu_batch_blocks = 8;
-  std::int64_t gpu_batch_residues = 16 << 20;
+  std::int64_t block_residues = 1 << 20, queue_depth = 0, gpu_batch_blocks = 32;
+  std::int64_t gpu_batch_residues = 32 << 20;
   std::string reuse_memory;
   int reader_threads = 0;
 };
@@ -134,13 +134,13 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
           ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 32));
   auto* queue_depth =
       cmd->add_option("--queue-depth", o.queue_depth,
-                      "blocks waiting in the queue (memory budget; 0 = 2 per worker)")
+                      "blocks waiting in the queue (memory budget; 0 = 2 per worker and 2 GPU batches per GPU)")
           ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 20));
   auto* gpu_batch_blocks =
-      cmd->add_option("--gpu-batch-blocks", o.gpu_batch_blocks, "blocks per GPU batch (default 8)")
+      cmd->add_option("--gpu-batch-blocks", o.gpu_batch_blocks, "blocks per GPU batch (default 32)")
           ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
   auto* gpu_batch_residues = cmd->add_option("--gpu-batch-residues", o.gpu_batch_residues,
-                                             "residue budget of a GPU batch (default 16777216)")
+                                             "residue budget of a GPU batch (default 33554432)")
                                  ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
   auto* reuse_memory =
       cmd->add_option("--reuse-memory", o.reuse_memory,

@@ -38,7 +38,7 @@ TargetScores run_filters(const SearchProfile& profile, const CascadeSettings& se
   float filtersc = nullsc;
   out.stage = Stage::bias;
   if (settings.bias_filter) {
-    filtersc = bias_filter_score(profile.bias, dsq, L);
+    filtersc = kernels.bias(profile.bias, dsq, L);
     seq_score = (msv.nats - filtersc) / static_cast<float>(kLog2);
     P = gumbel_survival(seq_score, profile.msv_mu, profile.msv_lambda);
     out.pvalue = P;

@@ -51,6 +51,10 @@ class FilterKernels {
   // Forward score in nats: the canonical score (forward_canonical.hpp) for every target
   // that passes F3; a faster, inexact score may decide a rejection.
   virtual float forward(const Residue* dsq, int L) = 0;
+  // The bias filter's null score (nats): bias_filter_score unless a caller already has it.
+  virtual float bias(const BiasFilterModel& model, const Residue* dsq, int L) {
+    return bias_filter_score(model, dsq, L);
+  }
 };
 
 // The scalar references as a FilterKernels, with the canonical Forward (which the

@@ -820,7 +820,8 @@ std::string HmmGpuEngine::device_name() const { return impl_->name; }
 int HmmGpuEngine::device() const { return impl_->device; }
 GpuKernelChoice HmmGpuEngine::kernel_choice() const { return {impl_->msv_layout.group_threads, impl_->strategy}; }
 
-void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::size_t count) {
+void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::size_t count,
+                              const ParallelFor& parallel) {
   Impl& m = *impl_;
   Impl::Slot& s = *m.slots[slot_index];
   check(cudaSetDevice(m.device), "cudaSetDevice");
@@ -842,11 +843,18 @@ void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::siz
   std::int64_t at = 0;
   for (int i = 0; i < n; ++i) {
     s.offsets[i] = at;
-    if (targets[i].length > 0) std::memcpy(s.residues.get() + at, targets[i].residues, targets[i].length);
     at += targets[i].length;
     s.bjbm[i] = m.bjbm(targets[i].length);
   }
   s.offsets[n] = at;
+  const auto copy = [&](std::size_t i) {
+    if (targets[i].length > 0) std::memcpy(s.residues.get() + s.offsets[i], targets[i].residues, targets[i].length);
+  };
+  if (parallel) {
+    parallel(static_cast<std::size_t>(n), 256, copy);
+  } else {
+    for (int i = 0; i < n; ++i) copy(static_cast<std::size_t>(i));
+  }
   std::iota(s.order.get(), s.order.get() + n, 0);
   std::stable_sort(s.order.get(), s.order.get() + n, [&](int a, int b) { return s.lengths[a] > s.lengths[b]; });
   s.exact_count[0] = 0;

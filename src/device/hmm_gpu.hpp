@@ -28,6 +28,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -139,8 +140,12 @@ class HmmGpuEngine {
   GpuKernelChoice kernel_choice() const;
 
   // Copies the targets into the slot's pinned buffer, uploads them and starts MSV;
-  // returns at once. The targets' memory may be reused after the call.
-  void submit_msv(int slot, const GpuTarget* targets, std::size_t count);
+  // returns at once. The targets' memory may be reused after the call. `parallel`, when
+  // given, runs the copies (body(i) for i < n, in chunks) on several threads.
+  using ParallelFor = std::function<void(std::size_t n, std::size_t chunk,
+                                         const std::function<void(std::size_t)>& body)>;
+  void submit_msv(int slot, const GpuTarget* targets, std::size_t count,
+                  const ParallelFor& parallel = {});
   // Waits (sleeping) for the slot's MSV and returns one score per target, in order (valid
   // until the slot's next submit).
   const std::vector<FilterScore>& wait_msv(int slot);

@@ -258,7 +258,9 @@ RunSummary run_blocks(BlockStore& store, Workload& workload, std::span<GpuBacken
   const int feeders = static_cast<int>(gpus.size());
   const int workers = std::max(options.cpu_workers, 1);
   const std::size_t depth =
-      options.queue_depth ? options.queue_depth : static_cast<std::size_t>(2 * (workers + feeders));
+      options.queue_depth ? options.queue_depth
+                          : 2 * static_cast<std::size_t>(workers) +
+                                2 * options.gpu_batch_blocks * static_cast<std::size_t>(feeders);
   Shared shared(depth, feeders);
   shared.known_total = store.total_residues();
   const std::int64_t cells_per_residue = workload.cells_per_residue();

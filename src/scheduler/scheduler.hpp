@@ -90,9 +90,10 @@ struct SchedulerOptions {
   int cpu_workers = 1;  // >= 0 ; 0 only with a GPU (then faults and the post-queue still need one: see run())
   std::size_t block_residues = 1 << 20;  // run_blocks(path...) only; a BlockStore has its own
   int reader_threads = 0;                // parser threads of the reader (0: one per core, at most 4)
-  std::size_t queue_depth = 0;  // fresh blocks waiting; 0 = 2 per worker and feeder
-  std::size_t gpu_batch_blocks = 8;
-  std::int64_t gpu_batch_residues = 16 << 20;
+  // Fresh blocks waiting; 0 = 2 per worker and two batches (gpu_batch_blocks) per feeder.
+  std::size_t queue_depth = 0;
+  std::size_t gpu_batch_blocks = 32;
+  std::int64_t gpu_batch_residues = 32 << 20;
   SplitPolicy policy = SplitPolicy::dynamic;
   double static_cpu_fraction = 0.5;  // static: share of residues given to the CPU up front
   bool gpu_only = false;             // fresh blocks to GPUs only (CPU: post-queue and faults)

@@ -440,15 +440,15 @@ WarpSteps warp_steps(const PairBatch& b, IntraShape shape) {
 }  // namespace
 
 // The shape with the fewest estimated cycles for the batch: the larger of the full-GPU
-// issue time and the longest warp's latency. Only shapes of one row per lane are chosen:
-// those with K > 1 ran bit for bit on the device before the same-step rule above was added
-// (a gap found by reading the code afterwards, never seen in a test), and have not run since.
+// issue time and the longest warp's latency. Every compiled shape competes: those with
+// K > 1 (and the same-step rule above) passed every bit-for-bit test on the H100
+// (2026-11-22, 08:15 UTC, bench/RESULTS.md), where 8x2 ran 10s.in x64 at 219 GCUPS against
+// 196.6 for 16x1.
 IntraShape choose_intra_shape(const PairBatch& b) {
   constexpr double kSchedulers = 132 * 4;
   IntraShape best = kShapes[0].shape;
   double best_cost = -1;
   for (const ShapeCost& s : kShapes) {
-    if (s.shape.rows_per_lane != 1) continue;
     const WarpSteps steps = warp_steps(b, s.shape);
     const double cost = std::max(steps.total * s.cycles_per_warp_step / kSchedulers,
                                  steps.longest * s.latency_per_step);

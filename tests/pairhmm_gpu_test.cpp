@@ -197,6 +197,54 @@ TEST(PairhmmGpuShape, ChoosesTheMeasuredBest) {
   EXPECT_LE(short_shape.lanes * short_shape.rows_per_lane, 16);
 }
 
+// The packer's rows (from float tables by quality) are bit for bit Model::rows<float>, for
+// several minimum base qualities.
+TEST(PairhmmGpuLayout, PackerRowsAreTheModelRows) {
+  std::mt19937_64 rng(test::test_seed());
+  const auto input = test::random_input(rng, 30, 120, 5, 3);
+  const std::vector<Pair> pairs = input.pair_list();
+  std::vector<duet::pairhmm::RowParameters<float>> expected;
+  for (const int min_base_quality : {0, 6, 30, 93}) {
+    const Model model(duet::pairhmm::ModelOptions{min_base_quality});
+    const PairBatch b = pack_pairs(model, pairs);
+    for (std::size_t i = 0; i < pairs.size(); ++i) {
+      model.rows(*pairs[i].read, expected);
+      for (std::size_t r = 0; r < expected.size(); ++r) {
+        const auto& e = expected[r];
+        const float want[7] = {e.match_to_match,    e.indel_to_match, e.match_to_insertion,
+                               e.match_to_deletion, e.gap_extension,  e.emission_match,
+                               e.emission_mismatch};
+        ASSERT_EQ(std::memcmp(&b.parameters[7 * (static_cast<std::size_t>(b.row_offset[i]) + r)],
+                              want, sizeof(want)),
+                  0)
+            << "minimum base quality " << min_base_quality << ", pair " << i << ", row " << r;
+      }
+    }
+  }
+}
+
+// Packing into a batch that held a larger one gives what a fresh batch gets.
+TEST(PairhmmGpuLayout, PackIntoReusedBatch) {
+  std::mt19937_64 rng(test::test_seed());
+  const auto large = test::random_input(rng, 20, 300, 4, 4);
+  const auto small = test::random_input(rng, 5, 100, 3, 3);
+  const Model model;
+  PairBatch reused = pack_pairs(model, large.pair_list());
+  pack_pairs(model, small.pair_list(), reused);
+  const PairBatch fresh = pack_pairs(model, small.pair_list());
+  EXPECT_EQ(reused.parameters, fresh.parameters);
+  EXPECT_EQ(reused.read_bases, fresh.read_bases);
+  EXPECT_EQ(reused.haplotype_bases, fresh.haplotype_bases);
+  EXPECT_EQ(reused.rows, fresh.rows);
+  EXPECT_EQ(reused.columns, fresh.columns);
+  EXPECT_EQ(reused.row_offset, fresh.row_offset);
+  EXPECT_EQ(reused.column_offset, fresh.column_offset);
+  EXPECT_EQ(reused.scratch_offset, fresh.scratch_offset);
+  EXPECT_EQ(reused.initial_deletion, fresh.initial_deletion);
+  EXPECT_EQ(reused.cells, fresh.cells);
+  EXPECT_EQ(reused.scratch_columns, fresh.scratch_columns);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Kernels, PairhmmGpuKernel,
     ::testing::Values(Variant{Kernel::inter_task, {}}, Variant{Kernel::intra_task, {}},

@@ -44,13 +44,14 @@ for round in 1 2; do
     run "new gpu-only parts $parts $round" /tmp/b/duet --gpu-only --gpu-parts $parts -o /tmp/g$parts-$round.h5
   done
 done
+run "new gpu-only parts 4, 256 blocks per batch" /tmp/b/duet --gpu-only --gpu-batch-blocks 256 -o /tmp/g4b.h5
 run "ref no-gpu" /tmp/ref/duet --no-gpu -o /tmp/ref-c.h5
 run "new no-gpu" /tmp/b/duet --no-gpu -o /tmp/c.h5
 for round in 1 2; do
   run "ref hybrid $round" /tmp/ref/duet -o /tmp/ref-h$round.h5
   run "new hybrid $round" /tmp/b/duet -o /tmp/h$round.h5
 done
-for f in /tmp/g1-1.h5 /tmp/g4-1.h5 /tmp/g8-2.h5 /tmp/h1.h5 /tmp/ref-c.h5 /tmp/ref-g1.h5; do
+for f in /tmp/g1-1.h5 /tmp/g4-1.h5 /tmp/g8-2.h5 /tmp/g4b.h5 /tmp/h1.h5 /tmp/h2.h5 /tmp/ref-c.h5 /tmp/ref-g1.h5; do
   python3 bench/compare_results.py /tmp/c.h5 "$f" 2>&1 | tail -2 | tee -a "$log"
   echo "compare c.h5 $f rc ${PIPESTATUS[0]}" | tee -a "$log"
 done

@@ -34,7 +34,7 @@ struct Options {
   double static_cpu_fraction = 0.5;
   std::int64_t block_cells = 1 << 22;
   std::size_t queue_depth = 0, gpu_batch_blocks = 64;
-  int gpu_parts = 4;
+  int gpu_parts = 2;
   bool quiet = false, no_gpu = false, gpu_only = false;
 };
 
@@ -159,7 +159,7 @@ void add_pairhmm_command(CLI::App& app,
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
   cmd->add_option("--gpu-parts", o->gpu_parts,
                   "parts per GPU batch: the host packs one while the GPU runs the one before "
-                  "(default 4; 1: no overlap)")
+                  "(default 2; 1: no overlap)")
       ->check(CLI::Range(1, 1024));
   cmd->add_flag("--quiet", o->quiet, "nothing on standard output, no progress line");
   const std::string command_line = [&] {

@@ -44,7 +44,7 @@ for round in 1 2; do
     run "new gpu-only parts $parts $round" /tmp/b/duet --gpu-only --gpu-parts $parts -o /tmp/g$parts-$round.h5
   done
 done
-run "new gpu-only parts 4, 256 blocks per batch" /tmp/b/duet --gpu-only --gpu-batch-blocks 256 -o /tmp/g4b.h5
+run "new gpu-only parts 4, 256 blocks per batch" /tmp/b/duet --gpu-only --gpu-parts 4 --gpu-batch-blocks 256 -o /tmp/g4b.h5
 run "ref no-gpu" /tmp/ref/duet --no-gpu -o /tmp/ref-c.h5
 run "new no-gpu" /tmp/b/duet --no-gpu -o /tmp/c.h5
 for round in 1 2; do

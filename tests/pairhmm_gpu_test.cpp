@@ -9,6 +9,7 @@
 #include <random>
 
 #include "core/pairhmm_model.hpp"
+#include "device/pairhmm_gpu_feed.hpp"
 #include "device/pairhmm_gpu_layout.hpp"
 #include "pairhmm_test_support.hpp"
 #include "test_support.hpp"
@@ -177,9 +178,9 @@ TEST(PairhmmGpuLayout, ReadsAndHaplotypesOnce) {
 }
 
 // The shape choice (host only, runs without a device): on 10s.in the shapes that ran
-// fastest when forced on the H100 among those of one row per lane (bench/RESULTS.md): 32
-// lanes for the file alone (too few warps to fill the GPU: the longest warp decides), 16
-// lanes for 64 copies of it; reads of at most 8 rows never take 32-row strips.
+// fastest when forced on the H100 (bench/RESULTS.md): 32x1 for the file alone (too few
+// warps to fill the GPU: the longest warp decides), 8x2 for 64 copies of it; reads of at
+// most 8 rows never take 32-row strips.
 TEST(PairhmmGpuShape, ChoosesTheMeasuredBest) {
   const auto input = duet::pairhmm::read_input(test::kPairhmmData + "10s.in");
   std::vector<Pair> pairs = input.pair_list();
@@ -189,12 +190,149 @@ TEST(PairhmmGpuShape, ChoosesTheMeasuredBest) {
   const auto list = input.pair_list();
   for (int copy = 1; copy < 64; ++copy) pairs.insert(pairs.end(), list.begin(), list.end());
   const IntraShape many = choose_intra_shape(pack_pairs(Model{}, pairs));
-  EXPECT_EQ(many.lanes, 16);
-  EXPECT_EQ(many.rows_per_lane, 1);
+  EXPECT_EQ(many.lanes, 8);
+  EXPECT_EQ(many.rows_per_lane, 2);
   std::mt19937_64 rng(test::test_seed());
   const auto short_reads = test::random_input(rng, 2000, 8, 4, 4);
   const IntraShape short_shape = choose_intra_shape(pack_pairs(Model{}, short_reads.pair_list()));
   EXPECT_LE(short_shape.lanes * short_shape.rows_per_lane, 16);
+}
+
+// The feeder's parts (host only): part ends non-decreasing, the last one at the last pair,
+// each part's cells within one pair's cells of its share, empty parts where a pair is
+// larger than a share or pairs are fewer than parts.
+TEST(PairhmmGpuFeed, SplitByCells) {
+  std::mt19937_64 rng(test::test_seed());
+  const auto input = test::random_input(rng, 30, 200, 5, 5);
+  const std::vector<Pair> pairs = input.pair_list();
+  std::int64_t total = 0, largest = 0;
+  for (const auto& p : pairs) total += p.cells(), largest = std::max(largest, p.cells());
+  for (const int parts : {1, 2, 3, 4, 7, 64}) {
+    const std::vector<std::size_t> ends = split_by_cells(pairs, parts);
+    ASSERT_EQ(ends.size(), static_cast<std::size_t>(parts));
+    EXPECT_EQ(ends.back(), pairs.size());
+    std::size_t begin = 0;
+    for (const std::size_t end : ends) {
+      ASSERT_LE(begin, end);
+      std::int64_t cells = 0;
+      for (std::size_t i = begin; i < end; ++i) cells += pairs[i].cells();
+      EXPECT_LE(cells, total / parts + 2 * largest) << parts << " parts";
+      begin = end;
+    }
+  }
+  const std::vector<Pair> three(pairs.begin(), pairs.begin() + 3);
+  const std::vector<std::size_t> ends = split_by_cells(three, 5);
+  ASSERT_EQ(ends.size(), 5u);
+  EXPECT_EQ(ends.back(), 3u);
+  int empty = 0;
+  for (std::size_t k = 0; k < ends.size(); ++k) empty += ends[k] == (k == 0 ? 0 : ends[k - 1]);
+  EXPECT_GE(empty, 2) << "3 pairs in 5 parts";
+  EXPECT_EQ(split_by_cells({}, 3), (std::vector<std::size_t>{0, 0, 0}));
+}
+
+// The packer's rows (from float tables by quality) are bit for bit Model::rows<float>, for
+// several minimum base qualities.
+TEST(PairhmmGpuLayout, PackerRowsAreTheModelRows) {
+  std::mt19937_64 rng(test::test_seed());
+  const auto input = test::random_input(rng, 30, 120, 5, 3);
+  const std::vector<Pair> pairs = input.pair_list();
+  std::vector<duet::pairhmm::RowParameters<float>> expected;
+  for (const int min_base_quality : {0, 6, 30, 93}) {
+    const Model model(duet::pairhmm::ModelOptions{min_base_quality});
+    const PairBatch b = pack_pairs(model, pairs);
+    for (std::size_t i = 0; i < pairs.size(); ++i) {
+      model.rows(*pairs[i].read, expected);
+      for (std::size_t r = 0; r < expected.size(); ++r) {
+        const auto& e = expected[r];
+        const float want[7] = {e.match_to_match,    e.indel_to_match, e.match_to_insertion,
+                               e.match_to_deletion, e.gap_extension,  e.emission_match,
+                               e.emission_mismatch};
+        ASSERT_EQ(std::memcmp(&b.parameters[7 * (static_cast<std::size_t>(b.row_offset[i]) + r)],
+                              want, sizeof(want)),
+                  0)
+            << "minimum base quality " << min_base_quality << ", pair " << i << ", row " << r;
+      }
+    }
+  }
+}
+
+// Packing into a batch that held a larger one gives what a fresh batch gets.
+TEST(PairhmmGpuLayout, PackIntoReusedBatch) {
+  std::mt19937_64 rng(test::test_seed());
+  const auto large = test::random_input(rng, 20, 300, 4, 4);
+  const auto small = test::random_input(rng, 5, 100, 3, 3);
+  const Model model;
+  PairBatch reused = pack_pairs(model, large.pair_list());
+  pack_pairs(model, small.pair_list(), reused);
+  const PairBatch fresh = pack_pairs(model, small.pair_list());
+  EXPECT_EQ(reused.parameters, fresh.parameters);
+  EXPECT_EQ(reused.read_bases, fresh.read_bases);
+  EXPECT_EQ(reused.haplotype_bases, fresh.haplotype_bases);
+  EXPECT_EQ(reused.rows, fresh.rows);
+  EXPECT_EQ(reused.columns, fresh.columns);
+  EXPECT_EQ(reused.row_offset, fresh.row_offset);
+  EXPECT_EQ(reused.column_offset, fresh.column_offset);
+  EXPECT_EQ(reused.scratch_offset, fresh.scratch_offset);
+  EXPECT_EQ(reused.initial_deletion, fresh.initial_deletion);
+  EXPECT_EQ(reused.cells, fresh.cells);
+  EXPECT_EQ(reused.scratch_columns, fresh.scratch_columns);
+}
+
+// The overlapped feeder: parts of uneven sizes (an empty one among them, reads cut between
+// parts) on 1, 2 and 3 slots, twice on the same GPU (slot buffers reused and grown), each
+// time bit for bit the canonical float sums; the slots refuse a second batch and a finish
+// without one.
+TEST(PairhmmGpuFeed, PartsBitForBit) {
+  if (device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  std::mt19937_64 rng(test::test_seed());
+  const Model model;
+  const PairPacker packer(model);
+  const auto input = test::random_input(rng, 60, 400, 5, 5);
+  const std::vector<Pair> pairs = input.pair_list();
+  const std::size_t n = pairs.size();
+  ASSERT_GE(n, 20u);
+  std::vector<float> canonical(n);
+  for (std::size_t i = 0; i < n; ++i)
+    canonical[i] = duet::pairhmm::forward_sum<float>(model, pairs[i]);
+  const auto expect_canonical_sums = [&](const std::vector<float>& sums, const std::string& what) {
+    ASSERT_EQ(sums.size(), n) << what;
+    int mismatches = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (std::memcmp(&sums[i], &canonical[i], sizeof(float)) != 0 && ++mismatches <= 5) {
+        ADD_FAILURE() << what << " pair " << i << ": " << sums[i] << " vs " << canonical[i];
+      }
+    }
+    EXPECT_EQ(mismatches, 0) << what;
+  };
+  const std::vector<std::size_t> uneven = {1, n / 5, n / 5, n / 5 + 1, n / 2 + 3, n - 1, n};
+  for (const int slots : {1, 2, 3}) {
+    PairhmmGpu gpu(0, slots);
+    ASSERT_EQ(gpu.slots(), slots);
+    for (const Variant v : {Variant{Kernel::intra_task, {}}, Variant{Kernel::intra_task, {8, 2}},
+                            Variant{Kernel::inter_task, {}}}) {
+      gpu.set_intra_shape(v.shape);
+      const std::string what = variant_name(v) + " on " + std::to_string(slots) + " slots";
+      FeedTimes times;
+      expect_canonical_sums(forward_sums_in_parts(gpu, packer, pairs, uneven, v.kernel, &times),
+                            what + ", uneven parts");
+      EXPECT_EQ(times.parts, static_cast<std::int64_t>(uneven.size()));
+      const std::vector<std::size_t> even = split_by_cells(pairs, 4);
+      expect_canonical_sums(forward_sums_in_parts(gpu, packer, pairs, even, v.kernel, &times),
+                            what + ", 4 parts");
+      const std::vector<std::size_t> whole = {n};
+      expect_canonical_sums(forward_sums_in_parts(gpu, packer, pairs, whole, v.kernel),
+                            what + ", one part");
+    }
+  }
+  PairhmmGpu gpu(0, 2);
+  const PairBatch batch = pack_pairs(model, std::span<const Pair>(pairs).first(10));
+  gpu.submit(1, batch, Kernel::intra_task);
+  EXPECT_THROW(gpu.submit(1, batch, Kernel::intra_task), std::logic_error);
+  std::vector<float> sums(10);
+  EXPECT_THROW(gpu.finish(0, sums.data()), std::logic_error);
+  gpu.finish(1, sums.data());
+  EXPECT_EQ(std::memcmp(sums.data(), canonical.data(), 10 * sizeof(float)), 0);
+  EXPECT_THROW(gpu.finish(1, sums.data()), std::logic_error);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -34,6 +34,7 @@ struct Options {
   double static_cpu_fraction = 0.5;
   std::int64_t block_cells = 1 << 22;
   std::size_t queue_depth = 0, gpu_batch_blocks = 64;
+  int gpu_parts = 2;
   bool quiet = false, no_gpu = false, gpu_only = false;
 };
 
@@ -156,6 +157,10 @@ void add_pairhmm_command(CLI::App& app,
                   "blocks waiting in the queue (0 = 2 per worker)");
   cmd->add_option("--gpu-batch-blocks", o->gpu_batch_blocks, "blocks per GPU batch (default 64)")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
+  cmd->add_option("--gpu-parts", o->gpu_parts,
+                  "parts per GPU batch: the host packs one while the GPU runs the one before "
+                  "(default 2; 1: no overlap)")
+      ->check(CLI::Range(1, 1024));
   cmd->add_flag("--quiet", o->quiet, "nothing on standard output, no progress line");
   const std::string command_line = [&] {
     std::string s;
@@ -182,6 +187,7 @@ void add_pairhmm_command(CLI::App& app,
     r.block_cells = o->block_cells;
     r.queue_depth = o->queue_depth;
     r.gpu_batch_blocks = o->gpu_batch_blocks;
+    r.gpu_parts = o->gpu_parts;
     r.test_gpus = debug_setting("DUET_DEBUG_TEST_GPU");
     r.fault_every = debug_setting("DUET_DEBUG_GPU_FAULT_EVERY");
     if (r.test_gpus > 0 && r.gpu != PairhmmRunOptions::Gpu::off) {

@@ -10,7 +10,7 @@
 #include "core/error.hpp"
 #include "host_simd/pairhmm_simd.hpp"
 #ifdef DUET_PAIRHMM_GPU
-#include "device/pairhmm_gpu_layout.hpp"
+#include "device/pairhmm_gpu_feed.hpp"
 #endif
 
 namespace duet::app {
@@ -33,16 +33,18 @@ const CpuKernel& select_cpu_kernel(const std::string& isa) {
 #ifdef DUET_PAIRHMM_GPU
 namespace {
 
-// A GPU as a scheduler backend: the pairs of all blocks of a batch in one launch; the sums
-// are delivered only once the whole batch succeeded.
+// A GPU as a scheduler backend: the pairs of all blocks of a batch, cut into parts of about
+// equal cells that go round the GPU's two slots (the host packs and stages a part while the
+// GPU runs the one before); the sums are delivered only once the whole batch succeeded.
 class PairhmmGpuBackend final : public scheduler::GpuBackend {
  public:
   PairhmmGpuBackend(const pairhmm::Model& model, device::pairhmm::Kernel kernel, int device,
-                    SumsConsumer consumer, std::span<const pairhmm::Pair> pairs)
-      : model_(model),
+                    int parts, SumsConsumer consumer, std::span<const pairhmm::Pair> pairs)
+      : packer_(model),
         kernel_(kernel),
-        gpu_(device),
+        gpu_(device, 2),
         device_(device),
+        parts_(parts),
         consumer_(std::move(consumer)),
         pairs_(pairs) {}
   std::string name() const override {
@@ -52,17 +54,16 @@ class PairhmmGpuBackend final : public scheduler::GpuBackend {
   std::string stages() const override { return "all"; }
   std::vector<scheduler::GpuBlockOutcome> run(std::span<const scheduler::BlockPtr> blocks,
                                               int) override {
-    std::vector<pairhmm::Pair> batch;
+    const auto t0 = Clock::now();
+    batch_.clear();
     for (const scheduler::BlockPtr& b : blocks) {
       const auto part = pairs_.subspan(static_cast<std::size_t>(b->first_sequence), b->sequences());
-      batch.insert(batch.end(), part.begin(), part.end());
+      batch_.insert(batch_.end(), part.begin(), part.end());
     }
-    const auto t0 = Clock::now();
-    const device::pairhmm::PairBatch packed = device::pairhmm::pack_pairs(model_, batch);
+    const std::vector<std::size_t> ends = device::pairhmm::split_by_cells(batch_, parts_);
+    const std::vector<float> sums =
+        device::pairhmm::forward_sums_in_parts(gpu_, packer_, batch_, ends, kernel_, &feed_);
     const auto t1 = Clock::now();
-    double kernel = 0, transfer = 0;
-    const std::vector<float> sums = gpu_.forward_sums(packed, kernel_, &kernel, &transfer);
-    const auto t2 = Clock::now();
     std::vector<scheduler::GpuBlockOutcome> outcomes;
     std::size_t at = 0;
     for (const scheduler::BlockPtr& b : blocks) {
@@ -70,48 +71,47 @@ class PairhmmGpuBackend final : public scheduler::GpuBackend {
       at += b->sequences();
       outcomes.push_back({false, static_cast<std::int64_t>(b->sequences())});
     }
-    const auto t3 = Clock::now();
-    times_.batches += 1;
-    times_.pack += seconds(t1 - t0);
-    times_.forward += seconds(t2 - t1);
-    times_.kernel += kernel;
-    times_.transfer += transfer;
-    times_.results += seconds(t3 - t2);
-    times_.upload_bytes += packed.parameters.size() * sizeof(float) + packed.read_bases.size() +
-                           packed.haplotype_bases.size() + packed.pairs() * 36;
+    const auto t2 = Clock::now();
+    batches_ += 1;
+    forward_ += seconds(t1 - t0);
+    results_ += seconds(t2 - t1);
     return outcomes;
   }
   // DUET_PAIRHMM_GPU_TIMES=1: where the feeder's time went, on stderr (for bench/RESULTS.md).
+  // The GPU's kernel and transfer times are summed over parts, which overlap.
   ~PairhmmGpuBackend() override {
     if (std::getenv("DUET_PAIRHMM_GPU_TIMES") == nullptr) return;
     std::fprintf(stderr,
-                 "pairhmm GPU %d: %lld batches; pack %.3f s; forward_sums %.3f s (kernel %.3f s, "
-                 "staging and copies %.3f s, rest %.3f s); results %.3f s; %.1f MB uploaded\n",
-                 device_, static_cast<long long>(times_.batches), times_.pack, times_.forward,
-                 times_.kernel, times_.transfer, times_.forward - times_.kernel - times_.transfer,
-                 times_.results, static_cast<double>(times_.upload_bytes) / 1e6);
+                 "pairhmm GPU %d: %lld batches, %lld parts; feeder %.3f s: pack %.3f s, submit "
+                 "(staging, launch) %.3f s, waiting for the GPU %.3f s, rest %.3f s; results "
+                 "%.3f s; GPU events: kernels %.3f s, copies and staging %.3f s; %.1f MB "
+                 "uploaded\n",
+                 device_, static_cast<long long>(batches_), static_cast<long long>(feed_.parts),
+                 forward_, feed_.pack, feed_.submit, feed_.wait,
+                 forward_ - feed_.pack - feed_.submit - feed_.wait, results_, feed_.kernel,
+                 feed_.transfer, static_cast<double>(feed_.upload_bytes) / 1e6);
   }
 
  private:
-  const pairhmm::Model& model_;
+  device::pairhmm::PairPacker packer_;
   device::pairhmm::Kernel kernel_;
   device::pairhmm::PairhmmGpu gpu_;
-  int device_;
+  int device_, parts_;
   SumsConsumer consumer_;
   std::span<const pairhmm::Pair> pairs_;
+  std::vector<pairhmm::Pair> batch_;
   using Clock = std::chrono::steady_clock;
   static double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-  struct Times {
-    std::int64_t batches = 0;
-    double pack = 0, forward = 0, kernel = 0, transfer = 0, results = 0;
-    std::size_t upload_bytes = 0;
-  } times_;
+  std::int64_t batches_ = 0;
+  double forward_ = 0, results_ = 0;
+  device::pairhmm::FeedTimes feed_;
 };
 
 }  // namespace
 
-GpuBackends make_gpu_backends(const pairhmm::Model& model, const std::string& kernel, bool required,
-                              SumsConsumer consumer, std::span<const pairhmm::Pair> pairs) {
+GpuBackends make_gpu_backends(const pairhmm::Model& model, const std::string& kernel, int parts,
+                              bool required, SumsConsumer consumer,
+                              std::span<const pairhmm::Pair> pairs) {
   const int devices = device::pairhmm::device_count();
   if (devices == 0) {
     if (required) throw UsageError("--gpu-only: no CUDA device found");
@@ -123,12 +123,13 @@ GpuBackends make_gpu_backends(const pairhmm::Model& model, const std::string& ke
   GpuBackends found;
   found.kernel = std::string(device::pairhmm::kernel_name(k)) + "-task float";
   for (int d = 0; d < devices; ++d) {
-    found.backends.push_back(std::make_unique<PairhmmGpuBackend>(model, k, d, consumer, pairs));
+    found.backends.push_back(
+        std::make_unique<PairhmmGpuBackend>(model, k, d, parts, consumer, pairs));
   }
   return found;
 }
 #else
-GpuBackends make_gpu_backends(const pairhmm::Model&, const std::string&, bool required,
+GpuBackends make_gpu_backends(const pairhmm::Model&, const std::string&, int, bool required,
                               SumsConsumer, std::span<const pairhmm::Pair>) {
   if (required) throw UsageError("--gpu-only: no GPU available (this build has no CUDA backend)");
   return {};

@@ -141,9 +141,10 @@ PairhmmRun run_pairhmm(const pairhmm::Input& input, const pairhmm::Model& model,
       for (int g = 0; g < options.test_gpus; ++g) devices.push_back(std::make_unique<TestDoubleGpu>(slots, g));
       gpu_kernel = "test-double (scalar)";
     } else {
-      GpuBackends found = make_gpu_backends(model, options.gpu_kernel, options.gpu == PairhmmRunOptions::Gpu::only,
-                                            [&slots](std::int64_t first, std::span<const float> sums) { slots.finish(first, sums); },
-                                            pairs);
+      GpuBackends found = make_gpu_backends(
+          model, options.gpu_kernel, options.gpu_parts, options.gpu == PairhmmRunOptions::Gpu::only,
+          [&slots](std::int64_t first, std::span<const float> sums) { slots.finish(first, sums); },
+          pairs);
       devices = std::move(found.backends);
       gpu_kernel = found.kernel;
     }

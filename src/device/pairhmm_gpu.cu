@@ -12,6 +12,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "device/pairhmm_gpu.hpp"
 
@@ -414,20 +415,38 @@ constexpr ShapeCost kShapes[] = {{{32, 1}, 140, 700}, {{16, 1}, 142, 700}, {{8, 
 struct WarpSteps {
   double total = 0, longest = 0;
 };
+constexpr bool rows_per_lane_powers_of_two() {
+  for (const ShapeCost& s : kShapes) {
+    if (s.shape.rows_per_lane < 1 || (s.shape.rows_per_lane & (s.shape.rows_per_lane - 1)) != 0)
+      return false;
+  }
+  return true;
+}
+static_assert(rows_per_lane_powers_of_two(), "warp_steps divides by K with a shift");
+
+// Runs for every shape on every batch the feeder sends, so kept cheap: 32-bit values and K
+// (a power of two) as a shift; with a 64-bit division by K it took about 3.5 ms per batch of
+// 7,640 pairs on the development machine, more than packing the batch.
 WarpSteps warp_steps(const PairBatch& b, IntraShape shape) {
   const std::size_t per_warp = static_cast<std::size_t>(32 / shape.lanes);
-  const std::int64_t strip = static_cast<std::int64_t>(shape.lanes) * shape.rows_per_lane;
+  const std::int32_t strip = shape.lanes * shape.rows_per_lane;
+  int shift = 0;
+  while ((1 << shift) < shape.rows_per_lane) ++shift;
+  const std::int32_t* const rows = b.rows.data();
+  const std::int32_t* const columns = b.columns.data();
   WarpSteps steps;
   for (std::size_t first = 0; first < b.pairs(); first += per_warp) {
     const std::size_t end = std::min(b.pairs(), first + per_warp);
-    std::int64_t rows = 0, warp = 0;
-    for (std::size_t i = first; i < end; ++i) rows = std::max<std::int64_t>(rows, b.rows[i]);
-    for (std::int64_t start = 0; start < rows; start += strip) {
-      std::int64_t longest = 0;
+    std::int32_t max_rows = 0;
+    std::int64_t warp = 0;
+    for (std::size_t i = first; i < end; ++i) max_rows = std::max(max_rows, rows[i]);
+    for (std::int32_t start = 0; start < max_rows; start += strip) {
+      std::int32_t longest = 0;  // pairs without rows in this strip add nothing
       for (std::size_t i = first; i < end; ++i) {
-        if (start >= b.rows[i]) continue;
-        const std::int64_t here = std::min(strip, b.rows[i] - start);
-        longest = std::max(longest, b.columns[i] + (here - 1) / shape.rows_per_lane);
+        const std::int32_t left = rows[i] - start;
+        const std::int32_t here = std::min(std::max(left, 1), strip);
+        const std::int32_t pair_steps = left > 0 ? columns[i] + ((here - 1) >> shift) : 0;
+        longest = std::max(longest, pair_steps);
       }
       warp += longest;
     }
@@ -440,15 +459,15 @@ WarpSteps warp_steps(const PairBatch& b, IntraShape shape) {
 }  // namespace
 
 // The shape with the fewest estimated cycles for the batch: the larger of the full-GPU
-// issue time and the longest warp's latency. Only shapes of one row per lane are chosen:
-// those with K > 1 ran bit for bit on the device before the same-step rule above was added
-// (a gap found by reading the code afterwards, never seen in a test), and have not run since.
+// issue time and the longest warp's latency. Every compiled shape competes: those with
+// K > 1 (and the same-step rule above) passed every bit-for-bit test on the H100
+// (2026-11-22, 08:15 UTC, bench/RESULTS.md), where 8x2 ran 10s.in x64 at 219 GCUPS against
+// 196.6 for 16x1.
 IntraShape choose_intra_shape(const PairBatch& b) {
   constexpr double kSchedulers = 132 * 4;
   IntraShape best = kShapes[0].shape;
   double best_cost = -1;
   for (const ShapeCost& s : kShapes) {
-    if (s.shape.rows_per_lane != 1) continue;
     const WarpSteps steps = warp_steps(b, s.shape);
     const double cost = std::max(steps.total * s.cycles_per_warp_step / kSchedulers,
                                  steps.longest * s.latency_per_step);
@@ -509,34 +528,64 @@ int device_count() {
   return n;
 }
 
-struct PairhmmGpu::State {
-  int device = 0;
+// One slot: a stream, its events, and the buffers kept between batches (grown as needed):
+// the pinned host copy of what is staged (the inputs in, the sums out) and the device
+// arena (inputs, sums and the kernels' scratch rows). A slot holds one batch from submit to
+// finish, so that batches on different slots overlap.
+struct Slot {
   cudaStream_t stream = nullptr;
   cudaEvent_t start = nullptr, kernel_start = nullptr, kernel_end = nullptr, end = nullptr;
-  // Kept between batches (grown as needed): the pinned host copy of the inputs and sums, and
-  // the device buffers; so a batch costs one copy in and one out, no allocation.
   char* host = nullptr;
   char* buffers = nullptr;
   std::size_t host_bytes = 0, buffers_bytes = 0;
+  bool busy = false;
+  std::size_t pairs = 0, sums_at = 0;  // of the batch in flight: sums in the pinned buffer
+  double staging = 0;                  // host seconds spent staging it
 };
 
-PairhmmGpu::PairhmmGpu(int device) : state_(new State) {
+struct PairhmmGpu::State {
+  int device = 0;
+  std::vector<Slot> slots;
+};
+
+namespace {
+// Waits for every slot's work, then frees what the slots hold.
+void release(std::vector<Slot>& slots) {
+  for (Slot& s : slots) {
+    if (s.stream != nullptr) cudaStreamSynchronize(s.stream);
+    for (cudaEvent_t e : {s.start, s.kernel_start, s.kernel_end, s.end}) {
+      if (e != nullptr) cudaEventDestroy(e);
+    }
+    cudaFreeHost(s.host);
+    cudaFree(s.buffers);
+    if (s.stream != nullptr) cudaStreamDestroy(s.stream);
+  }
+  slots.clear();
+}
+}  // namespace
+
+PairhmmGpu::PairhmmGpu(int device, int slots) : state_(new State) {
   state_->device = device;
-  check(cudaSetDevice(device), "cudaSetDevice");
-  check(cudaStreamCreateWithFlags(&state_->stream, cudaStreamNonBlocking), "stream");
-  for (cudaEvent_t* e :
-       {&state_->start, &state_->kernel_start, &state_->kernel_end, &state_->end}) {
-    check(cudaEventCreateWithFlags(e, cudaEventBlockingSync), "event");
+  try {
+    if (slots < 1) throw std::invalid_argument("PairhmmGpu: at least one slot");
+    state_->slots.resize(static_cast<std::size_t>(slots));
+    check(cudaSetDevice(device), "cudaSetDevice");
+    for (Slot& s : state_->slots) {
+      check(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "stream");
+      for (cudaEvent_t* e : {&s.start, &s.kernel_start, &s.kernel_end, &s.end}) {
+        check(cudaEventCreateWithFlags(e, cudaEventBlockingSync), "event");
+      }
+    }
+  } catch (...) {
+    release(state_->slots);
+    delete state_;
+    throw;
   }
 }
 
 PairhmmGpu::~PairhmmGpu() {
   cudaSetDevice(state_->device);
-  for (cudaEvent_t e : {state_->start, state_->kernel_start, state_->kernel_end, state_->end})
-    cudaEventDestroy(e);
-  cudaFreeHost(state_->host);
-  cudaFree(state_->buffers);
-  cudaStreamDestroy(state_->stream);
+  release(state_->slots);
   delete state_;
 }
 
@@ -546,18 +595,37 @@ std::string PairhmmGpu::name() const {
   return prop.name;
 }
 
-std::vector<float> PairhmmGpu::forward_sums(const PairBatch& b, Kernel kernel,
-                                            double* kernel_seconds, double* transfer_seconds) {
+int PairhmmGpu::slots() const {
+  return static_cast<int>(state_->slots.size());
+}
+
+namespace {
+Slot& slot_at(std::vector<Slot>& slots, int slot) {
+  if (slot < 0 || static_cast<std::size_t>(slot) >= slots.size()) {
+    throw std::out_of_range("PairhmmGpu: no slot " + std::to_string(slot));
+  }
+  return slots[static_cast<std::size_t>(slot)];
+}
+}  // namespace
+
+void PairhmmGpu::submit(int slot, const PairBatch& b, Kernel kernel) {
+  Slot& sl = slot_at(state_->slots, slot);
+  if (sl.busy) throw std::logic_error("PairhmmGpu::submit: slot still holds a batch");
   check(cudaSetDevice(state_->device), "cudaSetDevice");
   const std::size_t n = b.pairs();
-  std::vector<float> sums(n);
-  if (n == 0) return sums;
-  cudaStream_t s = state_->stream;
   // The intra-task shape is chosen on the host before any timing starts.
   IntraShape shape = shape_;
-  if (kernel == Kernel::intra_task && shape.lanes <= 0) shape = choose_intra_shape(b);
-  if (kernel == Kernel::intra_task) last_shape_ = shape;
+  if (kernel == Kernel::intra_task && shape.lanes <= 0 && n > 0) shape = choose_intra_shape(b);
+  if (kernel == Kernel::intra_task && n > 0) last_shape_ = shape;
+  sl.pairs = n;
+  sl.staging = 0;
+  if (n == 0) {  // nothing to run: finish returns at once
+    sl.busy = true;
+    return;
+  }
   const auto staging_start = std::chrono::steady_clock::now();
+  // Staged (pinned, copied in): the inputs; then the sums (copied out); the scratch lives
+  // on the device only.
   Arena in;
   const Section parameters = in.add<float>(b.parameters.size()),
                 read_bases = in.add<std::uint8_t>(b.read_bases.size()),
@@ -568,23 +636,24 @@ std::vector<float> PairhmmGpu::forward_sums(const PairBatch& b, Kernel kernel,
   const std::size_t in_bytes = in.bytes;
   Arena all = in;
   const Section sums_d = all.add<float>(n);
+  const std::size_t staged_bytes = all.bytes;
   const Section scratch = all.add<float>(3 * static_cast<std::size_t>(b.scratch_columns));
-  if (state_->host_bytes < all.bytes) {
-    cudaFreeHost(state_->host);
-    state_->host = nullptr;
-    state_->host_bytes = 0;
-    check(cudaMallocHost(&state_->host, all.bytes), "cudaMallocHost");
-    state_->host_bytes = all.bytes;
+  if (sl.host_bytes < staged_bytes) {
+    cudaFreeHost(sl.host);
+    sl.host = nullptr;
+    sl.host_bytes = 0;
+    check(cudaMallocHost(&sl.host, staged_bytes), "cudaMallocHost");
+    sl.host_bytes = staged_bytes;
   }
-  if (state_->buffers_bytes < all.bytes) {
-    cudaFree(state_->buffers);
-    state_->buffers = nullptr;
-    state_->buffers_bytes = 0;
-    check(cudaMalloc(&state_->buffers, all.bytes), "cudaMalloc");
-    state_->buffers_bytes = all.bytes;
+  if (sl.buffers_bytes < all.bytes) {
+    cudaFree(sl.buffers);
+    sl.buffers = nullptr;
+    sl.buffers_bytes = 0;
+    check(cudaMalloc(&sl.buffers, all.bytes), "cudaMalloc");
+    sl.buffers_bytes = all.bytes;
   }
-  char* const host = state_->host;
-  char* const dev = state_->buffers;
+  char* const host = sl.host;
+  char* const dev = sl.buffers;
   const auto stage = [&](const Section& to, const auto& from) {
     if (to.bytes > 0) std::memcpy(host + to.at, from.data(), to.bytes);
   };
@@ -597,9 +666,14 @@ std::vector<float> PairhmmGpu::forward_sums(const PairBatch& b, Kernel kernel,
   stage(column_offset, b.column_offset);
   stage(scratch_offset, b.scratch_offset);
   stage(initial, b.initial_deletion);
-  const double staging =
+  sl.staging =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - staging_start).count();
-  check(cudaEventRecord(state_->start, s), "event");
+  cudaStream_t s = sl.stream;
+  // From here the stream may hold work reading the pinned buffer: the slot is busy (finish
+  // or abandon waits for it) even if a later call fails.
+  sl.busy = true;
+  sl.sums_at = sums_d.at;
+  check(cudaEventRecord(sl.start, s), "event");
   check(cudaMemcpyAsync(dev, host, in_bytes, cudaMemcpyHostToDevice, s), "copy in");
   const DevicePairs d{at<const float>(dev, parameters),
                       at<const std::uint8_t>(dev, read_bases),
@@ -613,7 +687,7 @@ std::vector<float> PairhmmGpu::forward_sums(const PairBatch& b, Kernel kernel,
                       at<float>(dev, scratch),
                       at<float>(dev, sums_d),
                       static_cast<int>(n)};
-  check(cudaEventRecord(state_->kernel_start, s), "event");
+  check(cudaEventRecord(sl.kernel_start, s), "event");
   constexpr int kThreads = 128;
   if (kernel == Kernel::inter_task) {
     inter_task_kernel<<<static_cast<unsigned>((n + kThreads - 1) / kThreads), kThreads, 0, s>>>(d);
@@ -624,17 +698,53 @@ std::vector<float> PairhmmGpu::forward_sums(const PairBatch& b, Kernel kernel,
     launch_intra(shape, static_cast<unsigned>(n), s, d);
   }
   check(cudaGetLastError(), "kernel launch");
-  check(cudaEventRecord(state_->kernel_end, s), "event");
+  check(cudaEventRecord(sl.kernel_end, s), "event");
   check(cudaMemcpyAsync(host + sums_d.at, dev + sums_d.at, sums_d.bytes, cudaMemcpyDeviceToHost, s),
         "copy out");
-  check(cudaEventRecord(state_->end, s), "event");
-  check(cudaEventSynchronize(state_->end), "kernel");
-  std::memcpy(sums.data(), host + sums_d.at, sums_d.bytes);
+  check(cudaEventRecord(sl.end, s), "event");
+}
+
+void PairhmmGpu::finish(int slot, float* sums, SlotTimes* times) {
+  Slot& sl = slot_at(state_->slots, slot);
+  if (!sl.busy) throw std::logic_error("PairhmmGpu::finish: slot holds no batch");
+  if (times) *times = SlotTimes{};
+  if (sl.pairs == 0) {
+    sl.busy = false;
+    return;
+  }
+  check(cudaSetDevice(state_->device), "cudaSetDevice");
+  const cudaError_t done = cudaEventSynchronize(sl.end);
+  if (done != cudaSuccess) cudaStreamSynchronize(sl.stream);
+  sl.busy = false;
+  check(done, "kernel");
+  std::memcpy(sums, sl.host + sl.sums_at, sl.pairs * sizeof(float));
   float total = 0, compute = 0;
-  check(cudaEventElapsedTime(&compute, state_->kernel_start, state_->kernel_end), "timing");
-  check(cudaEventElapsedTime(&total, state_->start, state_->end), "timing");
-  if (kernel_seconds) *kernel_seconds = compute / 1e3;
-  if (transfer_seconds) *transfer_seconds = (total - compute) / 1e3 + staging;
+  check(cudaEventElapsedTime(&compute, sl.kernel_start, sl.kernel_end), "timing");
+  check(cudaEventElapsedTime(&total, sl.start, sl.end), "timing");
+  if (times) *times = SlotTimes{sl.staging, compute / 1e3, (total - compute) / 1e3 + sl.staging};
+}
+
+void PairhmmGpu::abandon() noexcept {
+  cudaSetDevice(state_->device);
+  for (Slot& s : state_->slots) {
+    if (s.busy && s.pairs > 0) cudaStreamSynchronize(s.stream);
+    s.busy = false;
+  }
+}
+
+std::vector<float> PairhmmGpu::forward_sums(const PairBatch& b, Kernel kernel,
+                                            double* kernel_seconds, double* transfer_seconds) {
+  std::vector<float> sums(b.pairs());
+  SlotTimes times;
+  try {
+    submit(0, b, kernel);
+    finish(0, sums.data(), &times);
+  } catch (...) {
+    abandon();
+    throw;
+  }
+  if (kernel_seconds) *kernel_seconds = times.kernel;
+  if (transfer_seconds) *transfer_seconds = times.transfer;
   return sums;
 }
 

@@ -57,23 +57,47 @@ IntraShape choose_intra_shape(const PairBatch& batch);
 // CUDA devices usable (0 without a driver or device).
 int device_count();
 
+// Seconds one batch took: the host's copy into the pinned buffer (staging), the kernel
+// alone (CUDA events), and the copies in and out with staging (transfer).
+struct SlotTimes {
+  double staging = 0, kernel = 0, transfer = 0;
+};
+
+// A GPU with `slots` slots, each with its own stream, pinned staging buffer and device
+// buffers (kept between batches, grown as needed; the pinned buffer holds what is copied in
+// and out, the device buffers also the kernels' scratch). Batches on different slots run
+// independently: while one slot's copies and kernel run, the host can stage the next batch
+// into another (see pairhmm_gpu_feed.hpp). Calls from one thread at a time.
 class PairhmmGpu {
  public:
-  explicit PairhmmGpu(int device);
+  explicit PairhmmGpu(int device, int slots = 2);
   ~PairhmmGpu();
   PairhmmGpu(const PairhmmGpu&) = delete;
   PairhmmGpu& operator=(const PairhmmGpu&) = delete;
   std::string name() const;
-  // Sums of every pair of the batch. Throws std::runtime_error on any CUDA failure.
-  // kernel_seconds: time of the kernel alone; transfer_seconds: copies in and out,
-  // including the host's copy of the batch into a pinned buffer.
+  int slots() const;
   // intra_task: its shape; {0, 0} (the default) picks one per batch. Throws
-  // std::invalid_argument (at the next forward_sums) for a shape not compiled.
+  // std::invalid_argument (at the next submit) for a shape not compiled.
   void set_intra_shape(IntraShape shape) { shape_ = shape; }
   IntraShape last_intra_shape() const { return last_shape_; }
+
+  // Sums of every pair of the batch, on slot 0 (submit then finish). Throws
+  // std::runtime_error on any CUDA failure. kernel_seconds: time of the kernel alone;
+  // transfer_seconds: copies in and out, including the host's copy into the pinned buffer.
   std::vector<float> forward_sums(const PairBatch& batch, Kernel kernel,
                                   double* kernel_seconds = nullptr,
                                   double* transfer_seconds = nullptr);
+
+  // Asynchronous use, slot by slot. submit stages the batch into the slot's pinned buffer
+  // (on this thread) and queues the copy in, the kernel and the copy out on the slot's
+  // stream; the batch may be changed or destroyed as soon as it returns. finish waits for
+  // the slot's batch and writes its sums (batch.pairs() floats, possibly none) to `sums`.
+  // A slot holds one batch from submit to finish (std::logic_error otherwise). On a CUDA
+  // failure both throw std::runtime_error; then call abandon() before using the slots again.
+  void submit(int slot, const PairBatch& batch, Kernel kernel);
+  void finish(int slot, float* sums, SlotTimes* times = nullptr);
+  // Waits for whatever the slots still run and forgets their batches.
+  void abandon() noexcept;
 
  private:
   struct State;

@@ -1,6 +1,7 @@
 // pack_pairs: the device layout of a batch of pairs (see pairhmm_gpu.hpp).
 #include "device/pairhmm_gpu_layout.hpp"
 
+#include <algorithm>
 #include <unordered_map>
 
 namespace duet::device::pairhmm {
@@ -17,9 +18,34 @@ const char* kernel_name(Kernel kernel) {
   return "?";
 }
 
-PairBatch pack_pairs(const duet::pairhmm::Model& model,
-                     std::span<const duet::pairhmm::Pair> pairs) {
-  PairBatch b;
+PairPacker::PairPacker(const duet::pairhmm::Model& model)
+    : min_base_quality_(static_cast<std::size_t>(
+          std::clamp(model.options().min_base_quality, 0, duet::pairhmm::Model::kMaxQuality))),
+      match_to_match_(static_cast<std::size_t>(kQualities) * kQualities) {
+  for (int q = 0; q < kQualities; ++q) {
+    const double e = model.error_probability(q);
+    const auto at = static_cast<std::size_t>(q);
+    error_[at] = static_cast<float>(e);
+    correct_[at] = static_cast<float>(1.0 - e);
+    third_[at] = static_cast<float>(e / 3.0);
+    for (int d = 0; d < kQualities; ++d) {
+      match_to_match_[at * kQualities + static_cast<std::size_t>(d)] =
+          static_cast<float>(model.match_to_match(q, d));
+    }
+  }
+}
+
+void PairPacker::pack(std::span<const duet::pairhmm::Pair> pairs, PairBatch& b) const {
+  b.parameters.clear();
+  b.read_bases.clear();
+  b.haplotype_bases.clear();
+  b.rows.clear();
+  b.columns.clear();
+  b.row_offset.clear();
+  b.column_offset.clear();
+  b.scratch_offset.clear();
+  b.initial_deletion.clear();
+  b.cells = b.scratch_columns = 0;
   const std::size_t n = pairs.size();
   b.rows.reserve(n);
   b.columns.reserve(n);
@@ -27,22 +53,38 @@ PairBatch pack_pairs(const duet::pairhmm::Model& model,
   b.column_offset.reserve(n);
   b.scratch_offset.reserve(n);
   b.initial_deletion.reserve(n);
-  // Each distinct read and haplotype once, in order of first use.
+  // Each distinct read and haplotype once, in order of first use. Pairs come read by read
+  // (input order), so the previous pair's read is checked before the map.
   std::unordered_map<const duet::pairhmm::Read*, std::int64_t> read_at;
   std::unordered_map<const duet::pairhmm::Haplotype*, std::int64_t> haplotype_at;
-  std::vector<duet::pairhmm::RowParameters<float>> rows;
+  const duet::pairhmm::Read* last_read = nullptr;
+  std::int64_t last_read_at = 0;
   for (const auto& p : pairs) {
-    auto [read, new_read] =
-        read_at.try_emplace(p.read, static_cast<std::int64_t>(b.read_bases.size()));
-    if (new_read) {
-      model.rows(*p.read, rows);
-      for (const auto& r : rows) {
-        b.parameters.insert(
-            b.parameters.end(),
-            {r.match_to_match, r.indel_to_match, r.match_to_insertion, r.match_to_deletion,
-             r.gap_extension, r.emission_match, r.emission_mismatch});
+    if (p.read != last_read) {
+      const duet::pairhmm::Read& r = *p.read;
+      auto [read, new_read] =
+          read_at.try_emplace(p.read, static_cast<std::int64_t>(b.read_bases.size()));
+      if (new_read) {
+        // The order of simd::pairhmm::RowParameter: mm, gm, mi, md, ge, match, mismatch.
+        const std::size_t length = r.bases.size(), first = b.parameters.size();
+        b.parameters.resize(first + 7 * length);
+        float* q = b.parameters.data() + first;
+        for (std::size_t i = 0; i < length; ++i, q += 7) {
+          const std::size_t base = std::max<std::size_t>(r.base_quality[i], min_base_quality_);
+          const std::size_t insertion = r.insertion_quality[i], deletion = r.deletion_quality[i],
+                            gap = r.gcp_quality[i];
+          q[0] = match_to_match_[insertion * kQualities + deletion];
+          q[1] = correct_[gap];
+          q[2] = error_[insertion];
+          q[3] = error_[deletion];
+          q[4] = error_[gap];
+          q[5] = correct_[base];
+          q[6] = third_[base];
+        }
+        b.read_bases.insert(b.read_bases.end(), r.bases.begin(), r.bases.end());
       }
-      b.read_bases.insert(b.read_bases.end(), p.read->bases.begin(), p.read->bases.end());
+      last_read = p.read;
+      last_read_at = read->second;
     }
     auto [haplotype, new_haplotype] =
         haplotype_at.try_emplace(p.haplotype, static_cast<std::int64_t>(b.haplotype_bases.size()));
@@ -52,13 +94,24 @@ PairBatch pack_pairs(const duet::pairhmm::Model& model,
     }
     b.rows.push_back(p.rows());
     b.columns.push_back(p.columns());
-    b.row_offset.push_back(read->second);
+    b.row_offset.push_back(last_read_at);
     b.column_offset.push_back(haplotype->second);
     b.scratch_offset.push_back(b.scratch_columns);
     b.scratch_columns += p.columns() + 1;
     b.initial_deletion.push_back(duet::pairhmm::Model::initial_deletion_float(p.columns()));
     b.cells += p.cells();
   }
+}
+
+void pack_pairs(const duet::pairhmm::Model& model, std::span<const duet::pairhmm::Pair> pairs,
+                PairBatch& out) {
+  PairPacker(model).pack(pairs, out);
+}
+
+PairBatch pack_pairs(const duet::pairhmm::Model& model,
+                     std::span<const duet::pairhmm::Pair> pairs) {
+  PairBatch b;
+  pack_pairs(model, pairs, b);
   return b;
 }
 

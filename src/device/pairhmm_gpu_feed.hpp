@@ -1,0 +1,43 @@
+// Feeding a GPU with pairs in parts, overlapped: the host packs and stages one part while the
+// GPU runs the part before (each part on the next of the GPU's slots, round robin).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/pairhmm_model.hpp"
+#include "device/pairhmm_gpu.hpp"
+#include "device/pairhmm_gpu_layout.hpp"
+
+namespace duet::device::pairhmm {
+
+// Where the host's time went (seconds, summed over calls) and what the GPU's events say.
+// With parts overlapped, kernel and transfer are summed over parts that ran at the same
+// time, so they can add up to more than the wall time.
+struct FeedTimes {
+  std::int64_t parts = 0;           // parts submitted (empty ones included)
+  double pack = 0;                  // host: pack_pairs
+  double submit = 0;                // host: shape choice, staging into pinned memory, launches
+  double wait = 0;                  // host: blocked in finish, waiting for the GPU
+  double kernel = 0, transfer = 0;  // GPU events per part, summed
+  std::size_t upload_bytes = 0;     // bytes of the packed parts (what is copied in)
+};
+
+// Part ends (indices into pairs, non-decreasing, the last one pairs.size()) cutting
+// `pairs` into `parts` parts of about equal cells; a part may be empty (a pair of many
+// cells, or fewer pairs than parts). parts < 1 counts as 1.
+std::vector<std::size_t> split_by_cells(std::span<const duet::pairhmm::Pair> pairs, int parts);
+
+// The canonical float sums of `pairs` (sums[i] for pairs[i]), computed part by part:
+// part k is pairs[ends[k-1], ends[k]) (from 0 for k = 0). Each part is packed (packer) on the host
+// and submitted to the next slot of the GPU, waiting for that slot's previous part first, so
+// that packing and staging part k + 1 overlaps the copies and the kernel of part k. On any
+// failure the GPU's slots are abandoned and the exception propagates (no sums).
+std::vector<float> forward_sums_in_parts(PairhmmGpu& gpu, const PairPacker& packer,
+                                         std::span<const duet::pairhmm::Pair> pairs,
+                                         std::span<const std::size_t> ends, Kernel kernel,
+                                         FeedTimes* times = nullptr);
+
+}  // namespace duet::device::pairhmm

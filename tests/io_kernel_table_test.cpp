@@ -36,6 +36,11 @@ const char* kGood =
     "viterbi_strategy = \"thread\"\n"
     "\n"
     "[[row]]\n"
+    "max_length = 1024\n"
+    "msv_group_threads = 16\n"
+    "viterbi_strategy = \"strip\"\n"
+    "\n"
+    "[[row]]\n"
     "max_length = 3000\n"
     "msv_group_threads = 32\n"
     "viterbi_strategy = \"warp\"\n";
@@ -45,10 +50,11 @@ TEST(IoKernelTable, ReadsAGoodFile) {
   EXPECT_EQ(t.device, "NVIDIA H100 80GB HBM3");
   EXPECT_EQ(t.measured, "2026-11-22T08:00:00Z");
   EXPECT_EQ(t.command, "duet tune -o t.toml");
-  ASSERT_EQ(t.rows.size(), 3u);
+  ASSERT_EQ(t.rows.size(), 4u);
   EXPECT_EQ(t.rows[0], (KernelTableRow{128, 8, "warp", ""}));
   EXPECT_EQ(t.rows[1], (KernelTableRow{300, 16, "thread", ""}));
-  EXPECT_EQ(t.rows[2], (KernelTableRow{3000, 32, "warp", ""}));
+  EXPECT_EQ(t.rows[2], (KernelTableRow{1024, 16, "strip", ""}));
+  EXPECT_EQ(t.rows[3], (KernelTableRow{3000, 32, "warp", ""}));
 }
 
 // The committed table (measured by `duet tune`) reads and round-trips.
@@ -64,12 +70,14 @@ TEST(IoKernelTable, CommittedTableIsValid) {
 TEST(IoKernelTable, ChoosesByLengthAtTheBoundaries) {
   const KernelTable t = parse_kernel_table(kGood, "k.toml");
   const std::vector<std::pair<int, int>> expected = {{1, 8},     {127, 8},   {128, 8},
-                                                     {129, 16},  {300, 16},  {301, 32},
-                                                     {3000, 32}, {3001, 32}, {100000, 32}};
+                                                     {129, 16},  {300, 16},  {301, 16},
+                                                     {1024, 16}, {1025, 32}, {3000, 32},
+                                                     {3001, 32}, {100000, 32}};
   for (const auto& [M, group] : expected)
     EXPECT_EQ(choose_kernels(t, M).msv_group_threads, group) << "M=" << M;
   EXPECT_EQ(choose_kernels(t, 200).viterbi_strategy, "thread");
-  EXPECT_EQ(choose_kernels(t, 301).viterbi_strategy, "warp");
+  EXPECT_EQ(choose_kernels(t, 301).viterbi_strategy, "strip");
+  EXPECT_EQ(choose_kernels(t, 1025).viterbi_strategy, "warp");
 }
 
 TEST(IoKernelTable, PlanTakesTheTableThenTheStrategyOption) {
@@ -138,7 +146,7 @@ const TableErrorCase kTableErrors[] = {
      "'msv_group_threads' must be 8, 16 or 32, not 12"},
     {"StrategyUnknown",
      kHead + row("max_length = 10\nmsv_group_threads = 8\nviterbi_strategy = \"block\"\n"), 6,
-     "'viterbi_strategy' must be warp or thread, not 'block'"},
+     "'viterbi_strategy' must be warp, thread or strip, not 'block'"},
     {"StrategyNotString",
      kHead + row("max_length = 10\nmsv_group_threads = 8\nviterbi_strategy = 1\n"), 6,
      "'viterbi_strategy' must be a string"},
@@ -163,7 +171,7 @@ TEST(IoKernelTable, MissingFileAndFolderAreInputErrors) {
   EXPECT_THROW(load_kernel_table(dir.file("none.toml")), InputError);
   EXPECT_THROW(load_kernel_table(dir.path().string()), InputError);
   std::ofstream(dir.file("k.toml")) << kGood;
-  EXPECT_EQ(load_kernel_table(dir.file("k.toml")).rows.size(), 3u);
+  EXPECT_EQ(load_kernel_table(dir.file("k.toml")).rows.size(), 4u);
 }
 
 TEST(IoKernelTable, RowsFromTimingsKeepTheFastestAndMerge) {
@@ -189,6 +197,16 @@ TEST(IoKernelTable, RowsFromTimingsKeepTheFastestAndMerge) {
   EXPECT_THROW(rows_from_timings({{10, {{8, 1.0}}, 1, 1}, {10, {{8, 1.0}}, 1, 1}}),
                std::invalid_argument);
   EXPECT_THROW(rows_from_timings({{10, {}, 1, 1}}), std::invalid_argument);
+  // The strip kernel where it was timed and is fastest; untimed (infinity) it never wins;
+  // ties with warp go to warp.
+  const std::vector<KernelTableRow> with_strip = rows_from_timings(
+      {{100, {{8, 1.0}}, 4.0, 9.0, 2.0}, {200, {{8, 1.0}}, 4.0, 9.0, 4.0}, {2000, {{8, 1.0}}, 4.0, 9.0}});
+  EXPECT_EQ(with_strip, (std::vector<KernelTableRow>{{100, 8, "strip", ""}, {2000, 8, "warp", ""}}));
+  EXPECT_NE(with_strip[0].note.find("strip=2.000"), std::string::npos) << with_strip[0].note;
+  EXPECT_EQ(with_strip[1].note.find("M=2000: MSV ms g8=1.000; Viterbi ms warp=4.000 thread=9.000\n"),
+            std::string::npos);
+  EXPECT_EQ(with_strip[1].note.find("strip=", with_strip[1].note.find("M=2000")), std::string::npos)
+      << with_strip[1].note;
 }
 
 TEST(IoKernelTable, ToTomlRoundTrips) {

@@ -1,7 +1,7 @@
 // `duet tune`: see tune_command.hpp. For each model length: a synthetic model (drawn from
-// real models as `duet synth-model` draws them), every MSV thread-group size and both
-// Viterbi strategies timed kernel-only (device/hmm_gpu_timing.hpp, the same code as
-// bench/hmm_gpu_bench) on a database replicated to a residue budget that shrinks with the
+// real models as `duet synth-model` draws them), every MSV thread-group size and the
+// Viterbi strategies (warp, thread, and strip up to its length limit) timed kernel-only
+// (device/hmm_gpu_timing.hpp, the same code as bench/hmm_gpu_bench) on a database replicated to a residue budget that shrinks with the
 // length; the fastest per length kept, adjacent lengths with the same choice merged.
 #include "app/tune_command.hpp"
 
@@ -92,8 +92,8 @@ int run_tune(const TuneOptions& o, const std::string& command_line) {
   for (const auto& g : inventory.gpus)
     if (g.index == o.device) device_name = g.name;
   std::vector<io::KernelTimingPoint> points;
-  std::printf("%6s %10s %10s %10s %10s %10s %8s\n", "M", "MSV_g8_ms", "MSV_g16_ms", "MSV_g32_ms",
-              "VIT_warp", "VIT_thread", "checked");
+  std::printf("%6s %10s %10s %10s %10s %10s %10s %8s\n", "M", "MSV_g8_ms", "MSV_g16_ms",
+              "MSV_g32_ms", "VIT_warp", "VIT_thread", "VIT_strip", "checked");
   for (std::size_t i = 0; i < o.lengths.size(); ++i) {
     const int M = o.lengths[i];
     const HmmModel hmm = synthetic_model(sources, M, o.seed + i, "tune" + std::to_string(M));
@@ -110,17 +110,25 @@ int run_tune(const TuneOptions& o, const std::string& command_line) {
       checked += t.checked;
       wrong += t.wrong;
     }
+    // The strip kernel exists up to kViterbiStripMaxLength nodes (the warp kernel beyond).
     for (const auto strategy :
-         {device::GpuStrategy::warp_groups, device::GpuStrategy::thread_per_target}) {
+         {device::GpuStrategy::warp_groups, device::GpuStrategy::thread_per_target,
+          device::GpuStrategy::warp_strip}) {
+      if (strategy == device::GpuStrategy::warp_strip && M > device::kViterbiStripMaxLength) {
+        continue;
+      }
       const auto t = device::time_hmm_kernels(o.device, profile, {0, strategy}, {}, vit_targets);
-      (strategy == device::GpuStrategy::warp_groups ? point.viterbi_warp_ms
-                                                    : point.viterbi_thread_ms) = t.viterbi_ms;
+      (strategy == device::GpuStrategy::warp_groups         ? point.viterbi_warp_ms
+       : strategy == device::GpuStrategy::thread_per_target ? point.viterbi_thread_ms
+                                                            : point.viterbi_strip_ms) =
+          t.viterbi_ms;
       checked += t.checked;
       wrong += t.wrong;
     }
-    std::printf("%6d %10.3f %10.3f %10.3f %10.3f %10.3f %5d/%d\n", M, point.msv_ms[0].second,
-                point.msv_ms[1].second, point.msv_ms[2].second, point.viterbi_warp_ms,
-                point.viterbi_thread_ms, checked - wrong, checked);
+    std::printf("%6d %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %5d/%d\n", M,
+                point.msv_ms[0].second, point.msv_ms[1].second, point.msv_ms[2].second,
+                point.viterbi_warp_ms, point.viterbi_thread_ms, point.viterbi_strip_ms,
+                checked - wrong, checked);
     std::fflush(stdout);
     if (wrong != 0) {
       throw std::runtime_error("GPU scores differ from the references at model length " +

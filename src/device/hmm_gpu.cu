@@ -633,6 +633,7 @@ __global__ void viterbi_thread_kernel(ViterbiArgs a) {
 // Nodes per lane of viterbi_strip_kernel for a model of M nodes: the smallest strip of
 // 4, 8, 16 or 32 that covers the model, 0 past 1024 nodes (viterbi_warp_kernel then).
 int viterbi_strip_width(int M) {
+  static_assert(32 * 32 == kViterbiStripMaxLength);
   for (int s = 4; s <= 32; s *= 2) {
     if (32 * s >= M) return s;
   }

@@ -92,6 +92,8 @@ enum class GpuStrategy {
   warp_strip,         // MSV thread groups + Viterbi warp per target, nodes in registers
                       // (strips of consecutive nodes per lane; warp_groups past M = 1024)
 };
+// The strip kernel holds a lane's nodes in registers: models up to this length.
+inline constexpr int kViterbiStripMaxLength = 1024;
 GpuStrategy parse_gpu_strategy(const std::string& name);  // "warp" | "thread" | "strip"; throws
 std::string gpu_strategy_name(GpuStrategy s);
 

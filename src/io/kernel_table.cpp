@@ -75,9 +75,10 @@ KernelTableRow read_row(const Reader& reader, const toml::table& row, std::int64
       has_group = true;
     } else if (key == "viterbi_strategy") {
       r.viterbi_strategy = reader.string(key, value);
-      if (r.viterbi_strategy != "warp" && r.viterbi_strategy != "thread") {
-        reader.fail(line,
-                    "'viterbi_strategy' must be warp or thread, not '" + r.viterbi_strategy + "'");
+      if (r.viterbi_strategy != "warp" && r.viterbi_strategy != "thread" &&
+          r.viterbi_strategy != "strip") {
+        reader.fail(line, "'viterbi_strategy' must be warp, thread or strip, not '" +
+                              r.viterbi_strategy + "'");
       }
       has_strategy = true;
     } else {
@@ -226,13 +227,17 @@ std::vector<KernelTableRow> rows_from_timings(std::vector<KernelTimingPoint> poi
         best_ms = ms;
       }
     }
-    const std::string strategy = p.viterbi_thread_ms < p.viterbi_warp_ms ? "thread" : "warp";
+    std::string strategy = "warp";
+    double best_viterbi = p.viterbi_warp_ms;
+    if (p.viterbi_strip_ms < best_viterbi) strategy = "strip", best_viterbi = p.viterbi_strip_ms;
+    if (p.viterbi_thread_ms < best_viterbi) strategy = "thread";
     std::ostringstream note;
     note.setf(std::ios::fixed);
     note.precision(3);
     note << "M=" << p.length << ": MSV ms";
     for (const auto& [group, ms] : p.msv_ms) note << " g" << group << "=" << ms;
     note << "; Viterbi ms warp=" << p.viterbi_warp_ms << " thread=" << p.viterbi_thread_ms;
+    if (std::isfinite(p.viterbi_strip_ms)) note << " strip=" << p.viterbi_strip_ms;
     if (!rows.empty() && rows.back().msv_group_threads == best_group &&
         rows.back().viterbi_strategy == strategy) {
       rows.back().max_length = p.length;

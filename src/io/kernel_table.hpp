@@ -8,13 +8,14 @@
 //   [[row]]                               # one or more, max_length strictly increasing
 //   max_length = 128                      # 1 to 100000: models of up to this many nodes
 //   msv_group_threads = 8                 # 8, 16 or 32
-//   viterbi_strategy = "warp"             # warp or thread
+//   viterbi_strategy = "warp"             # warp, thread or strip
 //
 // A model longer than the last row's max_length takes the last row. Reading is strict as
 // for the configuration (io/config.hpp): any unknown key, wrong type, value out of range,
 // missing key or syntax error throws duet::InputError naming the file and the line.
 #pragma once
 
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,7 +25,7 @@ namespace duet::io {
 struct KernelTableRow {
   int max_length = 0;
   int msv_group_threads = 0;     // 8, 16 or 32
-  std::string viterbi_strategy;  // "warp" or "thread"
+  std::string viterbi_strategy;  // "warp", "thread" or "strip"
   std::string note;              // written as a comment above the row; not read back
 
   friend bool operator==(const KernelTableRow& a, const KernelTableRow& b) {
@@ -61,6 +62,7 @@ struct KernelTimingPoint {
   int length = 0;
   std::vector<std::pair<int, double>> msv_ms;  // (group threads, ms)
   double viterbi_warp_ms = 0, viterbi_thread_ms = 0;
+  double viterbi_strip_ms = std::numeric_limits<double>::infinity();  // infinity: not timed
 };
 
 // The table of the fastest choice per length (ties: the smaller group, the warp

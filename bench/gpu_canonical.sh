@@ -1,10 +1,11 @@
 #!/bin/bash
 # The GPU canonical Forward in one device call: builds gpu_tests and hmm_gpu_bench, checks
-# the kernel's SASS for fused multiply-adds, runs the canonical Forward GPU tests,
-# compute-sanitizer memcheck and racecheck on the small case, the kernel benchmark
-# (hmm_gpu_bench canonical: GPU kernel-only GCUPS and forward_canonical on one core, in
-# both row placements), then, when REST=1, the other GPU tests. Every step has its own time
-# limit so that the whole fits one call. usage: bash bench/gpu_canonical.sh SETUP_SH
+# the kernel's SASS for fused multiply-adds (the IEEE division sequences hold the only
+# FFMA), runs the canonical Forward GPU tests, compute-sanitizer memcheck and racecheck on
+# the small case, the kernel benchmark (hmm_gpu_bench canonical: GPU kernel-only GCUPS and
+# forward_canonical on one core; rows where the engine puts them, then in global memory),
+# then, when REST=1, the other GPU tests. Every step has its own time limit so that the
+# whole fits one call. usage: [REST=1] bash bench/gpu_canonical.sh SETUP_SH
 set -uo pipefail
 out=${OUT:-device-out}; mkdir -p "$out"
 source "$1"
@@ -27,12 +28,12 @@ step 200 $b/tests/gpu_tests --gtest_filter='GpuCanonical*' 2>&1 | tee "$out/test
 for tool in memcheck racecheck; do
   step 120 /usr/local/cuda/bin/compute-sanitizer --tool $tool $b/tests/gpu_tests --gtest_filter='GpuCanonicalForward.SmallBatchInBothRowPlacements' 2>&1 | tail -5 | tee "$out/$tool.txt"
 done
-for rows in auto global shared; do
+for rows in auto global; do
   if [ $rows = auto ]; then unset DUET_CANONICAL_GPU_ROWS; else export DUET_CANONICAL_GPU_ROWS=$rows; fi
   step 120 $b/hmm_gpu_bench canonical 2e7 4e8 50 100 200 400 800 1500 2500 2>&1 | tee -a "$out/bench_canonical.txt"
 done
 unset DUET_CANONICAL_GPU_ROWS
 if [ "${REST:-0}" = 1 ]; then
-  step 300 $b/tests/gpu_tests --gtest_brief=1 --gtest_filter='-GpuCanonical*' 2>&1 | tail -8 | tee "$out/tests_rest.txt"
+  step 280 $b/tests/gpu_tests --gtest_brief=1 --gtest_filter='-GpuCanonical*' 2>&1 | tail -8 | tee "$out/tests_rest.txt"
 fi
 echo "total: $(( $(date +%s) - t0 )) s"; date -u

@@ -106,8 +106,11 @@ int canonical_bench(int argc, char** argv) {
   double total = 0;
   const std::vector<device::GpuTarget> targets = replicate_database(db, residues, total);
   const char* rows = std::getenv("DUET_CANONICAL_GPU_ROWS");
-  std::printf("canonical: %zu targets, %.3g residues (MMseqs2 example database), rows %s\n",
-              targets.size(), total, rows != nullptr ? rows : "auto");
+  int longest = 0;
+  for (const auto& t : targets) longest = std::max(longest, t.length);
+  std::printf(
+      "canonical: %zu targets, %.3g residues (MMseqs2 example database), longest %d, rows %s\n",
+      targets.size(), total, longest, rows != nullptr ? rows : "auto");
   std::printf("%6s %10s %10s %10s %8s %10s %10s %8s %8s\n", "M", "GPU_ms", "GPU_GCUPS", "finish_ms",
               "cpu_tgts", "CPU_ms", "CPU_GCUPS", "ratio", "checked");
   std::mt19937_64 rng(42);

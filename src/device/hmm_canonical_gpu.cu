@@ -29,10 +29,16 @@
 // rescaled: x * 1 = x exactly, stored values are never subnormal). The row's sum takes
 // the carry's additions in q order as the vector code does.
 //
-// Rows: a thread's (M, I, D) for q = 0..Q-1 at row[(3q + state) * 32 + lane of the warp],
-// so that a warp's access is 32 consecutive words: in shared memory (conflict-free) when
-// at least kMinSharedWarps warps fit in a block, else in global memory (coalesced), one
-// region per resident warp. DUET_CANONICAL_GPU_ROWS=shared|global forces one (studies).
+// Rows: a warp runs G groups (G = 8, fewer for long models); a thread's (M, I, D) for
+// q = 0..Q-1 sit at row[(3q + state) * 4G + lane of the warp], so that a warp's access is
+// 4G consecutive words. In shared memory (conflict-free) when one warp of 8 groups fits in
+// a block, or one warp of fewer groups (G = as many as fit, the other threads idle); else in
+// global memory (coalesced), one region per resident warp. DUET_CANONICAL_GPU_ROWS=global
+// forces global memory (studies).
+//
+// Loads are issued one vector ahead: at vector q the thread loads the transitions, the
+// emission and the previous row's cell of vector q + 1 before it stores vector q, so that
+// their latency overlaps the arithmetic (nothing stored at q is read at q + 1).
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -102,7 +108,6 @@ constexpr int kLanes = kCanonicalForwardLanes;
 static_assert(kLanes == 4, "a group of four threads per target");
 static_assert(kCanonicalNodeFields == 8, "a lane's transitions are two float4");
 constexpr int kBlockThreads = 256;
-constexpr int kMinSharedWarps = 4;
 // Global-memory rows of one slot are capped (fewer resident blocks for long models).
 constexpr std::size_t kGlobalRowBytes = std::size_t{1} << 30;
 
@@ -153,6 +158,7 @@ struct CanonicalArgs {
   int count;
   int* next;          // work counter, zero at launch
   float* rows;        // nullptr: rows in shared memory
+  int groups;         // targets per warp (1..8); threads past 4 * groups idle
   float* rescale_xe;  // per list entry: kCanonicalGpuRescalings values
   int* rescalings;    // per list entry: rescaled rows (may exceed kCanonicalGpuRescalings)
   float* c_move;      // per list entry: C * move after the last row
@@ -163,15 +169,17 @@ __global__ void __launch_bounds__(kBlockThreads) canonical_forward_kernel(Canoni
   const int warp_lane = static_cast<int>(threadIdx.x % 32);
   const int lane = warp_lane % kLanes;
   const int Q = a.Q;
-  const std::size_t warp_row_floats = 3 * static_cast<std::size_t>(Q) * 32;
+  const int stride = kLanes * a.groups;  // between a thread's consecutive cells
+  const std::size_t warp_row_floats = 3 * static_cast<std::size_t>(Q) * stride;
   const std::size_t warp_index =
       a.rows == nullptr ? threadIdx.x / 32
                         : (static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
-  // This thread's cell (q, state) is row[(3 * q + state) * 32].
+  // This thread's cell (q, state) is row[(3 * q + state) * stride] (never touched by the
+  // idle threads, warp_lane >= stride).
   float* const row =
       (a.rows == nullptr ? shared_rows : a.rows) + warp_index * warp_row_floats + warp_lane;
-  const float4* const nodes = a.nodes + 2 * lane;
-  const float* const dd_prefix = a.dd_prefix + lane;
+  const float4* __restrict__ const nodes = a.nodes + 2 * lane;
+  const float* __restrict__ const dd_prefix = a.dd_prefix + lane;
   const std::size_t match_row = static_cast<std::size_t>(Q) * kLanes;
 
   // The lane carry's multipliers: the whole lanes' D->D products moved one lane up, and
@@ -187,7 +195,7 @@ __global__ void __launch_bounds__(kBlockThreads) canonical_forward_kernel(Canoni
   float xN = 0.0f, xJ = 0.0f, xC = 0.0f, xB = 0.0f;
   float scale_prev = 1.0f;  // the previous row's rescaling (1: none)
   float carry_prev = 0.0f;  // the previous row's lane carry (this lane)
-  bool work_left = true;
+  bool work_left = warp_lane < stride;
   for (;;) {
     if (item >= 0 && i == L) {
       if (lane == 0) {
@@ -224,42 +232,69 @@ __global__ void __launch_bounds__(kBlockThreads) canonical_forward_kernel(Canoni
     const bool active = item >= 0 && i < L;
     const bool fresh = i == 0;  // the previous row is all zeros
 
-    // The previous row at vector q, finished: the lane carry added to D, the rescaling.
-    const auto previous = [&](int q, float& m, float& ins, float& d) {
+    // The previous row's cell at vector q as stored, and finished: the lane carry added to
+    // D, the rescaling applied.
+    struct Stored {
+      float m = 0.0f, ins = 0.0f, d = 0.0f, dd_prefix = 0.0f;
+    };
+    const auto load = [&](int q) {
+      Stored c;
+      if (!fresh) {
+        const float* cell = row + static_cast<std::size_t>(3 * q) * stride;
+        c.m = cell[0];
+        c.ins = cell[stride];
+        c.d = cell[2 * stride];
+        c.dd_prefix = dd_prefix[q * kLanes];
+      }
+      return c;
+    };
+    const auto finish = [&](const Stored& c, float& m, float& ins, float& d) {
       if (fresh) {
         m = ins = d = 0.0f;
         return;
       }
-      const float* cell = row + static_cast<std::size_t>(3 * q) * 32;
-      m = mul_ftz(cell[0], scale_prev);
-      ins = mul_ftz(cell[32], scale_prev);
-      d = mul_ftz(add_ftz(cell[64], mul_ftz(carry_prev, dd_prefix[q * kLanes])), scale_prev);
+      m = mul_ftz(c.m, scale_prev);
+      ins = mul_ftz(c.ins, scale_prev);
+      d = mul_ftz(add_ftz(c.d, mul_ftz(carry_prev, c.dd_prefix)), scale_prev);
     };
     float mpv = 0.0f, ipv = 0.0f, dpv = 0.0f;
-    if (active) previous(Q - 1, mpv, ipv, dpv);
+    if (active) finish(load(Q - 1), mpv, ipv, dpv);
     mpv = shift_up(mpv, 1, lane);
     ipv = shift_up(ipv, 1, lane);
     dpv = shift_up(dpv, 1, lane);
     float sum = 0.0f;        // M and D of the row (D as computed within lanes)
     float delete_in = 0.0f;  // D within the lane at vector q
     if (active) {
-      const float* match = a.match + static_cast<std::size_t>(dsq[i]) * match_row + lane;
+      const float* __restrict__ match =
+          a.match + static_cast<std::size_t>(dsq[i]) * match_row + lane;
+      // Vector q's inputs, loaded one vector ahead.
+      float4 into = nodes[0];  // bm, mm, im, dm
+      float4 out = nodes[1];   // md, mi, ii, dd
+      float emission = match[0];
+      Stored stored = load(0);
       for (int q = 0; q < Q; ++q) {
-        const float4 into = nodes[2 * q * kLanes];     // bm, mm, im, dm
-        const float4 out = nodes[2 * q * kLanes + 1];  // md, mi, ii, dd
-        float sv = mul_ftz(xB, into.x);
-        sv = add_ftz(sv, mul_ftz(mpv, into.y));
-        sv = add_ftz(sv, mul_ftz(ipv, into.z));
-        sv = add_ftz(sv, mul_ftz(dpv, into.w));
-        sv = mul_ftz(sv, match[q * kLanes]);
+        const float4 into_q = into, out_q = out;
+        const float emission_q = emission;
+        const Stored stored_q = stored;
+        if (q + 1 < Q) {
+          into = nodes[2 * (q + 1) * kLanes];
+          out = nodes[2 * (q + 1) * kLanes + 1];
+          emission = match[(q + 1) * kLanes];
+          stored = load(q + 1);
+        }
+        float sv = mul_ftz(xB, into_q.x);
+        sv = add_ftz(sv, mul_ftz(mpv, into_q.y));
+        sv = add_ftz(sv, mul_ftz(ipv, into_q.z));
+        sv = add_ftz(sv, mul_ftz(dpv, into_q.w));
+        sv = mul_ftz(sv, emission_q);
         sum = add_ftz(sum, add_ftz(sv, delete_in));
-        previous(q, mpv, ipv, dpv);
-        float* cell = row + static_cast<std::size_t>(3 * q) * 32;
+        finish(stored_q, mpv, ipv, dpv);
+        float* cell = row + static_cast<std::size_t>(3 * q) * stride;
         cell[0] = sv;
-        cell[64] = delete_in;
+        cell[2 * stride] = delete_in;
         // Insert emissions have odds 1.
-        cell[32] = add_ftz(mul_ftz(mpv, out.y), mul_ftz(ipv, out.z));
-        delete_in = add_ftz(mul_ftz(sv, out.x), mul_ftz(delete_in, out.w));
+        cell[stride] = add_ftz(mul_ftz(mpv, out_q.y), mul_ftz(ipv, out_q.z));
+        delete_in = add_ftz(mul_ftz(sv, out_q.x), mul_ftz(delete_in, out_q.w));
       }
     }
     // D entering each lane's segment from the lane below (C[j] = X[j] + U[j] * C[j-1] in
@@ -304,6 +339,7 @@ struct CanonicalForwardGpu::Impl {
   DevBuf<float> match, dd_prefix;
   DevBuf<float4> nodes;
   int warps_per_block = 0;  // > 0: rows in shared memory
+  int groups = 8;           // targets per warp
   int resident_blocks = 0;
   std::vector<ForwardScores::Length> ncj_by_length;
   struct Slot {
@@ -352,20 +388,27 @@ CanonicalForwardGpu::CanonicalForwardGpu(const ForwardScores& fwd, int multiproc
   upload(m.match, layout.match);
   upload(m.dd_prefix, layout.dd_prefix);
   upload(m.nodes, layout.nodes);
-  const std::size_t warp_row_bytes = 3 * static_cast<std::size_t>(m.Q) * 32 * sizeof(float);
-  m.warps_per_block =
-      static_cast<int>(std::min<std::size_t>(kBlockThreads / 32, shared_optin / warp_row_bytes));
+  // Rows in shared memory: as many warps of 8 groups as fit (up to 8), else one warp of as
+  // many groups as fit; else in global memory.
+  const std::size_t group_row_bytes = 3 * static_cast<std::size_t>(m.Q) * kLanes * sizeof(float);
+  const std::size_t fit = shared_optin / group_row_bytes;  // groups
   const char* forced = std::getenv("DUET_CANONICAL_GPU_ROWS");
-  const bool force_shared = forced != nullptr && std::strcmp(forced, "shared") == 0;
   const bool force_global = forced != nullptr && std::strcmp(forced, "global") == 0;
-  if (force_global || (m.warps_per_block < kMinSharedWarps && !force_shared)) {
+  m.groups = 32 / kLanes;
+  if (force_global || fit == 0) {
     m.warps_per_block = 0;
+  } else if (fit >= static_cast<std::size_t>(m.groups)) {
+    m.warps_per_block = static_cast<int>(
+        std::min<std::size_t>(kBlockThreads / 32, fit / static_cast<std::size_t>(m.groups)));
+  } else {
+    m.warps_per_block = 1;
+    m.groups = static_cast<int>(fit);
   }
   int threads = kBlockThreads;
   std::size_t shared = 0;
   if (m.warps_per_block > 0) {
     threads = m.warps_per_block * 32;
-    shared = m.warps_per_block * warp_row_bytes;
+    shared = m.warps_per_block * m.groups * group_row_bytes;
     ccheck(
         cudaFuncSetAttribute(canonical_forward_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              static_cast<int>(shared)),
@@ -436,8 +479,9 @@ void CanonicalForwardGpu::submit(int slot, cudaStream_t st, const std::uint8_t* 
     a.rescale_xe = s.d_rescale_xe.p;
     a.rescalings = s.d_rescalings.p;
     a.c_move = s.d_c_move.p;
-    const std::size_t warp_row_floats = 3 * static_cast<std::size_t>(m.Q) * 32;
-    const int targets_per_warp = 32 / kLanes;
+    a.groups = m.groups;
+    const std::size_t warp_row_floats = 3 * static_cast<std::size_t>(m.Q) * kLanes * m.groups;
+    const int targets_per_warp = m.groups;
     int threads = kBlockThreads;
     std::size_t shared = 0;
     int blocks = 0;

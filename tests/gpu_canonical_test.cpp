@@ -169,9 +169,9 @@ TEST(GpuCanonicalForward, BitForBitOnRandomModels) {
   EXPECT_LT(tally.cpu_targets, tally.targets / 4);
 }
 
-// Both row placements (shared and global memory) on models where both are possible; the
-// random models above take shared memory up to M = 2420 and one warp of fewer than eight
-// targets past it.
+// Both row placements (shared memory, global memory with loads one vector ahead: two
+// instances of the kernel) on models where both are possible; the random models above take
+// shared memory up to M = 1208 and global memory past it.
 TEST(GpuCanonicalForward, BitForBitInBothRowPlacements) {
   REQUIRE_GPU();
   std::mt19937_64 rng(test_seed() ^ 0xc3);

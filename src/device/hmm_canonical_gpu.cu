@@ -29,16 +29,15 @@
 // rescaled: x * 1 = x exactly, stored values are never subnormal). The row's sum takes
 // the carry's additions in q order as the vector code does.
 //
-// Rows: a warp runs G groups (G = 8, fewer for long models); a thread's (M, I, D) for
-// q = 0..Q-1 sit at row[(3q + state) * 4G + lane of the warp], so that a warp's access is
-// 4G consecutive words. In shared memory (conflict-free) when one warp of 8 groups fits in
-// a block, or one warp of fewer groups (G = as many as fit, the other threads idle); else in
-// global memory (coalesced), one region per resident warp. DUET_CANONICAL_GPU_ROWS=global
-// forces global memory (studies).
-//
-// Loads are issued one vector ahead: at vector q the thread loads the transitions, the
-// emission and the previous row's cell of vector q + 1 before it stores vector q, so that
-// their latency overlaps the arithmetic (nothing stored at q is read at q + 1).
+// Rows: a thread's (M, I, D) for q = 0..Q-1 at row[(3q + state) * 32 + lane of the warp],
+// so that a warp's access is 32 consecutive words: in shared memory (conflict-free) when
+// at least kMinSharedWarps warps fit in a block, else in global memory (coalesced), one
+// region per resident warp. DUET_CANONICAL_GPU_ROWS=global forces global memory (studies).
+// With rows in global memory (kGlobalRows) the kernel loads one vector ahead: at vector q
+// it loads the transitions, the emission and the previous row's cell of vector q + 1
+// before it stores vector q (nothing stored at q is read at q + 1), so that their latency
+// overlaps the arithmetic; with rows in shared memory it does not (measured on the H100,
+// bench/RESULTS.md: loading ahead costs registers, hence resident blocks, there).
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -109,6 +108,7 @@ static_assert(kLanes == 4, "a group of four threads per target");
 static_assert(kCanonicalNodeFields == 8, "a lane's transitions are two float4");
 constexpr int kBlockThreads = 256;
 // Global-memory rows of one slot are capped (fewer resident blocks for long models).
+constexpr int kMinSharedWarps = 2;
 constexpr std::size_t kGlobalRowBytes = std::size_t{1} << 30;
 
 // ---- IEEE float operations as the SSE parser does them (round to nearest, FTZ + DAZ) ----
@@ -157,27 +157,26 @@ struct CanonicalArgs {
   const int* order;   // list entries, longest target first
   int count;
   int* next;          // work counter, zero at launch
-  float* rows;        // nullptr: rows in shared memory
-  int groups;         // targets per warp (1..8); threads past 4 * groups idle
+  float* rows;        // rows in global memory (kGlobalRows), else unused
   float* rescale_xe;  // per list entry: kCanonicalGpuRescalings values
   int* rescalings;    // per list entry: rescaled rows (may exceed kCanonicalGpuRescalings)
   float* c_move;      // per list entry: C * move after the last row
 };
 
+template <bool kGlobalRows>
 __global__ void __launch_bounds__(kBlockThreads) canonical_forward_kernel(CanonicalArgs a) {
   extern __shared__ float shared_rows[];
   const int warp_lane = static_cast<int>(threadIdx.x % 32);
   const int lane = warp_lane % kLanes;
   const int Q = a.Q;
-  const int stride = kLanes * a.groups;  // between a thread's consecutive cells
+  constexpr int stride = 32;  // between a thread's consecutive cells
   const std::size_t warp_row_floats = 3 * static_cast<std::size_t>(Q) * stride;
   const std::size_t warp_index =
-      a.rows == nullptr ? threadIdx.x / 32
-                        : (static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
-  // This thread's cell (q, state) is row[(3 * q + state) * stride] (never touched by the
-  // idle threads, warp_lane >= stride).
+      kGlobalRows ? (static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32
+                  : threadIdx.x / 32;
+  // This thread's cell (q, state) is row[(3 * q + state) * stride].
   float* const row =
-      (a.rows == nullptr ? shared_rows : a.rows) + warp_index * warp_row_floats + warp_lane;
+      (kGlobalRows ? a.rows : shared_rows) + warp_index * warp_row_floats + warp_lane;
   const float4* __restrict__ const nodes = a.nodes + 2 * lane;
   const float* __restrict__ const dd_prefix = a.dd_prefix + lane;
   const std::size_t match_row = static_cast<std::size_t>(Q) * kLanes;
@@ -195,7 +194,7 @@ __global__ void __launch_bounds__(kBlockThreads) canonical_forward_kernel(Canoni
   float xN = 0.0f, xJ = 0.0f, xC = 0.0f, xB = 0.0f;
   float scale_prev = 1.0f;  // the previous row's rescaling (1: none)
   float carry_prev = 0.0f;  // the previous row's lane carry (this lane)
-  bool work_left = warp_lane < stride;
+  bool work_left = true;
   for (;;) {
     if (item >= 0 && i == L) {
       if (lane == 0) {
@@ -267,20 +266,37 @@ __global__ void __launch_bounds__(kBlockThreads) canonical_forward_kernel(Canoni
     if (active) {
       const float* __restrict__ match =
           a.match + static_cast<std::size_t>(dsq[i]) * match_row + lane;
-      // Vector q's inputs, loaded one vector ahead.
-      float4 into = nodes[0];  // bm, mm, im, dm
-      float4 out = nodes[1];   // md, mi, ii, dd
-      float emission = match[0];
-      Stored stored = load(0);
+      // Vector q's inputs: transitions into (bm, mm, im, dm) and out of (md, mi, ii, dd)
+      // the lane's node, emission, previous row's cell (loaded one vector ahead or not).
+      float4 into{}, out{};
+      float emission = 0.0f;
+      Stored stored;
+      if constexpr (kGlobalRows) {
+        into = nodes[0];
+        out = nodes[1];
+        emission = match[0];
+        stored = load(0);
+      }
       for (int q = 0; q < Q; ++q) {
-        const float4 into_q = into, out_q = out;
-        const float emission_q = emission;
-        const Stored stored_q = stored;
-        if (q + 1 < Q) {
-          into = nodes[2 * (q + 1) * kLanes];
-          out = nodes[2 * (q + 1) * kLanes + 1];
-          emission = match[(q + 1) * kLanes];
-          stored = load(q + 1);
+        float4 into_q, out_q;
+        float emission_q;
+        Stored stored_q;
+        if constexpr (kGlobalRows) {
+          into_q = into;
+          out_q = out;
+          emission_q = emission;
+          stored_q = stored;
+          if (q + 1 < Q) {
+            into = nodes[2 * (q + 1) * kLanes];
+            out = nodes[2 * (q + 1) * kLanes + 1];
+            emission = match[(q + 1) * kLanes];
+            stored = load(q + 1);
+          }
+        } else {
+          into_q = nodes[2 * q * kLanes];
+          out_q = nodes[2 * q * kLanes + 1];
+          emission_q = match[q * kLanes];
+          stored_q = load(q);
         }
         float sv = mul_ftz(xB, into_q.x);
         sv = add_ftz(sv, mul_ftz(mpv, into_q.y));
@@ -339,7 +355,6 @@ struct CanonicalForwardGpu::Impl {
   DevBuf<float> match, dd_prefix;
   DevBuf<float4> nodes;
   int warps_per_block = 0;  // > 0: rows in shared memory
-  int groups = 8;           // targets per warp
   int resident_blocks = 0;
   std::vector<ForwardScores::Length> ncj_by_length;
   struct Slot {
@@ -388,36 +403,30 @@ CanonicalForwardGpu::CanonicalForwardGpu(const ForwardScores& fwd, int multiproc
   upload(m.match, layout.match);
   upload(m.dd_prefix, layout.dd_prefix);
   upload(m.nodes, layout.nodes);
-  // Rows in shared memory: as many warps of 8 groups as fit (up to 8), else one warp of as
-  // many groups as fit; else in global memory.
-  const std::size_t group_row_bytes = 3 * static_cast<std::size_t>(m.Q) * kLanes * sizeof(float);
-  const std::size_t fit = shared_optin / group_row_bytes;  // groups
+  // Rows in shared memory when kMinSharedWarps warps fit in a block (up to 8 warps).
+  const std::size_t warp_row_bytes = 3 * static_cast<std::size_t>(m.Q) * 32 * sizeof(float);
+  m.warps_per_block =
+      static_cast<int>(std::min<std::size_t>(kBlockThreads / 32, shared_optin / warp_row_bytes));
   const char* forced = std::getenv("DUET_CANONICAL_GPU_ROWS");
-  const bool force_global = forced != nullptr && std::strcmp(forced, "global") == 0;
-  m.groups = 32 / kLanes;
-  if (force_global || fit == 0) {
+  if (m.warps_per_block < kMinSharedWarps ||
+      (forced != nullptr && std::strcmp(forced, "global") == 0)) {
     m.warps_per_block = 0;
-  } else if (fit >= static_cast<std::size_t>(m.groups)) {
-    m.warps_per_block = static_cast<int>(
-        std::min<std::size_t>(kBlockThreads / 32, fit / static_cast<std::size_t>(m.groups)));
-  } else {
-    m.warps_per_block = 1;
-    m.groups = static_cast<int>(fit);
-  }
-  int threads = kBlockThreads;
-  std::size_t shared = 0;
-  if (m.warps_per_block > 0) {
-    threads = m.warps_per_block * 32;
-    shared = m.warps_per_block * m.groups * group_row_bytes;
-    ccheck(
-        cudaFuncSetAttribute(canonical_forward_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(shared)),
-        "cudaFuncSetAttribute canonical forward");
   }
   int per_sm = 0;
-  ccheck(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, canonical_forward_kernel, threads,
-                                                       shared),
-         "cudaOccupancy canonical forward");
+  if (m.warps_per_block > 0) {
+    const std::size_t shared = m.warps_per_block * warp_row_bytes;
+    ccheck(
+        cudaFuncSetAttribute(canonical_forward_kernel<false>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared)),
+        "cudaFuncSetAttribute canonical forward");
+    ccheck(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, canonical_forward_kernel<false>,
+                                                         m.warps_per_block * 32, shared),
+           "cudaOccupancy canonical forward");
+  } else {
+    ccheck(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, canonical_forward_kernel<true>,
+                                                         kBlockThreads, 0),
+           "cudaOccupancy canonical forward");
+  }
   m.resident_blocks = std::max(1, per_sm) * multiprocessors;
 }
 
@@ -479,9 +488,8 @@ void CanonicalForwardGpu::submit(int slot, cudaStream_t st, const std::uint8_t* 
     a.rescale_xe = s.d_rescale_xe.p;
     a.rescalings = s.d_rescalings.p;
     a.c_move = s.d_c_move.p;
-    a.groups = m.groups;
-    const std::size_t warp_row_floats = 3 * static_cast<std::size_t>(m.Q) * kLanes * m.groups;
-    const int targets_per_warp = m.groups;
+    const std::size_t warp_row_floats = 3 * static_cast<std::size_t>(m.Q) * 32;
+    const int targets_per_warp = 32 / kLanes;
     int threads = kBlockThreads;
     std::size_t shared = 0;
     int blocks = 0;
@@ -492,7 +500,7 @@ void CanonicalForwardGpu::submit(int slot, cudaStream_t st, const std::uint8_t* 
       blocks = std::min(m.resident_blocks, (n + per_block - 1) / per_block);
       a.rows = nullptr;
       // Set at every launch: another engine (another model) may have set its own size.
-      ccheck(cudaFuncSetAttribute(canonical_forward_kernel,
+      ccheck(cudaFuncSetAttribute(canonical_forward_kernel<false>,
                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   static_cast<int>(shared)),
              "cudaFuncSetAttribute canonical forward");
@@ -504,7 +512,11 @@ void CanonicalForwardGpu::submit(int slot, cudaStream_t st, const std::uint8_t* 
       s.d_rows.reserve(static_cast<std::size_t>(blocks) * (kBlockThreads / 32) * warp_row_floats);
       a.rows = s.d_rows.p;
     }
-    canonical_forward_kernel<<<blocks, threads, shared, st>>>(a);
+    if (a.rows == nullptr) {
+      canonical_forward_kernel<false><<<blocks, threads, shared, st>>>(a);
+    } else {
+      canonical_forward_kernel<true><<<blocks, threads, shared, st>>>(a);
+    }
     ccheck(cudaGetLastError(), "canonical_forward_kernel");
   }
   ccheck(cudaEventRecord(done, st), "cudaEventRecord");

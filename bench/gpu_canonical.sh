@@ -30,7 +30,7 @@ for tool in memcheck racecheck; do
 done
 for rows in auto global; do
   if [ $rows = auto ]; then unset DUET_CANONICAL_GPU_ROWS; else export DUET_CANONICAL_GPU_ROWS=$rows; fi
-  step 120 $b/hmm_gpu_bench canonical 2e7 4e8 50 100 200 400 800 1500 2500 2>&1 | tee -a "$out/bench_canonical.txt"
+  step 120 $b/hmm_gpu_bench canonical 2e7 4e8 50 100 200 260 400 800 1200 1500 2500 2>&1 | tee -a "$out/bench_canonical.txt"
 done
 unset DUET_CANONICAL_GPU_ROWS
 if [ "${REST:-0}" = 1 ]; then

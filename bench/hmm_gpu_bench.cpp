@@ -6,8 +6,13 @@
 //   usage: hmm_gpu_bench [msv_residues (default 1e9)] [viterbi_residues (default 3e7)]
 //                        [model lengths... (default 50 100 200 400 800 1500 2500)]
 //          hmm_gpu_bench forward [residues (default 3e7)] [model lengths...]
+//          hmm_gpu_bench canonical [residues (default 2e7)] [cpu_cells (default 4e8)]
+//                                  [model lengths...]
 // The forward mode times the float Forward parser and checks a sample of its scores
 // against forward_parser_reference within the GPU tolerance (hmm_gpu.hpp).
+// The canonical mode times the GPU canonical Forward (kernel only, and with the host's
+// finish and CPU fallbacks), then the CPU's forward_canonical on this thread (one core) on
+// the first targets up to cpu_cells cells, whose scores the GPU's must equal bit for bit.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -20,6 +25,7 @@
 
 #include "../tests/simd_test_support.hpp"
 #include "core/fasta_reader.hpp"
+#include "core/forward_canonical.hpp"
 #include "core/profile.hpp"
 #include "core/reference_kernels.hpp"
 #include "device/hmm_gpu.hpp"
@@ -89,10 +95,76 @@ int forward_bench(int argc, char** argv) {
   return 0;
 }
 
+int canonical_bench(int argc, char** argv) {
+  const double residues = argc > 2 ? std::atof(argv[2]) : 2e7;
+  const double cpu_cells = argc > 3 ? std::atof(argv[3]) : 4e8;
+  std::vector<int> lengths;
+  for (int i = 4; i < argc; ++i) lengths.push_back(std::atoi(argv[i]));
+  if (lengths.empty()) lengths = {50, 100, 200, 400, 800, 1500, 2500};
+  const Alphabet& abc = Alphabet::amino();
+  const auto db = simd_test::read_sequences(simd_test::kMmseqsDatabase, abc, 1 << 30);
+  double total = 0;
+  const std::vector<device::GpuTarget> targets = replicate_database(db, residues, total);
+  const char* rows = std::getenv("DUET_CANONICAL_GPU_ROWS");
+  int longest = 0;
+  for (const auto& t : targets) longest = std::max(longest, t.length);
+  std::printf(
+      "canonical: %zu targets, %.3g residues (MMseqs2 example database), longest %d, rows %s\n",
+      targets.size(), total, longest, rows != nullptr ? rows : "auto");
+  std::printf("%6s %10s %10s %10s %8s %10s %10s %8s %8s\n", "M", "GPU_ms", "GPU_GCUPS", "finish_ms",
+              "cpu_tgts", "CPU_ms", "CPU_GCUPS", "ratio", "checked");
+  std::mt19937_64 rng(42);
+  std::vector<int> all(targets.size());
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
+  for (int M : lengths) {
+    const HmmModel hmm = simd_test::random_hmm(rng, abc, M, simd_test::random_style(rng));
+    const SearchProfile p = build_search_profile(hmm, Background::for_alphabet(abc));
+    device::HmmGpuEngine engine(0, p);
+    engine.submit_msv(0, targets.data(), targets.size());
+    engine.wait_msv(0);
+    engine.submit_canonical_forward(0, all.data(), std::min<std::size_t>(all.size(), 2000));
+    engine.wait_canonical_forward(0);  // warm-up
+    const auto wall_start = std::chrono::steady_clock::now();
+    engine.submit_canonical_forward(0, all.data(), all.size());
+    const std::vector<float> gpu = engine.wait_canonical_forward(0);
+    const double wall_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - wall_start)
+            .count();
+    const device::GpuKernelTimes times = engine.kernel_times(0);
+    const double ms = times.canonical_ms;
+    // The CPU, one core, on the first targets; every one of its scores checked.
+    CanonicalForward cpu(p.forward);
+    double cells = 0;
+    std::vector<float> ref;
+    const auto cpu_start = std::chrono::steady_clock::now();
+    for (std::size_t i = 0; i < targets.size() && cells < cpu_cells; ++i) {
+      ref.push_back(cpu.score(targets[i].residues, targets[i].length));
+      cells += static_cast<double>(targets[i].length) * M;
+    }
+    const double cpu_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - cpu_start)
+            .count();
+    int wrong = 0;
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+      if (std::memcmp(&ref[i], &gpu[i], sizeof(float)) != 0) ++wrong;
+    }
+    const double gpu_gcups = total * M / ms / 1e6;
+    const double cpu_gcups = cells / cpu_ms / 1e6;
+    std::printf("%6d %10.2f %10.1f %10.2f %8lld %10.1f %10.2f %8.1f %5zu/%zu%s\n", M, ms, gpu_gcups,
+                wall_ms - ms, static_cast<long long>(times.canonical_cpu_targets), cpu_ms,
+                cpu_gcups, gpu_gcups / cpu_gcups, ref.size() - wrong, ref.size(),
+                wrong ? "  MISMATCH" : "");
+    std::fflush(stdout);
+    if (wrong) return 1;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "forward") == 0) return forward_bench(argc, argv);
+  if (argc > 1 && std::strcmp(argv[1], "canonical") == 0) return canonical_bench(argc, argv);
   const double msv_residues = argc > 1 ? std::atof(argv[1]) : 1e9;
   const double vit_residues = argc > 2 ? std::atof(argv[2]) : 3e7;
   std::vector<int> lengths;

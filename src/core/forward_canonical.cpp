@@ -147,10 +147,26 @@ float forward_canonical(const ForwardStripedView& profile, const Residue* dsq, i
         store(at(drow, q), mul(load(at(drow, q)), r));
         store(at(irow, q), mul(load(at(irow, q)), r));
       }
-      total_scale = static_cast<float>(total_scale + std::log(static_cast<double>(xE)));
+      total_scale = canonical_forward_rescaled(total_scale, xE);
     }
   }
-  return static_cast<float>(total_scale + std::log(static_cast<double>(xC * move)));
+  return canonical_forward_final(total_scale, xC * move);
+}
+
+float canonical_forward_rescaled(float total_scale, float xE) {
+  return static_cast<float>(total_scale + std::log(static_cast<double>(xE)));
+}
+
+float canonical_forward_final(float total_scale, float c_move) {
+  return static_cast<float>(total_scale + std::log(static_cast<double>(c_move)));
+}
+
+float canonical_forward_finish(const float* rescale_xe, int events, float c_move) {
+  const FlushDenormals flush_denormals;
+  float total_scale = 0.0f;
+  for (int e = 0; e < events; ++e)
+    total_scale = canonical_forward_rescaled(total_scale, rescale_xe[e]);
+  return canonical_forward_final(total_scale, c_move);
 }
 
 float forward_canonical(const ForwardScores& fwd, const Residue* dsq, int L) {

@@ -40,6 +40,20 @@ inline constexpr int kCanonicalForwardLanes = 4;
 float forward_canonical(const ForwardStripedView& profile, const Residue* dsq, int L, float loop,
                         float move, float* rows);
 
+// The logarithms of the canonical score, written once: forward_canonical ends with them,
+// and so does the GPU canonical Forward (src/device/hmm_gpu.hpp), whose kernel computes
+// every float of the parser and records the xE of each rescaled row and the final C * move
+// for the host to finish. After a row rescaled by 1/xE (xE > 1e4), the running scale is
+// canonical_forward_rescaled(scale, xE) = float(scale + log(double(xE))); the score is
+// canonical_forward_final(scale, C * move) = float(scale + log(double(C * move))) (glibc's
+// log in double). Both run under the canonical denormal mode (the caller sets it).
+float canonical_forward_rescaled(float total_scale, float xE);
+float canonical_forward_final(float total_scale, float c_move);
+// The whole finish, setting the denormal mode itself: the score of a target whose rows were
+// rescaled by rescale_xe[0 .. events-1] in order and whose last row left C * move = c_move.
+// Equal bit for bit to forward_canonical's result for the same floats.
+float canonical_forward_finish(const float* rescale_xe, int events, float c_move);
+
 // The same from the unstriped scores (stripes them on every call: for tests and one-off
 // scores; a search keeps a CanonicalForward per model and thread).
 float forward_canonical(const ForwardScores& fwd, const Residue* dsq, int L);

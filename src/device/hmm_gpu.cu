@@ -1,5 +1,6 @@
 // HmmGpuEngine (hmm_gpu.hpp): the MSV and Viterbi filter kernels for Hopper, the RAII
-// wrappers of CUDA objects they use, and the two-slot batch pipeline. The contract and
+// wrappers of CUDA objects they use, and the two-slot batch pipeline (the Forward kernels
+// are in hmm_forward_gpu.cu and hmm_canonical_gpu.cu). The contract and
 // the designs are described in hmm_gpu.hpp; the kernels' arithmetic is commented here.
 #include <cuda_runtime.h>
 
@@ -13,6 +14,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "device/hmm_canonical_gpu.cuh"
 #include "device/hmm_forward_gpu.cuh"
 #include "device/hmm_gpu.hpp"
 
@@ -695,10 +697,12 @@ struct HmmGpuEngine::Impl {
   std::vector<std::uint8_t> bjbm_by_length;
   std::vector<std::int16_t> ncj_by_length;
   std::unique_ptr<detail::ForwardGpu> forward;  // the Forward parser (hmm_forward_gpu.cu)
+  std::unique_ptr<detail::CanonicalForwardGpu> canonical;  // hmm_canonical_gpu.cu
 
   struct Slot {
     Stream stream;
     Event msv_start, msv_fast_done, msv_done, vit_start, vit_done, fwd_start, fwd_done;
+    Event canonical_start, canonical_done;
     PinnedBuffer<std::uint8_t> residues, bjbm;
     PinnedBuffer<std::int64_t> offsets;
     PinnedBuffer<int> order, result, vit_list, vit_result, exact_count;
@@ -805,6 +809,8 @@ HmmGpuEngine::HmmGpuEngine(int device, const SearchProfile& profile, GpuKernelCh
     m.viterbi_strip_blocks = std::max(1, strip_per_sm) * m.multiprocessors;
   }
   m.forward = std::make_unique<detail::ForwardGpu>(
+      profile.forward, m.multiprocessors, static_cast<std::size_t>(prop.sharedMemPerBlockOptin));
+  m.canonical = std::make_unique<detail::CanonicalForwardGpu>(
       profile.forward, m.multiprocessors, static_cast<std::size_t>(prop.sharedMemPerBlockOptin));
 }
 
@@ -1090,6 +1096,27 @@ const std::vector<float>& HmmGpuEngine::wait_forward(int slot_index) {
   return m.forward->scores(slot_index);
 }
 
+void HmmGpuEngine::submit_canonical_forward(int slot_index, const int* which, std::size_t count) {
+  Impl& m = *impl_;
+  Impl::Slot& s = *m.slots[slot_index];
+  check(cudaSetDevice(m.device), "cudaSetDevice");
+  m.canonical->submit(slot_index, s.stream.get(), s.d_residues.get(), s.d_offsets.get(), s.lengths,
+                      which, static_cast<int>(count), s.canonical_start.get(),
+                      s.canonical_done.get());
+}
+
+const std::vector<float>& HmmGpuEngine::wait_canonical_forward(int slot_index) {
+  Impl& m = *impl_;
+  Impl::Slot& s = *m.slots[slot_index];
+  check(cudaSetDevice(m.device), "cudaSetDevice");
+  check(cudaStreamSynchronize(s.stream.get()), "cudaStreamSynchronize canonical forward");
+  s.times.canonical_ms = s.canonical_done.ms_since(s.canonical_start);
+  const std::vector<float>& scores =
+      m.canonical->scores(slot_index, s.residues.get(), s.offsets.get());
+  s.times.canonical_cpu_targets = m.canonical->cpu_targets(slot_index);
+  return scores;
+}
+
 GpuKernelTimes HmmGpuEngine::kernel_times(int slot) const { return impl_->slots[slot]->times; }
 
 std::vector<FilterScore> HmmGpuEngine::msv(const std::vector<GpuTarget>& targets) {
@@ -1113,6 +1140,15 @@ std::vector<float> HmmGpuEngine::forward(const std::vector<GpuTarget>& targets) 
   std::iota(all.begin(), all.end(), 0);
   submit_forward(0, all.data(), all.size());
   return wait_forward(0);
+}
+
+std::vector<float> HmmGpuEngine::canonical_forward(const std::vector<GpuTarget>& targets) {
+  submit_msv(0, targets.data(), targets.size());
+  wait_msv(0);
+  std::vector<int> all(targets.size());
+  std::iota(all.begin(), all.end(), 0);
+  submit_canonical_forward(0, all.data(), all.size());
+  return wait_canonical_forward(0);
 }
 
 }  // namespace duet::device

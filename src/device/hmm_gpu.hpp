@@ -20,10 +20,16 @@
 //                warp scan, the row in shared memory (hmm_forward_gpu.cu); a filter only:
 //                its score is within kGpuForwardAbsoluteTolerance +
 //                kGpuForwardRelativeTolerance * |score| nats of forward_parser_reference.
+//       Canonical Forward: every float of core/forward_canonical.hpp's parser, bit for
+//                bit: four threads per target (thread j plays SIMD lane j, eight targets
+//                per warp), the same IEEE operations in the same order (PTX mul, add and
+//                div rounded to nearest with subnormals flushed, no fused multiply-add);
+//                the host takes the logarithms (hmm_canonical_gpu.cu);
 //     or, with GpuStrategy::thread_per_target (Walters et al. 2009), one thread per target
 //     running the whole row in 32-bit integers for the Viterbi filter (same exact rules).
 // Contract: for every target the MSV and Viterbi scores equal the scalar references'
-// (msv_filter_reference, viterbi_filter_reference) bit for bit, overflow flags included.
+// (msv_filter_reference, viterbi_filter_reference) bit for bit, overflow flags included;
+// the canonical Forward scores equal CanonicalForward::score's bit for bit.
 // Errors from CUDA are thrown as std::runtime_error naming the call and the device.
 #pragma once
 
@@ -35,6 +41,7 @@
 
 #include "core/profile.hpp"
 #include "core/reference_kernels.hpp"
+#include "core/striping.hpp"
 
 namespace duet::device {
 
@@ -79,7 +86,30 @@ ViterbiDeviceLayout build_viterbi_device_layout(const ViterbiScores& vit);
 // e_loop, e_move, dd_bound, match, bm..dd).
 ViterbiScores viterbi_scores_from_device_layout(const ViterbiDeviceLayout& layout, float scale);
 
+// Canonical Forward: the 4-lane striped profile of core/striped_layout.hpp
+// (stripe_forward_scores(fwd, kCanonicalForwardLanes)), each lane's eight transitions of
+// vector q side by side so that one thread (one lane) reads them as two 16-byte words:
+// nodes[(q * 4 + lane) * 8 + t], t = the seven ViterbiStripedTransition values then D->D
+// (index kVitPerQ). match and dd_prefix keep the striped order
+// (match[x * Q * 4 + q * 4 + lane], dd_prefix[q * 4 + lane], q = 0..Q).
+struct CanonicalDeviceLayout {
+  int M = 0, Kp = 0, Q = 0;
+  float e_loop = 0, e_move = 0;
+  std::vector<float> match;      // Kp * Q * 4
+  std::vector<float> nodes;      // Q * 4 * 8
+  std::vector<float> dd_prefix;  // (Q + 1) * 4
+};
+inline constexpr int kCanonicalNodeFields = kVitPerQ + 1;
+// Throws std::invalid_argument unless `striped` has 4 lanes.
+CanonicalDeviceLayout build_canonical_device_layout(const StripedForwardProfile& striped);
+// Inverse, for round-trip tests: the striped profile the layout was built from.
+StripedForwardProfile striped_profile_from_canonical_layout(const CanonicalDeviceLayout& layout);
+
 // ---- engine ----
+
+// The canonical Forward kernel records the xE of up to this many rescaled rows per target;
+// the host computes a target with more on the CPU (forward_canonical), the same score.
+inline constexpr int kCanonicalGpuRescalings = 64;
 
 // Tolerance of the GPU Forward score against forward_parser_reference, in nats (it sums
 // in its own order, with fused multiply-adds, and rescales a row when it is next read).
@@ -116,8 +146,11 @@ struct GpuTarget {
 
 // Wall-clock spent in the kernels of the last completed batch of a slot (CUDA events).
 struct GpuKernelTimes {
-  float msv_ms = 0, msv_exact_ms = 0, viterbi_ms = 0, forward_ms = 0;
+  float msv_ms = 0, msv_exact_ms = 0, viterbi_ms = 0, forward_ms = 0, canonical_ms = 0;
   std::int64_t msv_exact_targets = 0;
+  // Targets of the last canonical Forward batch rescaled more than kCanonicalGpuRescalings
+  // times, whose score the host computed on the CPU.
+  std::int64_t canonical_cpu_targets = 0;
 };
 
 class HmmGpuEngine {
@@ -161,12 +194,22 @@ class HmmGpuEngine {
   void submit_forward(int slot, const int* which, std::size_t count);
   // Waits for it and returns one raw Forward score (nats) per index of `which`, in order.
   const std::vector<float>& wait_forward(int slot);
+  // Starts the canonical Forward (core/forward_canonical.hpp) on some of the slot's
+  // uploaded targets, as submit_forward.
+  void submit_canonical_forward(int slot, const int* which, std::size_t count);
+  // Waits for it and returns one canonical score (nats) per index of `which`, in order,
+  // equal bit for bit to CanonicalForward::score of the target: the host finishes each
+  // score (the logarithms, canonical_forward_finish) and computes a target rescaled more
+  // than kCanonicalGpuRescalings times with forward_canonical. Valid until the slot's next
+  // submit_msv (the slot's host copy of the residues serves those targets).
+  const std::vector<float>& wait_canonical_forward(int slot);
   GpuKernelTimes kernel_times(int slot) const;
 
   // Synchronous conveniences (slot 0), for tests and benchmarks.
   std::vector<FilterScore> msv(const std::vector<GpuTarget>& targets);
   std::vector<FilterScore> viterbi(const std::vector<GpuTarget>& targets);
   std::vector<float> forward(const std::vector<GpuTarget>& targets);
+  std::vector<float> canonical_forward(const std::vector<GpuTarget>& targets);
 
  private:
   struct Impl;

@@ -1,5 +1,5 @@
-// Device layouts of the MSV and Viterbi score systems (see hmm_gpu.hpp), built from the
-// core score arrays in one place, and their inverses for the round-trip tests. Host
+// Device layouts of the MSV, Viterbi and canonical Forward score systems (see hmm_gpu.hpp),
+// built from the core score arrays in one place, and their inverses for the round-trip tests. Host
 // code only: compiled with or without CUDA.
 #include <algorithm>
 #include <stdexcept>
@@ -18,10 +18,10 @@ std::size_t msv_value_index(const MsvDeviceLayout& l, int x, int node) {
   const int in_tile = node % tile_nodes;
   const int thread = in_tile / kMsvNodesPerThread;
   const int in_thread = in_tile % kMsvNodesPerThread;
-  const int reg = in_thread % kHalf;          // register j
-  const int lane = in_thread / kHalf;         // 0: low 16 bits, 1: high 16 bits
-  const int half = reg / 4;                   // which 16-byte read
-  const int word = reg % 4;                   // 32-bit word inside it
+  const int reg = in_thread % kHalf;   // register j
+  const int lane = in_thread / kHalf;  // 0: low 16 bits, 1: high 16 bits
+  const int half = reg / 4;            // which 16-byte read
+  const int word = reg % 4;            // 32-bit word inside it
   // [residue][tile][half][thread][word][lane]
   std::size_t i = static_cast<std::size_t>(x) * l.tiles + tile;
   i = (i * 2 + half) * l.group_threads + thread;
@@ -101,7 +101,8 @@ ViterbiDeviceLayout build_viterbi_device_layout(const ViterbiScores& vit) {
     n[6] = vit.ii[k];
     n[7] = k >= 2 ? vit.dd[k - 1] : std::int16_t{-32768};
     if (k < M && vit.dd[k] > 0) {
-      throw std::invalid_argument("Viterbi device layout: positive D->D score at node " + std::to_string(k));
+      throw std::invalid_argument("Viterbi device layout: positive D->D score at node " +
+                                  std::to_string(k));
     }
   }
   return l;
@@ -165,6 +166,62 @@ std::string gpu_strategy_name(GpuStrategy s) {
       return "strip";
   }
   return "warp";
+}
+
+CanonicalDeviceLayout build_canonical_device_layout(const StripedForwardProfile& striped) {
+  constexpr int lanes = 4;
+  if (striped.lanes != lanes) {
+    throw std::invalid_argument("canonical Forward device layout: a profile striped in " +
+                                std::to_string(striped.lanes) + " lanes (4 expected)");
+  }
+  CanonicalDeviceLayout l;
+  l.M = striped.M;
+  l.Kp = striped.Kp;
+  l.Q = striped.Q;
+  l.e_loop = striped.e_loop;
+  l.e_move = striped.e_move;
+  l.match.assign(striped.match.begin(), striped.match.end());
+  l.dd_prefix.assign(striped.dd_prefix.begin(), striped.dd_prefix.end());
+  l.nodes.assign(static_cast<std::size_t>(l.Q) * lanes * kCanonicalNodeFields, 0.0f);
+  const std::size_t row = static_cast<std::size_t>(l.Q) * lanes;
+  for (int q = 0; q < l.Q; ++q) {
+    for (int lane = 0; lane < lanes; ++lane) {
+      float* out =
+          l.nodes.data() + (static_cast<std::size_t>(q) * lanes + lane) * kCanonicalNodeFields;
+      for (int t = 0; t < kVitPerQ; ++t) {
+        out[t] = striped.transitions[(static_cast<std::size_t>(q) * kVitPerQ + t) * lanes + lane];
+      }
+      out[kVitPerQ] =
+          striped.transitions[kVitPerQ * row + static_cast<std::size_t>(q) * lanes + lane];
+    }
+  }
+  return l;
+}
+
+StripedForwardProfile striped_profile_from_canonical_layout(const CanonicalDeviceLayout& l) {
+  constexpr int lanes = 4;
+  StripedForwardProfile s;
+  s.M = l.M;
+  s.Kp = l.Kp;
+  s.lanes = lanes;
+  s.Q = l.Q;
+  s.e_loop = l.e_loop;
+  s.e_move = l.e_move;
+  s.match.assign(l.match.begin(), l.match.end());
+  s.dd_prefix.assign(l.dd_prefix.begin(), l.dd_prefix.end());
+  const std::size_t row = static_cast<std::size_t>(l.Q) * lanes;
+  s.transitions.assign(row * (kVitPerQ + 1), 0.0f);
+  for (int q = 0; q < l.Q; ++q) {
+    for (int lane = 0; lane < lanes; ++lane) {
+      const float* in =
+          l.nodes.data() + (static_cast<std::size_t>(q) * lanes + lane) * kCanonicalNodeFields;
+      for (int t = 0; t < kVitPerQ; ++t) {
+        s.transitions[(static_cast<std::size_t>(q) * kVitPerQ + t) * lanes + lane] = in[t];
+      }
+      s.transitions[kVitPerQ * row + static_cast<std::size_t>(q) * lanes + lane] = in[kVitPerQ];
+    }
+  }
+  return s;
 }
 
 }  // namespace duet::device

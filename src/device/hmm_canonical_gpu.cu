@@ -1,0 +1,563 @@
+// The canonical Forward kernel (hmm_canonical_gpu.cuh): core/forward_canonical.cpp's
+// 4-lane striped parser, float for float.
+//
+// Threads: a group of four consecutive threads of a warp computes one target; thread j of
+// the group plays SIMD lane j of the vector code and walks q = 0..Q-1 of every row for
+// its lane, as the vector code does. What crosses lanes goes through warp shuffles inside
+// the group: the one-lane move of the previous row's last vector (shift_up<1>), the lane
+// carry of the delete chain (the same two steps), and the horizontal sum
+// (l0 + l2) + (l1 + l3) (a butterfly: lane j adds lane j^2, then lane j^1; IEEE addition is
+// commutative, so every lane gets the bits of the vector code's sum). The eight groups of a
+// warp run their rows in step (the warp's row loop is common to them), each on its own
+// target; a group whose target ends takes the next one, longest first, from a counter.
+//
+// Arithmetic: every float operation of forward_canonical is the same IEEE operation here,
+// in the same order: PTX mul.rn.ftz, add.rn.ftz and div.rn.ftz (round to nearest;
+// subnormal inputs and results flushed to zero, as SSE under MXCSR FTZ and DAZ), written as
+// inline PTX so that no fused multiply-add can appear whatever the compiler's flags (the
+// SASS holds FMUL and FADD, no FFMA). The rescaling factor float(1.0 / xE) is a double
+// division (div.rn.f64) converted with cvt.rn.ftz.f32.f64. Only the logarithms are left
+// to the host: the kernel records each rescaled row's xE (up to kCanonicalGpuRescalings)
+// and the final C * move, and the host finishes with canonical_forward_finish, the same
+// code forward_canonical ends with.
+//
+// One reordering that changes no bit: the vector code finishes a row by adding the lane
+// carry to every stored D (D(q) += carry * dd_prefix(q)) and, when it rescales, by
+// multiplying the stored M, D and I by r. Here the row is stored as the first pass leaves
+// it, and the next row applies both as it reads a value: ((D + carry * dd_prefix(q)) * r),
+// M * r, I * r, the same operations on the same operands (r = 1 when the row was not
+// rescaled: x * 1 = x exactly, stored values are never subnormal). The row's sum takes
+// the carry's additions in q order as the vector code does.
+//
+// Rows: a thread's (M, I, D) for q = 0..Q-1 at row[(3q + state) * 32 + lane of the warp],
+// so that a warp's access is 32 consecutive words: in shared memory (conflict-free) when
+// at least kMinSharedWarps warps fit in a block, else in global memory (coalesced), one
+// region per resident warp. DUET_CANONICAL_GPU_ROWS=global forces global memory (studies).
+// With rows in global memory (kGlobalRows) the kernel loads one vector ahead: at vector q
+// it loads the transitions, the emission and the previous row's cell of vector q + 1
+// before it stores vector q (nothing stored at q is read at q + 1), so that their latency
+// overlaps the arithmetic; with rows in shared memory it does not (measured on the H100,
+// bench/RESULTS.md: loading ahead costs registers, hence resident blocks, there).
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include "device/hmm_canonical_gpu.cuh"
+#include "device/hmm_gpu.hpp"
+
+namespace duet::device::detail {
+
+namespace {
+
+void ccheck(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) {
+    throw std::runtime_error(std::string("CUDA: ") + what + ": " + cudaGetErrorString(status));
+  }
+}
+
+template <class T>
+struct DevBuf {
+  T* p = nullptr;
+  std::size_t cap = 0;
+  DevBuf() = default;
+  DevBuf(const DevBuf&) = delete;
+  DevBuf& operator=(const DevBuf&) = delete;
+  ~DevBuf() {
+    if (p != nullptr) cudaFree(p);
+  }
+  void reserve(std::size_t n) {
+    if (n <= cap) return;
+    if (p != nullptr) cudaFree(p);
+    p = nullptr;
+    cap = 0;
+    ccheck(cudaMalloc(reinterpret_cast<void**>(&p), std::max<std::size_t>(n, 1) * sizeof(T)),
+           "cudaMalloc canonical forward");
+    cap = n;
+  }
+};
+
+template <class T>
+struct HostBuf {
+  T* p = nullptr;
+  std::size_t cap = 0;
+  HostBuf() = default;
+  HostBuf(const HostBuf&) = delete;
+  HostBuf& operator=(const HostBuf&) = delete;
+  ~HostBuf() {
+    if (p != nullptr) cudaFreeHost(p);
+  }
+  void reserve(std::size_t n) {
+    if (n <= cap) return;
+    if (p != nullptr) cudaFreeHost(p);
+    p = nullptr;
+    cap = 0;
+    const std::size_t grown = std::max<std::size_t>(n + n / 4, 1);
+    ccheck(cudaMallocHost(reinterpret_cast<void**>(&p), grown * sizeof(T)),
+           "cudaMallocHost canonical forward");
+    cap = grown;
+  }
+};
+
+constexpr unsigned kFull = 0xffffffffu;
+constexpr int kLanes = kCanonicalForwardLanes;
+static_assert(kLanes == 4, "a group of four threads per target");
+static_assert(kCanonicalNodeFields == 8, "a lane's transitions are two float4");
+constexpr int kBlockThreads = 256;
+// Global-memory rows of one slot are capped (fewer resident blocks for long models).
+constexpr int kMinSharedWarps = 2;
+constexpr std::size_t kGlobalRowBytes = std::size_t{1} << 30;
+
+// ---- IEEE float operations as the SSE parser does them (round to nearest, FTZ + DAZ) ----
+
+__device__ __forceinline__ float mul_ftz(float a, float b) {
+  float r;
+  asm("mul.rn.ftz.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+__device__ __forceinline__ float add_ftz(float a, float b) {
+  float r;
+  asm("add.rn.ftz.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+__device__ __forceinline__ float div_ftz(float a, float b) {
+  float r;
+  asm("div.rn.ftz.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+// float(1.0 / double(x)): the double division, then the conversion to float (flushed).
+__device__ __forceinline__ float reciprocal_through_double(float x) {
+  const double wide = static_cast<double>(x);  // exact
+  double inverse;
+  asm("div.rn.f64 %0, %1, %2;" : "=d"(inverse) : "d"(1.0), "d"(wide));
+  float r;
+  asm("cvt.rn.ftz.f32.f64 %0, %1;" : "=f"(r) : "d"(inverse));
+  return r;
+}
+// Lane j of the group takes lane j - by; the lowest `by` lanes get +0 (shift_up<by>).
+// Every thread of the warp must call it.
+__device__ __forceinline__ float shift_up(float v, int by, int lane) {
+  const float up = __shfl_up_sync(kFull, v, by, kLanes);
+  return lane >= by ? up : 0.0f;
+}
+
+struct CanonicalArgs {
+  const float* match;      // [x][q][lane]
+  const float4* nodes;     // [q][lane][2]: {bm, mm, im, dm}, {md, mi, ii, dd}
+  const float* dd_prefix;  // [q][lane], q = 0..Q
+  int Q;
+  float e_loop, e_move;
+  const std::uint8_t* residues;
+  const std::int64_t* offsets;
+  const int* list;    // per list entry: the target (index into the uploaded batch)
+  const float2* ncj;  // per list entry: (loop, move)
+  const int* order;   // list entries, longest target first
+  int count;
+  int* next;          // work counter, zero at launch
+  float* rows;        // rows in global memory (kGlobalRows), else unused
+  float* rescale_xe;  // per list entry: kCanonicalGpuRescalings values
+  int* rescalings;    // per list entry: rescaled rows (may exceed kCanonicalGpuRescalings)
+  float* c_move;      // per list entry: C * move after the last row
+};
+
+template <bool kGlobalRows>
+__global__ void __launch_bounds__(kBlockThreads) canonical_forward_kernel(CanonicalArgs a) {
+  extern __shared__ float shared_rows[];
+  const int warp_lane = static_cast<int>(threadIdx.x % 32);
+  const int lane = warp_lane % kLanes;
+  const int Q = a.Q;
+  constexpr int stride = 32;  // between a thread's consecutive cells
+  const std::size_t warp_row_floats = 3 * static_cast<std::size_t>(Q) * stride;
+  const std::size_t warp_index =
+      kGlobalRows ? (static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32
+                  : threadIdx.x / 32;
+  // This thread's cell (q, state) is row[(3 * q + state) * stride].
+  float* const row =
+      (kGlobalRows ? a.rows : shared_rows) + warp_index * warp_row_floats + warp_lane;
+  const float4* __restrict__ const nodes = a.nodes + 2 * lane;
+  const float* __restrict__ const dd_prefix = a.dd_prefix + lane;
+  const std::size_t match_row = static_cast<std::size_t>(Q) * kLanes;
+
+  // The lane carry's multipliers: the whole lanes' D->D products moved one lane up, and
+  // that times itself moved one lane up (the vector code recomputes them every row).
+  const float through1 =
+      shift_up(a.dd_prefix[static_cast<std::size_t>(Q) * kLanes + lane], 1, lane);
+  const float through2 = mul_ftz(through1, shift_up(through1, 1, lane));
+
+  // The group's target and the parser's state (the same in the group's four threads).
+  int item = -1, L = 0, i = 0, events = 0;
+  const std::uint8_t* dsq = nullptr;
+  float loop = 0.0f, move = 0.0f;
+  float xN = 0.0f, xJ = 0.0f, xC = 0.0f, xB = 0.0f;
+  float scale_prev = 1.0f;  // the previous row's rescaling (1: none)
+  float carry_prev = 0.0f;  // the previous row's lane carry (this lane)
+  bool work_left = true;
+  for (;;) {
+    if (item >= 0 && i == L) {
+      if (lane == 0) {
+        a.c_move[item] = mul_ftz(xC, move);
+        a.rescalings[item] = events;
+      }
+      item = -1;
+    }
+    if (item < 0 && work_left) {
+      int next = 0;
+      if (lane == 0) next = atomicAdd(a.next, 1);
+      next = __shfl_sync(0xfu << (warp_lane - lane), next, 0, kLanes);
+      if (next >= a.count) {
+        work_left = false;
+      } else {
+        item = a.order[next];
+        const int target = a.list[item];
+        const std::int64_t offset = a.offsets[target];
+        L = static_cast<int>(a.offsets[target + 1] - offset);
+        dsq = a.residues + offset;
+        loop = a.ncj[item].x;
+        move = a.ncj[item].y;
+        xN = 1.0f;
+        xJ = 0.0f;
+        xC = 0.0f;
+        xB = move;
+        i = 0;
+        events = 0;
+        scale_prev = 1.0f;
+        carry_prev = 0.0f;
+      }
+    }
+    if (__all_sync(kFull, item < 0)) break;
+    const bool active = item >= 0 && i < L;
+    const bool fresh = i == 0;  // the previous row is all zeros
+
+    // The previous row's cell at vector q as stored, and finished: the lane carry added to
+    // D, the rescaling applied.
+    struct Stored {
+      float m = 0.0f, ins = 0.0f, d = 0.0f, dd_prefix = 0.0f;
+    };
+    const auto load = [&](int q) {
+      Stored c;
+      if (!fresh) {
+        const float* cell = row + static_cast<std::size_t>(3 * q) * stride;
+        c.m = cell[0];
+        c.ins = cell[stride];
+        c.d = cell[2 * stride];
+        c.dd_prefix = dd_prefix[q * kLanes];
+      }
+      return c;
+    };
+    const auto finish = [&](const Stored& c, float& m, float& ins, float& d) {
+      if (fresh) {
+        m = ins = d = 0.0f;
+        return;
+      }
+      m = mul_ftz(c.m, scale_prev);
+      ins = mul_ftz(c.ins, scale_prev);
+      d = mul_ftz(add_ftz(c.d, mul_ftz(carry_prev, c.dd_prefix)), scale_prev);
+    };
+    float mpv = 0.0f, ipv = 0.0f, dpv = 0.0f;
+    if (active) finish(load(Q - 1), mpv, ipv, dpv);
+    mpv = shift_up(mpv, 1, lane);
+    ipv = shift_up(ipv, 1, lane);
+    dpv = shift_up(dpv, 1, lane);
+    float sum = 0.0f;        // M and D of the row (D as computed within lanes)
+    float delete_in = 0.0f;  // D within the lane at vector q
+    if (active) {
+      const float* __restrict__ match =
+          a.match + static_cast<std::size_t>(dsq[i]) * match_row + lane;
+      // Vector q's inputs: transitions into (bm, mm, im, dm) and out of (md, mi, ii, dd)
+      // the lane's node, emission, previous row's cell (loaded one vector ahead or not).
+      float4 into{}, out{};
+      float emission = 0.0f;
+      Stored stored;
+      if constexpr (kGlobalRows) {
+        into = nodes[0];
+        out = nodes[1];
+        emission = match[0];
+        stored = load(0);
+      }
+      for (int q = 0; q < Q; ++q) {
+        float4 into_q, out_q;
+        float emission_q;
+        Stored stored_q;
+        if constexpr (kGlobalRows) {
+          into_q = into;
+          out_q = out;
+          emission_q = emission;
+          stored_q = stored;
+          if (q + 1 < Q) {
+            into = nodes[2 * (q + 1) * kLanes];
+            out = nodes[2 * (q + 1) * kLanes + 1];
+            emission = match[(q + 1) * kLanes];
+            stored = load(q + 1);
+          }
+        } else {
+          into_q = nodes[2 * q * kLanes];
+          out_q = nodes[2 * q * kLanes + 1];
+          emission_q = match[q * kLanes];
+          stored_q = load(q);
+        }
+        float sv = mul_ftz(xB, into_q.x);
+        sv = add_ftz(sv, mul_ftz(mpv, into_q.y));
+        sv = add_ftz(sv, mul_ftz(ipv, into_q.z));
+        sv = add_ftz(sv, mul_ftz(dpv, into_q.w));
+        sv = mul_ftz(sv, emission_q);
+        sum = add_ftz(sum, add_ftz(sv, delete_in));
+        finish(stored_q, mpv, ipv, dpv);
+        float* cell = row + static_cast<std::size_t>(3 * q) * stride;
+        cell[0] = sv;
+        cell[2 * stride] = delete_in;
+        // Insert emissions have odds 1.
+        cell[stride] = add_ftz(mul_ftz(mpv, out_q.y), mul_ftz(ipv, out_q.z));
+        delete_in = add_ftz(mul_ftz(sv, out_q.x), mul_ftz(delete_in, out_q.w));
+      }
+    }
+    // D entering each lane's segment from the lane below (C[j] = X[j] + U[j] * C[j-1] in
+    // two steps), and what it adds to every D of the row.
+    float carry = shift_up(delete_in, 1, lane);
+    carry = add_ftz(carry, mul_ftz(through1, shift_up(carry, 1, lane)));
+    carry = add_ftz(carry, mul_ftz(through2, shift_up(carry, 2, lane)));
+    if (active) {
+      for (int q = 0; q < Q; ++q) sum = add_ftz(sum, mul_ftz(carry, dd_prefix[q * kLanes]));
+    }
+    const float pair = add_ftz(sum, __shfl_xor_sync(kFull, sum, 2));  // l0 + l2, l1 + l3
+    const float xE = add_ftz(pair, __shfl_xor_sync(kFull, pair, 1));
+    if (active) {
+      xN = mul_ftz(xN, loop);
+      xC = add_ftz(mul_ftz(xC, loop), mul_ftz(xE, a.e_move));
+      xJ = add_ftz(mul_ftz(xJ, loop), mul_ftz(xE, a.e_loop));
+      xB = add_ftz(mul_ftz(xJ, move), mul_ftz(xN, move));
+      scale_prev = 1.0f;
+      if (xE > 1.0e4f) {  // sparse rescaling
+        xN = div_ftz(xN, xE);
+        xC = div_ftz(xC, xE);
+        xJ = div_ftz(xJ, xE);
+        xB = div_ftz(xB, xE);
+        scale_prev = reciprocal_through_double(xE);
+        if (lane == 0 && events < kCanonicalGpuRescalings) {
+          a.rescale_xe[static_cast<std::size_t>(item) * kCanonicalGpuRescalings + events] = xE;
+        }
+        ++events;
+      }
+      carry_prev = carry;
+      ++i;
+    }
+  }
+}
+
+}  // namespace
+
+struct CanonicalForwardGpu::Impl {
+  ForwardScores fwd;  // a copy: N/C/J probabilities by length, and the CPU's fallback
+  int Q = 0;
+  float e_loop = 0, e_move = 0;
+  DevBuf<float> match, dd_prefix;
+  DevBuf<float4> nodes;
+  int warps_per_block = 0;  // > 0: rows in shared memory
+  int resident_blocks = 0;
+  std::vector<ForwardScores::Length> ncj_by_length;
+  struct Slot {
+    HostBuf<int> list, order, rescalings;
+    HostBuf<float2> ncj;
+    HostBuf<float> rescale_xe, c_move;
+    DevBuf<int> d_list, d_order, d_next, d_rescalings;
+    DevBuf<float2> d_ncj;
+    DevBuf<float> d_rescale_xe, d_c_move, d_rows;
+    int n = 0;
+    std::vector<int> targets;  // per list entry, for the CPU's fallback
+    std::vector<float> scores;
+    std::int64_t cpu_targets = 0;
+    std::unique_ptr<CanonicalForward> cpu;  // created on the first fallback
+  };
+  Slot slots[kSlots];
+
+  ForwardScores::Length ncj(int L) {
+    if (static_cast<std::size_t>(L) >= ncj_by_length.size()) {
+      const std::size_t old = ncj_by_length.size();
+      ncj_by_length.resize(std::max<std::size_t>(L + 1, 2 * old));
+      for (std::size_t l = old; l < ncj_by_length.size(); ++l)
+        ncj_by_length[l] = fwd.ncj(static_cast<int>(l));
+    }
+    return ncj_by_length[L];
+  }
+};
+
+CanonicalForwardGpu::CanonicalForwardGpu(const ForwardScores& fwd, int multiprocessors,
+                                         std::size_t shared_optin)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.fwd = fwd;
+  const CanonicalDeviceLayout layout =
+      build_canonical_device_layout(stripe_forward_scores(fwd, kCanonicalForwardLanes));
+  m.Q = layout.Q;
+  m.e_loop = layout.e_loop;
+  m.e_move = layout.e_move;
+  const auto upload = [](auto& buffer, const std::vector<float>& host) {
+    using T = std::remove_reference_t<decltype(*buffer.p)>;
+    const std::size_t count = host.size() * sizeof(float) / sizeof(T);
+    buffer.reserve(count);
+    ccheck(cudaMemcpy(buffer.p, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice),
+           "cudaMemcpy canonical forward");
+  };
+  upload(m.match, layout.match);
+  upload(m.dd_prefix, layout.dd_prefix);
+  upload(m.nodes, layout.nodes);
+  // Rows in shared memory when kMinSharedWarps warps fit in a block (up to 8 warps).
+  const std::size_t warp_row_bytes = 3 * static_cast<std::size_t>(m.Q) * 32 * sizeof(float);
+  m.warps_per_block =
+      static_cast<int>(std::min<std::size_t>(kBlockThreads / 32, shared_optin / warp_row_bytes));
+  const char* forced = std::getenv("DUET_CANONICAL_GPU_ROWS");
+  if (m.warps_per_block < kMinSharedWarps ||
+      (forced != nullptr && std::strcmp(forced, "global") == 0)) {
+    m.warps_per_block = 0;
+  }
+  int per_sm = 0;
+  if (m.warps_per_block > 0) {
+    const std::size_t shared = m.warps_per_block * warp_row_bytes;
+    ccheck(
+        cudaFuncSetAttribute(canonical_forward_kernel<false>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared)),
+        "cudaFuncSetAttribute canonical forward");
+    ccheck(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, canonical_forward_kernel<false>,
+                                                         m.warps_per_block * 32, shared),
+           "cudaOccupancy canonical forward");
+  } else {
+    ccheck(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, canonical_forward_kernel<true>,
+                                                         kBlockThreads, 0),
+           "cudaOccupancy canonical forward");
+  }
+  m.resident_blocks = std::max(1, per_sm) * multiprocessors;
+}
+
+CanonicalForwardGpu::~CanonicalForwardGpu() = default;
+
+void CanonicalForwardGpu::submit(int slot, cudaStream_t st, const std::uint8_t* d_residues,
+                                 const std::int64_t* d_offsets, const std::vector<int>& lengths,
+                                 const int* which, int n, cudaEvent_t start, cudaEvent_t done) {
+  Impl& m = *impl_;
+  Impl::Slot& s = m.slots[slot];
+  s.n = n;
+  s.targets.assign(which, which + n);
+  s.list.reserve(n + 1);
+  s.order.reserve(n + 1);
+  s.ncj.reserve(n + 1);
+  s.rescalings.reserve(n + 1);
+  s.c_move.reserve(n + 1);
+  s.rescale_xe.reserve(static_cast<std::size_t>(n) * kCanonicalGpuRescalings + 1);
+  for (int i = 0; i < n; ++i) {
+    s.list.p[i] = which[i];
+    const ForwardScores::Length x = m.ncj(lengths[which[i]]);
+    s.ncj.p[i] = float2{x.loop, x.move};
+  }
+  std::iota(s.order.p, s.order.p + n, 0);
+  std::stable_sort(s.order.p, s.order.p + n,
+                   [&](int x, int y) { return lengths[which[x]] > lengths[which[y]]; });
+  s.d_list.reserve(n + 1);
+  s.d_order.reserve(n + 1);
+  s.d_ncj.reserve(n + 1);
+  s.d_rescalings.reserve(n + 1);
+  s.d_c_move.reserve(n + 1);
+  s.d_rescale_xe.reserve(static_cast<std::size_t>(n) * kCanonicalGpuRescalings + 1);
+  s.d_next.reserve(1);
+  if (n > 0) {
+    ccheck(cudaMemcpyAsync(s.d_list.p, s.list.p, n * sizeof(int), cudaMemcpyHostToDevice, st),
+           "H2D canonical list");
+    ccheck(cudaMemcpyAsync(s.d_order.p, s.order.p, n * sizeof(int), cudaMemcpyHostToDevice, st),
+           "H2D canonical order");
+    ccheck(cudaMemcpyAsync(s.d_ncj.p, s.ncj.p, n * sizeof(float2), cudaMemcpyHostToDevice, st),
+           "H2D canonical ncj");
+    ccheck(cudaMemsetAsync(s.d_next.p, 0, sizeof(int), st), "cudaMemsetAsync canonical");
+  }
+  ccheck(cudaEventRecord(start, st), "cudaEventRecord");
+  if (n > 0) {
+    CanonicalArgs a{};
+    a.match = m.match.p;
+    a.nodes = m.nodes.p;
+    a.dd_prefix = m.dd_prefix.p;
+    a.Q = m.Q;
+    a.e_loop = m.e_loop;
+    a.e_move = m.e_move;
+    a.residues = d_residues;
+    a.offsets = d_offsets;
+    a.list = s.d_list.p;
+    a.ncj = s.d_ncj.p;
+    a.order = s.d_order.p;
+    a.count = n;
+    a.next = s.d_next.p;
+    a.rescale_xe = s.d_rescale_xe.p;
+    a.rescalings = s.d_rescalings.p;
+    a.c_move = s.d_c_move.p;
+    const std::size_t warp_row_floats = 3 * static_cast<std::size_t>(m.Q) * 32;
+    const int targets_per_warp = 32 / kLanes;
+    int threads = kBlockThreads;
+    std::size_t shared = 0;
+    int blocks = 0;
+    if (m.warps_per_block > 0) {
+      threads = m.warps_per_block * 32;
+      shared = m.warps_per_block * warp_row_floats * sizeof(float);
+      const int per_block = m.warps_per_block * targets_per_warp;
+      blocks = std::min(m.resident_blocks, (n + per_block - 1) / per_block);
+      a.rows = nullptr;
+      // Set at every launch: another engine (another model) may have set its own size.
+      ccheck(cudaFuncSetAttribute(canonical_forward_kernel<false>,
+                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(shared)),
+             "cudaFuncSetAttribute canonical forward");
+    } else {
+      const int per_block = kBlockThreads / kLanes;
+      const std::size_t block_row_bytes = (kBlockThreads / 32) * warp_row_floats * sizeof(float);
+      const int cap = static_cast<int>(std::max<std::size_t>(1, kGlobalRowBytes / block_row_bytes));
+      blocks = std::min({m.resident_blocks, cap, (n + per_block - 1) / per_block});
+      s.d_rows.reserve(static_cast<std::size_t>(blocks) * (kBlockThreads / 32) * warp_row_floats);
+      a.rows = s.d_rows.p;
+    }
+    if (a.rows == nullptr) {
+      canonical_forward_kernel<false><<<blocks, threads, shared, st>>>(a);
+    } else {
+      canonical_forward_kernel<true><<<blocks, threads, shared, st>>>(a);
+    }
+    ccheck(cudaGetLastError(), "canonical_forward_kernel");
+  }
+  ccheck(cudaEventRecord(done, st), "cudaEventRecord");
+  if (n > 0) {
+    ccheck(cudaMemcpyAsync(s.rescalings.p, s.d_rescalings.p, n * sizeof(int),
+                           cudaMemcpyDeviceToHost, st),
+           "D2H canonical rescalings");
+    ccheck(cudaMemcpyAsync(s.c_move.p, s.d_c_move.p, n * sizeof(float), cudaMemcpyDeviceToHost, st),
+           "D2H canonical c_move");
+    ccheck(cudaMemcpyAsync(s.rescale_xe.p, s.d_rescale_xe.p,
+                           static_cast<std::size_t>(n) * kCanonicalGpuRescalings * sizeof(float),
+                           cudaMemcpyDeviceToHost, st),
+           "D2H canonical rescale factors");
+  }
+}
+
+const std::vector<float>& CanonicalForwardGpu::scores(int slot, const std::uint8_t* residues,
+                                                      const std::int64_t* offsets) {
+  Impl& m = *impl_;
+  Impl::Slot& s = m.slots[slot];
+  s.scores.resize(s.n);
+  s.cpu_targets = 0;
+  for (int i = 0; i < s.n; ++i) {
+    const int events = s.rescalings.p[i];
+    if (events <= kCanonicalGpuRescalings) {
+      s.scores[i] = canonical_forward_finish(
+          s.rescale_xe.p + static_cast<std::size_t>(i) * kCanonicalGpuRescalings, events,
+          s.c_move.p[i]);
+      continue;
+    }
+    if (!s.cpu) s.cpu = std::make_unique<CanonicalForward>(m.fwd);
+    const int target = s.targets[i];
+    s.scores[i] = s.cpu->score(residues + offsets[target],
+                               static_cast<int>(offsets[target + 1] - offsets[target]));
+    ++s.cpu_targets;
+  }
+  return s.scores;
+}
+
+std::int64_t CanonicalForwardGpu::cpu_targets(int slot) const {
+  return impl_->slots[slot].cpu_targets;
+}
+
+}  // namespace duet::device::detail

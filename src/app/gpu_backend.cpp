@@ -35,21 +35,18 @@ class DeviceScores final : public FilterKernels {
   }
 };
 
-// The GPU Forward score raised by its margin: run_forward_stage with it rejects only
-// targets that the canonical score would reject too, and records them as it would.
-class OptimisticForward final : public FilterKernels {
+// The canonical Forward score the GPU computed (bit for bit CanonicalForward::score):
+// run_forward_stage with it decides and records exactly what a CPU worker would.
+class CanonicalScore final : public FilterKernels {
  public:
   float score = 0;
   FilterScore msv(const Residue*, int) override {
-    throw std::logic_error("OptimisticForward: Forward only");
+    throw std::logic_error("CanonicalScore: Forward only");
   }
   FilterScore viterbi(const Residue*, int) override {
-    throw std::logic_error("OptimisticForward: Forward only");
+    throw std::logic_error("CanonicalScore: Forward only");
   }
-  float forward(const Residue*, int) override {
-    return score + forward_margin(score, device::kGpuForwardAbsoluteTolerance,
-                                  device::kGpuForwardRelativeTolerance);
-  }
+  float forward(const Residue*, int) override { return score; }
 };
 
 struct Half {
@@ -82,13 +79,14 @@ HmmsearchGpuBackend::~HmmsearchGpuBackend() {
   const FeederTimes& t = times_;
   std::fprintf(stderr,
                "hmmsearch GPU %d: set-up %.3f s; %lld batches, %lld targets (%lld Viterbi, %lld "
-               "Forward, %lld exact MSV); feeder: pack+submit %.3f s, MSV wait %.3f s, phase one "
+               "Forward of which %lld on the host, %lld exact MSV); feeder: pack+submit %.3f s, MSV wait %.3f s, phase one "
                "%.3f s, Viterbi wait %.3f s, phase two %.3f s, Forward wait %.3f s, phase three "
                "%.3f s, deliver %.3f s; kernels: MSV %.3f s, exact MSV %.3f s, Viterbi %.3f s, "
                "Forward %.3f s\n",
                device_, t.setup, static_cast<long long>(t.batches),
                static_cast<long long>(t.targets), static_cast<long long>(t.viterbi_targets),
-               static_cast<long long>(t.forward_targets), static_cast<long long>(t.exact_targets),
+               static_cast<long long>(t.forward_targets),
+               static_cast<long long>(t.forward_cpu_targets), static_cast<long long>(t.exact_targets),
                t.submit, t.wait_msv, t.phase_one, t.wait_viterbi, t.phase_two, t.wait_forward,
                t.phase_three, t.deliver, t.msv_kernel, t.exact_kernel, t.viterbi_kernel,
                t.forward_kernel);
@@ -189,35 +187,34 @@ std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(
       h.scores[i] =
           run_filters(profile_, settings_, kernels, h.targets[i].residues, h.targets[i].length);
     });
-    // Forward on the GPU for every target that reached it (the Viterbi survivors, and
-    // those whose MSV P-value skipped the Viterbi filter).
+    // The canonical Forward on the GPU for every target that reached it (the Viterbi
+    // survivors, and those whose MSV P-value skipped the Viterbi filter).
     for (std::size_t i = 0; i < h.targets.size(); ++i) {
       if (needs_forward(h.scores[i])) h.forward.push_back(static_cast<int>(i));
     }
-    engine.submit_forward(s, h.forward.data(), h.forward.size());
+    engine.submit_canonical_forward(s, h.forward.data(), h.forward.size());
     times.forward_targets += static_cast<std::int64_t>(h.forward.size());
     times.phase_two += since(tick);
   }
-  // Phase three: a target whose GPU Forward score plus the margin fails F3 is rejected
-  // here; the others keep needing Forward, whose canonical score the CPU computes.
-  OptimisticForward optimistic;
+  // Phase three: the Forward stage with the canonical scores (the engine computed a target
+  // rescaled too often for the GPU's record on this thread, the same score).
+  CanonicalScore canonical;
   for (int s = 0; s < device::HmmGpuEngine::kSlots; ++s) {
     Half& h = halves[s];
-    const std::vector<float>& fwd = engine.wait_forward(s);
+    const std::vector<float>& fwd = engine.wait_canonical_forward(s);
     times.wait_forward += since(tick);
     const device::GpuKernelTimes k = engine.kernel_times(s);
     times.msv_kernel += k.msv_ms / 1e3;
     times.exact_kernel += k.msv_exact_ms / 1e3;
     times.viterbi_kernel += k.viterbi_ms / 1e3;
-    times.forward_kernel += k.forward_ms / 1e3;
+    times.forward_kernel += k.canonical_ms / 1e3;
     times.exact_targets += k.msv_exact_targets;
+    times.forward_cpu_targets += k.canonical_cpu_targets;
     for (std::size_t j = 0; j < h.forward.size(); ++j) {
       const int i = h.forward[j];
-      optimistic.score = fwd[j];
-      TargetScores t = h.scores[i];
-      run_forward_stage(profile_, settings_, optimistic, h.targets[i].residues, h.targets[i].length,
-                        t);
-      if (t.stage != Stage::passed) h.scores[i] = t;  // rejected, recorded as the cascade does
+      canonical.score = fwd[j];
+      run_forward_stage(profile_, settings_, canonical, h.targets[i].residues, h.targets[i].length,
+                        h.scores[i]);
     }
     times.phase_three += since(tick);
   }

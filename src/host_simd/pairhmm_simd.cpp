@@ -58,6 +58,7 @@ struct Workspace {
   std::vector<RowParameters<float>> one_read;
   std::vector<PackedRow> rows;         // the rows of the call's reads
   std::vector<std::size_t> pair_rows;  // per pair: its read's first row in `rows`
+  std::vector<std::size_t> order;      // the pairs group by group (group_order)
 };
 
 // The rows of every pair's read, computed once per run of pairs sharing a read (the pairs
@@ -172,6 +173,70 @@ PairGroupView pack_group(std::span<const Pair> pairs, std::span<const std::size_
   return g;
 }
 
+// Pairs per call of the grouping (and of the rows kept per thread).
+constexpr std::size_t kChunkPairs = 1024;
+
+// The groups of W lanes: order[g * W .. g * W + W) are group g's pairs (the last group may
+// be partial). Lanes idle where a pair is smaller than its group's largest read and
+// haplotype, so pairs are grouped greedily by size: pairs of one size (rows, columns) are
+// taken together; a group starts with the largest size left, then takes the size that
+// leaves the fewest idle cells in the lane it fills, max(R, r) * max(C, c) - r * c with
+// R x C the group's size so far, until the group is full.
+void group_order(std::span<const Pair> pairs, int W, std::vector<std::size_t>& order) {
+  const std::size_t n = pairs.size();
+  order.resize(n);
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  // Sizes by cells (largest first), each a run of `order`.
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const Pair &x = pairs[a], &y = pairs[b];
+    if (x.cells() != y.cells()) return x.cells() > y.cells();
+    if (x.rows() != y.rows()) return x.rows() < y.rows();
+    return a < b;
+  });
+  std::vector<std::int64_t> rows, columns;  // per size
+  std::vector<std::size_t> next, end;       // per size: its pairs left, order[next, end)
+  for (std::size_t i = 0; i < n; ++i) {
+    const Pair& p = pairs[order[i]];
+    if (i == 0 || p.rows() != rows.back() || p.columns() != columns.back()) {
+      rows.push_back(p.rows());
+      columns.push_back(p.columns());
+      next.push_back(i);
+      end.push_back(i);
+    }
+    end.back() = i + 1;
+  }
+  std::vector<std::size_t> grouped;
+  grouped.reserve(n);
+  const std::size_t sizes = rows.size(), w = static_cast<std::size_t>(W);
+  std::size_t first = 0;  // the largest size with pairs left
+  while (grouped.size() < n) {
+    while (next[first] == end[first]) ++first;
+    std::int64_t R = 0, C = 0;
+    std::size_t filled = 0, take = first;
+    while (true) {
+      const std::size_t k = std::min(w - filled, end[take] - next[take]);
+      grouped.insert(grouped.end(), order.begin() + static_cast<std::ptrdiff_t>(next[take]),
+                     order.begin() + static_cast<std::ptrdiff_t>(next[take] + k));
+      next[take] += k;
+      filled += k;
+      R = std::max(R, rows[take]);
+      C = std::max(C, columns[take]);
+      if (filled == w || grouped.size() == n) break;
+      std::int64_t best = -1;
+      for (std::size_t s = first; s < sizes; ++s) {
+        if (next[s] == end[s]) continue;
+        const std::int64_t idle =
+            std::max(R, rows[s]) * std::max(C, columns[s]) - rows[s] * columns[s];
+        if (best < 0 || idle < best) {
+          best = idle;
+          take = s;
+        }
+      }
+    }
+  }
+  order.swap(grouped);
+}
+
 // Flush to zero (MXCSR bit 15) while a kernel runs, as the canonical computation defines;
 // the caller's mode is restored after.
 class FlushToZero {
@@ -190,20 +255,20 @@ void forward_sums_inter_pair(void (*kernel)(const PairGroupView&), const Model& 
                              std::span<const Pair> pairs, float* sums) {
   thread_local Workspace ws;
   const FlushToZero flush_to_zero;
-  // Similar sizes share a group: sorted by read length, then haplotype length.
-  std::vector<std::size_t> order(pairs.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return pairs[a].rows() != pairs[b].rows() ? pairs[a].rows() < pairs[b].rows()
-                                              : pairs[a].columns() < pairs[b].columns();
-  });
-  read_rows(model, pairs, ws);
-  for (std::size_t first = 0; first < order.size(); first += W) {
-    const std::span<const std::size_t> members(order.data() + first,
-                                               std::min<std::size_t>(W, order.size() - first));
-    const PairGroupView g = pack_group(pairs, members, W, ws);
-    kernel(g);
-    for (std::size_t lane = 0; lane < members.size(); ++lane) sums[members[lane]] = g.sums[lane];
+  // At most kChunkPairs pairs at a time: bounds the rows kept and the grouping's work.
+  for (std::size_t start = 0; start < pairs.size(); start += kChunkPairs) {
+    const std::span<const Pair> chunk =
+        pairs.subspan(start, std::min(kChunkPairs, pairs.size() - start));
+    read_rows(model, chunk, ws);
+    group_order(chunk, W, ws.order);
+    for (std::size_t first = 0; first < ws.order.size(); first += W) {
+      const std::span<const std::size_t> members(ws.order.data() + first,
+                                                 std::min<std::size_t>(W, ws.order.size() - first));
+      const PairGroupView g = pack_group(chunk, members, W, ws);
+      kernel(g);
+      for (std::size_t lane = 0; lane < members.size(); ++lane)
+        sums[start + members[lane]] = g.sums[lane];
+    }
   }
 }
 

@@ -146,7 +146,9 @@ TEST_P(PairhmmKernel, LeavesTheFloatingPointModeAsFound) {
 
 INSTANTIATE_TEST_SUITE_P(Variants, PairhmmKernel, ::testing::ValuesIn(kPairhmmVariants),
                          [](const ::testing::TestParamInfo<PairhmmVariant>& variant) {
-                           return std::string(variant.param.name);
+                           std::string name(variant.param.name);  // avx2-skewed: avx2_skewed
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
                          });
 
 TEST(PairhmmDispatch, BestVariantAndNames) {
@@ -154,6 +156,7 @@ TEST(PairhmmDispatch, BestVariantAndNames) {
   EXPECT_EQ(&pairhmm_variant("auto"), &best_pairhmm_variant());
   EXPECT_EQ(pairhmm_variant("scalar").lanes, 1);
   EXPECT_THROW(pairhmm_variant("sse2"), duet::UsageError);
+  EXPECT_FALSE(best_pairhmm_variant().study);
 }
 
 }  // namespace

@@ -52,10 +52,12 @@ inline constexpr std::size_t work_floats(int columns, int lanes) {
 namespace avx2 {
 inline constexpr int kLanes = 8;
 void forward_group(const PairGroupView& group);
+void forward_group_skewed(const PairGroupView& group);  // the skewed strip (a study)
 }  // namespace avx2
 namespace avx512 {
 inline constexpr int kLanes = 16;
 void forward_group(const PairGroupView& group);
+void forward_group_skewed(const PairGroupView& group);
 }  // namespace avx512
 
 }  // namespace duet::simd::pairhmm

@@ -140,8 +140,74 @@ inline void store_finished(float* out, Floats sums, Ints row, Ints lane_rows) {
 }
 #endif
 
-// Rows r0 + 1 .. r0 + K over every column, K rows at a time ("a strip"), skewed: on entry
-// M, X, Y hold row r0 (columns 0..C), on exit row r0 + K. At step t the strip's row i
+// Rows r0 + 1 .. r0 + K over every column, K rows at a time ("a strip"), column by column:
+// on entry M, X, Y hold row r0 (columns 0..C), on exit row r0 + K. Within a column the K
+// cells are computed top to bottom, each from its diagonal and upper neighbours (the row
+// above, in registers except for the strip's first row) and its left neighbour (the same
+// row one column before, in registers). The K deletion recurrences along the rows are
+// independent chains, which hides the latency of one column's products and sums; the
+// haplotype key of a column is read once for the K rows, and memory sees one row per strip.
+template <int K>
+void strip_plain(const PairGroupView& g, const std::int32_t* column_keys, float* M, float* X,
+                 float* Y, int r0) {
+  Floats mm[K], gm[K], mi[K], md[K], ge[K], em[K], ex[K];
+  Ints read_base[K];
+  for (int i = 0; i < K; ++i) {
+    const float* p = g.parameters + static_cast<std::ptrdiff_t>(r0 + i) * kParameters * W;
+    mm[i] = load(p + kMatchToMatch * W);
+    gm[i] = load(p + kIndelToMatch * W);
+    mi[i] = load(p + kMatchToInsertion * W);
+    md[i] = load(p + kMatchToDeletion * W);
+    ge[i] = load(p + kGapExtension * W);
+    em[i] = load(p + kEmissionMatch * W);
+    ex[i] = load(p + kEmissionMismatch * W);
+    read_base[i] = read_key(load_ints(reinterpret_cast<const std::int32_t*>(p + kReadBase * W)));
+  }
+  // Each strip row's values at the previous column; column 0 of rows >= 1 is zero.
+  Floats M_left[K], X_left[K], Y_left[K];
+  for (int i = 0; i < K; ++i) M_left[i] = X_left[i] = Y_left[i] = zeros();
+  // Row r0 at the previous column (column 0: zero, or the initial row when r0 == 0).
+  Floats M_top_left = load(M), X_top_left = load(X), Y_top_left = load(Y);
+  store(M, zeros());
+  store(X, zeros());
+  store(Y, zeros());
+  for (int c = 1; c <= g.columns; ++c) {
+    float* const m = M + c * W;
+    float* const x = X + c * W;
+    float* const y = Y + c * W;
+    const Floats M_top = load(m), X_top = load(x), Y_top = load(y);
+    const Ints haplotype_base = load_ints(column_keys + (c - 1) * W);
+    Floats M_diagonal = M_top_left, X_diagonal = X_top_left, Y_diagonal = Y_top_left;
+    Floats M_up = M_top, X_up = X_top;
+    for (int i = 0; i < K; ++i) {
+      const Floats e = emission(read_base[i], haplotype_base, em[i], ex[i]);
+      // The canonical order: ((M*mm + X*gm) + Y*gm) * e ; M*mi + X*ge ; M*md + Y*ge.
+      const Floats M_new =
+          mul(add(add(mul(M_diagonal, mm[i]), mul(X_diagonal, gm[i])), mul(Y_diagonal, gm[i])), e);
+      const Floats X_new = add(mul(M_up, mi[i]), mul(X_up, ge[i]));
+      const Floats Y_new = add(mul(M_left[i], md[i]), mul(Y_left[i], ge[i]));
+      // The next row's diagonal is this row at the previous column; its upper neighbour
+      // is this row at this column.
+      M_diagonal = M_left[i];
+      X_diagonal = X_left[i];
+      Y_diagonal = Y_left[i];
+      M_up = M_new;
+      X_up = X_new;
+      M_left[i] = M_new;
+      X_left[i] = X_new;
+      Y_left[i] = Y_new;
+    }
+    store(m, M_left[K - 1]);
+    store(x, X_left[K - 1]);
+    store(y, Y_left[K - 1]);
+    M_top_left = M_top;
+    X_top_left = X_top;
+    Y_top_left = Y_top;
+  }
+}
+
+// The same strip, skewed (a study: on the Xeon of the development machine no faster than
+// the plain strip): at step t the strip's row i
 // computes column t - i, from values of the previous two steps only (its left neighbour:
 // its own cell of step t - 1; its upper and diagonal neighbours: row i - 1's cells of
 // steps t - 1 and t - 2), so the K cells of a step are independent and the next step can
@@ -194,8 +260,8 @@ struct Strip {
 };
 
 template <int K>
-void strip(const PairGroupView& g, const std::int32_t* column_keys, float* M, float* X, float* Y,
-           int r0) {
+void strip_skewed(const PairGroupView& g, const std::int32_t* column_keys, float* M, float* X,
+                  float* Y, int r0) {
   Strip<K> s;
   for (int i = 0; i < K; ++i) {
     const float* const q = g.parameters + static_cast<std::ptrdiff_t>(r0 + i) * kParameters * W;
@@ -232,18 +298,21 @@ void strip(const PairGroupView& g, const std::int32_t* column_keys, float* M, fl
 }
 
 // strip<k> for a run-time k in 1..K.
-template <int K>
+template <bool kSkewed, int K>
 void strip_of(int k, const PairGroupView& g, const std::int32_t* column_keys, float* M, float* X,
               float* Y, int r0) {
   if constexpr (K > 1) {
-    if (k < K) return strip_of<K - 1>(k, g, column_keys, M, X, Y, r0);
+    if (k < K) return strip_of<kSkewed, K - 1>(k, g, column_keys, M, X, Y, r0);
   }
-  strip<K>(g, column_keys, M, X, Y, r0);
+  if constexpr (kSkewed) {
+    strip_skewed<K>(g, column_keys, M, X, Y, r0);
+  } else {
+    strip_plain<K>(g, column_keys, M, X, Y, r0);
+  }
 }
 
-}  // namespace
-
-void forward_group(const PairGroupView& g) {
+template <bool kSkewed>
+void forward_group_of(const PairGroupView& g) {
   static_assert(kStripRows - 1 <= kPadColumns);
   const int C = g.columns;
   const int stride = C + 1 + 2 * kPadColumns;  // columns of one row, padding included
@@ -273,7 +342,7 @@ void forward_group(const PairGroupView& g) {
     // Strips end where some lane's read ends, so that its last row is in memory then.
     int k = 1;
     while (k < kStripRows && r0 + k < g.rows && !g.row_ends[r0 + k]) ++k;
-    strip_of<kStripRows>(k, g, keys, M, X, Y, r0);
+    strip_of<kSkewed, kStripRows>(k, g, keys, M, X, Y, r0);
     r0 += k;
     if (g.row_ends[r0]) {
       // Some lanes' reads end here: their sum over columns 1..C of (M + X), left to right,
@@ -286,6 +355,15 @@ void forward_group(const PairGroupView& g) {
       store_finished(g.sums, sum, broadcast(r0), lane_rows);
     }
   }
+}
+
+}  // namespace
+
+void forward_group(const PairGroupView& g) {
+  forward_group_of<false>(g);
+}
+void forward_group_skewed(const PairGroupView& g) {
+  forward_group_of<true>(g);
 }
 
 }  // namespace duet::simd::pairhmm::DUET_PAIRHMM_NAMESPACE

@@ -282,6 +282,14 @@ void forward_sums_avx512(const Model& model, std::span<const Pair> pairs, float*
   forward_sums_inter_pair<avx512::kLanes>(&avx512::forward_group, model, pairs, sums);
 }
 
+void forward_sums_avx2_skewed(const Model& model, std::span<const Pair> pairs, float* sums) {
+  forward_sums_inter_pair<avx2::kLanes>(&avx2::forward_group_skewed, model, pairs, sums);
+}
+
+void forward_sums_avx512_skewed(const Model& model, std::span<const Pair> pairs, float* sums) {
+  forward_sums_inter_pair<avx512::kLanes>(&avx512::forward_group_skewed, model, pairs, sums);
+}
+
 bool cpu_supports(PairhmmIsa isa) {
   __builtin_cpu_init();
   switch (isa) {
@@ -300,7 +308,7 @@ const PairhmmVariant& best_pairhmm_variant() {
   // initialised from a lambda's returned reference.
   static const PairhmmVariant* const best = []() -> const PairhmmVariant* {
     for (auto it = kPairhmmVariants.rbegin(); it != kPairhmmVariants.rend(); ++it)
-      if (cpu_supports(it->isa)) return &*it;
+      if (!it->study && cpu_supports(it->isa)) return &*it;
     return &kPairhmmVariants.front();
   }();
   return *best;
@@ -315,7 +323,7 @@ const PairhmmVariant& pairhmm_variant(std::string_view name) {
     return v;
   }
   throw UsageError("--isa " + std::string(name) +
-                   ": no such pair-HMM kernel (scalar, avx2, avx512)");
+                   ": no such pair-HMM kernel (scalar, avx2, avx512, avx2-skewed, avx512-skewed)");
 }
 
 }  // namespace duet::simd::pairhmm

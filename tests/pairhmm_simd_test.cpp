@@ -1,16 +1,18 @@
 // Every pair-HMM CPU kernel of the variant table against the canonical float sum (bit for
 // bit) and, through finish_likelihood, against the double reference; ISAs this CPU lacks
 // are skipped. Random tests print their seed; DUET_TEST_SEED replays one.
-#include <gtest/gtest.h>
+#include "host_simd/pairhmm_simd.hpp"
 
+#include <gtest/gtest.h>
 #include <simde/x86/sse.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
+#include <stdexcept>
 
 #include "core/error.hpp"
 #include "core/pairhmm_model.hpp"
-#include "host_simd/pairhmm_simd.hpp"
 #include "pairhmm_test_support.hpp"
 #include "test_support.hpp"
 
@@ -33,8 +35,8 @@ class PairhmmKernel : public ::testing::TestWithParam<PairhmmVariant> {
     for (std::size_t i = 0; i < pairs.size(); ++i) {
       const float canonical = duet::pairhmm::forward_sum<float>(model, pairs[i]);
       EXPECT_EQ(std::memcmp(&sums[i], &canonical, sizeof(float)), 0)
-          << GetParam().name << " pair " << i << " (" << pairs[i].rows() << "x" << pairs[i].columns()
-          << "): " << sums[i] << " vs " << canonical;
+          << GetParam().name << " pair " << i << " (" << pairs[i].rows() << "x"
+          << pairs[i].columns() << "): " << sums[i] << " vs " << canonical;
     }
   }
 };
@@ -71,8 +73,10 @@ TEST_P(PairhmmKernel, GroupEdgesAndSizes) {
   for (int length : {3, 40}) {
     const Input input = test::random_input(rng, 12, length, 3, 3);
     std::vector<Pair> pairs = input.pair_list();
-    for (std::size_t n = 1; n <= std::min<std::size_t>(pairs.size(), 2 * GetParam().lanes + 1); ++n) {
-      expect_canonical(model, std::vector<Pair>(pairs.begin(), pairs.begin() + static_cast<std::ptrdiff_t>(n)));
+    for (std::size_t n = 1; n <= std::min<std::size_t>(pairs.size(), 2 * GetParam().lanes + 1);
+         ++n) {
+      expect_canonical(
+          model, std::vector<Pair>(pairs.begin(), pairs.begin() + static_cast<std::ptrdiff_t>(n)));
     }
   }
 }
@@ -93,6 +97,42 @@ TEST_P(PairhmmKernel, GklCasesAndDegenerateQualities) {
   expect_canonical(Model(duet::pairhmm::ModelOptions{0}), input.pair_list());
 }
 
+TEST_P(PairhmmKernel, ManyPairsInAnyOrder) {
+  // More pairs than one chunk of the grouping (1024), of many sizes; then the same pairs
+  // shuffled, so that the pairs of a read are no longer next to each other.
+  std::mt19937_64 rng(test::test_seed());
+  const Input input = test::random_input(rng, 400, 24, 4, 4);
+  std::vector<Pair> pairs = input.pair_list();
+  ASSERT_GT(pairs.size(), 1100u);
+  expect_canonical(Model{}, pairs);
+  std::shuffle(pairs.begin(), pairs.end(), rng);
+  expect_canonical(Model{}, pairs);
+}
+
+TEST_P(PairhmmKernel, EveryFourBitBaseCode) {
+  // The emission keys cover codes 0..15 (a match: the codes share a bit), not only the
+  // reader's A, C, G, T and N.
+  std::mt19937_64 rng(test::test_seed());
+  Input input = test::random_input(rng, 30, 50);
+  for (auto& b : input.batches) {
+    for (auto& r : b.reads)
+      for (auto& x : r.bases) x = static_cast<std::uint8_t>(rng() % 16);
+    for (auto& h : b.haplotypes)
+      for (auto& x : h.bases) x = static_cast<std::uint8_t>(rng() % 16);
+  }
+  expect_canonical(Model{}, input.pair_list());
+}
+
+TEST_P(PairhmmKernel, RefusesBaseCodesAbove15) {
+  if (GetParam().lanes == 1) GTEST_SKIP() << "the scalar kernel takes any code";
+  std::mt19937_64 rng(test::test_seed());
+  Input input = test::random_input(rng, 1, 10, 1, 1);
+  input.batches[0].haplotypes[0].bases[0] = 16;
+  const auto pairs = input.pair_list();
+  std::vector<float> sums(pairs.size());
+  EXPECT_THROW(GetParam().function(Model{}, pairs, sums.data()), std::invalid_argument);
+}
+
 TEST_P(PairhmmKernel, LeavesTheFloatingPointModeAsFound) {
   // The control bits of MXCSR (rounding, flush to zero, masks); the low six bits are
   // sticky exception flags that any arithmetic sets.
@@ -105,13 +145,18 @@ TEST_P(PairhmmKernel, LeavesTheFloatingPointModeAsFound) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, PairhmmKernel, ::testing::ValuesIn(kPairhmmVariants),
-                         [](const ::testing::TestParamInfo<PairhmmVariant>& variant) { return std::string(variant.param.name); });
+                         [](const ::testing::TestParamInfo<PairhmmVariant>& variant) {
+                           std::string name(variant.param.name);  // avx2-skewed: avx2_skewed
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 TEST(PairhmmDispatch, BestVariantAndNames) {
   EXPECT_TRUE(cpu_supports(best_pairhmm_variant().isa));
   EXPECT_EQ(&pairhmm_variant("auto"), &best_pairhmm_variant());
   EXPECT_EQ(pairhmm_variant("scalar").lanes, 1);
   EXPECT_THROW(pairhmm_variant("sse2"), duet::UsageError);
+  EXPECT_FALSE(best_pairhmm_variant().study);
 }
 
 }  // namespace

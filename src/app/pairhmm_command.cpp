@@ -138,7 +138,8 @@ void add_pairhmm_command(CLI::App& app,
   cmd->add_option("--min-base-quality", o->min_base_quality,
                   "read base qualities below this are raised to it (default 6)")
       ->check(CLI::Range(0, 93));
-  cmd->add_option("--isa", o->isa, "CPU kernel: auto, scalar, avx2, avx512")
+  cmd->add_option("--isa", o->isa,
+                  "CPU kernel: auto, scalar, avx2, avx512 (studies: avx2-skewed, avx512-skewed)")
       ->check(CLI::IsMember({"auto", "scalar", "avx2", "avx512"}));
   cmd->add_option("--gpu-kernel", o->gpu_kernel,
                   "GPU kernel: auto, inter (a thread per pair), intra (4 to 32 lanes per pair)")

@@ -22,25 +22,60 @@ namespace duet::simd::pairhmm::DUET_PAIRHMM_NAMESPACE {
 
 namespace {
 
+// Bit h set when base code `read` shares no bit with haplotype code h, for h = 0..15.
+constexpr std::uint32_t mismatch_mask(std::int32_t read) {
+  std::uint32_t mask = 0;
+  for (std::int32_t h = 0; h < 16; ++h) mask |= ((read & h) == 0 ? 1u : 0u) << h;
+  return mask;
+}
+
 #if DUET_PAIRHMM_VECTOR_BITS == 256
 using Floats = simde__m256;
 using Ints = simde__m256i;
 constexpr int W = 8;
 constexpr int kStripRows = 3;  // rows per strip (see strip()): 16 registers allow 3
 static_assert(W == kLanes);
-inline Floats load(const float* p) { return simde_mm256_load_ps(p); }
-inline void store(float* p, Floats v) { simde_mm256_store_ps(p, v); }
-inline Floats zeros() { return simde_mm256_setzero_ps(); }
-inline Floats add(Floats a, Floats b) { return simde_mm256_add_ps(a, b); }
-inline Floats mul(Floats a, Floats b) { return simde_mm256_mul_ps(a, b); }
-inline Ints load_ints(const std::int32_t* p) { return simde_mm256_loadu_si256(p); }
-inline Ints broadcast(std::int32_t x) { return simde_mm256_set1_epi32(x); }
+inline Floats load(const float* p) {
+  return simde_mm256_load_ps(p);
+}
+inline void store(float* p, Floats v) {
+  simde_mm256_store_ps(p, v);
+}
+inline Floats zeros() {
+  return simde_mm256_setzero_ps();
+}
+inline Floats add(Floats a, Floats b) {
+  return simde_mm256_add_ps(a, b);
+}
+inline Floats mul(Floats a, Floats b) {
+  return simde_mm256_mul_ps(a, b);
+}
+inline Ints load_ints(const std::int32_t* p) {
+  return simde_mm256_loadu_si256(p);
+}
+inline void store_ints(std::int32_t* p, Ints v) {
+  simde_mm256_storeu_si256(p, v);
+}
+inline Ints broadcast(std::int32_t x) {
+  return simde_mm256_set1_epi32(x);
+}
 // Emission per lane: `match` where the base codes share a bit (equal bases, or N), else
-// `mismatch`. (read & haplotype) == 0 gives all-ones lanes for mismatches, which pick
-// the second operand of the blend.
-inline Floats emission(Ints read, Ints haplotype, Floats match, Floats mismatch) {
-  const Ints none = simde_mm256_cmpeq_epi32(simde_mm256_and_si256(read, haplotype), simde_mm256_setzero_si256());
-  return simde_mm256_blendv_ps(match, mismatch, simde_mm256_castsi256_ps(none));
+// `mismatch`, from keys made once per row and column: the read key has bit h set when the
+// read base shares no bit with haplotype code h (0..15), the haplotype key is 31 - h, and
+// the read key shifted left by it has its sign bit set for a mismatch, which picks the
+// second operand of the blend.
+inline Ints read_key(Ints read) {
+  alignas(32) std::int32_t codes[W];
+  simde_mm256_store_si256(reinterpret_cast<Ints*>(codes), read);
+  for (std::int32_t& r : codes) r = static_cast<std::int32_t>(mismatch_mask(r));
+  return simde_mm256_load_si256(reinterpret_cast<const Ints*>(codes));
+}
+inline Ints haplotype_key(Ints haplotype) {
+  return simde_mm256_sub_epi32(simde_mm256_set1_epi32(31), haplotype);
+}
+inline Floats emission(Ints read_key, Ints haplotype_key, Floats match, Floats mismatch) {
+  const Ints shifted = simde_mm256_sllv_epi32(read_key, haplotype_key);
+  return simde_mm256_blendv_ps(match, mismatch, simde_mm256_castsi256_ps(shifted));
 }
 // x in lanes where column <= lane_columns, +0 elsewhere: (column > lane_columns) is
 // all-ones where x must be cleared; andnot clears those bits.
@@ -59,15 +94,40 @@ using Ints = simde__m512i;
 constexpr int W = 16;
 constexpr int kStripRows = 4;  // 32 registers
 static_assert(W == kLanes);
-inline Floats load(const float* p) { return simde_mm512_load_ps(p); }
-inline void store(float* p, Floats v) { simde_mm512_store_ps(p, v); }
-inline Floats zeros() { return simde_mm512_setzero_ps(); }
-inline Floats add(Floats a, Floats b) { return simde_mm512_add_ps(a, b); }
-inline Floats mul(Floats a, Floats b) { return simde_mm512_mul_ps(a, b); }
-inline Ints load_ints(const std::int32_t* p) { return simde_mm512_loadu_si512(p); }
-inline Ints broadcast(std::int32_t x) { return simde_mm512_set1_epi32(x); }
+inline Floats load(const float* p) {
+  return simde_mm512_load_ps(p);
+}
+inline void store(float* p, Floats v) {
+  simde_mm512_store_ps(p, v);
+}
+inline Floats zeros() {
+  return simde_mm512_setzero_ps();
+}
+inline Floats add(Floats a, Floats b) {
+  return simde_mm512_add_ps(a, b);
+}
+inline Floats mul(Floats a, Floats b) {
+  return simde_mm512_mul_ps(a, b);
+}
+inline Ints load_ints(const std::int32_t* p) {
+  return simde_mm512_loadu_si512(p);
+}
+inline void store_ints(std::int32_t* p, Ints v) {
+  simde_mm512_storeu_si512(p, v);
+}
+inline Ints broadcast(std::int32_t x) {
+  return simde_mm512_set1_epi32(x);
+}
+// The keys are the base codes: a test of their common bits gives the match mask.
+inline Ints read_key(Ints read) {
+  return read;
+}
+inline Ints haplotype_key(Ints haplotype) {
+  return haplotype;
+}
 inline Floats emission(Ints read, Ints haplotype, Floats match, Floats mismatch) {
-  const simde__mmask16 shared = simde_mm512_test_epi32_mask(read, haplotype);  // bit set: codes share a bit
+  const simde__mmask16 shared =
+      simde_mm512_test_epi32_mask(read, haplotype);  // bit set: codes share a bit
   return simde_mm512_mask_blend_ps(shared, mismatch, match);
 }
 inline Floats keep_columns(Floats x, Ints column, Ints lane_columns) {
@@ -80,16 +140,16 @@ inline void store_finished(float* out, Floats sums, Ints row, Ints lane_rows) {
 }
 #endif
 
-
-// Rows r0 + 1 .. r0 + K over every column, K rows at a time ("a strip"): on entry M, X, Y
-// hold row r0 (columns 0..C), on exit row r0 + K. Within a column the K cells are computed
-// top to bottom, each from its diagonal and upper neighbours (the row above, in registers
-// except for the strip's first row) and its left neighbour (the same row one column
-// before, in registers). The K deletion recurrences along the rows are independent chains,
-// which hides the latency of one column's multiply-add; the haplotype base of a column is
-// read once for the K rows, and memory sees one row per strip.
+// Rows r0 + 1 .. r0 + K over every column, K rows at a time ("a strip"), column by column:
+// on entry M, X, Y hold row r0 (columns 0..C), on exit row r0 + K. Within a column the K
+// cells are computed top to bottom, each from its diagonal and upper neighbours (the row
+// above, in registers except for the strip's first row) and its left neighbour (the same
+// row one column before, in registers). The K deletion recurrences along the rows are
+// independent chains, which hides the latency of one column's products and sums; the
+// haplotype key of a column is read once for the K rows, and memory sees one row per strip.
 template <int K>
-void strip(const PairGroupView& g, float* M, float* X, float* Y, int r0) {
+void strip_plain(const PairGroupView& g, const std::int32_t* column_keys, float* M, float* X,
+                 float* Y, int r0) {
   Floats mm[K], gm[K], mi[K], md[K], ge[K], em[K], ex[K];
   Ints read_base[K];
   for (int i = 0; i < K; ++i) {
@@ -101,7 +161,7 @@ void strip(const PairGroupView& g, float* M, float* X, float* Y, int r0) {
     ge[i] = load(p + kGapExtension * W);
     em[i] = load(p + kEmissionMatch * W);
     ex[i] = load(p + kEmissionMismatch * W);
-    read_base[i] = load_ints(g.read_bases + (r0 + i) * W);
+    read_base[i] = read_key(load_ints(reinterpret_cast<const std::int32_t*>(p + kReadBase * W)));
   }
   // Each strip row's values at the previous column; column 0 of rows >= 1 is zero.
   Floats M_left[K], X_left[K], Y_left[K];
@@ -116,13 +176,14 @@ void strip(const PairGroupView& g, float* M, float* X, float* Y, int r0) {
     float* const x = X + c * W;
     float* const y = Y + c * W;
     const Floats M_top = load(m), X_top = load(x), Y_top = load(y);
-    const Ints haplotype_base = load_ints(g.haplotype_bases + (c - 1) * W);
+    const Ints haplotype_base = load_ints(column_keys + (c - 1) * W);
     Floats M_diagonal = M_top_left, X_diagonal = X_top_left, Y_diagonal = Y_top_left;
     Floats M_up = M_top, X_up = X_top;
     for (int i = 0; i < K; ++i) {
       const Floats e = emission(read_base[i], haplotype_base, em[i], ex[i]);
       // The canonical order: ((M*mm + X*gm) + Y*gm) * e ; M*mi + X*ge ; M*md + Y*ge.
-      const Floats M_new = mul(add(add(mul(M_diagonal, mm[i]), mul(X_diagonal, gm[i])), mul(Y_diagonal, gm[i])), e);
+      const Floats M_new =
+          mul(add(add(mul(M_diagonal, mm[i]), mul(X_diagonal, gm[i])), mul(Y_diagonal, gm[i])), e);
       const Floats X_new = add(mul(M_up, mi[i]), mul(X_up, ge[i]));
       const Floats Y_new = add(mul(M_left[i], md[i]), mul(Y_left[i], ge[i]));
       // The next row's diagonal is this row at the previous column; its upper neighbour
@@ -145,29 +206,133 @@ void strip(const PairGroupView& g, float* M, float* X, float* Y, int r0) {
   }
 }
 
-// strip<k> for a run-time k in 1..K.
+// The same strip, skewed (a study: on the Xeon of the development machine no faster than
+// the plain strip): at step t the strip's row i
+// computes column t - i, from values of the previous two steps only (its left neighbour:
+// its own cell of step t - 1; its upper and diagonal neighbours: row i - 1's cells of
+// steps t - 1 and t - 2), so the K cells of a step are independent and the next step can
+// start before this one ends. Row i's cells of steps t < i + 1 are virtual columns
+// c = t - i <= 0: from all-zero inputs the recurrence gives +0 (no product of +0 with the
+// non-negative gap and emission parameters is -0, and -0 + +0 is +0), which is column 0
+// of a row below row 0. Row 0 reads row r0 at columns up to C + K - 1 and the last row
+// writes columns from 2 - K: M, X and Y have kPadColumns columns of padding each side.
 template <int K>
-void strip_of(int k, const PairGroupView& g, float* M, float* X, float* Y, int r0) {
-  if constexpr (K > 1) {
-    if (k < K) return strip_of<K - 1>(k, g, M, X, Y, r0);
+struct Strip {
+  // Row i's parameters and read key.
+  Floats mm[K], gm[K], mi[K], md[K], ge[K], em[K], ex[K];
+  Ints read[K];
+  const std::int32_t* column_keys;
+  float *M, *X, *Y;
+
+  // Step t. Rows read their cells of step t - 1 from `last` and of step t - 2 from
+  // `before`, and write their cells of step t over `before` (rows from the last up, so
+  // that row i + 1 has read row i's cell before it is replaced). top_left: row r0 at
+  // column t - 1; top: set to row r0 at column t.
+  struct Cells {
+    Floats M[K], X[K], Y[K];
+  };
+  struct Top {
+    Floats M, X, Y;
+  };
+  inline void step(int t, const Top& top_left, Top& top, const Cells& last, Cells& before) const {
+    top.M = load(M + t * W);
+    top.X = load(X + t * W);
+    top.Y = load(Y + t * W);
+    for (int i = K - 1; i >= 0; --i) {
+      const Floats M_diagonal = i == 0 ? top_left.M : before.M[i - 1];
+      const Floats X_diagonal = i == 0 ? top_left.X : before.X[i - 1];
+      const Floats Y_diagonal = i == 0 ? top_left.Y : before.Y[i - 1];
+      const Floats M_up = i == 0 ? top.M : last.M[i - 1];
+      const Floats X_up = i == 0 ? top.X : last.X[i - 1];
+      const Floats e = emission(read[i], load_ints(column_keys + (t - i - 1) * W), em[i], ex[i]);
+      // The canonical order: ((M*mm + X*gm) + Y*gm) * e ; M*mi + X*ge ; M*md + Y*ge.
+      before.M[i] =
+          mul(add(add(mul(M_diagonal, mm[i]), mul(X_diagonal, gm[i])), mul(Y_diagonal, gm[i])), e);
+      before.X[i] = add(mul(M_up, mi[i]), mul(X_up, ge[i]));
+      before.Y[i] = add(mul(last.M[i], md[i]), mul(last.Y[i], ge[i]));
+    }
+    // The last row's column t - K + 1 (a virtual column, +0, while t < K).
+    const int c = t - K + 1;
+    store(M + c * W, before.M[K - 1]);
+    store(X + c * W, before.X[K - 1]);
+    store(Y + c * W, before.Y[K - 1]);
   }
-  strip<K>(g, M, X, Y, r0);
+};
+
+template <int K>
+void strip_skewed(const PairGroupView& g, const std::int32_t* column_keys, float* M, float* X,
+                  float* Y, int r0) {
+  Strip<K> s;
+  for (int i = 0; i < K; ++i) {
+    const float* const q = g.parameters + static_cast<std::ptrdiff_t>(r0 + i) * kParameters * W;
+    s.mm[i] = load(q + kMatchToMatch * W);
+    s.gm[i] = load(q + kIndelToMatch * W);
+    s.mi[i] = load(q + kMatchToInsertion * W);
+    s.md[i] = load(q + kMatchToDeletion * W);
+    s.ge[i] = load(q + kGapExtension * W);
+    s.em[i] = load(q + kEmissionMatch * W);
+    s.ex[i] = load(q + kEmissionMismatch * W);
+    s.read[i] = read_key(load_ints(reinterpret_cast<const std::int32_t*>(q + kReadBase * W)));
+  }
+  s.column_keys = column_keys;
+  s.M = M;
+  s.X = X;
+  s.Y = Y;
+  // Cells of the steps before the first: zero.
+  typename Strip<K>::Cells a, b;
+  for (int i = 0; i < K; ++i) a.M[i] = a.X[i] = a.Y[i] = b.M[i] = b.X[i] = b.Y[i] = zeros();
+  // Row r0 at column 0: the diagonal neighbour of row 0 at step 1.
+  typename Strip<K>::Top top_a{load(M), load(X), load(Y)}, top_b;
+  // Column 0 of rows >= 1 is zero (with K > 1, step K - 1 writes it again: virtual +0).
+  store(M, zeros());
+  store(X, zeros());
+  store(Y, zeros());
+  // Two steps per iteration, the two sets of cells swapping roles.
+  const int steps = g.columns + K - 1;
+  int t = 1;
+  for (; t + 1 <= steps; t += 2) {
+    s.step(t, top_a, top_b, a, b);
+    s.step(t + 1, top_b, top_a, b, a);
+  }
+  if (t <= steps) s.step(t, top_a, top_b, a, b);
 }
 
-}  // namespace
+// strip<k> for a run-time k in 1..K.
+template <bool kSkewed, int K>
+void strip_of(int k, const PairGroupView& g, const std::int32_t* column_keys, float* M, float* X,
+              float* Y, int r0) {
+  if constexpr (K > 1) {
+    if (k < K) return strip_of<kSkewed, K - 1>(k, g, column_keys, M, X, Y, r0);
+  }
+  if constexpr (kSkewed) {
+    strip_skewed<K>(g, column_keys, M, X, Y, r0);
+  } else {
+    strip_plain<K>(g, column_keys, M, X, Y, r0);
+  }
+}
 
-void forward_group(const PairGroupView& g) {
+template <bool kSkewed>
+void forward_group_of(const PairGroupView& g) {
+  static_assert(kStripRows - 1 <= kPadColumns);
   const int C = g.columns;
-  // One row of M, X and Y (columns 0..C), updated strip by strip.
-  float* const M = g.work;
-  float* const X = M + (C + 1) * W;
-  float* const Y = X + (C + 1) * W;
-  // Row 0: M = X = 0, Y = 2^120 / C of the lane's pair in every column.
+  const int stride = C + 1 + 2 * kPadColumns;  // columns of one row, padding included
+  // One row of M, X and Y (column c at [c * W], c from -kPadColumns to C + kPadColumns),
+  // updated strip by strip, then the haplotype keys (column c's at [(c - 1)]).
+  float* const M = g.work + kPadColumns * W;
+  float* const X = M + stride * W;
+  float* const Y = X + stride * W;
+  std::int32_t* const keys =
+      reinterpret_cast<std::int32_t*>(Y + (stride - kPadColumns) * W) + kPadColumns * W;
+  for (int c = -kPadColumns; c < C + kPadColumns; ++c) {
+    store_ints(keys + c * W, haplotype_key(c >= 0 && c < C ? load_ints(g.haplotype_bases + c * W)
+                                                           : broadcast(0)));
+  }
+  // Row 0: M = X = 0, Y = 2^120 / C of the lane's pair in every column (0 in the padding).
   const Floats initial = load(g.initial_deletion);
-  for (int c = 0; c <= C; ++c) {
+  for (int c = -kPadColumns; c <= C + kPadColumns; ++c) {
     store(M + c * W, zeros());
     store(X + c * W, zeros());
-    store(Y + c * W, initial);
+    store(Y + c * W, c >= 0 && c <= C ? initial : zeros());
   }
   const Ints lane_rows = load_ints(g.lane_rows);
   const Ints lane_columns = load_ints(g.lane_columns);
@@ -177,18 +342,28 @@ void forward_group(const PairGroupView& g) {
     // Strips end where some lane's read ends, so that its last row is in memory then.
     int k = 1;
     while (k < kStripRows && r0 + k < g.rows && !g.row_ends[r0 + k]) ++k;
-    strip_of<kStripRows>(k, g, M, X, Y, r0);
+    strip_of<kSkewed, kStripRows>(k, g, keys, M, X, Y, r0);
     r0 += k;
     if (g.row_ends[r0]) {
       // Some lanes' reads end here: their sum over columns 1..C of (M + X), left to right,
       // with +0 added past each lane's own haplotype (which leaves the sum unchanged).
       Floats sum = zeros();
       for (int c = 1; c <= C; ++c) {
-        sum = add(sum, keep_columns(add(load(M + c * W), load(X + c * W)), broadcast(c), lane_columns));
+        sum = add(sum,
+                  keep_columns(add(load(M + c * W), load(X + c * W)), broadcast(c), lane_columns));
       }
       store_finished(g.sums, sum, broadcast(r0), lane_rows);
     }
   }
+}
+
+}  // namespace
+
+void forward_group(const PairGroupView& g) {
+  forward_group_of<false>(g);
+}
+void forward_group_skewed(const PairGroupView& g) {
+  forward_group_of<true>(g);
 }
 
 }  // namespace duet::simd::pairhmm::DUET_PAIRHMM_NAMESPACE

@@ -27,15 +27,26 @@ struct PairhmmVariant {
   int lanes;              // pairs computed at once
   int element_bits;       // 32: float
   duet::pairhmm::ForwardSumsFunction function;
+  bool study = false;  // kept for measurements: never chosen by "auto"
 };
 
-void forward_sums_avx2(const duet::pairhmm::Model& model, std::span<const duet::pairhmm::Pair> pairs, float* sums);
-void forward_sums_avx512(const duet::pairhmm::Model& model, std::span<const duet::pairhmm::Pair> pairs, float* sums);
+void forward_sums_avx2(const duet::pairhmm::Model& model,
+                       std::span<const duet::pairhmm::Pair> pairs, float* sums);
+void forward_sums_avx512(const duet::pairhmm::Model& model,
+                         std::span<const duet::pairhmm::Pair> pairs, float* sums);
+// The same with the rows of a strip skewed (one column further left per row, so that the
+// cells of a step are independent): a study, no faster on the development machine.
+void forward_sums_avx2_skewed(const duet::pairhmm::Model& model,
+                              std::span<const duet::pairhmm::Pair> pairs, float* sums);
+void forward_sums_avx512_skewed(const duet::pairhmm::Model& model,
+                                std::span<const duet::pairhmm::Pair> pairs, float* sums);
 
-inline constexpr std::array<PairhmmVariant, 3> kPairhmmVariants{{
+inline constexpr std::array<PairhmmVariant, 5> kPairhmmVariants{{
     {PairhmmIsa::scalar, "scalar", 1, 32, &duet::pairhmm::forward_sums_scalar},
     {PairhmmIsa::avx2, "avx2", 8, 32, &forward_sums_avx2},
     {PairhmmIsa::avx512, "avx512", 16, 32, &forward_sums_avx512},
+    {PairhmmIsa::avx2, "avx2-skewed", 8, 32, &forward_sums_avx2_skewed, true},
+    {PairhmmIsa::avx512, "avx512-skewed", 16, 32, &forward_sums_avx512_skewed, true},
 }};
 
 bool cpu_supports(PairhmmIsa isa);

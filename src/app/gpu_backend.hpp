@@ -2,8 +2,8 @@
 // runs MSV, the Viterbi filter and the canonical Forward on one GPU (src/device/hmm_gpu.hpp),
 // the bias filter and the cascade's decisions on the host. The GPU's Forward scores are
 // the canonical ones bit for bit (the engine finishes them on the host, and computes the
-// rare target rescaled too often for the GPU's record with forward_canonical), so every
-// target of a batch is finished here and nothing is left to the CPU's post-queue. A batch
+// rare target rescaled too often for the GPU's record with forward_canonical); only targets
+// too long for one GPU thread's row walk are left to the CPU's post-queue. A batch
 // is split in two halves on the engine's two slots (streams), so that one half's kernels
 // overlap the other half's host work and copies; the host work per target is shared with
 // idle CPU workers through the scheduler's host loops.
@@ -57,7 +57,7 @@ class HmmsearchGpuBackend final : public scheduler::GpuBackend {
   using Clock = std::chrono::steady_clock;
   struct FeederTimes {
     std::int64_t batches = 0, targets = 0, viterbi_targets = 0, forward_targets = 0,
-                 forward_cpu_targets = 0, exact_targets = 0;
+                 forward_cpu_targets = 0, forward_deferred = 0, exact_targets = 0;
     double setup = 0, submit = 0, wait_msv = 0, phase_one = 0, wait_viterbi = 0, phase_two = 0,
            wait_forward = 0, phase_three = 0, deliver = 0;
     double msv_kernel = 0, exact_kernel = 0, viterbi_kernel = 0, forward_kernel = 0;

@@ -304,6 +304,33 @@ TEST(SchedulerParts, HostLoopsAreSharedWithWaitingWorkers) {
   for (std::size_t i = 0; i < alone.size(); ++i) EXPECT_EQ(alone[i], static_cast<int>(i));
 }
 
+// A worker busy with a block helps between two of its targets (help_host_loop); with no
+// loop waiting it returns false at once.
+TEST(SchedulerParts, BusyWorkersHelpHostLoopsBetweenTargets) {
+  scheduler::BlockQueue queue(4);
+  EXPECT_FALSE(queue.help_host_loop());
+  std::atomic<bool> helped{false}, done{false};
+  const std::thread::id feeder = std::this_thread::get_id();
+  std::thread busy([&] {  // stands for a worker between two targets of its block
+    while (!done.load()) queue.help_host_loop();
+  });
+  constexpr std::size_t n = 2000;
+  std::vector<int> out(n, 0);
+  queue.run_host_loop(n, 4, [&](std::size_t i) {
+    if (i == 0 && std::this_thread::get_id() == feeder) {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (!helped.load() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+    }
+    if (std::this_thread::get_id() != feeder) helped = true;
+    out[i] += 1;
+  });
+  done = true;
+  busy.join();
+  EXPECT_TRUE(helped.load());
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], 1) << "index " << i;
+  EXPECT_FALSE(queue.help_host_loop());  // nothing left
+}
+
 // The adaptive policy's batch size: about half of what the device does in the time the
 // whole machine needs for what is left; a quarter of the maximum before any measure.
 TEST(SchedulerParts, AdaptiveBatchShrinksAsWorkRunsOut) {

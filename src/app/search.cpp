@@ -141,6 +141,7 @@ class HmmsearchWorkload final : public scheduler::Workload {
     std::vector<TargetScores> scores(block.sequences());
     for (std::size_t i = 0; i < block.sequences(); ++i) {
       scores[i] = run_cascade(profile_, settings_, k, block.sequence(i), block.length(i));
+      scheduler::help_host_loops();  // a GPU feeder's host work first (scheduler.hpp)
     }
     return add_block(block, scores, sink_);
   }

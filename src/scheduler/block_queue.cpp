@@ -83,14 +83,33 @@ void BlockQueue::run_host_loop(std::size_t n, std::size_t chunk,
   if (n > chunk) {  // worth sharing
     std::lock_guard lock(mutex_);
     loops_.push_back(loop);
+    loops_open_ = static_cast<int>(loops_.size());
     changed_.notify_all();
   }
   loop->work();
   {
     std::lock_guard lock(mutex_);
     std::erase(loops_, loop);
+    loops_open_ = static_cast<int>(loops_.size());
   }
   loop->wait();
+}
+
+bool BlockQueue::help_host_loop() {
+  if (loops_open_.load(std::memory_order_relaxed) == 0) return false;
+  std::shared_ptr<HostLoop> loop;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& l : loops_) {
+      if (!l->exhausted()) {
+        loop = l;
+        break;
+      }
+    }
+  }
+  if (!loop) return false;
+  loop->work();
+  return true;
 }
 
 std::optional<CpuTask> BlockQueue::pop_for_cpu() {
@@ -98,6 +117,7 @@ std::optional<CpuTask> BlockQueue::pop_for_cpu() {
   for (;;) {
     if (cancelled_) return std::nullopt;
     std::erase_if(loops_, [](const std::shared_ptr<HostLoop>& l) { return l->exhausted(); });
+    loops_open_ = static_cast<int>(loops_.size());
     if (!loops_.empty()) return CpuTask{CpuTask::Kind::host_loop, nullptr, loops_.front()};
     if (!post_.empty()) {
       CpuTask t{CpuTask::Kind::post, std::move(post_.front()), nullptr};

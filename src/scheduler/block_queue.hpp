@@ -80,6 +80,9 @@ class BlockQueue {
   // rethrows the first exception a call threw. Safe after close() or cancel() (the caller
   // then does all of it).
   void run_host_loop(std::size_t n, std::size_t chunk, const std::function<void(std::size_t)>& body);
+  // Runs chunks of a host loop that has some left (a CPU worker between two targets of a
+  // block); false, after one atomic load, when none has.
+  bool help_host_loop();
 
   bool cancelled() const;
 
@@ -93,6 +96,7 @@ class BlockQueue {
   std::size_t depth_;
   std::deque<BlockPtr> fresh_, requeued_, post_;
   std::vector<std::shared_ptr<HostLoop>> loops_;  // host loops with chunks left to hand out
+  std::atomic<int> loops_open_{0};                 // loops_.size(), readable without the lock
   int gpu_batches_out_ = 0;
   bool closed_ = false, cancelled_ = false;
 };

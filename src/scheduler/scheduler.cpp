@@ -23,6 +23,8 @@ namespace duet::scheduler {
 
 namespace {
 
+thread_local BlockQueue* worker_queue = nullptr;  // set on run_blocks' CPU workers
+
 using Clock = std::chrono::steady_clock;
 
 struct Shared {
@@ -110,6 +112,7 @@ TraceRow row_for(const Shared& shared, int worker, Device device, std::string st
 
 void cpu_worker(Shared& shared, Workload& workload, int worker, const SchedulerOptions& options,
                 std::vector<TraceRow>& trace) {
+  worker_queue = &shared.queue;
   while (auto task = shared.queue.pop_for_cpu()) {
     if (stop_requested(options)) {
       shared.queue.cancel();
@@ -240,6 +243,10 @@ void progress_line(const Shared& shared) {
 }
 
 }  // namespace
+
+void help_host_loops() {
+  if (worker_queue != nullptr) worker_queue->help_host_loop();
+}
 
 void run_host_loop_serially(std::size_t n, std::size_t, const std::function<void(std::size_t)>& body) {
   for (std::size_t i = 0; i < n; ++i) body(i);

@@ -81,7 +81,9 @@ reader_threads = 3
   EXPECT_FALSE(s.no_gpu);
   EXPECT_EQ(s.reuse_memory, std::uint64_t{512} << 20);
   EXPECT_EQ(s.reader_threads, 3);
-  EXPECT_EQ(parse_config("[scheduler]\nreuse_memory = 1000\npolicy = \"adaptive\"\nno_gpu = true\n", "s.toml").scheduler,
+  EXPECT_EQ(parse_config("[scheduler]\nreuse_memory = 1000\npolicy = \"adaptive\"\nno_gpu = true\n",
+                         "s.toml")
+                .scheduler,
             (SchedulerConfig{"adaptive", 0.5, 1 << 20, 0, 32, 32 << 20, true, false, 1000, 0}));
   EXPECT_EQ(parse_config("[scheduler]\nstatic_cpu_fraction = 1\n", "s.toml").scheduler.static_cpu_fraction, 1.0);
 }

@@ -69,10 +69,9 @@ TEST(IoKernelTable, CommittedTableIsValid) {
 
 TEST(IoKernelTable, ChoosesByLengthAtTheBoundaries) {
   const KernelTable t = parse_kernel_table(kGood, "k.toml");
-  const std::vector<std::pair<int, int>> expected = {{1, 8},     {127, 8},   {128, 8},
-                                                     {129, 16},  {300, 16},  {301, 16},
-                                                     {1024, 16}, {1025, 32}, {3000, 32},
-                                                     {3001, 32}, {100000, 32}};
+  const std::vector<std::pair<int, int>> expected = {
+      {1, 8},     {127, 8},   {128, 8},   {129, 16},  {300, 16},   {301, 16},
+      {1024, 16}, {1025, 32}, {3000, 32}, {3001, 32}, {100000, 32}};
   for (const auto& [M, group] : expected)
     EXPECT_EQ(choose_kernels(t, M).msv_group_threads, group) << "M=" << M;
   EXPECT_EQ(choose_kernels(t, 200).viterbi_strategy, "thread");
@@ -199,12 +198,16 @@ TEST(IoKernelTable, RowsFromTimingsKeepTheFastestAndMerge) {
   EXPECT_THROW(rows_from_timings({{10, {}, 1, 1}}), std::invalid_argument);
   // The strip kernel where it was timed and is fastest; untimed (infinity) it never wins;
   // ties with warp go to warp.
-  const std::vector<KernelTableRow> with_strip = rows_from_timings(
-      {{100, {{8, 1.0}}, 4.0, 9.0, 2.0}, {200, {{8, 1.0}}, 4.0, 9.0, 4.0}, {2000, {{8, 1.0}}, 4.0, 9.0}});
-  EXPECT_EQ(with_strip, (std::vector<KernelTableRow>{{100, 8, "strip", ""}, {2000, 8, "warp", ""}}));
+  const std::vector<KernelTableRow> with_strip =
+      rows_from_timings({{100, {{8, 1.0}}, 4.0, 9.0, 2.0},
+                         {200, {{8, 1.0}}, 4.0, 9.0, 4.0},
+                         {2000, {{8, 1.0}}, 4.0, 9.0}});
+  EXPECT_EQ(with_strip,
+            (std::vector<KernelTableRow>{{100, 8, "strip", ""}, {2000, 8, "warp", ""}}));
   EXPECT_NE(with_strip[0].note.find("strip=2.000"), std::string::npos) << with_strip[0].note;
-  EXPECT_EQ(with_strip[1].note.find("M=2000: MSV ms g8=1.000; Viterbi ms warp=4.000 thread=9.000\n"),
-            std::string::npos);
+  EXPECT_EQ(
+      with_strip[1].note.find("M=2000: MSV ms g8=1.000; Viterbi ms warp=4.000 thread=9.000\n"),
+      std::string::npos);
   EXPECT_EQ(with_strip[1].note.find("strip=", with_strip[1].note.find("M=2000")), std::string::npos)
       << with_strip[1].note;
 }

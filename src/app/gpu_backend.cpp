@@ -81,20 +81,20 @@ double since(Clock::time_point& t) {
 HmmsearchGpuBackend::~HmmsearchGpuBackend() {
   if (std::getenv("DUET_GPU_TIMES") == nullptr) return;
   const FeederTimes& t = times_;
-  std::fprintf(stderr,
-               "hmmsearch GPU %d: set-up %.3f s; %lld batches, %lld targets (%lld Viterbi, %lld "
-               "Forward of which %lld on the host and %lld left to the CPU, %lld exact MSV); feeder: pack+submit %.3f s, MSV wait %.3f s, phase one "
-               "%.3f s, Viterbi wait %.3f s, phase two %.3f s, Forward wait %.3f s, phase three "
-               "%.3f s, deliver %.3f s; kernels: MSV %.3f s, exact MSV %.3f s, Viterbi %.3f s, "
-               "Forward %.3f s\n",
-               device_, t.setup, static_cast<long long>(t.batches),
-               static_cast<long long>(t.targets), static_cast<long long>(t.viterbi_targets),
-               static_cast<long long>(t.forward_targets),
-               static_cast<long long>(t.forward_cpu_targets),
-               static_cast<long long>(t.forward_deferred), static_cast<long long>(t.exact_targets),
-               t.submit, t.wait_msv, t.phase_one, t.wait_viterbi, t.phase_two, t.wait_forward,
-               t.phase_three, t.deliver, t.msv_kernel, t.exact_kernel, t.viterbi_kernel,
-               t.forward_kernel);
+  std::fprintf(
+      stderr,
+      "hmmsearch GPU %d: set-up %.3f s; %lld batches, %lld targets (%lld Viterbi, %lld "
+      "Forward of which %lld on the host and %lld left to the CPU, %lld exact MSV); feeder: "
+      "pack+submit %.3f s, MSV wait %.3f s, phase one "
+      "%.3f s, Viterbi wait %.3f s, phase two %.3f s, Forward wait %.3f s, phase three "
+      "%.3f s, deliver %.3f s; kernels: MSV %.3f s, exact MSV %.3f s, Viterbi %.3f s, "
+      "Forward %.3f s\n",
+      device_, t.setup, static_cast<long long>(t.batches), static_cast<long long>(t.targets),
+      static_cast<long long>(t.viterbi_targets), static_cast<long long>(t.forward_targets),
+      static_cast<long long>(t.forward_cpu_targets), static_cast<long long>(t.forward_deferred),
+      static_cast<long long>(t.exact_targets), t.submit, t.wait_msv, t.phase_one, t.wait_viterbi,
+      t.phase_two, t.wait_forward, t.phase_three, t.deliver, t.msv_kernel, t.exact_kernel,
+      t.viterbi_kernel, t.forward_kernel);
 }
 
 HmmsearchGpuBackend::HmmsearchGpuBackend(int device, const SearchProfile& profile,

@@ -132,10 +132,10 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
   auto* block_residues =
       cmd->add_option("--block-residues", o.block_residues, "residues per block (default 1048576)")
           ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 32));
-  auto* queue_depth =
-      cmd->add_option("--queue-depth", o.queue_depth,
-                      "blocks waiting in the queue (memory budget; 0 = 2 per worker and 2 GPU batches per GPU)")
-          ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 20));
+  auto* queue_depth = cmd->add_option("--queue-depth", o.queue_depth,
+                                      "blocks waiting in the queue (memory budget; 0 = 2 per "
+                                      "worker and 2 GPU batches per GPU)")
+                          ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 20));
   auto* gpu_batch_blocks =
       cmd->add_option("--gpu-batch-blocks", o.gpu_batch_blocks, "blocks per GPU batch (default 32)")
           ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));

@@ -1,8 +1,9 @@
 // `duet tune`: see tune_command.hpp. For each model length: a synthetic model (drawn from
 // real models as `duet synth-model` draws them), every MSV thread-group size and the
 // Viterbi strategies (warp, thread, and strip up to its length limit) timed kernel-only
-// (device/hmm_gpu_timing.hpp, the same code as bench/hmm_gpu_bench) on a database replicated to a residue budget that shrinks with the
-// length; the fastest per length kept, adjacent lengths with the same choice merged.
+// (device/hmm_gpu_timing.hpp, the same code as bench/hmm_gpu_bench) on a database replicated to a
+// residue budget that shrinks with the length; the fastest per length kept, adjacent lengths with
+// the same choice merged.
 #include "app/tune_command.hpp"
 
 #include <unistd.h>
@@ -125,10 +126,9 @@ int run_tune(const TuneOptions& o, const std::string& command_line) {
       checked += t.checked;
       wrong += t.wrong;
     }
-    std::printf("%6d %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %5d/%d\n", M,
-                point.msv_ms[0].second, point.msv_ms[1].second, point.msv_ms[2].second,
-                point.viterbi_warp_ms, point.viterbi_thread_ms, point.viterbi_strip_ms,
-                checked - wrong, checked);
+    std::printf("%6d %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %5d/%d\n", M, point.msv_ms[0].second,
+                point.msv_ms[1].second, point.msv_ms[2].second, point.viterbi_warp_ms,
+                point.viterbi_thread_ms, point.viterbi_strip_ms, checked - wrong, checked);
     std::fflush(stdout);
     if (wrong != 0) {
       throw std::runtime_error("GPU scores differ from the references at model length " +

@@ -855,7 +855,8 @@ void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::siz
   }
   s.offsets[n] = at;
   const auto copy = [&](std::size_t i) {
-    if (targets[i].length > 0) std::memcpy(s.residues.get() + s.offsets[i], targets[i].residues, targets[i].length);
+    if (targets[i].length > 0)
+      std::memcpy(s.residues.get() + s.offsets[i], targets[i].residues, targets[i].length);
   };
   if (parallel) {
     parallel(static_cast<std::size_t>(n), 256, copy);

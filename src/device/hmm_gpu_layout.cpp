@@ -143,7 +143,8 @@ GpuKernelChoice resolve_kernel_choice(GpuKernelChoice choice, int M) {
   if (choice.msv_group_threads == 0) choice.msv_group_threads = msv_group_threads(M);
   const int g = choice.msv_group_threads;
   if (g != 8 && g != 16 && g != 32) {
-    throw std::invalid_argument("MSV thread group of " + std::to_string(g) + " threads (8, 16 or 32)");
+    throw std::invalid_argument("MSV thread group of " + std::to_string(g) +
+                                " threads (8, 16 or 32)");
   }
   return choice;
 }

@@ -79,7 +79,8 @@ class BlockQueue {
   // on CPU workers that ask for work meanwhile; returns when all calls have returned and
   // rethrows the first exception a call threw. Safe after close() or cancel() (the caller
   // then does all of it).
-  void run_host_loop(std::size_t n, std::size_t chunk, const std::function<void(std::size_t)>& body);
+  void run_host_loop(std::size_t n, std::size_t chunk,
+                     const std::function<void(std::size_t)>& body);
   // Runs chunks of a host loop that has some left (a CPU worker between two targets of a
   // block); false, after one atomic load, when none has.
   bool help_host_loop();
@@ -96,7 +97,7 @@ class BlockQueue {
   std::size_t depth_;
   std::deque<BlockPtr> fresh_, requeued_, post_;
   std::vector<std::shared_ptr<HostLoop>> loops_;  // host loops with chunks left to hand out
-  std::atomic<int> loops_open_{0};                 // loops_.size(), readable without the lock
+  std::atomic<int> loops_open_{0};                // loops_.size(), readable without the lock
   int gpu_batches_out_ = 0;
   bool closed_ = false, cancelled_ = false;
 };

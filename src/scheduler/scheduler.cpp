@@ -157,9 +157,10 @@ std::int64_t adaptive_budget(const Shared& shared, std::size_t feeder, const Sch
 
 void gpu_feeder(Shared& shared, GpuBackend& gpu, std::int64_t cells_per_residue, int worker, std::size_t feeder,
                 const SchedulerOptions& options, std::vector<TraceRow>& trace, std::int64_t& faults) {
-  gpu.start([&shared](std::size_t n, std::size_t chunk, const std::function<void(std::size_t)>& body) {
-    shared.queue.run_host_loop(n, chunk, body);
-  });
+  gpu.start(
+      [&shared](std::size_t n, std::size_t chunk, const std::function<void(std::size_t)>& body) {
+        shared.queue.run_host_loop(n, chunk, body);
+      });
   std::int64_t batches = 0;
   double busy = 0;
   std::int64_t done = 0;
@@ -248,7 +249,8 @@ void help_host_loops() {
   if (worker_queue != nullptr) worker_queue->help_host_loop();
 }
 
-void run_host_loop_serially(std::size_t n, std::size_t, const std::function<void(std::size_t)>& body) {
+void run_host_loop_serially(std::size_t n, std::size_t,
+                            const std::function<void(std::size_t)>& body) {
   for (std::size_t i = 0; i < n; ++i) body(i);
 }
 

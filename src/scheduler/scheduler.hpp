@@ -56,15 +56,16 @@ struct GpuBlockOutcome {
 
 // Runs body(i) for i in [0, n) in chunks, sharing the work with CPU workers that are idle
 // or finish a block meanwhile (BlockQueue::run_host_loop); returns when all are done.
-using HostLoopRunner =
-    std::function<void(std::size_t n, std::size_t chunk, const std::function<void(std::size_t)>& body)>;
+using HostLoopRunner = std::function<void(std::size_t n, std::size_t chunk,
+                                          const std::function<void(std::size_t)>& body)>;
 // For a Workload, between two pieces of a block (e.g. two targets): on a CPU worker of
 // run_blocks, runs chunks of GPU feeders' host loops that wait for help, so that a feeder
 // need not wait until a worker finishes its block; elsewhere, or with no such loop, it
 // returns at once (one atomic load).
 void help_host_loops();
 // The same on the calling thread alone (no scheduler: tests, tools).
-void run_host_loop_serially(std::size_t n, std::size_t chunk, const std::function<void(std::size_t)>& body);
+void run_host_loop_serially(std::size_t n, std::size_t chunk,
+                            const std::function<void(std::size_t)>& body);
 
 // A device. run() is called from its feeder thread only. On failure it throws, and must
 // not have delivered any result of the batch (the blocks are redone by the CPU).

@@ -46,61 +46,13 @@
 #include <string>
 #include <type_traits>
 
+#include "device/cuda_buffers.cuh"
 #include "device/hmm_canonical_gpu.cuh"
 #include "device/hmm_gpu.hpp"
 
 namespace duet::device::detail {
 
 namespace {
-
-void ccheck(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) {
-    throw std::runtime_error(std::string("CUDA: ") + what + ": " + cudaGetErrorString(status));
-  }
-}
-
-template <class T>
-struct DevBuf {
-  T* p = nullptr;
-  std::size_t cap = 0;
-  DevBuf() = default;
-  DevBuf(const DevBuf&) = delete;
-  DevBuf& operator=(const DevBuf&) = delete;
-  ~DevBuf() {
-    if (p != nullptr) cudaFree(p);
-  }
-  void reserve(std::size_t n) {
-    if (n <= cap) return;
-    if (p != nullptr) cudaFree(p);
-    p = nullptr;
-    cap = 0;
-    ccheck(cudaMalloc(reinterpret_cast<void**>(&p), std::max<std::size_t>(n, 1) * sizeof(T)),
-           "cudaMalloc canonical forward");
-    cap = n;
-  }
-};
-
-template <class T>
-struct HostBuf {
-  T* p = nullptr;
-  std::size_t cap = 0;
-  HostBuf() = default;
-  HostBuf(const HostBuf&) = delete;
-  HostBuf& operator=(const HostBuf&) = delete;
-  ~HostBuf() {
-    if (p != nullptr) cudaFreeHost(p);
-  }
-  void reserve(std::size_t n) {
-    if (n <= cap) return;
-    if (p != nullptr) cudaFreeHost(p);
-    p = nullptr;
-    cap = 0;
-    const std::size_t grown = std::max<std::size_t>(n + n / 4, 1);
-    ccheck(cudaMallocHost(reinterpret_cast<void**>(&p), grown * sizeof(T)),
-           "cudaMallocHost canonical forward");
-    cap = grown;
-  }
-};
 
 constexpr unsigned kFull = 0xffffffffu;
 constexpr int kLanes = kCanonicalForwardLanes;
@@ -352,18 +304,18 @@ struct CanonicalForwardGpu::Impl {
   ForwardScores fwd;  // a copy: N/C/J probabilities by length, and the CPU's fallback
   int Q = 0;
   float e_loop = 0, e_move = 0;
-  DevBuf<float> match, dd_prefix;
-  DevBuf<float4> nodes;
+  DeviceBuffer<float> match, dd_prefix;
+  DeviceBuffer<float4> nodes;
   int warps_per_block = 0;  // > 0: rows in shared memory
   int resident_blocks = 0;
   std::vector<ForwardScores::Length> ncj_by_length;
   struct Slot {
-    HostBuf<int> list, order, rescalings;
-    HostBuf<float2> ncj;
-    HostBuf<float> rescale_xe, c_move;
-    DevBuf<int> d_list, d_order, d_next, d_rescalings;
-    DevBuf<float2> d_ncj;
-    DevBuf<float> d_rescale_xe, d_c_move, d_rows;
+    PinnedBuffer<int> list, order, rescalings;
+    PinnedBuffer<float2> ncj;
+    PinnedBuffer<float> rescale_xe, c_move;
+    DeviceBuffer<int> d_list, d_order, d_next, d_rescalings;
+    DeviceBuffer<float2> d_ncj;
+    DeviceBuffer<float> d_rescale_xe, d_c_move, d_rows;
     int n = 0;
     std::vector<int> targets;  // per list entry, for the CPU's fallback
     std::vector<float> scores;
@@ -394,11 +346,12 @@ CanonicalForwardGpu::CanonicalForwardGpu(const ForwardScores& fwd, int multiproc
   m.e_loop = layout.e_loop;
   m.e_move = layout.e_move;
   const auto upload = [](auto& buffer, const std::vector<float>& host) {
-    using T = std::remove_reference_t<decltype(*buffer.p)>;
+    using T = std::remove_reference_t<decltype(*buffer.get())>;
     const std::size_t count = host.size() * sizeof(float) / sizeof(T);
     buffer.reserve(count);
-    ccheck(cudaMemcpy(buffer.p, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice),
-           "cudaMemcpy canonical forward");
+    check(
+        cudaMemcpy(buffer.get(), host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice),
+        "cudaMemcpy canonical forward");
   };
   upload(m.match, layout.match);
   upload(m.dd_prefix, layout.dd_prefix);
@@ -415,17 +368,17 @@ CanonicalForwardGpu::CanonicalForwardGpu(const ForwardScores& fwd, int multiproc
   int per_sm = 0;
   if (m.warps_per_block > 0) {
     const std::size_t shared = m.warps_per_block * warp_row_bytes;
-    ccheck(
+    check(
         cudaFuncSetAttribute(canonical_forward_kernel<false>,
                              cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared)),
         "cudaFuncSetAttribute canonical forward");
-    ccheck(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, canonical_forward_kernel<false>,
-                                                         m.warps_per_block * 32, shared),
-           "cudaOccupancy canonical forward");
+    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, canonical_forward_kernel<false>,
+                                                        m.warps_per_block * 32, shared),
+          "cudaOccupancy canonical forward");
   } else {
-    ccheck(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, canonical_forward_kernel<true>,
-                                                         kBlockThreads, 0),
-           "cudaOccupancy canonical forward");
+    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, canonical_forward_kernel<true>,
+                                                        kBlockThreads, 0),
+          "cudaOccupancy canonical forward");
   }
   m.resident_blocks = std::max(1, per_sm) * multiprocessors;
 }
@@ -446,12 +399,12 @@ void CanonicalForwardGpu::submit(int slot, cudaStream_t st, const std::uint8_t* 
   s.c_move.reserve(n + 1);
   s.rescale_xe.reserve(static_cast<std::size_t>(n) * kCanonicalGpuRescalings + 1);
   for (int i = 0; i < n; ++i) {
-    s.list.p[i] = which[i];
+    s.list.get()[i] = which[i];
     const ForwardScores::Length x = m.ncj(lengths[which[i]]);
-    s.ncj.p[i] = float2{x.loop, x.move};
+    s.ncj.get()[i] = float2{x.loop, x.move};
   }
-  std::iota(s.order.p, s.order.p + n, 0);
-  std::stable_sort(s.order.p, s.order.p + n,
+  std::iota(s.order.get(), s.order.get() + n, 0);
+  std::stable_sort(s.order.get(), s.order.get() + n,
                    [&](int x, int y) { return lengths[which[x]] > lengths[which[y]]; });
   s.d_list.reserve(n + 1);
   s.d_order.reserve(n + 1);
@@ -461,33 +414,36 @@ void CanonicalForwardGpu::submit(int slot, cudaStream_t st, const std::uint8_t* 
   s.d_rescale_xe.reserve(static_cast<std::size_t>(n) * kCanonicalGpuRescalings + 1);
   s.d_next.reserve(1);
   if (n > 0) {
-    ccheck(cudaMemcpyAsync(s.d_list.p, s.list.p, n * sizeof(int), cudaMemcpyHostToDevice, st),
-           "H2D canonical list");
-    ccheck(cudaMemcpyAsync(s.d_order.p, s.order.p, n * sizeof(int), cudaMemcpyHostToDevice, st),
-           "H2D canonical order");
-    ccheck(cudaMemcpyAsync(s.d_ncj.p, s.ncj.p, n * sizeof(float2), cudaMemcpyHostToDevice, st),
-           "H2D canonical ncj");
-    ccheck(cudaMemsetAsync(s.d_next.p, 0, sizeof(int), st), "cudaMemsetAsync canonical");
+    check(
+        cudaMemcpyAsync(s.d_list.get(), s.list.get(), n * sizeof(int), cudaMemcpyHostToDevice, st),
+        "H2D canonical list");
+    check(cudaMemcpyAsync(s.d_order.get(), s.order.get(), n * sizeof(int), cudaMemcpyHostToDevice,
+                          st),
+          "H2D canonical order");
+    check(
+        cudaMemcpyAsync(s.d_ncj.get(), s.ncj.get(), n * sizeof(float2), cudaMemcpyHostToDevice, st),
+        "H2D canonical ncj");
+    check(cudaMemsetAsync(s.d_next.get(), 0, sizeof(int), st), "cudaMemsetAsync canonical");
   }
-  ccheck(cudaEventRecord(start, st), "cudaEventRecord");
+  check(cudaEventRecord(start, st), "cudaEventRecord");
   if (n > 0) {
     CanonicalArgs a{};
-    a.match = m.match.p;
-    a.nodes = m.nodes.p;
-    a.dd_prefix = m.dd_prefix.p;
+    a.match = m.match.get();
+    a.nodes = m.nodes.get();
+    a.dd_prefix = m.dd_prefix.get();
     a.Q = m.Q;
     a.e_loop = m.e_loop;
     a.e_move = m.e_move;
     a.residues = d_residues;
     a.offsets = d_offsets;
-    a.list = s.d_list.p;
-    a.ncj = s.d_ncj.p;
-    a.order = s.d_order.p;
+    a.list = s.d_list.get();
+    a.ncj = s.d_ncj.get();
+    a.order = s.d_order.get();
     a.count = n;
-    a.next = s.d_next.p;
-    a.rescale_xe = s.d_rescale_xe.p;
-    a.rescalings = s.d_rescalings.p;
-    a.c_move = s.d_c_move.p;
+    a.next = s.d_next.get();
+    a.rescale_xe = s.d_rescale_xe.get();
+    a.rescalings = s.d_rescalings.get();
+    a.c_move = s.d_c_move.get();
     const std::size_t warp_row_floats = 3 * static_cast<std::size_t>(m.Q) * 32;
     const int targets_per_warp = 32 / kLanes;
     int threads = kBlockThreads;
@@ -500,36 +456,37 @@ void CanonicalForwardGpu::submit(int slot, cudaStream_t st, const std::uint8_t* 
       blocks = std::min(m.resident_blocks, (n + per_block - 1) / per_block);
       a.rows = nullptr;
       // Set at every launch: another engine (another model) may have set its own size.
-      ccheck(cudaFuncSetAttribute(canonical_forward_kernel<false>,
-                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  static_cast<int>(shared)),
-             "cudaFuncSetAttribute canonical forward");
+      check(cudaFuncSetAttribute(canonical_forward_kernel<false>,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 static_cast<int>(shared)),
+            "cudaFuncSetAttribute canonical forward");
     } else {
       const int per_block = kBlockThreads / kLanes;
       const std::size_t block_row_bytes = (kBlockThreads / 32) * warp_row_floats * sizeof(float);
       const int cap = static_cast<int>(std::max<std::size_t>(1, kGlobalRowBytes / block_row_bytes));
       blocks = std::min({m.resident_blocks, cap, (n + per_block - 1) / per_block});
       s.d_rows.reserve(static_cast<std::size_t>(blocks) * (kBlockThreads / 32) * warp_row_floats);
-      a.rows = s.d_rows.p;
+      a.rows = s.d_rows.get();
     }
     if (a.rows == nullptr) {
       canonical_forward_kernel<false><<<blocks, threads, shared, st>>>(a);
     } else {
       canonical_forward_kernel<true><<<blocks, threads, shared, st>>>(a);
     }
-    ccheck(cudaGetLastError(), "canonical_forward_kernel");
+    check(cudaGetLastError(), "canonical_forward_kernel");
   }
-  ccheck(cudaEventRecord(done, st), "cudaEventRecord");
+  check(cudaEventRecord(done, st), "cudaEventRecord");
   if (n > 0) {
-    ccheck(cudaMemcpyAsync(s.rescalings.p, s.d_rescalings.p, n * sizeof(int),
-                           cudaMemcpyDeviceToHost, st),
-           "D2H canonical rescalings");
-    ccheck(cudaMemcpyAsync(s.c_move.p, s.d_c_move.p, n * sizeof(float), cudaMemcpyDeviceToHost, st),
-           "D2H canonical c_move");
-    ccheck(cudaMemcpyAsync(s.rescale_xe.p, s.d_rescale_xe.p,
-                           static_cast<std::size_t>(n) * kCanonicalGpuRescalings * sizeof(float),
-                           cudaMemcpyDeviceToHost, st),
-           "D2H canonical rescale factors");
+    check(cudaMemcpyAsync(s.rescalings.get(), s.d_rescalings.get(), n * sizeof(int),
+                          cudaMemcpyDeviceToHost, st),
+          "D2H canonical rescalings");
+    check(cudaMemcpyAsync(s.c_move.get(), s.d_c_move.get(), n * sizeof(float),
+                          cudaMemcpyDeviceToHost, st),
+          "D2H canonical c_move");
+    check(cudaMemcpyAsync(s.rescale_xe.get(), s.d_rescale_xe.get(),
+                          static_cast<std::size_t>(n) * kCanonicalGpuRescalings * sizeof(float),
+                          cudaMemcpyDeviceToHost, st),
+          "D2H canonical rescale factors");
   }
 }
 
@@ -540,11 +497,11 @@ const std::vector<float>& CanonicalForwardGpu::scores(int slot, const std::uint8
   s.scores.resize(s.n);
   s.cpu_targets = 0;
   for (int i = 0; i < s.n; ++i) {
-    const int events = s.rescalings.p[i];
+    const int events = s.rescalings.get()[i];
     if (events <= kCanonicalGpuRescalings) {
       s.scores[i] = canonical_forward_finish(
-          s.rescale_xe.p + static_cast<std::size_t>(i) * kCanonicalGpuRescalings, events,
-          s.c_move.p[i]);
+          s.rescale_xe.get() + static_cast<std::size_t>(i) * kCanonicalGpuRescalings, events,
+          s.c_move.get()[i]);
       continue;
     }
     if (!s.cpu) s.cpu = std::make_unique<CanonicalForward>(m.fwd);

@@ -26,60 +26,12 @@
 #include <stdexcept>
 #include <string>
 
+#include "device/cuda_buffers.cuh"
 #include "device/hmm_forward_gpu.cuh"
 
 namespace duet::device::detail {
 
 namespace {
-
-void fcheck(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) {
-    throw std::runtime_error(std::string("CUDA: ") + what + ": " + cudaGetErrorString(status));
-  }
-}
-
-template <class T>
-struct DevBuf {
-  T* p = nullptr;
-  std::size_t cap = 0;
-  DevBuf() = default;
-  DevBuf(const DevBuf&) = delete;
-  DevBuf& operator=(const DevBuf&) = delete;
-  ~DevBuf() {
-    if (p != nullptr) cudaFree(p);
-  }
-  void reserve(std::size_t n) {
-    if (n <= cap) return;
-    if (p != nullptr) cudaFree(p);
-    p = nullptr;
-    cap = 0;
-    fcheck(cudaMalloc(reinterpret_cast<void**>(&p), std::max<std::size_t>(n, 1) * sizeof(T)),
-           "cudaMalloc forward");
-    cap = n;
-  }
-};
-
-template <class T>
-struct HostBuf {
-  T* p = nullptr;
-  std::size_t cap = 0;
-  HostBuf() = default;
-  HostBuf(const HostBuf&) = delete;
-  HostBuf& operator=(const HostBuf&) = delete;
-  ~HostBuf() {
-    if (p != nullptr) cudaFreeHost(p);
-  }
-  void reserve(std::size_t n) {
-    if (n <= cap) return;
-    if (p != nullptr) cudaFreeHost(p);
-    p = nullptr;
-    cap = 0;
-    const std::size_t grown = std::max<std::size_t>(n + n / 4, 1);
-    fcheck(cudaMallocHost(reinterpret_cast<void**>(&p), grown * sizeof(T)),
-           "cudaMallocHost forward");
-    cap = grown;
-  }
-};
 
 constexpr unsigned kFull = 0xffffffffu;
 constexpr int kGlobalRowThreads = 256;
@@ -253,18 +205,18 @@ struct ForwardGpu::Impl {
   int M = 0, P = 1, Mp = 0, chunks = 0;
   float e_loop = 0, e_move = 0;
   ForwardScores fwd;  // a copy: N/C/J probabilities by length
-  DevBuf<float4> trans0, trans1;
-  DevBuf<float> emis;
+  DeviceBuffer<float4> trans0, trans1;
+  DeviceBuffer<float> emis;
   int warps_per_block = 0;  // > 0: rows in shared memory
   int resident_blocks = 0;
   std::vector<ForwardScores::Length> ncj_by_length;
   struct Slot {
-    HostBuf<int> list, order;
-    HostBuf<float2> ncj;
-    HostBuf<float> result;
-    DevBuf<int> d_list, d_order, d_next;
-    DevBuf<float2> d_ncj;
-    DevBuf<float> d_result, d_rows;
+    PinnedBuffer<int> list, order;
+    PinnedBuffer<float2> ncj;
+    PinnedBuffer<float> result;
+    DeviceBuffer<int> d_list, d_order, d_next;
+    DeviceBuffer<float2> d_ncj;
+    DeviceBuffer<float> d_result, d_rows;
     int n = 0;
     std::vector<float> scores;
   };
@@ -306,12 +258,12 @@ ForwardGpu::ForwardGpu(const ForwardScores& fwd, int multiprocessors, std::size_
   m.trans0.reserve(t0.size());
   m.trans1.reserve(t1.size());
   m.emis.reserve(em.size());
-  fcheck(cudaMemcpy(m.trans0.p, t0.data(), t0.size() * sizeof(float4), cudaMemcpyHostToDevice),
-         "cudaMemcpy forward");
-  fcheck(cudaMemcpy(m.trans1.p, t1.data(), t1.size() * sizeof(float4), cudaMemcpyHostToDevice),
-         "cudaMemcpy forward");
-  fcheck(cudaMemcpy(m.emis.p, em.data(), em.size() * sizeof(float), cudaMemcpyHostToDevice),
-         "cudaMemcpy forward");
+  check(cudaMemcpy(m.trans0.get(), t0.data(), t0.size() * sizeof(float4), cudaMemcpyHostToDevice),
+        "cudaMemcpy forward");
+  check(cudaMemcpy(m.trans1.get(), t1.data(), t1.size() * sizeof(float4), cudaMemcpyHostToDevice),
+        "cudaMemcpy forward");
+  check(cudaMemcpy(m.emis.get(), em.data(), em.size() * sizeof(float), cudaMemcpyHostToDevice),
+        "cudaMemcpy forward");
   const std::size_t row_bytes = 3 * static_cast<std::size_t>(m.Mp) * sizeof(float);
   m.warps_per_block = static_cast<int>(std::min<std::size_t>(8, shared_optin / row_bytes));
   const auto setup = [&](auto kernel) {
@@ -320,13 +272,13 @@ ForwardGpu::ForwardGpu(const ForwardScores& fwd, int multiprocessors, std::size_
     if (m.warps_per_block > 0) {
       threads = m.warps_per_block * 32;
       shared = m.warps_per_block * row_bytes;
-      fcheck(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  static_cast<int>(shared)),
-             "cudaFuncSetAttribute forward");
+      check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 static_cast<int>(shared)),
+            "cudaFuncSetAttribute forward");
     }
     int per_sm = 0;
-    fcheck(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared),
-           "cudaOccupancy forward");
+    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared),
+          "cudaOccupancy forward");
     m.resident_blocks = std::max(1, per_sm) * multiprocessors;
   };
   if (m.P == 1)
@@ -352,12 +304,12 @@ void ForwardGpu::submit(int slot, cudaStream_t st, const std::uint8_t* d_residue
   s.ncj.reserve(n + 1);
   s.result.reserve(n + 1);
   for (int i = 0; i < n; ++i) {
-    s.list.p[i] = which[i];
+    s.list.get()[i] = which[i];
     const ForwardScores::Length x = m.ncj(lengths[which[i]]);
-    s.ncj.p[i] = float2{x.loop, x.move};
+    s.ncj.get()[i] = float2{x.loop, x.move};
   }
-  std::iota(s.order.p, s.order.p + n, 0);
-  std::stable_sort(s.order.p, s.order.p + n,
+  std::iota(s.order.get(), s.order.get() + n, 0);
+  std::stable_sort(s.order.get(), s.order.get() + n,
                    [&](int a, int b) { return lengths[which[a]] > lengths[which[b]]; });
   s.d_list.reserve(n + 1);
   s.d_order.reserve(n + 1);
@@ -365,32 +317,35 @@ void ForwardGpu::submit(int slot, cudaStream_t st, const std::uint8_t* d_residue
   s.d_result.reserve(n + 1);
   s.d_next.reserve(1);
   if (n > 0) {
-    fcheck(cudaMemcpyAsync(s.d_list.p, s.list.p, n * sizeof(int), cudaMemcpyHostToDevice, st),
-           "H2D forward list");
-    fcheck(cudaMemcpyAsync(s.d_order.p, s.order.p, n * sizeof(int), cudaMemcpyHostToDevice, st),
-           "H2D forward order");
-    fcheck(cudaMemcpyAsync(s.d_ncj.p, s.ncj.p, n * sizeof(float2), cudaMemcpyHostToDevice, st),
-           "H2D forward ncj");
-    fcheck(cudaMemsetAsync(s.d_next.p, 0, sizeof(int), st), "cudaMemsetAsync forward");
+    check(
+        cudaMemcpyAsync(s.d_list.get(), s.list.get(), n * sizeof(int), cudaMemcpyHostToDevice, st),
+        "H2D forward list");
+    check(cudaMemcpyAsync(s.d_order.get(), s.order.get(), n * sizeof(int), cudaMemcpyHostToDevice,
+                          st),
+          "H2D forward order");
+    check(
+        cudaMemcpyAsync(s.d_ncj.get(), s.ncj.get(), n * sizeof(float2), cudaMemcpyHostToDevice, st),
+        "H2D forward ncj");
+    check(cudaMemsetAsync(s.d_next.get(), 0, sizeof(int), st), "cudaMemsetAsync forward");
   }
-  fcheck(cudaEventRecord(start, st), "cudaEventRecord");
+  check(cudaEventRecord(start, st), "cudaEventRecord");
   if (n > 0) {
     ForwardArgs a{};
-    a.trans0 = m.trans0.p;
-    a.trans1 = m.trans1.p;
-    a.emis = m.emis.p;
+    a.trans0 = m.trans0.get();
+    a.trans1 = m.trans1.get();
+    a.emis = m.emis.get();
     a.Mp = m.Mp;
     a.chunks = m.chunks;
     a.e_loop = m.e_loop;
     a.e_move = m.e_move;
     a.residues = d_residues;
     a.offsets = d_offsets;
-    a.list = s.d_list.p;
-    a.ncj = s.d_ncj.p;
-    a.order = s.d_order.p;
+    a.list = s.d_list.get();
+    a.ncj = s.d_ncj.get();
+    a.order = s.d_order.get();
     a.count = n;
-    a.next = s.d_next.p;
-    a.result = s.d_result.p;
+    a.next = s.d_next.get();
+    a.result = s.d_result.get();
     const std::size_t row_floats = 3 * static_cast<std::size_t>(m.Mp);
     int threads = kGlobalRowThreads;
     std::size_t shared = 0;
@@ -403,7 +358,7 @@ void ForwardGpu::submit(int slot, cudaStream_t st, const std::uint8_t* d_residue
     } else {
       blocks = std::min(m.resident_blocks, (n * 32 + threads - 1) / threads);
       s.d_rows.reserve(static_cast<std::size_t>(blocks) * (threads / 32) * row_floats);
-      a.rows = s.d_rows.p;
+      a.rows = s.d_rows.get();
     }
     if (m.P == 1)
       forward_warp_kernel<1><<<blocks, threads, shared, st>>>(a);
@@ -411,18 +366,19 @@ void ForwardGpu::submit(int slot, cudaStream_t st, const std::uint8_t* d_residue
       forward_warp_kernel<2><<<blocks, threads, shared, st>>>(a);
     else
       forward_warp_kernel<4><<<blocks, threads, shared, st>>>(a);
-    fcheck(cudaGetLastError(), "forward_warp_kernel");
+    check(cudaGetLastError(), "forward_warp_kernel");
   }
-  fcheck(cudaEventRecord(done, st), "cudaEventRecord");
+  check(cudaEventRecord(done, st), "cudaEventRecord");
   if (n > 0) {
-    fcheck(cudaMemcpyAsync(s.result.p, s.d_result.p, n * sizeof(float), cudaMemcpyDeviceToHost, st),
-           "D2H forward");
+    check(cudaMemcpyAsync(s.result.get(), s.d_result.get(), n * sizeof(float),
+                          cudaMemcpyDeviceToHost, st),
+          "D2H forward");
   }
 }
 
 const std::vector<float>& ForwardGpu::scores(int slot) {
   Impl::Slot& s = impl_->slots[slot];
-  s.scores.assign(s.result.p, s.result.p + s.n);
+  s.scores.assign(s.result.get(), s.result.get() + s.n);
   return s.scores;
 }
 

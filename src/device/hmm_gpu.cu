@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "device/cuda_buffers.cuh"
 #include "device/hmm_canonical_gpu.cuh"
 #include "device/hmm_forward_gpu.cuh"
 #include "device/hmm_gpu.hpp"
@@ -24,66 +25,10 @@ namespace {
 
 // ---------------------------------------------------------------- CUDA error checks, RAII
 
-void check(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) {
-    throw std::runtime_error(std::string("CUDA: ") + what + ": " + cudaGetErrorString(status));
-  }
-}
-void check_launch(const char* kernel) { check(cudaGetLastError(), kernel); }
-
-template <class T>
-class DeviceBuffer {
- public:
-  DeviceBuffer() = default;
-  ~DeviceBuffer() { release(); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  // Grows to at least n elements (contents are not kept).
-  void reserve(std::size_t n) {
-    if (n <= capacity_) return;
-    release();
-    check(cudaMalloc(reinterpret_cast<void**>(&data_), std::max<std::size_t>(n, 1) * sizeof(T)), "cudaMalloc");
-    capacity_ = n;
-  }
-  T* get() const { return data_; }
-  std::size_t capacity() const { return capacity_; }
-
- private:
-  void release() {
-    if (data_ != nullptr) cudaFree(data_);  // no throw from a destructor path
-    data_ = nullptr;
-    capacity_ = 0;
-  }
-  T* data_ = nullptr;
-  std::size_t capacity_ = 0;
-};
-
-template <class T>
-class PinnedBuffer {
- public:
-  PinnedBuffer() = default;
-  ~PinnedBuffer() { release(); }
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-  void reserve(std::size_t n) {
-    if (n <= capacity_) return;
-    release();
-    const std::size_t grown = std::max<std::size_t>(n + n / 4, 1);
-    check(cudaMallocHost(reinterpret_cast<void**>(&data_), grown * sizeof(T)), "cudaMallocHost");
-    capacity_ = grown;
-  }
-  T* get() const { return data_; }
-  T& operator[](std::size_t i) const { return data_[i]; }
-
- private:
-  void release() {
-    if (data_ != nullptr) cudaFreeHost(data_);
-    data_ = nullptr;
-    capacity_ = 0;
-  }
-  T* data_ = nullptr;
-  std::size_t capacity_ = 0;
-};
+using detail::check;
+using detail::check_launch;
+using detail::DeviceBuffer;
+using detail::PinnedBuffer;
 
 class Stream {
  public:

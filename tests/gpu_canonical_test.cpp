@@ -21,6 +21,7 @@
 #include "core/text_reader.hpp"
 #include "device/gpu_info.hpp"
 #include "device/hmm_gpu.hpp"
+#include "gpu_test_support.hpp"
 #include "simd_test_support.hpp"
 
 namespace duet {
@@ -28,15 +29,7 @@ namespace {
 
 using simd_test::test_seed;
 
-bool have_gpu() {
-  return !device::list_gpus().gpus.empty();
-}
-#define REQUIRE_GPU() \
-  if (!have_gpu()) GTEST_SKIP() << "no usable GPU (" << device::list_gpus().problem << ")"
-
-SearchProfile profile_of(const HmmModel& hmm) {
-  return build_search_profile(hmm, Background::for_alphabet(*hmm.alphabet));
-}
+using gpu_test::profile_of;
 
 // Where the kernel keeps its rows: nullptr lets the engine choose (shared memory when it
 // fits), "global" forces global memory (DUET_CANONICAL_GPU_ROWS, read when an engine is made).

@@ -18,6 +18,7 @@
 #include "device/hmm_gpu.hpp"
 #include "device/hmm_gpu_timing.hpp"
 #include "search_compare.hpp"
+#include "gpu_test_support.hpp"
 #include "simd_test_support.hpp"
 #include "test_support.hpp"
 
@@ -26,15 +27,7 @@ namespace {
 
 using simd_test::test_seed;
 
-bool have_gpu() {
-  return !device::list_gpus().gpus.empty();
-}
-#define REQUIRE_GPU() \
-  if (!have_gpu()) GTEST_SKIP() << "no usable GPU (" << device::list_gpus().problem << ")"
-
-SearchProfile profile_of(const HmmModel& hmm) {
-  return build_search_profile(hmm, Background::for_alphabet(*hmm.alphabet));
-}
+using gpu_test::profile_of;
 
 // ---- layouts (host only) ----
 

@@ -31,7 +31,8 @@ class DeviceScores final : public FilterKernels {
     return have_viterbi ? viterbi_score : FilterScore{std::numeric_limits<float>::infinity(), true};
   }
   float forward(const Residue*, int) override {
-    throw std::logic_error("GPU backend: the canonical Forward score is the CPU's (post-queue)");
+    throw std::logic_error(
+        "GPU backend: Forward scores come from the canonical kernel (phase three)");
   }
 };
 

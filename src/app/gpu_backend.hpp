@@ -9,7 +9,6 @@
 // idle CPU workers through the scheduler's host loops.
 #pragma once
 
-#include <chrono>
 #include <functional>
 #include <memory>
 #include <span>
@@ -54,7 +53,6 @@ class HmmsearchGpuBackend final : public scheduler::GpuBackend {
   scheduler::HostLoopRunner run_host_loop_;
   std::unique_ptr<device::HmmGpuEngine> engine_;
   device::HmmGpuEngine& engine();
-  using Clock = std::chrono::steady_clock;
   struct FeederTimes {
     std::int64_t batches = 0, targets = 0, viterbi_targets = 0, forward_targets = 0,
                  forward_cpu_targets = 0, forward_deferred = 0, exact_targets = 0;

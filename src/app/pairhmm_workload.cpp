@@ -24,13 +24,15 @@ class WorkUnitFile {
  public:
   explicit WorkUnitFile(std::span<const pairhmm::Pair> pairs) {
     static std::atomic<int> counter{0};
-    path_ = (std::filesystem::temp_directory_path() /
-             ("duet-pairhmm-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + ".fa"))
-                .string();
+    path_ =
+        (std::filesystem::temp_directory_path() /
+         ("duet-pairhmm-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + ".fa"))
+            .string();
     std::ofstream out(path_, std::ios::binary);
     std::string record;
     for (const pairhmm::Pair& p : pairs) {
-      const std::int64_t units = std::max<std::int64_t>(1, (p.cells() + kCellsPerUnit / 2) / kCellsPerUnit);
+      const std::int64_t units =
+          std::max<std::int64_t>(1, (p.cells() + kCellsPerUnit / 2) / kCellsPerUnit);
       record.assign(">p\n");
       record.append(static_cast<std::size_t>(units), 'A');
       record.push_back('\n');
@@ -79,7 +81,8 @@ class PairhmmWorkload final : public scheduler::Workload {
   std::int64_t cells_per_residue() const override { return kCellsPerUnit; }
   std::int64_t run_block(const scheduler::Block& block, int worker) override {
     std::vector<float>& sums = sums_[static_cast<std::size_t>(worker)];
-    const auto pairs = slots_.pairs.subspan(static_cast<std::size_t>(block.first_sequence), block.sequences());
+    const auto pairs =
+        slots_.pairs.subspan(static_cast<std::size_t>(block.first_sequence), block.sequences());
     sums.resize(pairs.size());
     kernel_.function(slots_.model, pairs, sums.data());
     slots_.finish(block.first_sequence, sums);
@@ -104,10 +107,12 @@ class TestDoubleGpu final : public scheduler::GpuBackend {
   std::string name() const override { return "test-double GPU " + std::to_string(number_); }
   bool test_double() const override { return true; }
   std::string stages() const override { return "all"; }
-  std::vector<scheduler::GpuBlockOutcome> run(std::span<const scheduler::BlockPtr> blocks, int) override {
+  std::vector<scheduler::GpuBlockOutcome> run(std::span<const scheduler::BlockPtr> blocks,
+                                              int) override {
     std::vector<std::vector<float>> sums(blocks.size());
     for (std::size_t b = 0; b < blocks.size(); ++b) {
-      const auto pairs = slots_.pairs.subspan(static_cast<std::size_t>(blocks[b]->first_sequence), blocks[b]->sequences());
+      const auto pairs = slots_.pairs.subspan(static_cast<std::size_t>(blocks[b]->first_sequence),
+                                              blocks[b]->sequences());
       sums[b].resize(pairs.size());
       pairhmm::forward_sums_scalar(slots_.model, pairs, sums[b].data());
     }
@@ -135,10 +140,12 @@ PairhmmRun run_pairhmm(const pairhmm::Input& input, const pairhmm::Model& model,
 
   std::vector<std::unique_ptr<scheduler::GpuBackend>> devices;
   std::string gpu_kernel;
-  ResultSlots slots{model, pairs, std::vector<double>(pairs.size()), std::vector<std::uint8_t>(pairs.size())};
+  ResultSlots slots{model, pairs, std::vector<double>(pairs.size()),
+                    std::vector<std::uint8_t>(pairs.size())};
   if (options.gpu != PairhmmRunOptions::Gpu::off) {
     if (options.test_gpus > 0) {
-      for (int g = 0; g < options.test_gpus; ++g) devices.push_back(std::make_unique<TestDoubleGpu>(slots, g));
+      for (int g = 0; g < options.test_gpus; ++g)
+        devices.push_back(std::make_unique<TestDoubleGpu>(slots, g));
       gpu_kernel = "test-double (scalar)";
     } else {
       GpuBackends found = make_gpu_backends(
@@ -158,7 +165,8 @@ PairhmmRun run_pairhmm(const pairhmm::Input& input, const pairhmm::Model& model,
 
   scheduler::SchedulerOptions s;
   s.cpu_workers = options.cpu_workers > 0 ? options.cpu_workers : std::max(1, cores - gpus);
-  s.block_residues = static_cast<std::size_t>(std::max<std::int64_t>(1, options.block_cells / kCellsPerUnit));
+  s.block_residues =
+      static_cast<std::size_t>(std::max<std::int64_t>(1, options.block_cells / kCellsPerUnit));
   s.queue_depth = options.queue_depth;
   s.gpu_batch_blocks = options.gpu_batch_blocks;
   s.gpu_batch_residues = std::int64_t{1} << 40;  // batches bounded by their number of blocks

@@ -26,7 +26,7 @@ inline constexpr std::int64_t kCellsPerUnit = 256;
 
 struct PairhmmRunOptions {
   enum class Gpu { auto_detect, off, only } gpu = Gpu::auto_detect;
-  int cpu_workers = 0;  // 0: one per core, less the GPU feeders
+  int cpu_workers = 0;              // 0: one per core, less the GPU feeders
   std::string isa = "auto";         // CPU kernel: auto, scalar, avx2, avx512
   std::string gpu_kernel = "auto";  // auto, inter (a thread per pair), intra (a warp per pair)
   scheduler::SplitPolicy policy = scheduler::SplitPolicy::dynamic;
@@ -47,7 +47,7 @@ struct PairhmmRun {
   std::vector<double> log10_likelihood;  // input order
   std::vector<std::uint8_t> in_double;   // 1 where the float sum was below 1e-28
   std::int64_t pairs = 0, cells = 0, pairs_in_double = 0;
-  std::string cpu_kernel, gpu_kernel;    // names of the kernels used ("" when none)
+  std::string cpu_kernel, gpu_kernel;  // names of the kernels used ("" when none)
   scheduler::RunSummary schedule;
   double seconds = 0;
   bool stopped = false;

@@ -25,7 +25,8 @@ TargetScores run_filters(const SearchProfile& profile, const CascadeSettings& se
   FilterScore msv = kernels.msv(dsq, L);
   // HMMER's MSV stage runs SSV first: its begin score floors the reported score.
   float floor_nats;
-  if (!msv.overflow && msv_ssv_floor(profile.msv, L, floor_nats)) msv.nats = std::max(msv.nats, floor_nats);
+  if (!msv.overflow && msv_ssv_floor(profile.msv, L, floor_nats))
+    msv.nats = std::max(msv.nats, floor_nats);
   float seq_score = (msv.nats - nullsc) / static_cast<float>(kLog2);
   out.msv_bits = seq_score;
   double P = gumbel_survival(seq_score, profile.msv_mu, profile.msv_lambda);

@@ -47,6 +47,7 @@
 #include <type_traits>
 
 #include "device/cuda_buffers.cuh"
+#include "device/forward_targets.cuh"
 #include "device/hmm_canonical_gpu.cuh"
 #include "device/hmm_gpu.hpp"
 
@@ -308,13 +309,12 @@ struct CanonicalForwardGpu::Impl {
   DeviceBuffer<float4> nodes;
   int warps_per_block = 0;  // > 0: rows in shared memory
   int resident_blocks = 0;
-  std::vector<ForwardScores::Length> ncj_by_length;
+  NcjByLength ncj{fwd};  // after fwd, which it reads
   struct Slot {
-    PinnedBuffer<int> list, order, rescalings;
-    PinnedBuffer<float2> ncj;
+    PinnedBuffer<int> rescalings;
+    ForwardTargetList targets_list;
     PinnedBuffer<float> rescale_xe, c_move;
-    DeviceBuffer<int> d_list, d_order, d_next, d_rescalings;
-    DeviceBuffer<float2> d_ncj;
+    DeviceBuffer<int> d_rescalings;
     DeviceBuffer<float> d_rescale_xe, d_c_move, d_rows;
     int n = 0;
     std::vector<int> targets;  // per list entry, for the CPU's fallback
@@ -323,16 +323,6 @@ struct CanonicalForwardGpu::Impl {
     std::unique_ptr<CanonicalForward> cpu;  // created on the first fallback
   };
   Slot slots[kSlots];
-
-  ForwardScores::Length ncj(int L) {
-    if (static_cast<std::size_t>(L) >= ncj_by_length.size()) {
-      const std::size_t old = ncj_by_length.size();
-      ncj_by_length.resize(std::max<std::size_t>(L + 1, 2 * old));
-      for (std::size_t l = old; l < ncj_by_length.size(); ++l)
-        ncj_by_length[l] = fwd.ncj(static_cast<int>(l));
-    }
-    return ncj_by_length[L];
-  }
 };
 
 CanonicalForwardGpu::CanonicalForwardGpu(const ForwardScores& fwd, int multiprocessors,
@@ -392,39 +382,13 @@ void CanonicalForwardGpu::submit(int slot, cudaStream_t st, const std::uint8_t* 
   Impl::Slot& s = m.slots[slot];
   s.n = n;
   s.targets.assign(which, which + n);
-  s.list.reserve(n + 1);
-  s.order.reserve(n + 1);
-  s.ncj.reserve(n + 1);
   s.rescalings.reserve(n + 1);
   s.c_move.reserve(n + 1);
   s.rescale_xe.reserve(static_cast<std::size_t>(n) * kCanonicalGpuRescalings + 1);
-  for (int i = 0; i < n; ++i) {
-    s.list.get()[i] = which[i];
-    const ForwardScores::Length x = m.ncj(lengths[which[i]]);
-    s.ncj.get()[i] = float2{x.loop, x.move};
-  }
-  std::iota(s.order.get(), s.order.get() + n, 0);
-  std::stable_sort(s.order.get(), s.order.get() + n,
-                   [&](int x, int y) { return lengths[which[x]] > lengths[which[y]]; });
-  s.d_list.reserve(n + 1);
-  s.d_order.reserve(n + 1);
-  s.d_ncj.reserve(n + 1);
+  s.targets_list.stage(m.ncj, lengths, which, n, st);
   s.d_rescalings.reserve(n + 1);
   s.d_c_move.reserve(n + 1);
   s.d_rescale_xe.reserve(static_cast<std::size_t>(n) * kCanonicalGpuRescalings + 1);
-  s.d_next.reserve(1);
-  if (n > 0) {
-    check(
-        cudaMemcpyAsync(s.d_list.get(), s.list.get(), n * sizeof(int), cudaMemcpyHostToDevice, st),
-        "H2D canonical list");
-    check(cudaMemcpyAsync(s.d_order.get(), s.order.get(), n * sizeof(int), cudaMemcpyHostToDevice,
-                          st),
-          "H2D canonical order");
-    check(
-        cudaMemcpyAsync(s.d_ncj.get(), s.ncj.get(), n * sizeof(float2), cudaMemcpyHostToDevice, st),
-        "H2D canonical ncj");
-    check(cudaMemsetAsync(s.d_next.get(), 0, sizeof(int), st), "cudaMemsetAsync canonical");
-  }
   check(cudaEventRecord(start, st), "cudaEventRecord");
   if (n > 0) {
     CanonicalArgs a{};
@@ -436,11 +400,11 @@ void CanonicalForwardGpu::submit(int slot, cudaStream_t st, const std::uint8_t* 
     a.e_move = m.e_move;
     a.residues = d_residues;
     a.offsets = d_offsets;
-    a.list = s.d_list.get();
-    a.ncj = s.d_ncj.get();
-    a.order = s.d_order.get();
+    a.list = s.targets_list.list();
+    a.ncj = s.targets_list.ncj();
+    a.order = s.targets_list.order();
     a.count = n;
-    a.next = s.d_next.get();
+    a.next = s.targets_list.next();
     a.rescale_xe = s.d_rescale_xe.get();
     a.rescalings = s.d_rescalings.get();
     a.c_move = s.d_c_move.get();

@@ -27,6 +27,7 @@
 #include <string>
 
 #include "device/cuda_buffers.cuh"
+#include "device/forward_targets.cuh"
 #include "device/hmm_forward_gpu.cuh"
 
 namespace duet::device::detail {
@@ -209,28 +210,15 @@ struct ForwardGpu::Impl {
   DeviceBuffer<float> emis;
   int warps_per_block = 0;  // > 0: rows in shared memory
   int resident_blocks = 0;
-  std::vector<ForwardScores::Length> ncj_by_length;
+  NcjByLength ncj{fwd};  // after fwd, which it reads
   struct Slot {
-    PinnedBuffer<int> list, order;
-    PinnedBuffer<float2> ncj;
+    ForwardTargetList targets_list;
     PinnedBuffer<float> result;
-    DeviceBuffer<int> d_list, d_order, d_next;
-    DeviceBuffer<float2> d_ncj;
     DeviceBuffer<float> d_result, d_rows;
     int n = 0;
     std::vector<float> scores;
   };
   Slot slots[kSlots];
-
-  ForwardScores::Length ncj(int L) {
-    if (static_cast<std::size_t>(L) >= ncj_by_length.size()) {
-      const std::size_t old = ncj_by_length.size();
-      ncj_by_length.resize(std::max<std::size_t>(L + 1, 2 * old));
-      for (std::size_t l = old; l < ncj_by_length.size(); ++l)
-        ncj_by_length[l] = fwd.ncj(static_cast<int>(l));
-    }
-    return ncj_by_length[L];
-  }
 };
 
 ForwardGpu::ForwardGpu(const ForwardScores& fwd, int multiprocessors, std::size_t shared_optin)
@@ -299,35 +287,9 @@ void ForwardGpu::submit(int slot, cudaStream_t st, const std::uint8_t* d_residue
   Impl& m = *impl_;
   Impl::Slot& s = m.slots[slot];
   s.n = n;
-  s.list.reserve(n + 1);
-  s.order.reserve(n + 1);
-  s.ncj.reserve(n + 1);
   s.result.reserve(n + 1);
-  for (int i = 0; i < n; ++i) {
-    s.list.get()[i] = which[i];
-    const ForwardScores::Length x = m.ncj(lengths[which[i]]);
-    s.ncj.get()[i] = float2{x.loop, x.move};
-  }
-  std::iota(s.order.get(), s.order.get() + n, 0);
-  std::stable_sort(s.order.get(), s.order.get() + n,
-                   [&](int a, int b) { return lengths[which[a]] > lengths[which[b]]; });
-  s.d_list.reserve(n + 1);
-  s.d_order.reserve(n + 1);
-  s.d_ncj.reserve(n + 1);
+  s.targets_list.stage(m.ncj, lengths, which, n, st);
   s.d_result.reserve(n + 1);
-  s.d_next.reserve(1);
-  if (n > 0) {
-    check(
-        cudaMemcpyAsync(s.d_list.get(), s.list.get(), n * sizeof(int), cudaMemcpyHostToDevice, st),
-        "H2D forward list");
-    check(cudaMemcpyAsync(s.d_order.get(), s.order.get(), n * sizeof(int), cudaMemcpyHostToDevice,
-                          st),
-          "H2D forward order");
-    check(
-        cudaMemcpyAsync(s.d_ncj.get(), s.ncj.get(), n * sizeof(float2), cudaMemcpyHostToDevice, st),
-        "H2D forward ncj");
-    check(cudaMemsetAsync(s.d_next.get(), 0, sizeof(int), st), "cudaMemsetAsync forward");
-  }
   check(cudaEventRecord(start, st), "cudaEventRecord");
   if (n > 0) {
     ForwardArgs a{};
@@ -340,11 +302,11 @@ void ForwardGpu::submit(int slot, cudaStream_t st, const std::uint8_t* d_residue
     a.e_move = m.e_move;
     a.residues = d_residues;
     a.offsets = d_offsets;
-    a.list = s.d_list.get();
-    a.ncj = s.d_ncj.get();
-    a.order = s.d_order.get();
+    a.list = s.targets_list.list();
+    a.ncj = s.targets_list.ncj();
+    a.order = s.targets_list.order();
     a.count = n;
-    a.next = s.d_next.get();
+    a.next = s.targets_list.next();
     a.result = s.d_result.get();
     const std::size_t row_floats = 3 * static_cast<std::size_t>(m.Mp);
     int threads = kGlobalRowThreads;

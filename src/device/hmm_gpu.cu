@@ -46,7 +46,8 @@ class Stream {
 class Event {
  public:
   explicit Event(bool timing = true) {
-    check(cudaEventCreateWithFlags(&e_, cudaEventBlockingSync | (timing ? 0u : cudaEventDisableTiming)),
+    check(cudaEventCreateWithFlags(&e_,
+                                   cudaEventBlockingSync | (timing ? 0u : cudaEventDisableTiming)),
           "cudaEventCreate");
   }
   ~Event() { cudaEventDestroy(e_); }
@@ -80,7 +81,9 @@ __host__ __device__ inline unsigned pack2(int v) {
   const unsigned h = static_cast<unsigned>(v) & 0xffffu;
   return h | (h << 16);
 }
-__device__ inline int clamp16(int v) { return min(max(v, -32768), 32767); }
+__device__ inline int clamp16(int v) {
+  return min(max(v, -32768), 32767);
+}
 
 // ---------------------------------------------------------------- MSV, fast wavefront
 
@@ -181,7 +184,8 @@ __global__ void __launch_bounds__(kMsvBlockThreads) msv_wavefront_kernel(MsvFast
         best = __vimax3_s16x2(best, w[6], w[7]);
         last_before = last_now;
         last_now = w[7];
-        if (t == G - 1 && tile + 1 < a.tiles) write_column[i] = static_cast<std::int16_t>(w[7] >> 16);
+        if (t == G - 1 && tile + 1 < a.tiles)
+          write_column[i] = static_cast<std::int16_t>(w[7] >> 16);
       }
     }
     __syncwarp();
@@ -281,20 +285,22 @@ struct ViterbiArgs {
   int base, e_loop, e_move, dd_bound;
   const std::uint8_t* residues;
   const std::int64_t* offsets;
-  const int* list;                // targets
+  const int* list;               // targets
   const std::int16_t* ncj_move;  // per list entry
   int count;
   const int* item_order;  // list entries, longest target first (warp strategy)
   int* next_item;         // work counter (warp strategy), zero at launch
-  short4* rows;  // warp strategy: (M+1) per warp; thread strategy: see kernel
-  int* result;   // per list entry: xC, or kViterbiOverflow
+  short4* rows;           // warp strategy: (M+1) per warp; thread strategy: see kernel
+  int* result;            // per list entry: xC, or kViterbiOverflow
 };
 
 struct NodeScores {
   int bm, mm, im, dm, md, mi, ii, dd_in;
 };
 __device__ inline NodeScores unpack_node(uint4 q) {
-  const auto lo = [](unsigned v) { return static_cast<int>(static_cast<std::int16_t>(v & 0xffffu)); };
+  const auto lo = [](unsigned v) {
+    return static_cast<int>(static_cast<std::int16_t>(v & 0xffffu));
+  };
   const auto hi = [](unsigned v) { return static_cast<int>(static_cast<std::int16_t>(v >> 16)); };
   return {lo(q.x), hi(q.x), lo(q.y), hi(q.y), lo(q.z), hi(q.z), lo(q.w), hi(q.w)};
 }
@@ -311,8 +317,9 @@ __global__ void __launch_bounds__(kExactBlockThreads) viterbi_warp_kernel(Viterb
   const int warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
   const int warps = gridDim.x * blockDim.x / 32;
   // The row in shared memory when the launch gave some (a.rows == nullptr), else global.
-  short4* row = a.rows == nullptr ? shared_rows + static_cast<std::size_t>(threadIdx.x / 32) * (a.M + 1)
-                                  : a.rows + static_cast<std::size_t>(warp) * (a.M + 1);
+  short4* row = a.rows == nullptr
+                    ? shared_rows + static_cast<std::size_t>(threadIdx.x / 32) * (a.M + 1)
+                    : a.rows + static_cast<std::size_t>(warp) * (a.M + 1);
   const short neg = static_cast<short>(kNeg16);
   (void)warps;
   // Warps take the next target from a counter, longest targets first: no warp is left
@@ -363,7 +370,8 @@ __global__ void __launch_bounds__(kExactBlockThreads) viterbi_warp_kernel(Viterb
         if (valid) {
           best_match = max(best_match, sv);
           best_delete_entry = max(best_delete_entry, md);
-          row[k] = make_short4(static_cast<short>(sv), static_cast<short>(ins), static_cast<short>(k == 1 ? kNeg16 : del), 0);
+          row[k] = make_short4(static_cast<short>(sv), static_cast<short>(ins),
+                               static_cast<short>(k == 1 ? kNeg16 : del), 0);
         }
       }
       const int xE = __reduce_max_sync(kAll, static_cast<unsigned>(best_match + 32768)) - 32768;
@@ -374,7 +382,8 @@ __global__ void __launch_bounds__(kExactBlockThreads) viterbi_warp_kernel(Viterb
       xC = static_cast<std::int16_t>(max(xC, xE + a.e_move));
       xJ = static_cast<std::int16_t>(max(xJ, xE + a.e_loop));
       xB = static_cast<std::int16_t>(max(xJ + ncj, xN + ncj));
-      const int d_max = __reduce_max_sync(kAll, static_cast<unsigned>(best_delete_entry + 32768)) - 32768;
+      const int d_max =
+          __reduce_max_sync(kAll, static_cast<unsigned>(best_delete_entry + 32768)) - 32768;
       if (d_max + a.dd_bound > xB) {
         __syncwarp();
         int carry = kNeg16;  // D(0): none
@@ -415,7 +424,7 @@ __global__ void __launch_bounds__(kExactBlockThreads) viterbi_warp_kernel(Viterb
 template <int S>
 __global__ void __launch_bounds__(kExactBlockThreads) viterbi_strip_kernel(ViterbiArgs a) {
   const int lane = threadIdx.x % 32;
-  const int first = lane * S + 1;       // this lane's first node
+  const int first = lane * S + 1;          // this lane's first node
   const int valid_nodes = a.M - lane * S;  // nodes j < valid_nodes are <= M
   for (;;) {
     int next = 0;
@@ -480,7 +489,8 @@ __global__ void __launch_bounds__(kExactBlockThreads) viterbi_strip_kernel(Viter
       xC = static_cast<std::int16_t>(max(xC, xE + a.e_move));
       xJ = static_cast<std::int16_t>(max(xJ, xE + a.e_loop));
       xB = static_cast<std::int16_t>(max(xJ + ncj, xN + ncj));
-      const int d_max = __reduce_max_sync(kAll, static_cast<unsigned>(best_delete_entry + 32768)) - 32768;
+      const int d_max =
+          __reduce_max_sync(kAll, static_cast<unsigned>(best_delete_entry + 32768)) - 32768;
       if (d_max + a.dd_bound > xB) {
         // The strip's map x -> max(A, x + B), x the D entering node `first`.
         int A = kNeg16, B = 0;
@@ -521,7 +531,9 @@ __global__ void viterbi_thread_kernel(ViterbiArgs a) {
   const int threads = gridDim.x * blockDim.x;
   const short neg = static_cast<short>(kNeg16);
   // rows[k * threads + thread], k = 0..M+1.
-  const auto at = [&](int k) -> short4& { return a.rows[static_cast<std::size_t>(k) * threads + thread]; };
+  const auto at = [&](int k) -> short4& {
+    return a.rows[static_cast<std::size_t>(k) * threads + thread];
+  };
   for (int item = thread; item < a.count; item += threads) {
     const int target = a.list[item];
     const std::int64_t offset = a.offsets[target];
@@ -536,8 +548,8 @@ __global__ void viterbi_thread_kernel(ViterbiArgs a) {
     for (int i = 0; i < L && !overflow; ++i) {
       const std::int16_t* match = a.match + static_cast<std::size_t>(dsq[i]) * (a.M + 1);
       int best_match = kNeg16, best_delete_entry = kNeg16;
-      short4 diag = at(0);   // row i-1, node k-1
-      int d_next = kNeg16;   // D(i, k) from M(i, k-1)
+      short4 diag = at(0);  // row i-1, node k-1
+      int d_next = kNeg16;  // D(i, k) from M(i, k-1)
       for (int k = 1; k <= a.M; ++k) {
         const short4 old = at(k);
         const NodeScores n = unpack_node(a.nodes[k]);
@@ -550,7 +562,8 @@ __global__ void viterbi_thread_kernel(ViterbiArgs a) {
         const int md = clamp16(sv + n.md);
         best_delete_entry = max(best_delete_entry, md);
         const int ins = max(clamp16(int{old.x} + n.mi), clamp16(int{old.y} + n.ii));
-        at(k) = make_short4(static_cast<short>(sv), static_cast<short>(ins), static_cast<short>(d_next), 0);
+        at(k) = make_short4(static_cast<short>(sv), static_cast<short>(ins),
+                            static_cast<short>(d_next), 0);
         d_next = md;
         diag = old;
       }
@@ -590,10 +603,18 @@ int viterbi_strip_width(int M) {
 template <typename F>
 void with_strip_kernel(int width, F&& f) {
   switch (width) {
-    case 4: f(viterbi_strip_kernel<4>); break;
-    case 8: f(viterbi_strip_kernel<8>); break;
-    case 16: f(viterbi_strip_kernel<16>); break;
-    default: f(viterbi_strip_kernel<32>); break;
+    case 4:
+      f(viterbi_strip_kernel<4>);
+      break;
+    case 8:
+      f(viterbi_strip_kernel<8>);
+      break;
+    case 16:
+      f(viterbi_strip_kernel<16>);
+      break;
+    default:
+      f(viterbi_strip_kernel<32>);
+      break;
   }
 }
 
@@ -673,7 +694,8 @@ struct HmmGpuEngine::Impl {
       const std::size_t old = bjbm_by_length.size();
       bjbm_by_length.resize(std::max<std::size_t>(L + 1, 2 * old));
       for (std::size_t l = old; l < bjbm_by_length.size(); ++l) {
-        bjbm_by_length[l] = static_cast<std::uint8_t>((msv.tjb(static_cast<int>(l)) + msv.tbm) & 0xff);
+        bjbm_by_length[l] =
+            static_cast<std::uint8_t>((msv.tjb(static_cast<int>(l)) + msv.tbm) & 0xff);
       }
     }
     return bjbm_by_length[L];
@@ -682,7 +704,8 @@ struct HmmGpuEngine::Impl {
     if (static_cast<std::size_t>(L) >= ncj_by_length.size()) {
       const std::size_t old = ncj_by_length.size();
       ncj_by_length.resize(std::max<std::size_t>(L + 1, 2 * old));
-      for (std::size_t l = old; l < ncj_by_length.size(); ++l) ncj_by_length[l] = vit.ncj_move(static_cast<int>(l));
+      for (std::size_t l = old; l < ncj_by_length.size(); ++l)
+        ncj_by_length[l] = vit.ncj_move(static_cast<int>(l));
     }
     return ncj_by_length[L];
   }
@@ -697,8 +720,8 @@ HmmGpuEngine::HmmGpuEngine(int device, const SearchProfile& profile, GpuKernelCh
   int count = 0;
   check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
   if (device < 0 || device >= count) {
-    throw std::runtime_error("GPU " + std::to_string(device) + " does not exist (" + std::to_string(count) +
-                             " CUDA devices)");
+    throw std::runtime_error("GPU " + std::to_string(device) + " does not exist (" +
+                             std::to_string(count) + " CUDA devices)");
   }
   select_device(device);
   for (auto& slot : m.slots) slot = std::make_unique<Impl::Slot>();
@@ -714,13 +737,21 @@ HmmGpuEngine::HmmGpuEngine(int device, const SearchProfile& profile, GpuKernelCh
   m.msv_fast_fits = m.msv_layout.bytes() <= static_cast<std::size_t>(prop.sharedMemPerBlockOptin);
   if (m.msv_fast_fits) {
     const int bytes = static_cast<int>(m.msv_layout.bytes());
-    check(cudaFuncSetAttribute(msv_wavefront_kernel<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes), "cudaFuncSetAttribute");
-    check(cudaFuncSetAttribute(msv_wavefront_kernel<16>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes), "cudaFuncSetAttribute");
-    check(cudaFuncSetAttribute(msv_wavefront_kernel<32>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes), "cudaFuncSetAttribute");
+    check(cudaFuncSetAttribute(msv_wavefront_kernel<8>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               bytes),
+          "cudaFuncSetAttribute");
+    check(cudaFuncSetAttribute(msv_wavefront_kernel<16>,
+                               cudaFuncAttributeMaxDynamicSharedMemorySize, bytes),
+          "cudaFuncSetAttribute");
+    check(cudaFuncSetAttribute(msv_wavefront_kernel<32>,
+                               cudaFuncAttributeMaxDynamicSharedMemorySize, bytes),
+          "cudaFuncSetAttribute");
   }
   const auto upload = [](auto& buffer, const auto& host) {
     buffer.reserve(host.size());
-    check(cudaMemcpy(buffer.get(), host.data(), host.size() * sizeof(host[0]), cudaMemcpyHostToDevice), "cudaMemcpy profile");
+    check(cudaMemcpy(buffer.get(), host.data(), host.size() * sizeof(host[0]),
+                     cudaMemcpyHostToDevice),
+          "cudaMemcpy profile");
   };
   upload(m.msv_words, m.msv_layout.words);
   upload(m.msv_costs, m.msv_layout.costs);
@@ -728,27 +759,33 @@ HmmGpuEngine::HmmGpuEngine(int device, const SearchProfile& profile, GpuKernelCh
   upload(m.vit_nodes, m.vit_layout.nodes);
   m.exact_blocks = 2 * m.multiprocessors;
   for (auto& s : m.slots) {
-    s->d_exact_rows.reserve(static_cast<std::size_t>(m.exact_blocks) * (kExactBlockThreads / 32) * (profile.M + 1));
+    s->d_exact_rows.reserve(static_cast<std::size_t>(m.exact_blocks) * (kExactBlockThreads / 32) *
+                            (profile.M + 1));
   }
   // Viterbi rows in shared memory: as many warps per block (up to 8) as fit.
   const std::size_t row_bytes = static_cast<std::size_t>(profile.M + 1) * sizeof(short4);
-  m.viterbi_warps_per_block = static_cast<int>(std::min<std::size_t>(8, prop.sharedMemPerBlockOptin / row_bytes));
+  m.viterbi_warps_per_block =
+      static_cast<int>(std::min<std::size_t>(8, prop.sharedMemPerBlockOptin / row_bytes));
   if (m.viterbi_warps_per_block > 0) {
     check(cudaFuncSetAttribute(viterbi_warp_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                static_cast<int>(m.viterbi_warps_per_block * row_bytes)),
           "cudaFuncSetAttribute");
   }
   int per_sm = 0;
-  const int vit_threads = m.viterbi_warps_per_block > 0 ? m.viterbi_warps_per_block * 32 : kExactBlockThreads;
-  const std::size_t vit_shared = m.viterbi_warps_per_block > 0 ? m.viterbi_warps_per_block * row_bytes : 0;
-  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, viterbi_warp_kernel, vit_threads, vit_shared),
+  const int vit_threads =
+      m.viterbi_warps_per_block > 0 ? m.viterbi_warps_per_block * 32 : kExactBlockThreads;
+  const std::size_t vit_shared =
+      m.viterbi_warps_per_block > 0 ? m.viterbi_warps_per_block * row_bytes : 0;
+  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, viterbi_warp_kernel, vit_threads,
+                                                      vit_shared),
         "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
   m.viterbi_resident_blocks = std::max(1, per_sm) * m.multiprocessors;
   if (m.strategy == GpuStrategy::warp_strip) m.viterbi_strip = viterbi_strip_width(profile.M);
   if (m.viterbi_strip > 0) {
     int strip_per_sm = 0;
     with_strip_kernel(m.viterbi_strip, [&](auto kernel) {
-      check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&strip_per_sm, kernel, kExactBlockThreads, 0),
+      check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&strip_per_sm, kernel, kExactBlockThreads,
+                                                          0),
             "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
     });
     m.viterbi_strip_blocks = std::max(1, strip_per_sm) * m.multiprocessors;
@@ -768,9 +805,15 @@ HmmGpuEngine::~HmmGpuEngine() {
   }
 }
 
-std::string HmmGpuEngine::device_name() const { return impl_->name; }
-int HmmGpuEngine::device() const { return impl_->device; }
-GpuKernelChoice HmmGpuEngine::kernel_choice() const { return {impl_->msv_layout.group_threads, impl_->strategy}; }
+std::string HmmGpuEngine::device_name() const {
+  return impl_->name;
+}
+int HmmGpuEngine::device() const {
+  return impl_->device;
+}
+GpuKernelChoice HmmGpuEngine::kernel_choice() const {
+  return {impl_->msv_layout.group_threads, impl_->strategy};
+}
 
 void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::size_t count,
                               const ParallelFor& parallel) {
@@ -809,7 +852,8 @@ void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::siz
     for (int i = 0; i < n; ++i) copy(static_cast<std::size_t>(i));
   }
   std::iota(s.order.get(), s.order.get() + n, 0);
-  std::stable_sort(s.order.get(), s.order.get() + n, [&](int a, int b) { return s.lengths[a] > s.lengths[b]; });
+  std::stable_sort(s.order.get(), s.order.get() + n,
+                   [&](int a, int b) { return s.lengths[a] > s.lengths[b]; });
   s.exact_count[0] = 0;
   if (!m.msv_fast_fits) {
     // The profile does not fit in shared memory: every target takes the exact kernel.
@@ -826,13 +870,22 @@ void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::siz
   s.d_exact_count.reserve(1);
   s.d_boundary.reserve(2 * residues + 16);
   cudaStream_t st = s.stream.get();
-  check(cudaMemcpyAsync(s.d_residues.get(), s.residues.get(), residues, cudaMemcpyHostToDevice, st), "H2D residues");
-  check(cudaMemcpyAsync(s.d_offsets.get(), s.offsets.get(), (n + 1) * sizeof(std::int64_t), cudaMemcpyHostToDevice, st), "H2D offsets");
-  check(cudaMemcpyAsync(s.d_order.get(), s.order.get(), n * sizeof(int), cudaMemcpyHostToDevice, st), "H2D order");
+  check(cudaMemcpyAsync(s.d_residues.get(), s.residues.get(), residues, cudaMemcpyHostToDevice, st),
+        "H2D residues");
+  check(cudaMemcpyAsync(s.d_offsets.get(), s.offsets.get(), (n + 1) * sizeof(std::int64_t),
+                        cudaMemcpyHostToDevice, st),
+        "H2D offsets");
+  check(
+      cudaMemcpyAsync(s.d_order.get(), s.order.get(), n * sizeof(int), cudaMemcpyHostToDevice, st),
+      "H2D order");
   check(cudaMemcpyAsync(s.d_bjbm.get(), s.bjbm.get(), n, cudaMemcpyHostToDevice, st), "H2D bjbm");
-  check(cudaMemcpyAsync(s.d_exact_count.get(), s.exact_count.get(), sizeof(int), cudaMemcpyHostToDevice, st), "H2D count");
+  check(cudaMemcpyAsync(s.d_exact_count.get(), s.exact_count.get(), sizeof(int),
+                        cudaMemcpyHostToDevice, st),
+        "H2D count");
   if (!m.msv_fast_fits) {
-    check(cudaMemcpyAsync(s.d_exact_list.get(), s.result.get(), n * sizeof(int), cudaMemcpyHostToDevice, st), "H2D list");
+    check(cudaMemcpyAsync(s.d_exact_list.get(), s.result.get(), n * sizeof(int),
+                          cudaMemcpyHostToDevice, st),
+          "H2D list");
   }
   s.msv_start.record(st);  // kernel time only, after the uploads
   if (n > 0 && m.msv_fast_fits) {
@@ -856,9 +909,12 @@ void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::siz
     const int groups_per_block = kMsvBlockThreads / G;
     const int blocks = (n + groups_per_block - 1) / groups_per_block;
     const std::size_t shared = m.msv_layout.bytes();
-    if (G == 8) msv_wavefront_kernel<8><<<blocks, kMsvBlockThreads, shared, st>>>(a);
-    else if (G == 16) msv_wavefront_kernel<16><<<blocks, kMsvBlockThreads, shared, st>>>(a);
-    else msv_wavefront_kernel<32><<<blocks, kMsvBlockThreads, shared, st>>>(a);
+    if (G == 8)
+      msv_wavefront_kernel<8><<<blocks, kMsvBlockThreads, shared, st>>>(a);
+    else if (G == 16)
+      msv_wavefront_kernel<16><<<blocks, kMsvBlockThreads, shared, st>>>(a);
+    else
+      msv_wavefront_kernel<32><<<blocks, kMsvBlockThreads, shared, st>>>(a);
     check_launch("msv_wavefront_kernel");
   }
   s.msv_fast_done.record(st);
@@ -880,8 +936,12 @@ void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::siz
     check_launch("msv_exact_kernel");
   }
   s.msv_done.record(st);
-  check(cudaMemcpyAsync(s.result.get(), s.d_result.get(), n * sizeof(int), cudaMemcpyDeviceToHost, st), "D2H result");
-  check(cudaMemcpyAsync(s.exact_count.get(), s.d_exact_count.get(), sizeof(int), cudaMemcpyDeviceToHost, st), "D2H count");
+  check(cudaMemcpyAsync(s.result.get(), s.d_result.get(), n * sizeof(int), cudaMemcpyDeviceToHost,
+                        st),
+        "D2H result");
+  check(cudaMemcpyAsync(s.exact_count.get(), s.d_exact_count.get(), sizeof(int),
+                        cudaMemcpyDeviceToHost, st),
+        "D2H count");
 }
 
 const std::vector<FilterScore>& HmmGpuEngine::wait_msv(int slot_index) {
@@ -942,9 +1002,15 @@ void HmmGpuEngine::submit_viterbi(int slot_index, const int* which, std::size_t 
   s.d_ncj.reserve(n + 1);
   cudaStream_t st = s.stream.get();
   if (n > 0) {
-    check(cudaMemcpyAsync(s.d_vit_list.get(), s.vit_list.get(), n * sizeof(int), cudaMemcpyHostToDevice, st), "H2D list");
-    check(cudaMemcpyAsync(s.d_ncj.get(), s.ncj.get(), n * sizeof(std::int16_t), cudaMemcpyHostToDevice, st), "H2D ncj");
-    check(cudaMemcpyAsync(s.d_vit_order.get(), s.vit_order.get(), n * sizeof(int), cudaMemcpyHostToDevice, st), "H2D order");
+    check(cudaMemcpyAsync(s.d_vit_list.get(), s.vit_list.get(), n * sizeof(int),
+                          cudaMemcpyHostToDevice, st),
+          "H2D list");
+    check(cudaMemcpyAsync(s.d_ncj.get(), s.ncj.get(), n * sizeof(std::int16_t),
+                          cudaMemcpyHostToDevice, st),
+          "H2D ncj");
+    check(cudaMemcpyAsync(s.d_vit_order.get(), s.vit_order.get(), n * sizeof(int),
+                          cudaMemcpyHostToDevice, st),
+          "H2D order");
     check(cudaMemsetAsync(s.d_vit_counter.get(), 0, sizeof(int), st), "cudaMemsetAsync");
   }
   s.vit_start.record(st);
@@ -969,7 +1035,8 @@ void HmmGpuEngine::submit_viterbi(int slot_index, const int* which, std::size_t 
       constexpr int per_block = kExactBlockThreads / 32;
       const int blocks = std::min(m.viterbi_strip_blocks, (n + per_block - 1) / per_block);
       a.rows = nullptr;
-      with_strip_kernel(m.viterbi_strip, [&](auto kernel) { kernel<<<blocks, kExactBlockThreads, 0, st>>>(a); });
+      with_strip_kernel(m.viterbi_strip,
+                        [&](auto kernel) { kernel<<<blocks, kExactBlockThreads, 0, st>>>(a); });
       check_launch("viterbi_strip_kernel");
     } else if (m.strategy != GpuStrategy::thread_per_target) {
       const std::size_t row_bytes = static_cast<std::size_t>(m.vit.M + 1) * sizeof(short4);
@@ -979,8 +1046,10 @@ void HmmGpuEngine::submit_viterbi(int slot_index, const int* which, std::size_t 
         a.rows = nullptr;
         viterbi_warp_kernel<<<blocks, per_block * 32, per_block * row_bytes, st>>>(a);
       } else {
-        const int blocks = std::min(m.viterbi_resident_blocks, (n * 32 + kExactBlockThreads - 1) / kExactBlockThreads);
-        s.d_vit_rows.reserve(static_cast<std::size_t>(blocks) * (kExactBlockThreads / 32) * (m.vit.M + 1));
+        const int blocks = std::min(m.viterbi_resident_blocks,
+                                    (n * 32 + kExactBlockThreads - 1) / kExactBlockThreads);
+        s.d_vit_rows.reserve(static_cast<std::size_t>(blocks) * (kExactBlockThreads / 32) *
+                             (m.vit.M + 1));
         a.rows = s.d_vit_rows.get();
         viterbi_warp_kernel<<<blocks, kExactBlockThreads, 0, st>>>(a);
       }
@@ -996,7 +1065,9 @@ void HmmGpuEngine::submit_viterbi(int slot_index, const int* which, std::size_t 
   }
   s.vit_done.record(st);
   if (n > 0) {
-    check(cudaMemcpyAsync(s.vit_result.get(), s.d_vit_result.get(), n * sizeof(int), cudaMemcpyDeviceToHost, st), "D2H viterbi");
+    check(cudaMemcpyAsync(s.vit_result.get(), s.d_vit_result.get(), n * sizeof(int),
+                          cudaMemcpyDeviceToHost, st),
+          "D2H viterbi");
   }
 }
 
@@ -1016,7 +1087,8 @@ const std::vector<FilterScore>& HmmGpuEngine::wait_viterbi(int slot_index) {
     } else {
       // As viterbi_filter_reference finishes.
       const int ncj = s.ncj[i];
-      float score = static_cast<float>(code) + static_cast<float>(ncj) - static_cast<float>(m.vit.base);
+      float score =
+          static_cast<float>(code) + static_cast<float>(ncj) - static_cast<float>(m.vit.base);
       score /= m.vit.scale;
       score -= 3.0f;
       s.vit_scores[i] = {score, false};
@@ -1063,7 +1135,9 @@ const std::vector<float>& HmmGpuEngine::wait_canonical_forward(int slot_index) {
   return scores;
 }
 
-GpuKernelTimes HmmGpuEngine::kernel_times(int slot) const { return impl_->slots[slot]->times; }
+GpuKernelTimes HmmGpuEngine::kernel_times(int slot) const {
+  return impl_->slots[slot]->times;
+}
 
 std::vector<FilterScore> HmmGpuEngine::msv(const std::vector<GpuTarget>& targets) {
   submit_msv(0, targets.data(), targets.size());

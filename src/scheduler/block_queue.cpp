@@ -95,17 +95,18 @@ void BlockQueue::run_host_loop(std::size_t n, std::size_t chunk,
   loop->wait();
 }
 
+std::shared_ptr<HostLoop> BlockQueue::open_loop_locked() {
+  std::erase_if(loops_, [](const std::shared_ptr<HostLoop>& l) { return l->exhausted(); });
+  loops_open_ = static_cast<int>(loops_.size());
+  return loops_.empty() ? nullptr : loops_.front();
+}
+
 bool BlockQueue::help_host_loop() {
   if (loops_open_.load(std::memory_order_relaxed) == 0) return false;
   std::shared_ptr<HostLoop> loop;
   {
     std::lock_guard lock(mutex_);
-    for (const auto& l : loops_) {
-      if (!l->exhausted()) {
-        loop = l;
-        break;
-      }
-    }
+    loop = open_loop_locked();
   }
   if (!loop) return false;
   loop->work();
@@ -116,9 +117,7 @@ std::optional<CpuTask> BlockQueue::pop_for_cpu() {
   std::unique_lock lock(mutex_);
   for (;;) {
     if (cancelled_) return std::nullopt;
-    std::erase_if(loops_, [](const std::shared_ptr<HostLoop>& l) { return l->exhausted(); });
-    loops_open_ = static_cast<int>(loops_.size());
-    if (!loops_.empty()) return CpuTask{CpuTask::Kind::host_loop, nullptr, loops_.front()};
+    if (auto loop = open_loop_locked()) return CpuTask{CpuTask::Kind::host_loop, nullptr, loop};
     if (!post_.empty()) {
       CpuTask t{CpuTask::Kind::post, std::move(post_.front()), nullptr};
       post_.pop_front();
@@ -129,7 +128,8 @@ std::optional<CpuTask> BlockQueue::pop_for_cpu() {
       requeued_.pop_front();
       return t;
     }
-    const auto it = std::find_if(fresh_.begin(), fresh_.end(), [&](const BlockPtr& b) { return cpu_may_take(*b); });
+    const auto it = std::find_if(fresh_.begin(), fresh_.end(),
+                                 [&](const BlockPtr& b) { return cpu_may_take(*b); });
     if (it != fresh_.end()) {
       CpuTask t{CpuTask::Kind::block, std::move(*it), nullptr};
       fresh_.erase(it);
@@ -141,13 +141,15 @@ std::optional<CpuTask> BlockQueue::pop_for_cpu() {
   }
 }
 
-std::vector<BlockPtr> BlockQueue::pop_batch_for_gpu(std::size_t max_blocks, std::int64_t max_residues) {
+std::vector<BlockPtr> BlockQueue::pop_batch_for_gpu(std::size_t max_blocks,
+                                                    std::int64_t max_residues) {
   std::unique_lock lock(mutex_);
   std::vector<BlockPtr> batch;
   for (;;) {
     if (cancelled_) return batch;
     std::int64_t residues = 0;
-    for (auto it = fresh_.begin(); it != fresh_.end() && batch.size() < std::max<std::size_t>(1, max_blocks);) {
+    for (auto it = fresh_.begin();
+         it != fresh_.end() && batch.size() < std::max<std::size_t>(1, max_blocks);) {
       const std::int64_t r = (*it)->residue_count();
       if (!gpu_may_take(**it)) {
         ++it;

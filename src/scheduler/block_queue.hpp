@@ -91,6 +91,8 @@ class BlockQueue {
   bool cpu_may_take(const Block& b) const { return b.affinity != Affinity::gpu_only; }
   bool gpu_may_take(const Block& b) const { return b.affinity != Affinity::cpu_only; }
   bool more_may_come() const { return !closed_ || gpu_batches_out_ > 0; }
+  // The first host loop with chunks left (exhausted ones dropped); mutex_ held.
+  std::shared_ptr<HostLoop> open_loop_locked();
 
   mutable std::mutex mutex_;
   std::condition_variable changed_;

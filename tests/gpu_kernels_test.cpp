@@ -17,8 +17,8 @@
 #include "device/gpu_info.hpp"
 #include "device/hmm_gpu.hpp"
 #include "device/hmm_gpu_timing.hpp"
-#include "search_compare.hpp"
 #include "gpu_test_support.hpp"
+#include "search_compare.hpp"
 #include "simd_test_support.hpp"
 #include "test_support.hpp"
 
@@ -341,6 +341,11 @@ TEST(GpuSearch, ResultsIdenticalWithAndWithoutGpu) {
           gpu.gpu_strategy = strategy;
           gpu.block_residues = 40000;  // many blocks: several batches, both slots
           gpu.gpu_batch_blocks = 4;
+          // The hybrid runs split the blocks up front: with the dynamic policy the CPU
+          // workers may finish this small database while the GPU is still being set up
+          // (on its feeder's thread), and the GPU would take nothing.
+          gpu.policy = scheduler::SplitPolicy::static_fraction;
+          gpu.static_cpu_fraction = 0.5;
           const app::SearchRun run = app::run_hmmsearch(models, db, config, gpu);
           EXPECT_GT(run.queries.at(0).schedule.gpu_residues, 0);
           test::expect_identical(

@@ -86,14 +86,14 @@ HmmsearchGpuBackend::~HmmsearchGpuBackend() {
       stderr,
       "hmmsearch GPU %d: set-up %.3f s; %lld batches, %lld targets (%lld Viterbi, %lld "
       "Forward of which %lld on the host and %lld left to the CPU, %lld exact MSV); feeder: "
-      "pack+submit %.3f s, MSV wait %.3f s, phase one "
+      "pack+submit %.3f s (engine: copy %.3f s, rest %.3f s), MSV wait %.3f s, phase one "
       "%.3f s, Viterbi wait %.3f s, phase two %.3f s, Forward wait %.3f s, phase three "
       "%.3f s, deliver %.3f s; kernels: MSV %.3f s, exact MSV %.3f s, Viterbi %.3f s, "
       "Forward %.3f s\n",
       device_, t.setup, static_cast<long long>(t.batches), static_cast<long long>(t.targets),
       static_cast<long long>(t.viterbi_targets), static_cast<long long>(t.forward_targets),
       static_cast<long long>(t.forward_cpu_targets), static_cast<long long>(t.forward_deferred),
-      static_cast<long long>(t.exact_targets), t.submit, t.wait_msv, t.phase_one, t.wait_viterbi,
+      static_cast<long long>(t.exact_targets), t.submit, t.submit_copy, t.submit_rest, t.wait_msv, t.phase_one, t.wait_viterbi,
       t.phase_two, t.wait_forward, t.phase_three, t.deliver, t.msv_kernel, t.exact_kernel,
       t.viterbi_kernel, t.forward_kernel);
 }
@@ -220,6 +220,8 @@ std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(
     times.wait_forward += since(tick);
     const device::GpuKernelTimes k = engine.kernel_times(s);
     times.msv_kernel += k.msv_ms / 1e3;
+    times.submit_copy += k.submit_copy_s;
+    times.submit_rest += k.submit_rest_s;
     times.exact_kernel += k.msv_exact_ms / 1e3;
     times.viterbi_kernel += k.viterbi_ms / 1e3;
     times.forward_kernel += k.canonical_ms / 1e3;

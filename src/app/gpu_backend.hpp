@@ -57,7 +57,7 @@ class HmmsearchGpuBackend final : public scheduler::GpuBackend {
     std::int64_t batches = 0, targets = 0, viterbi_targets = 0, forward_targets = 0,
                  forward_cpu_targets = 0, forward_deferred = 0, exact_targets = 0;
     double setup = 0, submit = 0, wait_msv = 0, phase_one = 0, wait_viterbi = 0, phase_two = 0,
-           wait_forward = 0, phase_three = 0, deliver = 0;
+           wait_forward = 0, phase_three = 0, deliver = 0, submit_copy = 0, submit_rest = 0;
     double msv_kernel = 0, exact_kernel = 0, viterbi_kernel = 0, forward_kernel = 0;
   } times_;
 };

@@ -13,6 +13,7 @@
 
 #include "core/profile.hpp"
 #include "device/cuda_buffers.cuh"
+#include "device/target_order.hpp"
 
 namespace duet::device::detail {
 
@@ -51,9 +52,7 @@ class ForwardTargetList {
       const ForwardScores::Length x = ncj(lengths[which[i]]);
       ncj_[i] = float2{x.loop, x.move};
     }
-    std::iota(order_.get(), order_.get() + n, 0);
-    std::stable_sort(order_.get(), order_.get() + n,
-                     [&](int a, int b) { return lengths[which[a]] > lengths[which[b]]; });
+    order_longest_first(n, order_.get(), [&](int i) { return lengths[which[i]]; }, counts_);
     d_list_.reserve(n + 1);
     d_order_.reserve(n + 1);
     d_ncj_.reserve(n + 1);
@@ -77,6 +76,7 @@ class ForwardTargetList {
 
  private:
   PinnedBuffer<int> list_, order_;
+  std::vector<std::int64_t> counts_;  // order_longest_first's scratch
   PinnedBuffer<float2> ncj_;
   DeviceBuffer<int> d_list_, d_order_, d_next_;
   DeviceBuffer<float2> d_ncj_;

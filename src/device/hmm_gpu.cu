@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cmath>
 #include <cstring>
@@ -18,6 +19,7 @@
 #include "device/hmm_canonical_gpu.cuh"
 #include "device/hmm_forward_gpu.cuh"
 #include "device/hmm_gpu.hpp"
+#include "device/target_order.hpp"
 
 namespace duet::device {
 
@@ -683,6 +685,7 @@ struct HmmGpuEngine::Impl {
     DeviceBuffer<std::uint8_t> d_exact_rows;  // one per slot: the slots' streams run at once
     int n = 0, vit_n = 0;
     std::vector<int> lengths;
+    std::vector<std::int64_t> counts;  // order_longest_first's scratch
     std::vector<FilterScore> msv_scores, vit_scores;
     GpuKernelTimes times;
   };
@@ -821,6 +824,9 @@ void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::siz
   Impl::Slot& s = *m.slots[slot_index];
   check(cudaSetDevice(m.device), "cudaSetDevice");
   check(cudaStreamSynchronize(s.stream.get()), "cudaStreamSynchronize");  // buffers free
+  using Clock = std::chrono::steady_clock;
+  const auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
+  const auto started = Clock::now();
   const int n = static_cast<int>(count);
   s.n = n;
   s.lengths.resize(n);
@@ -851,9 +857,8 @@ void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::siz
   } else {
     for (int i = 0; i < n; ++i) copy(static_cast<std::size_t>(i));
   }
-  std::iota(s.order.get(), s.order.get() + n, 0);
-  std::stable_sort(s.order.get(), s.order.get() + n,
-                   [&](int a, int b) { return s.lengths[a] > s.lengths[b]; });
+  const auto copied = Clock::now();
+  order_longest_first(n, s.order.get(), [&](int i) { return s.lengths[i]; }, s.counts);
   s.exact_count[0] = 0;
   if (!m.msv_fast_fits) {
     // The profile does not fit in shared memory: every target takes the exact kernel.
@@ -942,6 +947,8 @@ void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::siz
   check(cudaMemcpyAsync(s.exact_count.get(), s.d_exact_count.get(), sizeof(int),
                         cudaMemcpyDeviceToHost, st),
         "D2H count");
+  s.times.submit_copy_s = seconds(copied - started);
+  s.times.submit_rest_s = seconds(Clock::now() - copied);
 }
 
 const std::vector<FilterScore>& HmmGpuEngine::wait_msv(int slot_index) {
@@ -992,9 +999,8 @@ void HmmGpuEngine::submit_viterbi(int slot_index, const int* which, std::size_t 
     s.vit_list[i] = which[i];
     s.ncj[i] = m.ncj(s.lengths[which[i]]);
   }
-  std::iota(s.vit_order.get(), s.vit_order.get() + n, 0);
-  std::stable_sort(s.vit_order.get(), s.vit_order.get() + n,
-                   [&](int a, int b) { return s.lengths[which[a]] > s.lengths[which[b]]; });
+  order_longest_first(
+      n, s.vit_order.get(), [&](int i) { return s.lengths[which[i]]; }, s.counts);
   s.d_vit_order.reserve(n + 1);
   s.d_vit_counter.reserve(1);
   s.d_vit_list.reserve(n + 1);

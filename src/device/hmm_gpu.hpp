@@ -151,6 +151,9 @@ struct GpuKernelTimes {
   // Targets of the last canonical Forward batch rescaled more than kCanonicalGpuRescalings
   // times, whose score the host computed on the CPU.
   std::int64_t canonical_cpu_targets = 0;
+  // Host seconds of the last submit_msv: copying the residues into pinned memory, and the
+  // rest (offsets, order longest first, queuing the uploads and kernels).
+  double submit_copy_s = 0, submit_rest_s = 0;
 };
 
 class HmmGpuEngine {

@@ -33,11 +33,10 @@
 // so that a warp's access is 32 consecutive words: in shared memory (conflict-free) when
 // at least kMinSharedWarps warps fit in a block, else in global memory (coalesced), one
 // region per resident warp. DUET_CANONICAL_GPU_ROWS=global forces global memory (studies).
-// With rows in global memory (kGlobalRows) the kernel loads one vector ahead: at vector q
-// it loads the transitions, the emission and the previous row's cell of vector q + 1
-// before it stores vector q (nothing stored at q is read at q + 1), so that their latency
-// overlaps the arithmetic; with rows in shared memory it does not (measured on the H100,
-// bench/RESULTS.md: loading ahead costs registers, hence resident blocks, there).
+// The kernel loads a row's inputs (transitions, emission, the previous row's cell) kChunk
+// vectors at a time, one chunk ahead of use, whether rows are in shared or global memory:
+// a launch lasts as long as its longest targets, whose threads then run nearly alone on
+// their SM, where every load's latency would add to the row (bench/RESULTS.md).
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -63,6 +62,8 @@ constexpr int kBlockThreads = 256;
 // Global-memory rows of one slot are capped (fewer resident blocks for long models).
 constexpr int kMinSharedWarps = 2;
 constexpr std::size_t kGlobalRowBytes = std::size_t{1} << 30;
+// Vectors of a row whose inputs are loaded together, a chunk ahead of use.
+constexpr int kChunk = 4;
 
 // ---- IEEE float operations as the SSE parser does them (round to nearest, FTZ + DAZ) ----
 
@@ -220,50 +221,54 @@ __global__ void __launch_bounds__(kBlockThreads) canonical_forward_kernel(Canoni
       const float* __restrict__ match =
           a.match + static_cast<std::size_t>(dsq[i]) * match_row + lane;
       // Vector q's inputs: transitions into (bm, mm, im, dm) and out of (md, mi, ii, dd)
-      // the lane's node, emission, previous row's cell (loaded one vector ahead or not).
-      float4 into{}, out{};
-      float emission = 0.0f;
-      Stored stored;
-      if constexpr (kGlobalRows) {
-        into = nodes[0];
-        out = nodes[1];
-        emission = match[0];
-        stored = load(0);
-      }
-      for (int q = 0; q < Q; ++q) {
-        float4 into_q, out_q;
-        float emission_q;
-        Stored stored_q;
-        if constexpr (kGlobalRows) {
-          into_q = into;
-          out_q = out;
-          emission_q = emission;
-          stored_q = stored;
-          if (q + 1 < Q) {
-            into = nodes[2 * (q + 1) * kLanes];
-            out = nodes[2 * (q + 1) * kLanes + 1];
-            emission = match[(q + 1) * kLanes];
-            stored = load(q + 1);
+      // the lane's node, emission, previous row's cell. They are loaded kChunk vectors at
+      // a time, one chunk ahead of use: a launch's time is that of its longest targets,
+      // whose four threads often run alone on their SM, so each vector's load latency
+      // would otherwise add to the row's time (nothing stored in a chunk is read by the
+      // next one: vector q reads only the previous row's cell q).
+      struct Inputs {
+        float4 into, out;
+        float emission;
+        Stored stored;
+      };
+      Inputs next[kChunk];
+      const auto load_chunk = [&](int q0, Inputs (&in)[kChunk]) {
+#pragma unroll
+        for (int u = 0; u < kChunk; ++u) {
+          const int q = q0 + u;
+          if (q < Q) {
+            in[u].into = nodes[2 * q * kLanes];
+            in[u].out = nodes[2 * q * kLanes + 1];
+            in[u].emission = match[q * kLanes];
+            in[u].stored = load(q);
           }
-        } else {
-          into_q = nodes[2 * q * kLanes];
-          out_q = nodes[2 * q * kLanes + 1];
-          emission_q = match[q * kLanes];
-          stored_q = load(q);
         }
-        float sv = mul_ftz(xB, into_q.x);
-        sv = add_ftz(sv, mul_ftz(mpv, into_q.y));
-        sv = add_ftz(sv, mul_ftz(ipv, into_q.z));
-        sv = add_ftz(sv, mul_ftz(dpv, into_q.w));
-        sv = mul_ftz(sv, emission_q);
-        sum = add_ftz(sum, add_ftz(sv, delete_in));
-        finish(stored_q, mpv, ipv, dpv);
-        float* cell = row + static_cast<std::size_t>(3 * q) * stride;
-        cell[0] = sv;
-        cell[2 * stride] = delete_in;
-        // Insert emissions have odds 1.
-        cell[stride] = add_ftz(mul_ftz(mpv, out_q.y), mul_ftz(ipv, out_q.z));
-        delete_in = add_ftz(mul_ftz(sv, out_q.x), mul_ftz(delete_in, out_q.w));
+      };
+      load_chunk(0, next);
+      for (int q0 = 0; q0 < Q; q0 += kChunk) {
+        Inputs now[kChunk];
+#pragma unroll
+        for (int u = 0; u < kChunk; ++u) now[u] = next[u];
+        if (q0 + kChunk < Q) load_chunk(q0 + kChunk, next);
+#pragma unroll
+        for (int u = 0; u < kChunk; ++u) {
+          const int q = q0 + u;
+          if (q >= Q) break;
+          const Inputs& in = now[u];
+          float sv = mul_ftz(xB, in.into.x);
+          sv = add_ftz(sv, mul_ftz(mpv, in.into.y));
+          sv = add_ftz(sv, mul_ftz(ipv, in.into.z));
+          sv = add_ftz(sv, mul_ftz(dpv, in.into.w));
+          sv = mul_ftz(sv, in.emission);
+          sum = add_ftz(sum, add_ftz(sv, delete_in));
+          finish(in.stored, mpv, ipv, dpv);
+          float* cell = row + static_cast<std::size_t>(3 * q) * stride;
+          cell[0] = sv;
+          cell[2 * stride] = delete_in;
+          // Insert emissions have odds 1.
+          cell[stride] = add_ftz(mul_ftz(mpv, in.out.y), mul_ftz(ipv, in.out.z));
+          delete_in = add_ftz(mul_ftz(sv, in.out.x), mul_ftz(delete_in, in.out.w));
+        }
       }
     }
     // D entering each lane's segment from the lane below (C[j] = X[j] + U[j] * C[j-1] in
@@ -272,7 +277,17 @@ __global__ void __launch_bounds__(kBlockThreads) canonical_forward_kernel(Canoni
     carry = add_ftz(carry, mul_ftz(through1, shift_up(carry, 1, lane)));
     carry = add_ftz(carry, mul_ftz(through2, shift_up(carry, 2, lane)));
     if (active) {
-      for (int q = 0; q < Q; ++q) sum = add_ftz(sum, mul_ftz(carry, dd_prefix[q * kLanes]));
+      // The products are independent; only the sum is a chain (in q order).
+      for (int q0 = 0; q0 < Q; q0 += kChunk) {
+        float products[kChunk];
+#pragma unroll
+        for (int u = 0; u < kChunk; ++u)
+          products[u] = q0 + u < Q ? mul_ftz(carry, dd_prefix[(q0 + u) * kLanes]) : 0.0f;
+#pragma unroll
+        for (int u = 0; u < kChunk; ++u) {
+          if (q0 + u < Q) sum = add_ftz(sum, products[u]);
+        }
+      }
     }
     const float pair = add_ftz(sum, __shfl_xor_sync(kFull, sum, 2));  // l0 + l2, l1 + l3
     const float xE = add_ftz(pair, __shfl_xor_sync(kFull, pair, 1));
@@ -309,6 +324,7 @@ struct CanonicalForwardGpu::Impl {
   DeviceBuffer<float4> nodes;
   int warps_per_block = 0;  // > 0: rows in shared memory
   int resident_blocks = 0;
+  int multiprocessors = 0;
   NcjByLength ncj{fwd};  // after fwd, which it reads
   struct Slot {
     PinnedBuffer<int> rescalings;
@@ -371,6 +387,7 @@ CanonicalForwardGpu::CanonicalForwardGpu(const ForwardScores& fwd, int multiproc
           "cudaOccupancy canonical forward");
   }
   m.resident_blocks = std::max(1, per_sm) * multiprocessors;
+  m.multiprocessors = multiprocessors;
 }
 
 CanonicalForwardGpu::~CanonicalForwardGpu() = default;
@@ -410,14 +427,21 @@ void CanonicalForwardGpu::submit(int slot, cudaStream_t st, const std::uint8_t* 
     a.c_move = s.d_c_move.get();
     const std::size_t warp_row_floats = 3 * static_cast<std::size_t>(m.Q) * 32;
     const int targets_per_warp = 32 / kLanes;
-    int threads = kBlockThreads;
+    // Warps per block: as many as fit (shared rows) or kBlockThreads / 32 (global rows),
+    // fewer when the launch has too few targets to give every multiprocessor a full block:
+    // most launches of a search hold tens to hundreds of targets, and their time is that
+    // of the longest ones, which then run faster one warp to a multiprocessor than packed
+    // into a few blocks.
+    const int most = m.warps_per_block > 0 ? m.warps_per_block : kBlockThreads / 32;
+    const int warps_needed = (n + targets_per_warp - 1) / targets_per_warp;
+    const int warps = std::clamp((warps_needed + m.multiprocessors - 1) / m.multiprocessors, 1, most);
+    const int threads = warps * 32;
+    const int per_block = warps * targets_per_warp;
     std::size_t shared = 0;
     int blocks = 0;
     if (m.warps_per_block > 0) {
-      threads = m.warps_per_block * 32;
-      shared = m.warps_per_block * warp_row_floats * sizeof(float);
-      const int per_block = m.warps_per_block * targets_per_warp;
-      blocks = std::min(m.resident_blocks, (n + per_block - 1) / per_block);
+      shared = warps * warp_row_floats * sizeof(float);
+      blocks = std::min(m.resident_blocks * (most / warps), (n + per_block - 1) / per_block);
       a.rows = nullptr;
       // Set at every launch: another engine (another model) may have set its own size.
       check(cudaFuncSetAttribute(canonical_forward_kernel<false>,
@@ -425,11 +449,10 @@ void CanonicalForwardGpu::submit(int slot, cudaStream_t st, const std::uint8_t* 
                                  static_cast<int>(shared)),
             "cudaFuncSetAttribute canonical forward");
     } else {
-      const int per_block = kBlockThreads / kLanes;
-      const std::size_t block_row_bytes = (kBlockThreads / 32) * warp_row_floats * sizeof(float);
+      const std::size_t block_row_bytes = warps * warp_row_floats * sizeof(float);
       const int cap = static_cast<int>(std::max<std::size_t>(1, kGlobalRowBytes / block_row_bytes));
-      blocks = std::min({m.resident_blocks, cap, (n + per_block - 1) / per_block});
-      s.d_rows.reserve(static_cast<std::size_t>(blocks) * (kBlockThreads / 32) * warp_row_floats);
+      blocks = std::min({m.resident_blocks * (most / warps), cap, (n + per_block - 1) / per_block});
+      s.d_rows.reserve(static_cast<std::size_t>(blocks) * warps * warp_row_floats);
       a.rows = s.d_rows.get();
     }
     if (a.rows == nullptr) {

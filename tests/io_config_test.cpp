@@ -41,8 +41,8 @@ TEST(IoConfig, DefaultsAreHmmersearchDefaults) {
   EXPECT_EQ(config.scheduler.static_cpu_fraction, 0.5);
   EXPECT_EQ(config.scheduler.block_residues, 1 << 20);
   EXPECT_EQ(config.scheduler.queue_depth, 0);
-  EXPECT_EQ(config.scheduler.gpu_batch_blocks, 32);
-  EXPECT_EQ(config.scheduler.gpu_batch_residues, 32 << 20);
+  EXPECT_EQ(config.scheduler.gpu_batch_blocks, 128);
+  EXPECT_EQ(config.scheduler.gpu_batch_residues, 128 << 20);
   EXPECT_FALSE(config.scheduler.no_gpu);
   EXPECT_FALSE(config.scheduler.gpu_only);
   EXPECT_EQ(config.scheduler.reuse_memory, std::uint64_t{2} << 30);
@@ -84,7 +84,7 @@ reader_threads = 3
   EXPECT_EQ(parse_config("[scheduler]\nreuse_memory = 1000\npolicy = \"adaptive\"\nno_gpu = true\n",
                          "s.toml")
                 .scheduler,
-            (SchedulerConfig{"adaptive", 0.5, 1 << 20, 0, 32, 32 << 20, true, false, 1000, 0}));
+            (SchedulerConfig{"adaptive", 0.5, 1 << 20, 0, 128, 128 << 20, true, false, 1000, 0}));
   EXPECT_EQ(parse_config("[scheduler]\nstatic_cpu_fraction = 1\n", "s.toml").scheduler.static_cpu_fraction, 1.0);
 }
 

@@ -69,8 +69,8 @@ struct HmmsearchOptions {
   std::string gpu_kernel_table;
   std::string policy = "dynamic";
   double static_cpu_fraction = 0.5;
-  std::int64_t block_residues = 1 << 20, queue_depth = 0, gpu_batch_blocks = 32;
-  std::int64_t gpu_batch_residues = 32 << 20;
+  std::int64_t block_residues = 1 << 20, queue_depth = 0, gpu_batch_blocks = 128;
+  std::int64_t gpu_batch_residues = 128 << 20;
   std::string reuse_memory;
   int reader_threads = 0;
 };
@@ -137,10 +137,10 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
                                       "worker and 2 GPU batches per GPU)")
                           ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 20));
   auto* gpu_batch_blocks =
-      cmd->add_option("--gpu-batch-blocks", o.gpu_batch_blocks, "blocks per GPU batch (default 32)")
+      cmd->add_option("--gpu-batch-blocks", o.gpu_batch_blocks, "blocks per GPU batch (default 128)")
           ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
   auto* gpu_batch_residues = cmd->add_option("--gpu-batch-residues", o.gpu_batch_residues,
-                                             "residue budget of a GPU batch (default 33554432)")
+                                             "residue budget of a GPU batch (default 134217728)")
                                  ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
   auto* reuse_memory =
       cmd->add_option("--reuse-memory", o.reuse_memory,

@@ -59,8 +59,8 @@ struct HybridOptions {
   double static_cpu_fraction = 0.5;
   std::size_t block_residues = 1 << 20;
   std::size_t queue_depth = 0;
-  std::size_t gpu_batch_blocks = 32;
-  std::int64_t gpu_batch_residues = 32 << 20;
+  std::size_t gpu_batch_blocks = 128;
+  std::int64_t gpu_batch_residues = 128 << 20;
   int reader_threads = 0;  // parser threads of the database reader (0: one per core, at most 4)
   // Memory for parsed blocks kept across the queries of a multi-model search (bytes);
   // past it, each query re-reads the rest of the database.

@@ -1,5 +1,7 @@
 // order_longest_first (src/device/target_order.hpp, host code of the GPU engines): the same
 // order as std::stable_sort by key descending, on both of its paths.
+#include "device/target_order.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -7,7 +9,6 @@
 #include <random>
 #include <vector>
 
-#include "device/target_order.hpp"
 #include "test_support.hpp"
 
 namespace {

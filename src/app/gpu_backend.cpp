@@ -93,9 +93,9 @@ HmmsearchGpuBackend::~HmmsearchGpuBackend() {
       device_, t.setup, static_cast<long long>(t.batches), static_cast<long long>(t.targets),
       static_cast<long long>(t.viterbi_targets), static_cast<long long>(t.forward_targets),
       static_cast<long long>(t.forward_cpu_targets), static_cast<long long>(t.forward_deferred),
-      static_cast<long long>(t.exact_targets), t.submit, t.submit_copy, t.submit_rest, t.wait_msv, t.phase_one, t.wait_viterbi,
-      t.phase_two, t.wait_forward, t.phase_three, t.deliver, t.msv_kernel, t.exact_kernel,
-      t.viterbi_kernel, t.forward_kernel);
+      static_cast<long long>(t.exact_targets), t.submit, t.submit_copy, t.submit_rest, t.wait_msv,
+      t.phase_one, t.wait_viterbi, t.phase_two, t.wait_forward, t.phase_three, t.deliver,
+      t.msv_kernel, t.exact_kernel, t.viterbi_kernel, t.forward_kernel);
 }
 
 HmmsearchGpuBackend::HmmsearchGpuBackend(int device, const SearchProfile& profile,

@@ -136,9 +136,9 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
                                       "blocks waiting in the queue (memory budget; 0 = 2 per "
                                       "worker and 2 GPU batches per GPU)")
                           ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 20));
-  auto* gpu_batch_blocks =
-      cmd->add_option("--gpu-batch-blocks", o.gpu_batch_blocks, "blocks per GPU batch (default 128)")
-          ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
+  auto* gpu_batch_blocks = cmd->add_option("--gpu-batch-blocks", o.gpu_batch_blocks,
+                                           "blocks per GPU batch (default 128)")
+                               ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
   auto* gpu_batch_residues = cmd->add_option("--gpu-batch-residues", o.gpu_batch_residues,
                                              "residue budget of a GPU batch (default 134217728)")
                                  ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));

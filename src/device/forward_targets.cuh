@@ -52,7 +52,8 @@ class ForwardTargetList {
       const ForwardScores::Length x = ncj(lengths[which[i]]);
       ncj_[i] = float2{x.loop, x.move};
     }
-    order_longest_first(n, order_.get(), [&](int i) { return lengths[which[i]]; }, counts_);
+    order_longest_first(
+        n, order_.get(), [&](int i) { return lengths[which[i]]; }, counts_);
     d_list_.reserve(n + 1);
     d_order_.reserve(n + 1);
     d_ncj_.reserve(n + 1);

@@ -232,7 +232,7 @@ __global__ void __launch_bounds__(kBlockThreads) canonical_forward_kernel(Canoni
         Stored stored;
       };
       Inputs next[kChunk];
-      const auto load_chunk = [&](int q0, Inputs (&in)[kChunk]) {
+      const auto load_chunk = [&](int q0, Inputs(&in)[kChunk]) {
 #pragma unroll
         for (int u = 0; u < kChunk; ++u) {
           const int q = q0 + u;
@@ -434,7 +434,8 @@ void CanonicalForwardGpu::submit(int slot, cudaStream_t st, const std::uint8_t* 
     // into a few blocks.
     const int most = m.warps_per_block > 0 ? m.warps_per_block : kBlockThreads / 32;
     const int warps_needed = (n + targets_per_warp - 1) / targets_per_warp;
-    const int warps = std::clamp((warps_needed + m.multiprocessors - 1) / m.multiprocessors, 1, most);
+    const int warps =
+        std::clamp((warps_needed + m.multiprocessors - 1) / m.multiprocessors, 1, most);
     const int threads = warps * 32;
     const int per_block = warps * targets_per_warp;
     std::size_t shared = 0;

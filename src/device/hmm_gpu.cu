@@ -858,7 +858,8 @@ void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::siz
     for (int i = 0; i < n; ++i) copy(static_cast<std::size_t>(i));
   }
   const auto copied = Clock::now();
-  order_longest_first(n, s.order.get(), [&](int i) { return s.lengths[i]; }, s.counts);
+  order_longest_first(
+      n, s.order.get(), [&](int i) { return s.lengths[i]; }, s.counts);
   s.exact_count[0] = 0;
   if (!m.msv_fast_fits) {
     // The profile does not fit in shared memory: every target takes the exact kernel.

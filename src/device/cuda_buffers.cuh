@@ -32,9 +32,11 @@ class DeviceBuffer {
   void reserve(std::size_t n) {
     if (n <= capacity_) return;
     release();
-    check(cudaMalloc(reinterpret_cast<void**>(&data_), std::max<std::size_t>(n, 1) * sizeof(T)),
-          "cudaMalloc");
-    capacity_ = n;
+    // A quarter more than asked, as PinnedBuffer: batches vary in size, and every regrowth
+    // is a cudaFree, which waits for the whole device (the other slot's work included).
+    const std::size_t grown = std::max<std::size_t>(n + n / 4, 1);
+    check(cudaMalloc(reinterpret_cast<void**>(&data_), grown * sizeof(T)), "cudaMalloc");
+    capacity_ = grown;
   }
   T* get() const { return data_; }
   std::size_t capacity() const { return capacity_; }

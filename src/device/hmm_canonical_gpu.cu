@@ -179,33 +179,29 @@ __global__ void __launch_bounds__(kBlockThreads) canonical_forward_kernel(Canoni
         events = 0;
         scale_prev = 1.0f;
         carry_prev = 0.0f;
+        // Row "-1" is all zeros: stored so, the first row reads it as any other (with
+        // scale 1 and carry 0, every finished value is +0, as the vector code's are).
+        for (int q = 0; q < Q; ++q) {
+          float* cell = row + static_cast<std::size_t>(3 * q) * stride;
+          cell[0] = cell[stride] = cell[2 * stride] = 0.0f;
+        }
       }
     }
     if (__all_sync(kFull, item < 0)) break;
     const bool active = item >= 0 && i < L;
-    const bool fresh = i == 0;  // the previous row is all zeros
-
     // The previous row's cell at vector q as stored, and finished: the lane carry added to
-    // D, the rescaling applied.
+    // D, the rescaling applied. No branch here or in a vector's step below, so that the
+    // compiler can interleave the independent work of a chunk's vectors (a warp issues in
+    // order: branches between them left each vector's chain of dependent operations to
+    // stall the warp alone).
     struct Stored {
-      float m = 0.0f, ins = 0.0f, d = 0.0f, dd_prefix = 0.0f;
+      float m, ins, d, dd_prefix;
     };
     const auto load = [&](int q) {
-      Stored c;
-      if (!fresh) {
-        const float* cell = row + static_cast<std::size_t>(3 * q) * stride;
-        c.m = cell[0];
-        c.ins = cell[stride];
-        c.d = cell[2 * stride];
-        c.dd_prefix = dd_prefix[q * kLanes];
-      }
-      return c;
+      const float* cell = row + static_cast<std::size_t>(3 * q) * stride;
+      return Stored{cell[0], cell[stride], cell[2 * stride], dd_prefix[q * kLanes]};
     };
     const auto finish = [&](const Stored& c, float& m, float& ins, float& d) {
-      if (fresh) {
-        m = ins = d = 0.0f;
-        return;
-      }
       m = mul_ftz(c.m, scale_prev);
       ins = mul_ftz(c.ins, scale_prev);
       d = mul_ftz(add_ftz(c.d, mul_ftz(carry_prev, c.dd_prefix)), scale_prev);
@@ -231,45 +227,45 @@ __global__ void __launch_bounds__(kBlockThreads) canonical_forward_kernel(Canoni
         float emission;
         Stored stored;
       };
-      Inputs next[kChunk];
-      const auto load_chunk = [&](int q0, Inputs(&in)[kChunk]) {
-#pragma unroll
-        for (int u = 0; u < kChunk; ++u) {
-          const int q = q0 + u;
-          if (q < Q) {
-            in[u].into = nodes[2 * q * kLanes];
-            in[u].out = nodes[2 * q * kLanes + 1];
-            in[u].emission = match[q * kLanes];
-            in[u].stored = load(q);
-          }
-        }
+      const auto load_one = [&](int q) {
+        return Inputs{nodes[2 * q * kLanes], nodes[2 * q * kLanes + 1], match[q * kLanes], load(q)};
       };
-      load_chunk(0, next);
-      for (int q0 = 0; q0 < Q; q0 += kChunk) {
+      // One vector: M from the previous row's diagonal, the row's sum, the stores, and the
+      // D within the lane for the next vector.
+      const auto step = [&](const Inputs& in, int q) {
+        float sv = mul_ftz(xB, in.into.x);
+        sv = add_ftz(sv, mul_ftz(mpv, in.into.y));
+        sv = add_ftz(sv, mul_ftz(ipv, in.into.z));
+        sv = add_ftz(sv, mul_ftz(dpv, in.into.w));
+        sv = mul_ftz(sv, in.emission);
+        sum = add_ftz(sum, add_ftz(sv, delete_in));
+        finish(in.stored, mpv, ipv, dpv);
+        float* cell = row + static_cast<std::size_t>(3 * q) * stride;
+        cell[0] = sv;
+        cell[2 * stride] = delete_in;
+        // Insert emissions have odds 1.
+        cell[stride] = add_ftz(mul_ftz(mpv, in.out.y), mul_ftz(ipv, in.out.z));
+        delete_in = add_ftz(mul_ftz(sv, in.out.x), mul_ftz(delete_in, in.out.w));
+      };
+      // Whole chunks, then the vectors left one by one.
+      const int whole = Q / kChunk * kChunk;
+      Inputs next[kChunk];
+      if (whole > 0) {
+#pragma unroll
+        for (int u = 0; u < kChunk; ++u) next[u] = load_one(u);
+      }
+      for (int q0 = 0; q0 < whole; q0 += kChunk) {
         Inputs now[kChunk];
 #pragma unroll
         for (int u = 0; u < kChunk; ++u) now[u] = next[u];
-        if (q0 + kChunk < Q) load_chunk(q0 + kChunk, next);
+        if (q0 + kChunk < whole) {
 #pragma unroll
-        for (int u = 0; u < kChunk; ++u) {
-          const int q = q0 + u;
-          if (q >= Q) break;
-          const Inputs& in = now[u];
-          float sv = mul_ftz(xB, in.into.x);
-          sv = add_ftz(sv, mul_ftz(mpv, in.into.y));
-          sv = add_ftz(sv, mul_ftz(ipv, in.into.z));
-          sv = add_ftz(sv, mul_ftz(dpv, in.into.w));
-          sv = mul_ftz(sv, in.emission);
-          sum = add_ftz(sum, add_ftz(sv, delete_in));
-          finish(in.stored, mpv, ipv, dpv);
-          float* cell = row + static_cast<std::size_t>(3 * q) * stride;
-          cell[0] = sv;
-          cell[2 * stride] = delete_in;
-          // Insert emissions have odds 1.
-          cell[stride] = add_ftz(mul_ftz(mpv, in.out.y), mul_ftz(ipv, in.out.z));
-          delete_in = add_ftz(mul_ftz(sv, in.out.x), mul_ftz(delete_in, in.out.w));
+          for (int u = 0; u < kChunk; ++u) next[u] = load_one(q0 + kChunk + u);
         }
+#pragma unroll
+        for (int u = 0; u < kChunk; ++u) step(now[u], q0 + u);
       }
+      for (int q = whole; q < Q; ++q) step(load_one(q), q);
     }
     // D entering each lane's segment from the lane below (C[j] = X[j] + U[j] * C[j-1] in
     // two steps), and what it adds to every D of the row.

@@ -38,6 +38,7 @@
 // a launch lasts as long as its longest targets, whose threads then run nearly alone on
 // their SM, where every load's latency would add to the row (bench/RESULTS.md).
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
@@ -321,6 +322,7 @@ struct CanonicalForwardGpu::Impl {
   int warps_per_block = 0;  // > 0: rows in shared memory
   int resident_blocks = 0;
   int multiprocessors = 0;
+  std::size_t shared_optin = 0;  // shared memory a block may use at most
   NcjByLength ncj{fwd};  // after fwd, which it reads
   struct Slot {
     PinnedBuffer<int> rescalings;
@@ -384,6 +386,7 @@ CanonicalForwardGpu::CanonicalForwardGpu(const ForwardScores& fwd, int multiproc
   }
   m.resident_blocks = std::max(1, per_sm) * multiprocessors;
   m.multiprocessors = multiprocessors;
+  m.shared_optin = shared_optin;
 }
 
 CanonicalForwardGpu::~CanonicalForwardGpu() = default;
@@ -445,6 +448,19 @@ void CanonicalForwardGpu::submit(int slot, cudaStream_t st, const std::uint8_t* 
                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  static_cast<int>(shared)),
             "cudaFuncSetAttribute canonical forward");
+      // What the multiprocessor's memory does not give to shared memory is L1: ask for no
+      // more shared memory than this launch's blocks on one multiprocessor use (a hint; the
+      // driver rounds it up to a configuration it has). The transitions and emissions are
+      // read from L1 at every vector: with the largest shared configuration, 9% of those
+      // reads missed L1 (ncu, the 32 longest targets at M = 260, one warp per SM).
+      const int blocks_per_sm = (blocks + m.multiprocessors - 1) / m.multiprocessors;
+      const double wanted = static_cast<double>(blocks_per_sm) * (shared + 1024);
+      const int percent = std::clamp(
+          static_cast<int>(std::ceil(100.0 * wanted / static_cast<double>(m.shared_optin))), 1,
+          100);
+      check(cudaFuncSetAttribute(canonical_forward_kernel<false>,
+                                 cudaFuncAttributePreferredSharedMemoryCarveout, percent),
+            "cudaFuncSetAttribute canonical forward carveout");
     } else {
       const std::size_t block_row_bytes = warps * warp_row_floats * sizeof(float);
       const int cap = static_cast<int>(std::max<std::size_t>(1, kGlobalRowBytes / block_row_bytes));

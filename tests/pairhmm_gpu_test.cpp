@@ -5,8 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <functional>
 #include <random>
+#include <thread>
 
 #include "core/pairhmm_model.hpp"
 #include "device/pairhmm_gpu_feed.hpp"
@@ -278,6 +281,71 @@ TEST(PairhmmGpuLayout, PackIntoReusedBatch) {
   EXPECT_EQ(reused.scratch_columns, fresh.scratch_columns);
 }
 
+// Packing in pieces on several threads (pieces of 1, 7 and 64 pairs, run out of order on
+// threads): every pair points at the same rows, parameters, bases and sizes as with the
+// serial pack; the scratch layout and the totals are the same.
+TEST(PairhmmGpuLayout, PackInPiecesGivesEveryPairTheSameData) {
+  std::mt19937_64 rng(test::test_seed());
+  const auto input = test::random_input(rng, 40, 200, 5, 4);
+  const std::vector<Pair> pairs = input.pair_list();
+  const Model model;
+  const PairPacker packer(model);
+  PairBatch serial;
+  packer.pack(pairs, serial);
+  // Bodies from the last index down, on four threads.
+  const PairPacker::ParallelFor parallel = [](std::size_t n, std::size_t,
+                                              const std::function<void(std::size_t)>& body) {
+    std::atomic<std::size_t> left{n};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&] {
+        for (std::size_t k; (k = left.fetch_sub(1)) > 0 && k <= n;) body(k - 1);
+      });
+    }
+    for (auto& t : threads) t.join();
+  };
+  std::vector<PairBatch> pieces;
+  for (const std::size_t piece : {std::size_t{1}, std::size_t{7}, std::size_t{64}}) {
+    PairBatch joined;
+    packer.pack(pairs, joined, pieces, parallel, piece);
+    ASSERT_EQ(joined.pairs(), serial.pairs()) << "pieces of " << piece;
+    EXPECT_EQ(joined.rows, serial.rows);
+    EXPECT_EQ(joined.columns, serial.columns);
+    EXPECT_EQ(joined.scratch_offset, serial.scratch_offset);
+    EXPECT_EQ(joined.initial_deletion, serial.initial_deletion);
+    EXPECT_EQ(joined.cells, serial.cells);
+    EXPECT_EQ(joined.scratch_columns, serial.scratch_columns);
+    EXPECT_EQ(joined.parameters.size(), 7 * joined.read_bases.size());
+    for (std::size_t i = 0; i < pairs.size(); ++i) {
+      const auto rows = static_cast<std::size_t>(serial.rows[i]);
+      const auto columns = static_cast<std::size_t>(serial.columns[i]);
+      const auto r0 = static_cast<std::size_t>(serial.row_offset[i]);
+      const auto r1 = static_cast<std::size_t>(joined.row_offset[i]);
+      const auto c0 = static_cast<std::size_t>(serial.column_offset[i]);
+      const auto c1 = static_cast<std::size_t>(joined.column_offset[i]);
+      ASSERT_LE(r1 + rows, joined.read_bases.size()) << "pair " << i;
+      ASSERT_LE(c1 + columns, joined.haplotype_bases.size()) << "pair " << i;
+      ASSERT_TRUE(std::equal(serial.read_bases.begin() + r0, serial.read_bases.begin() + r0 + rows,
+                             joined.read_bases.begin() + r1))
+          << "pieces of " << piece << ", pair " << i;
+      ASSERT_TRUE(std::equal(serial.parameters.begin() + 7 * r0,
+                             serial.parameters.begin() + 7 * (r0 + rows),
+                             joined.parameters.begin() + 7 * r1))
+          << "pieces of " << piece << ", pair " << i;
+      ASSERT_TRUE(std::equal(serial.haplotype_bases.begin() + c0,
+                             serial.haplotype_bases.begin() + c0 + columns,
+                             joined.haplotype_bases.begin() + c1))
+          << "pieces of " << piece << ", pair " << i;
+    }
+  }
+  // Without a runner, or in one piece, the serial pack itself.
+  PairBatch plain;
+  packer.pack(pairs, plain, pieces, {}, 1);
+  EXPECT_EQ(plain.row_offset, serial.row_offset);
+  packer.pack(pairs, plain, pieces, parallel, pairs.size());
+  EXPECT_EQ(plain.column_offset, serial.column_offset);
+}
+
 // The overlapped feeder: parts of uneven sizes (an empty one among them, reads cut between
 // parts) on 1, 2 and 3 slots, twice on the same GPU (slot buffers reused and grown), each
 // time bit for bit the canonical float sums; the slots refuse a second batch and a finish
@@ -322,6 +390,14 @@ TEST(PairhmmGpuFeed, PartsBitForBit) {
       const std::vector<std::size_t> whole = {n};
       expect_canonical_sums(forward_sums_in_parts(gpu, packer, pairs, whole, v.kernel),
                             what + ", one part");
+      // Parts packed in pieces of 3 pairs on the calling thread through a runner.
+      const PairPacker::ParallelFor in_order = [](std::size_t count, std::size_t,
+                                                  const std::function<void(std::size_t)>& body) {
+        for (std::size_t k = 0; k < count; ++k) body(k);
+      };
+      expect_canonical_sums(
+          forward_sums_in_parts(gpu, packer, pairs, even, v.kernel, nullptr, in_order, 3),
+          what + ", 4 parts packed in pieces");
     }
   }
   PairhmmGpu gpu(0, 2);

@@ -52,6 +52,10 @@ class PairhmmGpuBackend final : public scheduler::GpuBackend {
   }
   bool test_double() const override { return false; }
   std::string stages() const override { return "all"; }
+  // Packing runs on the CPU workers that are free (all of them in a GPU-only run).
+  void start(const scheduler::HostLoopRunner& run_host_loop) override {
+    run_host_loop_ = run_host_loop;
+  }
   std::vector<scheduler::GpuBlockOutcome> run(std::span<const scheduler::BlockPtr> blocks,
                                               int) override {
     const auto t0 = Clock::now();
@@ -61,8 +65,8 @@ class PairhmmGpuBackend final : public scheduler::GpuBackend {
       batch_.insert(batch_.end(), part.begin(), part.end());
     }
     const std::vector<std::size_t> ends = device::pairhmm::split_by_cells(batch_, parts_);
-    const std::vector<float> sums =
-        device::pairhmm::forward_sums_in_parts(gpu_, packer_, batch_, ends, kernel_, &feed_);
+    const std::vector<float> sums = device::pairhmm::forward_sums_in_parts(
+        gpu_, packer_, batch_, ends, kernel_, &feed_, run_host_loop_);
     const auto t1 = Clock::now();
     std::vector<scheduler::GpuBlockOutcome> outcomes;
     std::size_t at = 0;
@@ -100,6 +104,7 @@ class PairhmmGpuBackend final : public scheduler::GpuBackend {
   SumsConsumer consumer_;
   std::span<const pairhmm::Pair> pairs_;
   std::vector<pairhmm::Pair> batch_;
+  scheduler::HostLoopRunner run_host_loop_;
   using Clock = std::chrono::steady_clock;
   static double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
   std::int64_t batches_ = 0;

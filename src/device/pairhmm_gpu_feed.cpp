@@ -28,7 +28,8 @@ std::vector<std::size_t> split_by_cells(std::span<const duet::pairhmm::Pair> pai
 std::vector<float> forward_sums_in_parts(PairhmmGpu& gpu, const PairPacker& packer,
                                          std::span<const duet::pairhmm::Pair> pairs,
                                          std::span<const std::size_t> ends, Kernel kernel,
-                                         FeedTimes* times) {
+                                         FeedTimes* times, const PairPacker::ParallelFor& parallel,
+                                         std::size_t piece_pairs) {
   using Clock = std::chrono::steady_clock;
   const auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
   if (ends.empty() || ends.back() != pairs.size()) {
@@ -49,7 +50,8 @@ std::vector<float> forward_sums_in_parts(PairhmmGpu& gpu, const PairPacker& pack
     t.kernel += st.kernel;
     t.transfer += st.transfer;
   };
-  PairBatch packed;  // reused: its vectors keep their capacity
+  PairBatch packed;               // reused: its vectors keep their capacity
+  std::vector<PairBatch> pieces;  // the pieces of a part packed in parallel
   try {
     std::size_t begin = 0;
     for (std::size_t k = 0; k < ends.size(); ++k) {
@@ -57,7 +59,7 @@ std::vector<float> forward_sums_in_parts(PairhmmGpu& gpu, const PairPacker& pack
         throw std::invalid_argument("forward_sums_in_parts: part ends must not decrease");
       }
       const auto t0 = Clock::now();
-      packer.pack(pairs.subspan(begin, ends[k] - begin), packed);
+      packer.pack(pairs.subspan(begin, ends[k] - begin), packed, pieces, parallel, piece_pairs);
       const auto t1 = Clock::now();
       const int slot = static_cast<int>(k % static_cast<std::size_t>(slots));
       if (busy[static_cast<std::size_t>(slot)]) collect(slot);

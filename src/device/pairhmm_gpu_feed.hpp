@@ -34,10 +34,14 @@ std::vector<std::size_t> split_by_cells(std::span<const duet::pairhmm::Pair> pai
 // part k is pairs[ends[k-1], ends[k]) (from 0 for k = 0). Each part is packed (packer) on the host
 // and submitted to the next slot of the GPU, waiting for that slot's previous part first, so
 // that packing and staging part k + 1 overlaps the copies and the kernel of part k. On any
-// failure the GPU's slots are abandoned and the exception propagates (no sums).
+// failure the GPU's slots are abandoned and the exception propagates (no sums). With
+// `parallel`, each part is packed in pieces of `piece_pairs` pairs on several threads
+// (PairPacker::pack).
 std::vector<float> forward_sums_in_parts(PairhmmGpu& gpu, const PairPacker& packer,
                                          std::span<const duet::pairhmm::Pair> pairs,
                                          std::span<const std::size_t> ends, Kernel kernel,
-                                         FeedTimes* times = nullptr);
+                                         FeedTimes* times = nullptr,
+                                         const PairPacker::ParallelFor& parallel = {},
+                                         std::size_t piece_pairs = 4096);
 
 }  // namespace duet::device::pairhmm

@@ -103,6 +103,65 @@ void PairPacker::pack(std::span<const duet::pairhmm::Pair> pairs, PairBatch& b) 
   }
 }
 
+void PairPacker::pack(std::span<const duet::pairhmm::Pair> pairs, PairBatch& out,
+                      std::vector<PairBatch>& pieces, const ParallelFor& parallel,
+                      std::size_t piece_pairs) const {
+  piece_pairs = std::max<std::size_t>(piece_pairs, 1);
+  const std::size_t count = (pairs.size() + piece_pairs - 1) / piece_pairs;
+  if (!parallel || count < 2) {
+    pack(pairs, out);
+    return;
+  }
+  if (pieces.size() < count) pieces.resize(count);
+  parallel(count, 1, [&](std::size_t k) {
+    const std::size_t first = k * piece_pairs;
+    pack(pairs.subspan(first, std::min(piece_pairs, pairs.size() - first)), pieces[k]);
+  });
+  // Where each piece goes in the joined batch.
+  struct Base {
+    std::size_t pairs = 0, reads = 0, haplotypes = 0;
+    std::int64_t scratch = 0;
+  };
+  std::vector<Base> base(count + 1);
+  out.cells = 0;
+  for (std::size_t k = 0; k < count; ++k) {
+    const PairBatch& p = pieces[k];
+    base[k + 1] = {base[k].pairs + p.pairs(), base[k].reads + p.read_bases.size(),
+                   base[k].haplotypes + p.haplotype_bases.size(),
+                   base[k].scratch + p.scratch_columns};
+    out.cells += p.cells;
+  }
+  const Base& total = base[count];
+  out.parameters.resize(7 * total.reads);
+  out.read_bases.resize(total.reads);
+  out.haplotype_bases.resize(total.haplotypes);
+  out.rows.resize(total.pairs);
+  out.columns.resize(total.pairs);
+  out.row_offset.resize(total.pairs);
+  out.column_offset.resize(total.pairs);
+  out.scratch_offset.resize(total.pairs);
+  out.initial_deletion.resize(total.pairs);
+  out.scratch_columns = total.scratch;
+  parallel(count, 1, [&](std::size_t k) {
+    const PairBatch& p = pieces[k];
+    const Base& at = base[k];
+    std::copy(p.parameters.begin(), p.parameters.end(), out.parameters.begin() + 7 * at.reads);
+    std::copy(p.read_bases.begin(), p.read_bases.end(), out.read_bases.begin() + at.reads);
+    std::copy(p.haplotype_bases.begin(), p.haplotype_bases.end(),
+              out.haplotype_bases.begin() + at.haplotypes);
+    std::copy(p.rows.begin(), p.rows.end(), out.rows.begin() + at.pairs);
+    std::copy(p.columns.begin(), p.columns.end(), out.columns.begin() + at.pairs);
+    std::copy(p.initial_deletion.begin(), p.initial_deletion.end(),
+              out.initial_deletion.begin() + at.pairs);
+    for (std::size_t i = 0; i < p.pairs(); ++i) {
+      out.row_offset[at.pairs + i] = p.row_offset[i] + static_cast<std::int64_t>(at.reads);
+      out.column_offset[at.pairs + i] =
+          p.column_offset[i] + static_cast<std::int64_t>(at.haplotypes);
+      out.scratch_offset[at.pairs + i] = p.scratch_offset[i] + at.scratch;
+    }
+  });
+}
+
 void pack_pairs(const duet::pairhmm::Model& model, std::span<const duet::pairhmm::Pair> pairs,
                 PairBatch& out) {
   PairPacker(model).pack(pairs, out);

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -18,6 +20,18 @@ class PairPacker {
   explicit PairPacker(const duet::pairhmm::Model& model);
   // `out`'s vectors are cleared and refilled (their capacity reused).
   void pack(std::span<const duet::pairhmm::Pair> pairs, PairBatch& out) const;
+
+  // Runs body(i) for i < n, in chunks, on several threads (a scheduler's host-loop runner).
+  using ParallelFor = std::function<void(std::size_t n, std::size_t chunk,
+                                         const std::function<void(std::size_t)>& body)>;
+  // The same pairs packed in pieces of `piece_pairs` pairs on several threads (`parallel`),
+  // each piece into one of `pieces` (scratch kept by the caller), then joined into `out`.
+  // Every pair gets the same rows, bases and parameters as with pack(); a read or haplotype
+  // that two pieces share is stored once in each (a few more bytes). Without `parallel`,
+  // or with fewer than two pieces, this is pack().
+  void pack(std::span<const duet::pairhmm::Pair> pairs, PairBatch& out,
+            std::vector<PairBatch>& pieces, const ParallelFor& parallel,
+            std::size_t piece_pairs = 4096) const;
 
  private:
   static constexpr int kQualities = duet::pairhmm::Model::kMaxQuality + 1;

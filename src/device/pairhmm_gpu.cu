@@ -463,17 +463,27 @@ WarpSteps warp_steps(const PairBatch& b, IntraShape shape) {
 // K > 1 (and the same-step rule above) passed every bit-for-bit test on the H100
 // (2026-11-22, 08:15 UTC, bench/RESULTS.md), where 8x2 ran 10s.in x64 at 219 GCUPS against
 // 196.6 for 16x1.
-IntraShape choose_intra_shape(const PairBatch& b) {
+IntraShape choose_intra_shape(const PairBatch& b, const ParallelFor& parallel) {
   constexpr double kSchedulers = 132 * 4;
-  IntraShape best = kShapes[0].shape;
-  double best_cost = -1;
-  for (const ShapeCost& s : kShapes) {
+  constexpr std::size_t kCount = sizeof(kShapes) / sizeof(kShapes[0]);
+  double costs[kCount];
+  const auto cost_of = [&](std::size_t k) {
+    const ShapeCost& s = kShapes[k];
     const WarpSteps steps = warp_steps(b, s.shape);
-    const double cost = std::max(steps.total * s.cycles_per_warp_step / kSchedulers,
-                                 steps.longest * s.latency_per_step);
-    if (best_cost < 0 || cost < best_cost) best = s.shape, best_cost = cost;
+    costs[k] = std::max(steps.total * s.cycles_per_warp_step / kSchedulers,
+                        steps.longest * s.latency_per_step);
+  };
+  if (parallel) {
+    parallel(kCount, 1, cost_of);
+  } else {
+    for (std::size_t k = 0; k < kCount; ++k) cost_of(k);
   }
-  return best;
+  // The first shape of least cost, as in table order.
+  std::size_t best = 0;
+  for (std::size_t k = 1; k < kCount; ++k) {
+    if (costs[k] < costs[best]) best = k;
+  }
+  return kShapes[best].shape;
 }
 
 namespace {
@@ -608,14 +618,15 @@ Slot& slot_at(std::vector<Slot>& slots, int slot) {
 }
 }  // namespace
 
-void PairhmmGpu::submit(int slot, const PairBatch& b, Kernel kernel) {
+void PairhmmGpu::submit(int slot, const PairBatch& b, Kernel kernel, const ParallelFor& parallel) {
   Slot& sl = slot_at(state_->slots, slot);
   if (sl.busy) throw std::logic_error("PairhmmGpu::submit: slot still holds a batch");
   check(cudaSetDevice(state_->device), "cudaSetDevice");
   const std::size_t n = b.pairs();
   // The intra-task shape is chosen on the host before any timing starts.
   IntraShape shape = shape_;
-  if (kernel == Kernel::intra_task && shape.lanes <= 0 && n > 0) shape = choose_intra_shape(b);
+  if (kernel == Kernel::intra_task && shape.lanes <= 0 && n > 0)
+    shape = choose_intra_shape(b, parallel);
   if (kernel == Kernel::intra_task && n > 0) last_shape_ = shape;
   sl.pairs = n;
   sl.staging = 0;
@@ -654,8 +665,20 @@ void PairhmmGpu::submit(int slot, const PairBatch& b, Kernel kernel) {
   }
   char* const host = sl.host;
   char* const dev = sl.buffers;
+  // The copies into the pinned buffer, in pieces of at most 4 MB (run on several threads
+  // with `parallel`).
+  struct Copy {
+    char* to;
+    const void* from;
+    std::size_t bytes;
+  };
+  std::vector<Copy> copies;
   const auto stage = [&](const Section& to, const auto& from) {
-    if (to.bytes > 0) std::memcpy(host + to.at, from.data(), to.bytes);
+    constexpr std::size_t kPiece = std::size_t{4} << 20;
+    for (std::size_t done = 0; done < to.bytes; done += kPiece) {
+      copies.push_back({host + to.at + done, reinterpret_cast<const char*>(from.data()) + done,
+                        std::min(kPiece, to.bytes - done)});
+    }
   };
   stage(parameters, b.parameters);
   stage(read_bases, b.read_bases);
@@ -666,6 +689,14 @@ void PairhmmGpu::submit(int slot, const PairBatch& b, Kernel kernel) {
   stage(column_offset, b.column_offset);
   stage(scratch_offset, b.scratch_offset);
   stage(initial, b.initial_deletion);
+  const auto copy = [&](std::size_t k) {
+    std::memcpy(copies[k].to, copies[k].from, copies[k].bytes);
+  };
+  if (parallel) {
+    parallel(copies.size(), 1, copy);
+  } else {
+    for (std::size_t k = 0; k < copies.size(); ++k) copy(k);
+  }
   sl.staging =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - staging_start).count();
   cudaStream_t s = sl.stream;

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -50,9 +51,14 @@ struct IntraShape {
   int lanes = 0, rows_per_lane = 0;
 };
 
+// Runs body(i) for i < n, in chunks, on several threads (a scheduler's host-loop runner).
+using ParallelFor = std::function<void(std::size_t n, std::size_t chunk,
+                                       const std::function<void(std::size_t)>& body)>;
+
 // The intra-task shape with the fewest estimated cycles for a batch (a table of measured
-// costs per warp step, see pairhmm_gpu.cu); host code, needs no device.
-IntraShape choose_intra_shape(const PairBatch& batch);
+// costs per warp step, see pairhmm_gpu.cu); host code, needs no device. With `parallel`,
+// the shapes are costed on several threads (the same choice).
+IntraShape choose_intra_shape(const PairBatch& batch, const ParallelFor& parallel = {});
 
 // CUDA devices usable (0 without a driver or device).
 int device_count();
@@ -94,7 +100,8 @@ class PairhmmGpu {
   // the slot's batch and writes its sums (batch.pairs() floats, possibly none) to `sums`.
   // A slot holds one batch from submit to finish (std::logic_error otherwise). On a CUDA
   // failure both throw std::runtime_error; then call abandon() before using the slots again.
-  void submit(int slot, const PairBatch& batch, Kernel kernel);
+  // With `parallel`, the shape choice and the staging run on several threads.
+  void submit(int slot, const PairBatch& batch, Kernel kernel, const ParallelFor& parallel = {});
   void finish(int slot, float* sums, SlotTimes* times = nullptr);
   // Waits for whatever the slots still run and forgets their batches.
   void abandon() noexcept;

@@ -64,7 +64,7 @@ std::vector<float> forward_sums_in_parts(PairhmmGpu& gpu, const PairPacker& pack
       const int slot = static_cast<int>(k % static_cast<std::size_t>(slots));
       if (busy[static_cast<std::size_t>(slot)]) collect(slot);
       const auto t2 = Clock::now();
-      gpu.submit(slot, packed, kernel);
+      gpu.submit(slot, packed, kernel, parallel);
       busy[static_cast<std::size_t>(slot)] = true;
       first_in[static_cast<std::size_t>(slot)] = begin;
       t.pack += seconds(t1 - t0);

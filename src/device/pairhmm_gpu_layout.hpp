@@ -21,9 +21,7 @@ class PairPacker {
   // `out`'s vectors are cleared and refilled (their capacity reused).
   void pack(std::span<const duet::pairhmm::Pair> pairs, PairBatch& out) const;
 
-  // Runs body(i) for i < n, in chunks, on several threads (a scheduler's host-loop runner).
-  using ParallelFor = std::function<void(std::size_t n, std::size_t chunk,
-                                         const std::function<void(std::size_t)>& body)>;
+  using ParallelFor = pairhmm::ParallelFor;
   // The same pairs packed in pieces of `piece_pairs` pairs on several threads (`parallel`),
   // each piece into one of `pieces` (scratch kept by the caller), then joined into `out`.
   // Every pair gets the same rows, bases and parameters as with pack(); a read or haplotype

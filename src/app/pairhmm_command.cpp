@@ -33,7 +33,7 @@ struct Options {
   int cpu = 0, min_base_quality = 6;
   double static_cpu_fraction = 0.5;
   std::int64_t block_cells = 1 << 22;
-  std::size_t queue_depth = 0, gpu_batch_blocks = 64;
+  std::size_t queue_depth = 0, gpu_batch_blocks = 256;
   int gpu_parts = 2;
   bool quiet = false, no_gpu = false, gpu_only = false;
 };
@@ -156,7 +156,7 @@ void add_pairhmm_command(CLI::App& app,
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
   cmd->add_option("--queue-depth", o->queue_depth,
                   "blocks waiting in the queue (0 = 2 per worker)");
-  cmd->add_option("--gpu-batch-blocks", o->gpu_batch_blocks, "blocks per GPU batch (default 64)")
+  cmd->add_option("--gpu-batch-blocks", o->gpu_batch_blocks, "blocks per GPU batch (default 256)")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
   cmd->add_option("--gpu-parts", o->gpu_parts,
                   "parts per GPU batch: the host packs one while the GPU runs the one before "

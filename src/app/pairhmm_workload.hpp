@@ -33,7 +33,7 @@ struct PairhmmRunOptions {
   double static_cpu_fraction = 0.5;
   std::int64_t block_cells = 1 << 22;
   std::size_t queue_depth = 0;
-  std::size_t gpu_batch_blocks = 64;
+  std::size_t gpu_batch_blocks = 256;
   int gpu_parts = 2;  // parts per GPU batch, overlapped on two streams (1: none)
   // Debug settings (DUET_DEBUG_TEST_GPU, DUET_DEBUG_GPU_FAULT_EVERY): feeders of a
   // CPU-backed test-double GPU, and every Nth GPU batch failing.

@@ -35,6 +35,7 @@ class PairBlocks final : public scheduler::BlockSource {
 
   scheduler::BlockPtr next() override {
     if (next_ == input_.size()) return nullptr;
+    const auto start = Clock::now();
     auto block = std::make_shared<scheduler::Block>();
     block->index = blocks_++;
     block->first_sequence = static_cast<std::int64_t>(next_);
@@ -51,9 +52,12 @@ class PairBlocks final : public scheduler::BlockSource {
     }
     block->residues.assign(static_cast<std::size_t>(units), Residue{0});
     done_ = static_cast<double>(next_) / static_cast<double>(input_.size());
+    seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
     return block;
   }
   double fraction_done() const override { return done_; }
+  // Time spent in next() (read once the scheduler is done).
+  double seconds() const { return seconds_; }
 
  private:
   void group_window() {
@@ -81,7 +85,8 @@ class PairBlocks final : public scheduler::BlockSource {
   std::vector<std::size_t> order_;
   std::size_t next_ = 0, grouped_end_ = 0;  // next pair to hand out; end of the grouped ones
   std::int64_t blocks_ = 0;
-  double done_ = 0;
+  double done_ = 0, seconds_ = 0;
+  using Clock = std::chrono::steady_clock;
 };
 
 // Where results go: one slot per pair, each written once by whoever ran its block.
@@ -219,6 +224,7 @@ PairhmmRun run_pairhmm(const pairhmm::Input& input, const pairhmm::Model& model,
     scheduler::BlockStore store(blocks, Alphabet::dna());
     run.schedule = scheduler::run_blocks(store, workload, backends, s);
   }
+  run.block_seconds = blocks.seconds();
   run.stopped = run.schedule.stopped;
   run.log10_likelihood = std::move(slots.log10);
   run.in_double = std::move(slots.in_double);

@@ -51,6 +51,7 @@ struct PairhmmRun {
   std::string cpu_kernel, gpu_kernel;  // names of the kernels used ("" when none)
   scheduler::RunSummary schedule;
   double seconds = 0;
+  double block_seconds = 0;  // making blocks (grouping pairs), on the scheduler's reader thread
   bool stopped = false;
 };
 

@@ -229,22 +229,29 @@ void forward_sums_inter_pair(void (*kernel)(const PairGroupView&), const Model& 
 // added to a group of size R x C so far: max(R, r) * max(C, c) - r * c.
 void group_pairs(std::span<const Pair> pairs, int W, std::vector<std::size_t>& order) {
   const std::size_t n = pairs.size();
-  order.resize(n);
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  // Sizes by cells (largest first), each a run of `order`.
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    const Pair &x = pairs[a], &y = pairs[b];
-    if (x.cells() != y.cells()) return x.cells() > y.cells();
-    if (x.rows() != y.rows()) return x.rows() < y.rows();
-    return a < b;
+  // Sizes by cells (largest first), each a run of `keys` (sorted on copies of the sizes,
+  // not through the pairs' pointers).
+  struct SizeKey {
+    std::int64_t cells;
+    std::int32_t rows, columns;
+    std::size_t index;
+  };
+  std::vector<SizeKey> keys(n);
+  for (std::size_t i = 0; i < n; ++i)
+    keys[i] = {pairs[i].cells(), pairs[i].rows(), pairs[i].columns(), i};
+  std::sort(keys.begin(), keys.end(), [](const SizeKey& x, const SizeKey& y) {
+    if (x.cells != y.cells) return x.cells > y.cells;
+    if (x.rows != y.rows) return x.rows < y.rows;
+    return x.index < y.index;
   });
+  order.resize(n);
   std::vector<std::int64_t> rows, columns;  // per size
   std::vector<std::size_t> next, end;       // per size: its pairs left, order[next, end)
   for (std::size_t i = 0; i < n; ++i) {
-    const Pair& p = pairs[order[i]];
-    if (i == 0 || p.rows() != rows.back() || p.columns() != columns.back()) {
-      rows.push_back(p.rows());
-      columns.push_back(p.columns());
+    order[i] = keys[i].index;
+    if (i == 0 || keys[i].rows != rows.back() || keys[i].columns != columns.back()) {
+      rows.push_back(keys[i].rows);
+      columns.push_back(keys[i].columns);
       next.push_back(i);
       end.push_back(i);
     }
@@ -269,6 +276,9 @@ void group_pairs(std::span<const Pair> pairs, int W, std::vector<std::size_t>& o
       if (filled == w || grouped.size() == n) break;
       std::int64_t best = -1;
       for (std::size_t s = first; s < sizes; ++s) {
+        // A size s leaves at least R * C - r * c idle cells, a bound that only grows with
+        // s (cells never grow along the sizes): past the best, no later size is better.
+        if (best >= 0 && R * C - rows[s] * columns[s] >= best) break;
         if (next[s] == end[s]) continue;
         const std::int64_t idle =
             std::max(R, rows[s]) * std::max(C, columns[s]) - rows[s] * columns[s];

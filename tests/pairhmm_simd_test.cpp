@@ -193,6 +193,72 @@ TEST(PairhmmGrouping, FullGroupsOfOneSizeFirst) {
     }
 }
 
+// group_pairs as its header describes it, written plainly: sizes by cells (largest
+// first, then fewer rows, then input order); a group starts with the largest size left and
+// takes the size leaving the fewest idle cells (the first such) until it is full.
+std::vector<std::size_t> plain_greedy_groups(const std::vector<Pair>& pairs, std::size_t lanes) {
+  std::vector<std::size_t> sorted(pairs.size());
+  for (std::size_t i = 0; i < sorted.size(); ++i) sorted[i] = i;
+  std::sort(sorted.begin(), sorted.end(), [&](std::size_t a, std::size_t b) {
+    if (pairs[a].cells() != pairs[b].cells()) return pairs[a].cells() > pairs[b].cells();
+    if (pairs[a].rows() != pairs[b].rows()) return pairs[a].rows() < pairs[b].rows();
+    return a < b;
+  });
+  std::vector<std::vector<std::size_t>> sizes;  // pairs left of each size, in sorted order
+  for (std::size_t i : sorted) {
+    if (sizes.empty() || pairs[i].rows() != pairs[sizes.back().front()].rows() ||
+        pairs[i].columns() != pairs[sizes.back().front()].columns())
+      sizes.emplace_back();
+    sizes.back().push_back(i);
+  }
+  std::vector<std::size_t> order;
+  while (order.size() < pairs.size()) {
+    std::size_t take = 0;
+    while (sizes[take].empty()) ++take;
+    std::int64_t R = 0, C = 0;
+    std::size_t filled = 0;
+    while (true) {
+      auto& left = sizes[take];
+      const std::size_t k = std::min(lanes - filled, left.size());
+      order.insert(order.end(), left.begin(), left.begin() + static_cast<std::ptrdiff_t>(k));
+      left.erase(left.begin(), left.begin() + static_cast<std::ptrdiff_t>(k));
+      filled += k;
+      const Pair& p = pairs[order.back()];
+      R = std::max<std::int64_t>(R, p.rows());
+      C = std::max<std::int64_t>(C, p.columns());
+      if (filled == lanes || order.size() == pairs.size()) break;
+      std::int64_t best = -1;
+      for (std::size_t s = 0; s < sizes.size(); ++s) {
+        if (sizes[s].empty()) continue;
+        const Pair& q = pairs[sizes[s].front()];
+        const std::int64_t idle =
+            std::max<std::int64_t>(R, q.rows()) * std::max<std::int64_t>(C, q.columns()) -
+            q.cells();
+        if (best < 0 || idle < best) {
+          best = idle;
+          take = s;
+        }
+      }
+    }
+  }
+  return order;
+}
+
+TEST(PairhmmGrouping, SameGroupsAsThePlainGreedy) {
+  std::mt19937_64 rng(test::test_seed());
+  for (int round = 0; round < 20; ++round) {
+    const int max_length = round % 3 == 0 ? 6 : round % 3 == 1 ? 40 : 300;
+    const Input input = test::random_input(rng, 1 + static_cast<int>(rng() % 60), max_length, 6, 6);
+    const std::vector<Pair> pairs = input.pair_list();
+    for (std::size_t lanes : {1u, 4u, 8u, 16u}) {
+      std::vector<std::size_t> order;
+      group_pairs(pairs, static_cast<int>(lanes), order);
+      EXPECT_EQ(order, plain_greedy_groups(pairs, lanes))
+          << "round " << round << ", " << pairs.size() << " pairs, " << lanes << " lanes";
+    }
+  }
+}
+
 TEST_P(PairhmmKernel, EveryFourBitBaseCode) {
   // The emission keys cover codes 0..15 (a match: the codes share a bit), not only the
   // reader's A, C, G, T and N.

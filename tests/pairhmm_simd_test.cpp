@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <cstring>
 #include <random>
+#include <span>
 #include <stdexcept>
+#include <vector>
 
 #include "core/error.hpp"
 #include "core/pairhmm_model.hpp"
@@ -107,6 +109,154 @@ TEST_P(PairhmmKernel, ManyPairsInAnyOrder) {
   expect_canonical(Model{}, pairs);
   std::shuffle(pairs.begin(), pairs.end(), rng);
   expect_canonical(Model{}, pairs);
+}
+
+TEST_P(PairhmmKernel, GroupedFormOnGroupedPairs) {
+  // The grouped form on pairs grouped as the scheduler's blocks hold them: windows of
+  // kGroupingPairs input pairs, each ordered by group_pairs, cut into runs of whole groups
+  // (a block) at random; each run's sums bit for bit canonical and near the reference.
+  std::mt19937_64 rng(test::test_seed());
+  const Input input = test::random_input(rng, 200, 200, 5, 5);
+  const Model model;
+  const std::vector<Pair> pairs = input.pair_list();
+  ASSERT_GT(pairs.size(), kGroupingPairs + 100);
+  const auto lanes = static_cast<std::size_t>(GetParam().lanes);
+  std::vector<Pair> grouped;
+  std::vector<std::size_t> order, input_index;
+  for (std::size_t start = 0; start < pairs.size(); start += kGroupingPairs) {
+    const auto window =
+        std::span<const Pair>(pairs).subspan(start, std::min(kGroupingPairs, pairs.size() - start));
+    group_pairs(window, GetParam().lanes, order);
+    // A permutation of the window: every pair once.
+    std::vector<std::size_t> sorted = order;
+    std::sort(sorted.begin(), sorted.end());
+    for (std::size_t k = 0; k < window.size(); ++k) ASSERT_EQ(sorted[k], k);
+    for (std::size_t k : order) {
+      grouped.push_back(window[k]);
+      input_index.push_back(start + k);
+    }
+  }
+  std::vector<float> sums(grouped.size(), -1.0f);
+  for (std::size_t first = 0; first < grouped.size();) {
+    const std::size_t n = std::min(grouped.size() - first, lanes * (1 + rng() % 80));
+    GetParam().grouped(model, std::span<const Pair>(grouped).subspan(first, n),
+                       sums.data() + first);
+    first += n;
+  }
+  int in_double = 0;
+  for (std::size_t i = 0; i < grouped.size(); ++i) {
+    const float canonical = duet::pairhmm::forward_sum<float>(model, grouped[i]);
+    ASSERT_EQ(std::memcmp(&sums[i], &canonical, sizeof(float)), 0)
+        << "grouped pair " << i << " (input pair " << input_index[i] << ")";
+    const auto l = duet::pairhmm::finish_likelihood(model, grouped[i], sums[i]);
+    const double reference = duet::pairhmm::reference_log10_likelihood(model, grouped[i]);
+    if (l.in_double) {
+      EXPECT_EQ(l.log10, reference) << "input pair " << input_index[i];
+    } else {
+      EXPECT_NEAR(l.log10, reference, 1e-4) << "input pair " << input_index[i];
+    }
+    in_double += l.in_double;
+  }
+  EXPECT_GT(in_double, 0) << "no pair needed the double fallback";
+}
+
+TEST(PairhmmGrouping, FullGroupsOfOneSizeFirst) {
+  // Sizes 5x7 (20 pairs) and 3x2 (12 pairs), interleaved: with 8 lanes, the larger size
+  // first (two groups of it, then its last 4 pairs with 4 of the smaller), each size in
+  // input order.
+  std::mt19937_64 rng(test::test_seed());
+  Input input = test::random_input(rng, 1, 10, 1, 1);
+  duet::pairhmm::Read big = input.batches[0].reads[0], small = big;
+  auto resize = [](duet::pairhmm::Read& r, std::size_t n) {
+    for (auto* v :
+         {&r.bases, &r.base_quality, &r.insertion_quality, &r.deletion_quality, &r.gcp_quality})
+      v->resize(n, v->front());
+  };
+  resize(big, 5);
+  resize(small, 3);
+  duet::pairhmm::Haplotype wide{std::vector<std::uint8_t>(7, duet::pairhmm::kA)};
+  duet::pairhmm::Haplotype narrow{std::vector<std::uint8_t>(2, duet::pairhmm::kC)};
+  std::vector<Pair> pairs;
+  for (int k = 0; k < 32; ++k)
+    pairs.push_back(k % 8 < 5 ? Pair{&big, &wide} : Pair{&small, &narrow});
+  std::vector<std::size_t> order;
+  group_pairs(pairs, 8, order);
+  ASSERT_EQ(order.size(), pairs.size());
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const bool expect_big = k < 20;
+    EXPECT_EQ(pairs[order[k]].read == &big, expect_big) << "position " << k;
+  }
+  // Within a size, input order.
+  for (std::size_t k = 1; k < order.size(); ++k)
+    if (pairs[order[k]].read == pairs[order[k - 1]].read) {
+      EXPECT_LT(order[k - 1], order[k]);
+    }
+}
+
+// group_pairs as its header describes it, written plainly: sizes by cells (largest
+// first, then fewer rows, then input order); a group starts with the largest size left and
+// takes the size leaving the fewest idle cells (the first such) until it is full.
+std::vector<std::size_t> plain_greedy_groups(const std::vector<Pair>& pairs, std::size_t lanes) {
+  std::vector<std::size_t> sorted(pairs.size());
+  for (std::size_t i = 0; i < sorted.size(); ++i) sorted[i] = i;
+  std::sort(sorted.begin(), sorted.end(), [&](std::size_t a, std::size_t b) {
+    if (pairs[a].cells() != pairs[b].cells()) return pairs[a].cells() > pairs[b].cells();
+    if (pairs[a].rows() != pairs[b].rows()) return pairs[a].rows() < pairs[b].rows();
+    return a < b;
+  });
+  std::vector<std::vector<std::size_t>> sizes;  // pairs left of each size, in sorted order
+  for (std::size_t i : sorted) {
+    if (sizes.empty() || pairs[i].rows() != pairs[sizes.back().front()].rows() ||
+        pairs[i].columns() != pairs[sizes.back().front()].columns())
+      sizes.emplace_back();
+    sizes.back().push_back(i);
+  }
+  std::vector<std::size_t> order;
+  while (order.size() < pairs.size()) {
+    std::size_t take = 0;
+    while (sizes[take].empty()) ++take;
+    std::int64_t R = 0, C = 0;
+    std::size_t filled = 0;
+    while (true) {
+      auto& left = sizes[take];
+      const std::size_t k = std::min(lanes - filled, left.size());
+      order.insert(order.end(), left.begin(), left.begin() + static_cast<std::ptrdiff_t>(k));
+      left.erase(left.begin(), left.begin() + static_cast<std::ptrdiff_t>(k));
+      filled += k;
+      const Pair& p = pairs[order.back()];
+      R = std::max<std::int64_t>(R, p.rows());
+      C = std::max<std::int64_t>(C, p.columns());
+      if (filled == lanes || order.size() == pairs.size()) break;
+      std::int64_t best = -1;
+      for (std::size_t s = 0; s < sizes.size(); ++s) {
+        if (sizes[s].empty()) continue;
+        const Pair& q = pairs[sizes[s].front()];
+        const std::int64_t idle =
+            std::max<std::int64_t>(R, q.rows()) * std::max<std::int64_t>(C, q.columns()) -
+            q.cells();
+        if (best < 0 || idle < best) {
+          best = idle;
+          take = s;
+        }
+      }
+    }
+  }
+  return order;
+}
+
+TEST(PairhmmGrouping, SameGroupsAsThePlainGreedy) {
+  std::mt19937_64 rng(test::test_seed());
+  for (int round = 0; round < 20; ++round) {
+    const int max_length = round % 3 == 0 ? 6 : round % 3 == 1 ? 40 : 300;
+    const Input input = test::random_input(rng, 1 + static_cast<int>(rng() % 60), max_length, 6, 6);
+    const std::vector<Pair> pairs = input.pair_list();
+    for (std::size_t lanes : {1u, 4u, 8u, 16u}) {
+      std::vector<std::size_t> order;
+      group_pairs(pairs, static_cast<int>(lanes), order);
+      EXPECT_EQ(order, plain_greedy_groups(pairs, lanes))
+          << "round " << round << ", " << pairs.size() << " pairs, " << lanes << " lanes";
+    }
+  }
 }
 
 TEST_P(PairhmmKernel, EveryFourBitBaseCode) {

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 
 #include "app/search.hpp"
@@ -23,6 +24,7 @@
 #include "core/text_reader.hpp"
 #include "io/hdf5_file.hpp"
 #include "scheduler/block_queue.hpp"
+#include "scheduler/block_store.hpp"
 #include "scheduler/result_sink.hpp"
 #include "scheduler/scheduler.hpp"
 #include "search_compare.hpp"
@@ -349,6 +351,68 @@ TEST(SchedulerParts, AdaptiveBatchShrinksAsWorkRunsOut) {
     previous = batch;
     left -= batch;
     ASSERT_LT(++batches, 40);
+  }
+}
+
+// Blocks made in memory (the pair-HMM's source): every block reaches the workload once, on
+// any number of workers; such a store has one pass.
+TEST(SchedulerParts, BlockSourceFeedsOnePass) {
+  class CountingSource final : public scheduler::BlockSource {
+   public:
+    explicit CountingSource(int blocks) : blocks_(blocks) {}
+    scheduler::BlockPtr next() override {
+      if (made_ == blocks_) return nullptr;
+      auto b = std::make_shared<scheduler::Block>();
+      b->index = made_;
+      b->first_sequence = first_;
+      const int sequences = 1 + made_ % 3;
+      for (int i = 0; i < sequences; ++i) {
+        b->residues.resize(b->residues.size() + static_cast<std::size_t>(1 + i));
+        b->end_sequence();
+      }
+      first_ += sequences;
+      ++made_;
+      return b;
+    }
+    double fraction_done() const override { return static_cast<double>(made_) / blocks_; }
+
+   private:
+    int blocks_, made_ = 0;
+    std::int64_t first_ = 0;
+  };
+  class Recorder final : public scheduler::Workload {
+   public:
+    std::int64_t cells_per_residue() const override { return 1; }
+    std::int64_t run_block(const scheduler::Block& block, int) override {
+      std::lock_guard lock(mutex);
+      runs[block.index] += 1;
+      firsts[block.index] = block.first_sequence;
+      return static_cast<std::int64_t>(block.sequences());
+    }
+    std::int64_t run_post(const scheduler::Block& block, int) override {
+      return static_cast<std::int64_t>(block.sequences());
+    }
+    std::mutex mutex;
+    std::map<std::int64_t, int> runs;
+    std::map<std::int64_t, std::int64_t> firsts;
+  };
+  for (int workers : {1, 4}) {
+    CountingSource source(50);
+    scheduler::BlockStore store(source, Alphabet::dna());
+    Recorder recorder;
+    scheduler::SchedulerOptions options;
+    options.cpu_workers = workers;
+    const scheduler::RunSummary summary = scheduler::run_blocks(store, recorder, {}, options);
+    EXPECT_EQ(summary.blocks, 50);
+    ASSERT_EQ(recorder.runs.size(), 50u);
+    std::int64_t first = 0;
+    for (std::int64_t b = 0; b < 50; ++b) {
+      EXPECT_EQ(recorder.runs[b], 1) << "block " << b;
+      EXPECT_EQ(recorder.firsts[b], first) << "block " << b;
+      first += 1 + b % 3;
+    }
+    EXPECT_EQ(summary.sequences, first);
+    EXPECT_THROW(store.begin_pass(), std::logic_error);
   }
 }
 

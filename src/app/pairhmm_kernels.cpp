@@ -25,7 +25,7 @@ const CpuKernel& select_cpu_kernel(const std::string& isa) {
   if (it == kernels.end()) {
     const std::string description =
         v.lanes == 1 ? "scalar float" : name + " inter-pair x" + std::to_string(v.lanes) + " float";
-    it = kernels.emplace(name, CpuKernel{description, name, v.function}).first;
+    it = kernels.emplace(name, CpuKernel{description, name, v.lanes, v.function, v.grouped}).first;
   }
   return it->second;
 }

@@ -16,7 +16,9 @@ namespace duet::app {
 struct CpuKernel {
   std::string name;  // e.g. "avx512 inter-pair x16 float"
   std::string isa;   // scalar, avx2, avx512
+  int lanes = 1;     // pairs per group of the kernel
   pairhmm::ForwardSumsFunction function = nullptr;
+  pairhmm::ForwardSumsFunction grouped = nullptr;  // on pairs grouped by group_pairs(lanes)
 };
 
 // "auto": the fastest the CPU has; otherwise the named ISA, a UsageError when the CPU or

@@ -1,75 +1,110 @@
 // The pair-HMM workload through the scheduler (see pairhmm_workload.hpp).
 #include "app/pairhmm_workload.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
-#include <fstream>
 #include <memory>
+#include <numeric>
 #include <thread>
 
 #include "app/pairhmm_kernels.hpp"
 #include "core/alphabet.hpp"
 #include "core/error.hpp"
+#include "host_simd/pairhmm_simd.hpp"
 
 namespace duet::app {
 
 namespace {
 
-// The temporary FASTA file of the work-unit adapter: one record per pair, in input order,
-// of max(1, round(cells / kCellsPerUnit)) placeholder residues. Removed on destruction.
-class WorkUnitFile {
+// The pairs in grouped order and the blocks of whole groups the scheduler hands out (see
+// pairhmm_workload.hpp). The grouping runs on the scheduler's reader thread, window by
+// window of kGroupingPairs input pairs, as blocks are asked for; a block's pairs are
+// written before the block is handed out and never change after.
+class PairBlocks final : public scheduler::BlockSource {
  public:
-  explicit WorkUnitFile(std::span<const pairhmm::Pair> pairs) {
-    static std::atomic<int> counter{0};
-    path_ =
-        (std::filesystem::temp_directory_path() /
-         ("duet-pairhmm-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + ".fa"))
-            .string();
-    std::ofstream out(path_, std::ios::binary);
-    std::string record;
-    for (const pairhmm::Pair& p : pairs) {
-      const std::int64_t units =
-          std::max<std::int64_t>(1, (p.cells() + kCellsPerUnit / 2) / kCellsPerUnit);
-      record.assign(">p\n");
-      record.append(static_cast<std::size_t>(units), 'A');
-      record.push_back('\n');
-      out << record;
+  PairBlocks(std::span<const pairhmm::Pair> pairs, int lanes, std::int64_t block_cells)
+      : input_(pairs),
+        lanes_(static_cast<std::size_t>(lanes)),
+        block_units_(std::max<std::int64_t>(1, block_cells / kCellsPerUnit)),
+        grouped_(pairs.size()),
+        input_index_(pairs.size()) {}
+
+  // Pair k of the grouped order, and its place in the input.
+  std::span<const pairhmm::Pair> grouped() const { return grouped_; }
+  std::span<const std::size_t> input_index() const { return input_index_; }
+
+  scheduler::BlockPtr next() override {
+    if (next_ == input_.size()) return nullptr;
+    const auto start = Clock::now();
+    auto block = std::make_shared<scheduler::Block>();
+    block->index = blocks_++;
+    block->first_sequence = static_cast<std::int64_t>(next_);
+    std::int64_t units = 0;
+    while (next_ < input_.size() && units < block_units_) {
+      if (next_ == grouped_end_) group_window();
+      // One group: `lanes_` pairs, fewer at the end of the input.
+      const std::size_t end = std::min(next_ + lanes_, grouped_end_);
+      for (; next_ < end; ++next_) {
+        units += std::max<std::int64_t>(
+            1, (grouped_[next_].cells() + kCellsPerUnit / 2) / kCellsPerUnit);
+        block->offsets.push_back(units);
+      }
     }
-    out.flush();
-    if (!out) {
-      std::filesystem::remove(path_);
-      throw std::runtime_error("cannot write the temporary work-unit file " + path_);
-    }
+    block->residues.assign(static_cast<std::size_t>(units), Residue{0});
+    done_ = static_cast<double>(next_) / static_cast<double>(input_.size());
+    seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
+    return block;
   }
-  ~WorkUnitFile() {
-    std::error_code ignored;
-    std::filesystem::remove(path_, ignored);
-  }
-  WorkUnitFile(const WorkUnitFile&) = delete;
-  WorkUnitFile& operator=(const WorkUnitFile&) = delete;
-  const std::string& path() const { return path_; }
+  double fraction_done() const override { return done_; }
+  // Time spent in next() (read once the scheduler is done).
+  double seconds() const { return seconds_; }
 
  private:
-  std::string path_;
+  void group_window() {
+    const std::size_t start = grouped_end_;
+    const std::size_t n = std::min(simd::pairhmm::kGroupingPairs, input_.size() - start);
+    const auto window = input_.subspan(start, n);
+    order_.resize(n);
+    if (lanes_ > 1) {
+      simd::pairhmm::group_pairs(window, static_cast<int>(lanes_), order_);
+    } else {
+      std::iota(order_.begin(), order_.end(), std::size_t{0});
+    }
+    for (std::size_t k = 0; k < n; ++k) {
+      grouped_[start + k] = window[order_[k]];
+      input_index_[start + k] = start + order_[k];
+    }
+    grouped_end_ = start + n;
+  }
+
+  std::span<const pairhmm::Pair> input_;
+  std::size_t lanes_;
+  std::int64_t block_units_;
+  std::vector<pairhmm::Pair> grouped_;
+  std::vector<std::size_t> input_index_;
+  std::vector<std::size_t> order_;
+  std::size_t next_ = 0, grouped_end_ = 0;  // next pair to hand out; end of the grouped ones
+  std::int64_t blocks_ = 0;
+  double done_ = 0, seconds_ = 0;
+  using Clock = std::chrono::steady_clock;
 };
 
 // Where results go: one slot per pair, each written once by whoever ran its block.
 struct ResultSlots {
   const pairhmm::Model& model;
-  std::span<const pairhmm::Pair> pairs;
-  std::vector<double> log10;
+  std::span<const pairhmm::Pair> pairs;      // grouped order (blocks' numbering)
+  std::span<const std::size_t> input_index;  // per pair of `pairs`: its input number
+  std::vector<double> log10;                 // input order
   std::vector<std::uint8_t> in_double;
 
-  // Turns the float sums of a block's pairs into reported values.
+  // Turns the float sums of a block's pairs (pairs first, first + 1, ...) into reported
+  // values.
   void finish(std::int64_t first, std::span<const float> sums) {
     for (std::size_t i = 0; i < sums.size(); ++i) {
       const auto k = static_cast<std::size_t>(first) + i;
       const pairhmm::Likelihood l = pairhmm::finish_likelihood(model, pairs[k], sums[i]);
-      log10[k] = l.log10;
-      in_double[k] = l.in_double ? 1 : 0;
+      log10[input_index[k]] = l.log10;
+      in_double[input_index[k]] = l.in_double ? 1 : 0;
     }
   }
 };
@@ -84,7 +119,7 @@ class PairhmmWorkload final : public scheduler::Workload {
     const auto pairs =
         slots_.pairs.subspan(static_cast<std::size_t>(block.first_sequence), block.sequences());
     sums.resize(pairs.size());
-    kernel_.function(slots_.model, pairs, sums.data());
+    kernel_.grouped(slots_.model, pairs, sums.data());  // a block holds whole groups
     slots_.finish(block.first_sequence, sums);
     return static_cast<std::int64_t>(pairs.size());
   }
@@ -136,11 +171,14 @@ PairhmmRun run_pairhmm(const pairhmm::Input& input, const pairhmm::Model& model,
                        const PairhmmRunOptions& options) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
-  const std::vector<pairhmm::Pair> pairs = input.pair_list();
+  const std::vector<pairhmm::Pair> input_pairs = input.pair_list();
+  const CpuKernel& kernel = select_cpu_kernel(options.isa);
+  PairBlocks blocks(input_pairs, kernel.lanes, options.block_cells);
+  const std::span<const pairhmm::Pair> pairs = blocks.grouped();
 
   std::vector<std::unique_ptr<scheduler::GpuBackend>> devices;
   std::string gpu_kernel;
-  ResultSlots slots{model, pairs, std::vector<double>(pairs.size()),
+  ResultSlots slots{model, pairs, blocks.input_index(), std::vector<double>(pairs.size()),
                     std::vector<std::uint8_t>(pairs.size())};
   if (options.gpu != PairhmmRunOptions::Gpu::off) {
     if (options.test_gpus > 0) {
@@ -161,12 +199,9 @@ PairhmmRun run_pairhmm(const pairhmm::Input& input, const pairhmm::Model& model,
   }
   const int gpus = static_cast<int>(devices.size());
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const CpuKernel& kernel = select_cpu_kernel(options.isa);
 
   scheduler::SchedulerOptions s;
   s.cpu_workers = options.cpu_workers > 0 ? options.cpu_workers : std::max(1, cores - gpus);
-  s.block_residues =
-      static_cast<std::size_t>(std::max<std::int64_t>(1, options.block_cells / kCellsPerUnit));
   s.queue_depth = options.queue_depth;
   s.gpu_batch_blocks = options.gpu_batch_blocks;
   s.gpu_batch_residues = std::int64_t{1} << 40;  // batches bounded by their number of blocks
@@ -186,9 +221,10 @@ PairhmmRun run_pairhmm(const pairhmm::Input& input, const pairhmm::Model& model,
   std::vector<scheduler::GpuBackend*> backends;
   for (auto& d : devices) backends.push_back(d.get());
   if (!pairs.empty()) {
-    const WorkUnitFile units(pairs);
-    run.schedule = scheduler::run_blocks(units.path(), Alphabet::dna(), workload, backends, s);
+    scheduler::BlockStore store(blocks, Alphabet::dna());
+    run.schedule = scheduler::run_blocks(store, workload, backends, s);
   }
+  run.block_seconds = blocks.seconds();
   run.stopped = run.schedule.stopped;
   run.log10_likelihood = std::move(slots.log10);
   run.in_double = std::move(slots.in_double);

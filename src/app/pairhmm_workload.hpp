@@ -1,14 +1,15 @@
 // The pair-HMM workload as the app runs it: every pair of an Input scored through the
 // hybrid scheduler (src/scheduler), results in input order whatever the split.
 //
-// Work-unit adapter: the scheduler streams blocks of database sequences from a FASTA file.
-// Pairs are not sequences, so each pair becomes one placeholder record of a temporary
-// FASTA file whose length is the pair's cost in units of kCellsPerUnit DP cells (at least
-// one); the scheduler then forms blocks of pairs sized by cells, and the workload maps a
-// block's records back to pairs by number (block.first_sequence). Trace cells are counted
-// in those units (within kCellsPerUnit per pair of the exact count); exact totals are in
-// PairhmmRun. A scheduler fed by a block source rather than a path would make this
-// adapter unnecessary.
+// Blocks of pairs: the scheduler takes its blocks from a BlockSource that makes them in
+// memory. Pairs are grouped as the CPU kernel groups them (simd::pairhmm::group_pairs,
+// kGroupingPairs pairs of input order at a time), a block holds whole groups of about
+// block_cells cells, and the CPU kernel takes the groups as they are (its `grouped` form):
+// grouping over more pairs than a block holds leaves fewer lanes idle. A block's
+// "sequences" are its pairs in that grouped order; its "residues" are a count of
+// kCellsPerUnit DP cells per pair (at least one), the cost the scheduler balances, so
+// trace cells are within kCellsPerUnit per pair of the exact count (exact totals are in
+// PairhmmRun). Results are put back in input order.
 #pragma once
 
 #include <atomic>
@@ -50,6 +51,7 @@ struct PairhmmRun {
   std::string cpu_kernel, gpu_kernel;  // names of the kernels used ("" when none)
   scheduler::RunSummary schedule;
   double seconds = 0;
+  double block_seconds = 0;  // making blocks (grouping pairs), on the scheduler's reader thread
   bool stopped = false;
 };
 

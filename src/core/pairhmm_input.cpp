@@ -13,8 +13,10 @@ namespace duet::pairhmm {
 
 namespace {
 
-std::vector<std::string_view> split_fields(std::string_view line) {
-  std::vector<std::string_view> fields;
+// The fields of a line (separated by spaces and tabs), into `fields`: its capacity is
+// reused from line to line.
+void split_fields(std::string_view line, std::vector<std::string_view>& fields) {
+  fields.clear();
   std::size_t i = 0;
   while (i < line.size()) {
     while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
@@ -23,10 +25,11 @@ std::vector<std::string_view> split_fields(std::string_view line) {
     while (i < line.size() && line[i] != ' ' && line[i] != '\t') ++i;
     fields.push_back(line.substr(start, i - start));
   }
-  return fields;
 }
 
-bool is_blank(std::string_view line) { return split_fields(line).empty(); }
+bool is_blank(std::string_view line) {
+  return line.find_first_not_of(" \t") == line.npos;
+}
 
 class Parser {
  public:
@@ -102,9 +105,10 @@ class Parser {
 
 void read_gkl(TextReader& text, Input& input, std::string& line, bool have_line) {
   Parser parse(text);
+  std::vector<std::string_view> fields;
   for (; have_line || text.next_line(line); have_line = false) {
     if (is_blank(line) || line[0] == '#') continue;
-    const auto fields = split_fields(line);
+    split_fields(line, fields);
     if (fields.size() != 6 && fields.size() != 7) {
       parse.fail("expected 6 or 7 columns (haplotype, read, base, insertion, deletion and "
                  "gap-continuation qualities, optional expected log10), found " +
@@ -128,9 +132,10 @@ void read_batches(TextReader& text, Input& input, std::string& line, bool have_l
     throw InputError(text.path(), text.line_number(), std::string("unexpected end of file: expected ") + expecting);
   };
   std::int64_t pairs = 0;
+  std::vector<std::string_view> fields;
   for (; have_line || text.next_line(line); have_line = false) {
     if (is_blank(line)) continue;
-    auto fields = split_fields(line);
+    split_fields(line, fields);
     if (fields.size() != 2) {
       parse.fail("expected a batch header 'R H' (numbers of reads and haplotypes), found " +
                  std::to_string(fields.size()) + " columns");
@@ -141,7 +146,7 @@ void read_batches(TextReader& text, Input& input, std::string& line, bool have_l
     const std::int64_t haplotypes = parse.count(fields[1], "haplotypes");
     for (std::int64_t i = 0; i < reads; ++i) {
       next_content_line("a read line");
-      fields = split_fields(line);
+      split_fields(line, fields);
       if (fields.size() != 5) {
         parse.fail("expected a read line with 5 columns (bases, base, insertion, deletion and "
                    "gap-continuation qualities), found " + std::to_string(fields.size()));
@@ -150,7 +155,7 @@ void read_batches(TextReader& text, Input& input, std::string& line, bool have_l
     }
     for (std::int64_t i = 0; i < haplotypes; ++i) {
       next_content_line("a haplotype line");
-      fields = split_fields(line);
+      split_fields(line, fields);
       if (fields.size() != 1) {
         parse.fail("expected a haplotype line with 1 column, found " + std::to_string(fields.size()));
       }
@@ -229,7 +234,8 @@ Input read_input(const std::string& path, Format format) {
   }
   if (!have_line) throw InputError(path, 0, "no pairs: the file is empty");
   if (format == Format::automatic) {
-    const auto fields = split_fields(line);
+    std::vector<std::string_view> fields;
+    split_fields(line, fields);
     format = fields.size() == 2 ? Format::batch : Format::gkl;
   }
   input.format = format;

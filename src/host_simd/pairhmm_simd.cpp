@@ -10,6 +10,7 @@
 #include <memory>
 #include <numeric>
 #include <stdexcept>
+#include <unordered_map>
 #include <vector>
 
 #include "core/error.hpp"
@@ -58,14 +59,17 @@ struct Workspace {
   std::vector<RowParameters<float>> one_read;
   std::vector<PackedRow> rows;         // the rows of the call's reads
   std::vector<std::size_t> pair_rows;  // per pair: its read's first row in `rows`
-  std::vector<std::size_t> order;      // the pairs group by group (group_order)
+  std::unordered_map<const duet::pairhmm::Read*, std::size_t> read_at;  // read: first row
+  std::vector<std::size_t> order;  // the pairs group by group (group_pairs)
 };
 
-// The rows of every pair's read, computed once per run of pairs sharing a read (the pairs
-// of a read are consecutive in the batch format's order).
+// The rows of every pair's read, computed once per read of the call: a pair whose read is
+// the previous pair's (the batch format's order) or one seen before (grouped pairs) shares
+// its rows.
 void read_rows(const Model& model, std::span<const Pair> pairs, Workspace& ws) {
   ws.rows.clear();
   ws.pair_rows.resize(pairs.size());
+  ws.read_at.clear();
   std::uint8_t codes = 0;  // every base code, or-ed
   for (std::size_t i = 0; i < pairs.size(); ++i) {
     for (std::uint8_t b : pairs[i].haplotype->bases) codes |= b;
@@ -73,7 +77,9 @@ void read_rows(const Model& model, std::span<const Pair> pairs, Workspace& ws) {
       ws.pair_rows[i] = ws.pair_rows[i - 1];
       continue;
     }
-    ws.pair_rows[i] = ws.rows.size();
+    const auto [seen, first_use] = ws.read_at.try_emplace(pairs[i].read, ws.rows.size());
+    ws.pair_rows[i] = seen->second;
+    if (!first_use) continue;
     model.rows(*pairs[i].read, ws.one_read);
     for (std::size_t r = 0; r < ws.one_read.size(); ++r) {
       const RowParameters<float>& p = ws.one_read[r];
@@ -173,33 +179,79 @@ PairGroupView pack_group(std::span<const Pair> pairs, std::span<const std::size_
   return g;
 }
 
-// Pairs per call of the grouping (and of the rows kept per thread).
-constexpr std::size_t kChunkPairs = 1024;
+// Flush to zero (MXCSR bit 15) while a kernel runs, as the canonical computation defines;
+// the caller's mode is restored after.
+class FlushToZero {
+ public:
+  FlushToZero() : saved_(simde_mm_getcsr()) { simde_mm_setcsr(saved_ | 0x8000u); }
+  ~FlushToZero() { simde_mm_setcsr(saved_); }
+  FlushToZero(const FlushToZero&) = delete;
+  FlushToZero& operator=(const FlushToZero&) = delete;
 
-// The groups of W lanes: order[g * W .. g * W + W) are group g's pairs (the last group may
-// be partial). Lanes idle where a pair is smaller than its group's largest read and
-// haplotype, so pairs are grouped greedily by size: pairs of one size (rows, columns) are
-// taken together; a group starts with the largest size left, then takes the size that
-// leaves the fewest idle cells in the lane it fills, max(R, r) * max(C, c) - r * c with
-// R x C the group's size so far, until the group is full.
-void group_order(std::span<const Pair> pairs, int W, std::vector<std::size_t>& order) {
+ private:
+  unsigned saved_;
+};
+
+// Grouped: the pairs come in groups of W as group_pairs orders them (the caller grouped
+// them); otherwise the kernel groups them.
+template <int W, bool kGrouped>
+void forward_sums_inter_pair(void (*kernel)(const PairGroupView&), const Model& model,
+                             std::span<const Pair> pairs, float* sums) {
+  static_assert(kGroupingPairs % W == 0, "groups must not straddle two chunks");
+  thread_local Workspace ws;
+  const FlushToZero flush_to_zero;
+  // At most kGroupingPairs pairs at a time: bounds the rows kept and the grouping's work.
+  for (std::size_t start = 0; start < pairs.size(); start += kGroupingPairs) {
+    const std::span<const Pair> chunk =
+        pairs.subspan(start, std::min(kGroupingPairs, pairs.size() - start));
+    read_rows(model, chunk, ws);
+    if constexpr (kGrouped) {
+      ws.order.resize(chunk.size());
+      std::iota(ws.order.begin(), ws.order.end(), std::size_t{0});
+    } else {
+      group_pairs(chunk, W, ws.order);
+    }
+    for (std::size_t first = 0; first < ws.order.size(); first += W) {
+      const std::span<const std::size_t> members(ws.order.data() + first,
+                                                 std::min<std::size_t>(W, ws.order.size() - first));
+      const PairGroupView g = pack_group(chunk, members, W, ws);
+      kernel(g);
+      for (std::size_t lane = 0; lane < members.size(); ++lane)
+        sums[start + members[lane]] = g.sums[lane];
+    }
+  }
+}
+
+}  // namespace
+
+// Lanes idle where a pair is smaller than its group's largest read and haplotype, so
+// pairs are grouped greedily by size (see pairhmm_simd.hpp); the idle cells of a size r x c
+// added to a group of size R x C so far: max(R, r) * max(C, c) - r * c.
+void group_pairs(std::span<const Pair> pairs, int W, std::vector<std::size_t>& order) {
   const std::size_t n = pairs.size();
-  order.resize(n);
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  // Sizes by cells (largest first), each a run of `order`.
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    const Pair &x = pairs[a], &y = pairs[b];
-    if (x.cells() != y.cells()) return x.cells() > y.cells();
-    if (x.rows() != y.rows()) return x.rows() < y.rows();
-    return a < b;
+  // Sizes by cells (largest first), each a run of `keys` (sorted on copies of the sizes,
+  // not through the pairs' pointers).
+  struct SizeKey {
+    std::int64_t cells;
+    std::int32_t rows, columns;
+    std::size_t index;
+  };
+  std::vector<SizeKey> keys(n);
+  for (std::size_t i = 0; i < n; ++i)
+    keys[i] = {pairs[i].cells(), pairs[i].rows(), pairs[i].columns(), i};
+  std::sort(keys.begin(), keys.end(), [](const SizeKey& x, const SizeKey& y) {
+    if (x.cells != y.cells) return x.cells > y.cells;
+    if (x.rows != y.rows) return x.rows < y.rows;
+    return x.index < y.index;
   });
+  order.resize(n);
   std::vector<std::int64_t> rows, columns;  // per size
   std::vector<std::size_t> next, end;       // per size: its pairs left, order[next, end)
   for (std::size_t i = 0; i < n; ++i) {
-    const Pair& p = pairs[order[i]];
-    if (i == 0 || p.rows() != rows.back() || p.columns() != columns.back()) {
-      rows.push_back(p.rows());
-      columns.push_back(p.columns());
+    order[i] = keys[i].index;
+    if (i == 0 || keys[i].rows != rows.back() || keys[i].columns != columns.back()) {
+      rows.push_back(keys[i].rows);
+      columns.push_back(keys[i].columns);
       next.push_back(i);
       end.push_back(i);
     }
@@ -224,6 +276,9 @@ void group_order(std::span<const Pair> pairs, int W, std::vector<std::size_t>& o
       if (filled == w || grouped.size() == n) break;
       std::int64_t best = -1;
       for (std::size_t s = first; s < sizes; ++s) {
+        // A size s leaves at least R * C - r * c idle cells, a bound that only grows with
+        // s (cells never grow along the sizes): past the best, no later size is better.
+        if (best >= 0 && R * C - rows[s] * columns[s] >= best) break;
         if (next[s] == end[s]) continue;
         const std::int64_t idle =
             std::max(R, rows[s]) * std::max(C, columns[s]) - rows[s] * columns[s];
@@ -237,57 +292,38 @@ void group_order(std::span<const Pair> pairs, int W, std::vector<std::size_t>& o
   order.swap(grouped);
 }
 
-// Flush to zero (MXCSR bit 15) while a kernel runs, as the canonical computation defines;
-// the caller's mode is restored after.
-class FlushToZero {
- public:
-  FlushToZero() : saved_(simde_mm_getcsr()) { simde_mm_setcsr(saved_ | 0x8000u); }
-  ~FlushToZero() { simde_mm_setcsr(saved_); }
-  FlushToZero(const FlushToZero&) = delete;
-  FlushToZero& operator=(const FlushToZero&) = delete;
-
- private:
-  unsigned saved_;
-};
-
-template <int W>
-void forward_sums_inter_pair(void (*kernel)(const PairGroupView&), const Model& model,
-                             std::span<const Pair> pairs, float* sums) {
-  thread_local Workspace ws;
-  const FlushToZero flush_to_zero;
-  // At most kChunkPairs pairs at a time: bounds the rows kept and the grouping's work.
-  for (std::size_t start = 0; start < pairs.size(); start += kChunkPairs) {
-    const std::span<const Pair> chunk =
-        pairs.subspan(start, std::min(kChunkPairs, pairs.size() - start));
-    read_rows(model, chunk, ws);
-    group_order(chunk, W, ws.order);
-    for (std::size_t first = 0; first < ws.order.size(); first += W) {
-      const std::span<const std::size_t> members(ws.order.data() + first,
-                                                 std::min<std::size_t>(W, ws.order.size() - first));
-      const PairGroupView g = pack_group(chunk, members, W, ws);
-      kernel(g);
-      for (std::size_t lane = 0; lane < members.size(); ++lane)
-        sums[start + members[lane]] = g.sums[lane];
-    }
-  }
-}
-
-}  // namespace
-
 void forward_sums_avx2(const Model& model, std::span<const Pair> pairs, float* sums) {
-  forward_sums_inter_pair<avx2::kLanes>(&avx2::forward_group, model, pairs, sums);
+  forward_sums_inter_pair<avx2::kLanes, false>(&avx2::forward_group, model, pairs, sums);
 }
 
 void forward_sums_avx512(const Model& model, std::span<const Pair> pairs, float* sums) {
-  forward_sums_inter_pair<avx512::kLanes>(&avx512::forward_group, model, pairs, sums);
+  forward_sums_inter_pair<avx512::kLanes, false>(&avx512::forward_group, model, pairs, sums);
 }
 
 void forward_sums_avx2_skewed(const Model& model, std::span<const Pair> pairs, float* sums) {
-  forward_sums_inter_pair<avx2::kLanes>(&avx2::forward_group_skewed, model, pairs, sums);
+  forward_sums_inter_pair<avx2::kLanes, false>(&avx2::forward_group_skewed, model, pairs, sums);
 }
 
 void forward_sums_avx512_skewed(const Model& model, std::span<const Pair> pairs, float* sums) {
-  forward_sums_inter_pair<avx512::kLanes>(&avx512::forward_group_skewed, model, pairs, sums);
+  forward_sums_inter_pair<avx512::kLanes, false>(&avx512::forward_group_skewed, model, pairs, sums);
+}
+
+void forward_sums_avx2_grouped(const Model& model, std::span<const Pair> pairs, float* sums) {
+  forward_sums_inter_pair<avx2::kLanes, true>(&avx2::forward_group, model, pairs, sums);
+}
+
+void forward_sums_avx512_grouped(const Model& model, std::span<const Pair> pairs, float* sums) {
+  forward_sums_inter_pair<avx512::kLanes, true>(&avx512::forward_group, model, pairs, sums);
+}
+
+void forward_sums_avx2_skewed_grouped(const Model& model, std::span<const Pair> pairs,
+                                      float* sums) {
+  forward_sums_inter_pair<avx2::kLanes, true>(&avx2::forward_group_skewed, model, pairs, sums);
+}
+
+void forward_sums_avx512_skewed_grouped(const Model& model, std::span<const Pair> pairs,
+                                        float* sums) {
+  forward_sums_inter_pair<avx512::kLanes, true>(&avx512::forward_group_skewed, model, pairs, sums);
 }
 
 bool cpu_supports(PairhmmIsa isa) {

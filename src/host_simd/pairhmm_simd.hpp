@@ -5,14 +5,20 @@
 // likelihoods with pairhmm::finish_likelihood (double fallback included). Thread-safe:
 // scratch memory is per thread.
 //
-// Inter-pair vectorisation: pairs are sorted by size and taken W at a time (W = 8 floats
+// Inter-pair vectorisation: pairs are grouped by size and taken W at a time (W = 8 floats
 // for AVX2, 16 for AVX-512), one pair per lane, each lane running the whole recurrence.
+// A kernel groups the pairs it is given, kGroupingPairs at a time (group_pairs). Its
+// `grouped` form takes pairs a caller already grouped: groups of W consecutive pairs,
+// as group_pairs orders them (the scheduler's blocks of pairs: grouped once, over more
+// pairs than a block holds, so that fewer lanes idle).
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/pairhmm_model.hpp"
 
@@ -27,8 +33,22 @@ struct PairhmmVariant {
   int lanes;              // pairs computed at once
   int element_bits;       // 32: float
   duet::pairhmm::ForwardSumsFunction function;
+  // The same kernel on pairs already grouped: pairs[k * lanes, k * lanes + lanes) is
+  // group k (only the last may be partial). Same sums whatever the grouping.
+  duet::pairhmm::ForwardSumsFunction grouped;
   bool study = false;  // kept for measurements: never chosen by "auto"
 };
+
+// Pairs grouped at once by a kernel (and by group_pairs' callers: a multiple of every
+// variant's lanes, so that groups never straddle two of its windows).
+inline constexpr std::size_t kGroupingPairs = 1024;
+
+// The groups of `lanes` pairs the kernels form: order[g * lanes .. g * lanes + lanes) are
+// group g's pairs (indices into `pairs`; only the last group may be partial). Pairs of
+// one size (rows, columns) go together; a group starts with the largest size left, then
+// takes the size that leaves the fewest idle cells, until it is full.
+void group_pairs(std::span<const duet::pairhmm::Pair> pairs, int lanes,
+                 std::vector<std::size_t>& order);
 
 void forward_sums_avx2(const duet::pairhmm::Model& model,
                        std::span<const duet::pairhmm::Pair> pairs, float* sums);
@@ -40,13 +60,25 @@ void forward_sums_avx2_skewed(const duet::pairhmm::Model& model,
                               std::span<const duet::pairhmm::Pair> pairs, float* sums);
 void forward_sums_avx512_skewed(const duet::pairhmm::Model& model,
                                 std::span<const duet::pairhmm::Pair> pairs, float* sums);
+// The grouped forms (see PairhmmVariant::grouped).
+void forward_sums_avx2_grouped(const duet::pairhmm::Model& model,
+                               std::span<const duet::pairhmm::Pair> pairs, float* sums);
+void forward_sums_avx512_grouped(const duet::pairhmm::Model& model,
+                                 std::span<const duet::pairhmm::Pair> pairs, float* sums);
+void forward_sums_avx2_skewed_grouped(const duet::pairhmm::Model& model,
+                                      std::span<const duet::pairhmm::Pair> pairs, float* sums);
+void forward_sums_avx512_skewed_grouped(const duet::pairhmm::Model& model,
+                                        std::span<const duet::pairhmm::Pair> pairs, float* sums);
 
 inline constexpr std::array<PairhmmVariant, 5> kPairhmmVariants{{
-    {PairhmmIsa::scalar, "scalar", 1, 32, &duet::pairhmm::forward_sums_scalar},
-    {PairhmmIsa::avx2, "avx2", 8, 32, &forward_sums_avx2},
-    {PairhmmIsa::avx512, "avx512", 16, 32, &forward_sums_avx512},
-    {PairhmmIsa::avx2, "avx2-skewed", 8, 32, &forward_sums_avx2_skewed, true},
-    {PairhmmIsa::avx512, "avx512-skewed", 16, 32, &forward_sums_avx512_skewed, true},
+    {PairhmmIsa::scalar, "scalar", 1, 32, &duet::pairhmm::forward_sums_scalar,
+     &duet::pairhmm::forward_sums_scalar},
+    {PairhmmIsa::avx2, "avx2", 8, 32, &forward_sums_avx2, &forward_sums_avx2_grouped},
+    {PairhmmIsa::avx512, "avx512", 16, 32, &forward_sums_avx512, &forward_sums_avx512_grouped},
+    {PairhmmIsa::avx2, "avx2-skewed", 8, 32, &forward_sums_avx2_skewed,
+     &forward_sums_avx2_skewed_grouped, true},
+    {PairhmmIsa::avx512, "avx512-skewed", 16, 32, &forward_sums_avx512_skewed,
+     &forward_sums_avx512_skewed_grouped, true},
 }};
 
 bool cpu_supports(PairhmmIsa isa);

@@ -2,20 +2,33 @@
 #include "scheduler/block_store.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace duet::scheduler {
 
 BlockStore::BlockStore(std::string path, const Alphabet& alphabet, const ReaderOptions& reader,
                        std::uint64_t reuse_bytes)
-    : path_(std::move(path)), alphabet_(alphabet), reader_options_(reader), reuse_bytes_(reuse_bytes) {
+    : path_(std::move(path)),
+      alphabet_(alphabet),
+      reader_options_(reader),
+      reuse_bytes_(reuse_bytes) {
   keeping_ = reuse_bytes_ > 0;
 }
 
-BlockStore::Pass BlockStore::begin_pass() { return Pass(*this); }
+BlockStore::BlockStore(BlockSource& source, const Alphabet& alphabet)
+    : source_(&source), alphabet_(alphabet), reuse_bytes_(0) {
+  keeping_ = false;
+}
+
+BlockStore::Pass BlockStore::begin_pass() {
+  return Pass(*this);
+}
 
 BlockStore::Pass::Pass(BlockStore& store) : store_(store), first_(!store.first_pass_done_) {
+  if (store.source_ != nullptr && !first_)
+    throw std::logic_error("BlockStore: a store fed by a BlockSource has one pass");
   store.first_pass_done_ = true;
-  if (first_) {
+  if (first_ && store.source_ == nullptr) {
     reader_ = std::make_unique<BlockReader>(store.path_, store.alphabet_, store.reader_options_);
   }
 }
@@ -23,7 +36,7 @@ BlockStore::Pass::Pass(BlockStore& store) : store_(store), first_(!store.first_p
 BlockPtr BlockStore::Pass::next() {
   BlockStore& s = store_;
   if (first_) {
-    BlockPtr block = reader_->next();
+    BlockPtr block = s.source_ != nullptr ? s.source_->next() : reader_->next();
     if (!block) {
       // The whole database went through: its size is known, and what was kept is all of it
       // if nothing had to be dropped.
@@ -60,6 +73,7 @@ BlockPtr BlockStore::Pass::next() {
 
 double BlockStore::Pass::fraction_done() const {
   const BlockStore& s = store_;
+  if (first_ && s.source_ != nullptr) return s.source_->fraction_done();
   if (first_ || reader_) return reader_->fraction_handed_out();
   if (s.kept_.empty()) return 0;
   const double kept_share = static_cast<double>(kept_handed_) / static_cast<double>(s.kept_.size());

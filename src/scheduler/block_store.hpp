@@ -12,6 +12,9 @@
 //
 // One pass at a time. The scheduler resets what it changes in a block (its affinity)
 // when a pass hands it out.
+//
+// A store can also be fed by a BlockSource instead of a file: a workload whose blocks are
+// made in memory (the pair-HMM's blocks of pairs). Such a store has one pass.
 #pragma once
 
 #include <cstdint>
@@ -25,9 +28,23 @@
 
 namespace duet::scheduler {
 
+// Blocks made by the caller, in database order: indices 0, 1, 2... and first sequences
+// that follow on (the scheduler relies on both). Called from the scheduler's reader thread.
+class BlockSource {
+ public:
+  virtual ~BlockSource() = default;
+  // The next block; nullptr at the end.
+  virtual BlockPtr next() = 0;
+  // Share of the database handed out so far, in [0, 1].
+  virtual double fraction_done() const = 0;
+};
+
 class BlockStore {
  public:
-  BlockStore(std::string path, const Alphabet& alphabet, const ReaderOptions& reader, std::uint64_t reuse_bytes);
+  BlockStore(std::string path, const Alphabet& alphabet, const ReaderOptions& reader,
+             std::uint64_t reuse_bytes);
+  // A store of one pass over `source` (a second begin_pass throws std::logic_error).
+  BlockStore(BlockSource& source, const Alphabet& alphabet);
 
   class Pass {
    public:
@@ -62,15 +79,16 @@ class BlockStore {
 
  private:
   std::string path_;
+  BlockSource* source_ = nullptr;  // set: blocks from the source, not from path_
   const Alphabet& alphabet_;
   ReaderOptions reader_options_;
   std::uint64_t reuse_bytes_;
   bool first_pass_done_ = false;  // a first pass has been started
   std::vector<BlockPtr> kept_;
   std::uint64_t kept_bytes_ = 0;
-  bool keeping_ = true;   // the first pass is still keeping blocks
+  bool keeping_ = true;  // the first pass is still keeping blocks
   bool all_kept_ = false;
-  ReadStart resume_;      // where the first block not kept starts
+  ReadStart resume_;          // where the first block not kept starts
   double kept_fraction_ = 0;  // share of the file the kept blocks cover
   std::int64_t total_residues_ = 0, total_blocks_ = 0;
   std::int64_t first_pass_residues_ = 0, first_pass_blocks_ = 0;

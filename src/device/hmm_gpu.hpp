@@ -72,7 +72,8 @@ inline constexpr std::int16_t kMsvPadScore = -16384;
 // Group size chosen by model length (8 up to 128 nodes, 16 up to 256, else 32).
 int msv_group_threads(int M);
 // Nodes per thread chosen by model length and group size: 32 when that pads the model to at
-// most 1.25 times the nodes that 16 per thread pad it to, else 16.
+// most 1.1 times the nodes that 16 per thread pad it to, else 16 (H100: at equal padding 32
+// nodes ran 1.16x faster at M = 800; at 1.2 times the padding, M = 2500, 1.01x slower).
 int msv_nodes_per_thread(int M, int group_threads);
 MsvDeviceLayout build_msv_device_layout(const MsvScores& msv, int group_threads,
                                         int nodes_per_thread = kMsvNodesPerThread);
@@ -174,7 +175,8 @@ class HmmGpuEngine {
 
   // Selects `device`, sets cudaDeviceScheduleBlockingSync before its context exists (a
   // waiting thread sleeps instead of spinning), uploads the model's layouts.
-  // `choice.msv_group_threads` other than 0, 8, 16 or 32 throws std::invalid_argument.
+  // `choice.msv_group_threads` other than 0, 8, 16 or 32, or `choice.msv_nodes_per_thread`
+  // other than 0, 16 or 32, throws std::invalid_argument.
   HmmGpuEngine(int device, const SearchProfile& profile, GpuKernelChoice choice);
   HmmGpuEngine(int device, const SearchProfile& profile,
                GpuStrategy strategy = GpuStrategy::warp_groups)
@@ -185,7 +187,7 @@ class HmmGpuEngine {
 
   std::string device_name() const;
   int device() const;
-  // The kernels in use (msv_group_threads resolved: never 0).
+  // The kernels in use (msv_group_threads and msv_nodes_per_thread resolved: never 0).
   GpuKernelChoice kernel_choice() const;
 
   // Copies the targets into the slot's pinned buffer, uploads them and starts MSV;

@@ -41,7 +41,7 @@ int msv_nodes_per_thread(int M, int group_threads) {
     const int tile = group_threads * n;
     return static_cast<long long>(std::max(1, (M + tile - 1) / tile)) * tile;
   };
-  return 4 * padded(32) <= 5 * padded(16) ? 32 : 16;
+  return 10 * padded(32) <= 11 * padded(16) ? 32 : 16;
 }
 
 MsvDeviceLayout build_msv_device_layout(const MsvScores& msv, int group_threads,

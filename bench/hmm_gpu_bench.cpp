@@ -2,7 +2,9 @@
 // the Viterbi filter, in cells per second (model length x residues / kernel time, CUDA
 // events, uploads excluded), against model length, on the MMseqs2 example database
 // replicated to a given size. Each run checks a sample of its scores against the scalar
-// references (a benchmark that does not check its answers proves nothing).
+// references (a benchmark that does not check its answers proves nothing). MSV is printed
+// as the fast kernel plus the exact re-run (MSV) and the fast kernel alone (SSV: HMMER's
+// SSV, the begin score held constant), with 16 and 32 nodes per thread beside the default.
 //   usage: hmm_gpu_bench [msv_residues (default 1e9)] [viterbi_residues (default 3e7)]
 //                        [model lengths... (default 50 100 200 400 800 1500 2500)]
 //          hmm_gpu_bench forward [residues (default 3e7)] [model lengths...]

@@ -37,9 +37,12 @@ TEST(GpuLayouts, RoundTripOnRandomModels) {
     for (const Alphabet* abc : {&Alphabet::amino(), &Alphabet::dna()}) {
       const HmmModel hmm = simd_test::random_hmm(rng, *abc, M, simd_test::random_style(rng));
       const SearchProfile p = profile_of(hmm);
-      const device::MsvDeviceLayout ml =
-          device::build_msv_device_layout(p.msv, device::msv_group_threads(M));
-      EXPECT_EQ(device::msv_costs_from_device_layout(ml), p.msv.cost) << "M=" << M;
+      for (int nodes : {16, 32}) {
+        const device::MsvDeviceLayout ml =
+            device::build_msv_device_layout(p.msv, device::msv_group_threads(M), nodes);
+        EXPECT_EQ(device::msv_costs_from_device_layout(ml), p.msv.cost)
+            << "M=" << M << " nodes " << nodes;
+      }
       const device::ViterbiDeviceLayout vl = device::build_viterbi_device_layout(p.viterbi);
       const ViterbiScores back = device::viterbi_scores_from_device_layout(vl, p.viterbi.scale);
       EXPECT_EQ(back.match, p.viterbi.match) << "M=" << M;
@@ -112,6 +115,9 @@ void check_model(const HmmModel& hmm, std::mt19937_64& rng, device::GpuKernelCho
                                                                   : choice.msv_group_threads)
       << what;
   EXPECT_EQ(used.viterbi, choice.viterbi) << what;
+  if (choice.msv_nodes_per_thread != 0) {
+    EXPECT_EQ(used.msv_nodes_per_thread, choice.msv_nodes_per_thread) << what;
+  }
   const std::vector<FilterScore> msv = engine.msv(targets.view());
   const std::vector<FilterScore> vit = engine.viterbi(targets.view());
   ASSERT_EQ(msv.size(), targets.seqs.size());
@@ -164,11 +170,12 @@ TEST(GpuKernels, ThreadPerTargetStrategyMatchesReference) {
 }
 
 // Every explicit kernel choice (the kernel-choice table's rows can name any) gives the
-// references' scores, at lengths on both sides of the tile sizes of 8, 16 and 32 threads.
+// references' scores, at lengths on both sides of the tile sizes of 8, 16 and 32 threads
+// with 16 and 32 MSV nodes per thread.
 TEST(GpuKernels, EveryExplicitKernelChoiceMatchesReference) {
   REQUIRE_GPU();
   std::mt19937_64 rng(test_seed() ^ 0x6f);
-  for (int M : {1, 16, 100, 128, 129, 256, 257, 513, 1500, 3000}) {
+  for (int M : {1, 16, 100, 128, 129, 256, 257, 513, 1024, 1025, 1500, 3000}) {
     const HmmModel hmm =
         simd_test::random_hmm(rng, Alphabet::amino(), M, simd_test::random_style(rng));
     for (int group : {8, 16, 32}) {
@@ -180,12 +187,22 @@ TEST(GpuKernels, EveryExplicitKernelChoiceMatchesReference) {
                         device::gpu_strategy_name(strategy));
         if (HasFailure()) return;
       }
+      for (int nodes : {16, 32}) {
+        check_model(hmm, rng,
+                    device::GpuKernelChoice{group, device::GpuStrategy::warp_groups, nodes}, 60,
+                    "M=" + std::to_string(M) + " group " + std::to_string(group) + " nodes " +
+                        std::to_string(nodes));
+        if (HasFailure()) return;
+      }
     }
   }
   const SearchProfile p =
       profile_of(simd_test::random_hmm(rng, Alphabet::amino(), 50, simd_test::random_style(rng)));
   EXPECT_THROW(
       device::HmmGpuEngine(0, p, device::GpuKernelChoice{12, device::GpuStrategy::warp_groups}),
+      std::invalid_argument);
+  EXPECT_THROW(
+      device::HmmGpuEngine(0, p, device::GpuKernelChoice{8, device::GpuStrategy::warp_groups, 24}),
       std::invalid_argument);
 }
 

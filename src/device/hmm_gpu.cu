@@ -93,6 +93,7 @@ struct MsvFastArgs {
   const uint4* profile;  // MsvDeviceLayout::words
   int profile_vec4;      // its size in 16-byte units
   int tiles;
+  int pad_residue;  // Kp: the layout's row of kMsvPadScore
   const std::uint8_t* residues;
   const std::int64_t* offsets;  // n + 1
   const int* order;             // targets, longest first
@@ -105,15 +106,33 @@ struct MsvFastArgs {
   int* exact_count;
 };
 
-// One group of G threads per target. Values are kept as w = v - K with K = 255 - bias,
-// where v is HMMER's unsigned byte; then one MSV cell
+// Values above this are clamped every 32 rows (see below); any cell above it has overflowed.
+constexpr int kMsvClamp = 1024;
+
+// One group of G threads per target, N nodes per thread. With the begin score xB held
+// constant (HMMER's SSV shortcut; targets where the J state could matter are re-run by
+// msv_exact_kernel), HMMER's unsigned byte cell
 //     v' = max(min(max(v_diag, xB) + bias, 255) - cost, 0)
-// becomes, without the final max with 0 (a negative v' only ever meets max(., xB) with
-// xB >= 0 again, and the best cell starts at v = 0):
-//     w' = min(max(w_diag, xB - K), 0) + (bias - cost) = min(z + b, b),  z = max(w_diag, xB-K)
-// i.e. one __vimax_s16x2 and one __viaddmin_s16x2 (DPX) per two cells.
-template <int G>
+// is kept as u = v - xB and computed without its two clamps:
+//     u' = max(u_diag, 0) + b = max(u_diag + b, b),   b = bias - cost
+// i.e. one __viaddmax_s16x2 (DPX) per two cells, plus one __vimax3_s16x2 per four cells
+// for the best cell. Why the result is HMMER's:
+// - the final max(., 0): a negative v' only ever meets max(., xB) again (xB >= 0), and the
+//   best cell starts at v = 0;
+// - the min(., 255): when xB + bias < 255 it acts only on a cell whose predecessor reached
+//   255 - bias, and the first such cell (rows in order) is computed from unclamped values,
+//   so the best cell reaches 255 - bias exactly when HMMER's does (an overflow: the host
+//   reports it; targets with xB + bias >= 255 are left to the exact kernel). To keep
+//   16 bits from wrapping, cells are clamped to kMsvClamp every 32 rows (after the best
+//   cell has seen them): u grows by at most 255 per row, so |u| stays under 16384;
+// - rows outside the target (the wavefront's fill and drain, and the padding to whole G
+//   steps) take the residue row of kMsvPadScore, as padding nodes do: such a cell is below
+//   -xB (v < 0) and never raises the best cell, and it only feeds rows outside the target
+//   or max(., 0).
+template <int G, int N>
 __global__ void __launch_bounds__(kMsvBlockThreads) msv_wavefront_kernel(MsvFastArgs a) {
+  constexpr int H = N / 2;  // registers, two nodes each
+  constexpr int Q = N / 8;  // 16-byte profile reads per row
   extern __shared__ uint4 shared_profile[];
   for (int i = threadIdx.x; i < a.profile_vec4; i += blockDim.x) shared_profile[i] = a.profile[i];
   __syncthreads();
@@ -125,69 +144,77 @@ __global__ void __launch_bounds__(kMsvBlockThreads) msv_wavefront_kernel(MsvFast
   const std::int64_t offset = has_target ? a.offsets[target] : 0;
   const int L = has_target ? static_cast<int>(a.offsets[target + 1] - offset) : 0;
   const std::uint8_t* dsq = a.residues + offset;
-  const int K = 255 - a.bias;
   const int xB = has_target ? max(a.base - int{a.bjbm[target]}, 0) : 0;
-  const unsigned xBK2 = pack2(xB - K);
-  const unsigned zero_v = pack2(-K);  // v = 0
-  const int steps = __reduce_max_sync(kAll, static_cast<unsigned>(L)) + G - 1;
+  const unsigned pad = static_cast<unsigned>(a.pad_residue);
+  const unsigned clamp2 = pack2(kMsvClamp);
+  // Whole G-step blocks: the padding rows are harmless (see above).
+  const int steps =
+      (static_cast<int>(__reduce_max_sync(kAll, static_cast<unsigned>(L))) + 2 * G - 2) / G * G;
+  const std::size_t residue_stride = static_cast<std::size_t>(a.tiles) * Q * G;
 
-  unsigned best = zero_v;
+  unsigned best = pack2(-xB);  // v = 0
   std::int16_t* read_column = a.boundary + 2 * offset;
   std::int16_t* write_column = read_column + L;
   for (int tile = 0; tile < a.tiles; ++tile) {
-    unsigned w[8];
+    unsigned w[H];
 #pragma unroll
-    for (int j = 0; j < 8; ++j) w[j] = zero_v;
+    for (int j = 0; j < H; ++j) w[j] = 0;  // u = 0: v = xB, as good as any v <= xB
     // Last register (holding the strip's last node in its high half) at my two latest
     // rows: the next thread needs the older one (the diagonal predecessor).
-    unsigned last_now = zero_v, last_before = zero_v;
-    unsigned residue = 0;
-    const uint4* tile_profile = shared_profile + static_cast<std::size_t>(tile) * 2 * G + t;
-    // Thread 0's inputs of steps s..s+G-1 (residue s, boundary cell s-1) are loaded by the
-    // group's G threads one step each, a whole G steps ahead of use: global-memory latency
-    // stays off the wavefront's critical path.
-    const auto load_residue = [&](int s0) -> unsigned { return s0 + t < L ? dsq[s0 + t] : 0u; };
-    const auto load_boundary = [&](int s0) -> unsigned {
-      const int row = s0 + t - 1;
-      return (tile > 0 && row >= 0 && row < L) ? static_cast<std::uint16_t>(read_column[row]) : 0u;
+    unsigned last_now = 0, last_before = 0;
+    unsigned residue = pad;
+    const bool writer = t == G - 1 && tile + 1 < a.tiles;
+    const uint4* tile_profile = shared_profile + static_cast<std::size_t>(tile) * Q * G + t;
+    // Thread 0's input of step s, (boundary cell of row s-1) << 16 | residue of row s, is
+    // loaded by the group's G threads one step each, a whole G steps ahead of use:
+    // global-memory latency stays off the wavefront's critical path.
+    const auto load_input = [&](int s0) -> unsigned {
+      const int row = s0 + t;
+      const unsigned x = row < L ? unsigned{dsq[row]} : pad;
+      const unsigned column = (tile > 0 && row >= 1 && row <= L)
+                                  ? static_cast<std::uint16_t>(read_column[row - 1])
+                                  : 0u;
+      return column << 16 | x;
     };
-    unsigned residues_now = load_residue(0), residues_next = load_residue(G);
-    unsigned column_now = load_boundary(0), column_next = load_boundary(G);
-    for (int s = 0; s < steps; ++s) {
-      if (s > 0 && (s & (G - 1)) == 0) {
-        residues_now = residues_next;
-        column_now = column_next;
-        residues_next = load_residue(s + G);
-        column_next = load_boundary(s + G);
-      }
-      const unsigned residue_in = __shfl_sync(kAll, residues_now, s & (G - 1), G);
-      const unsigned column_in = __shfl_sync(kAll, column_now, s & (G - 1), G);
-      unsigned left = __shfl_up_sync(kAll, last_before, 1, G);
-      unsigned r = __shfl_up_sync(kAll, residue, 1, G);
-      const int i = s - t;  // my row
-      if (t == 0) {
-        r = residue_in;
-        left = (tile == 0 || s == 0 || s >= L) ? zero_v : (column_in << 16);
-      }
-      residue = r;
-      if (i >= 0 && i < L) {
-        const uint4* p = tile_profile + static_cast<std::size_t>(r) * a.tiles * 2 * G;
-        const uint4 q0 = p[0];
-        const uint4 q1 = p[G];
-        const unsigned b[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
-        // Register 0's diagonal predecessors: (left neighbour's last node, my node 7).
-        const unsigned shifted0 = __byte_perm(left, w[7], 0x5432);
+    unsigned inputs_now = load_input(0), inputs_next = load_input(G);
+    for (int s0 = 0; s0 < steps; s0 += G) {
+#pragma unroll 8
+      for (int u = 0; u < G; ++u) {
+        // One shuffle brings my left neighbour's last node (its row before) in the high
+        // half and its residue (my row's) in the low half; thread 0 takes the group's input.
+        const unsigned from_left =
+            __shfl_up_sync(kAll, (last_before & 0xffff0000u) | residue, 1, G);
+        const unsigned from_row = __shfl_sync(kAll, inputs_now, u, G);
+        const unsigned in = t == 0 ? from_row : from_left;
+        residue = in & 0xffffu;
+        const uint4* p = tile_profile + residue * residue_stride;
+        unsigned b[H];
 #pragma unroll
-        for (int j = 7; j >= 1; --j) w[j] = __viaddmin_s16x2(__vmaxs2(w[j - 1], xBK2), b[j], b[j]);
-        w[0] = __viaddmin_s16x2(__vmaxs2(shifted0, xBK2), b[0], b[0]);
-        best = __vimax3_s16x2(best, w[0], w[1]);
-        best = __vimax3_s16x2(best, w[2], w[3]);
-        best = __vimax3_s16x2(best, w[4], w[5]);
-        best = __vimax3_s16x2(best, w[6], w[7]);
+        for (int q = 0; q < Q; ++q) {
+          const uint4 v = p[q * G];
+          b[4 * q] = v.x;
+          b[4 * q + 1] = v.y;
+          b[4 * q + 2] = v.z;
+          b[4 * q + 3] = v.w;
+        }
+        // Register 0's diagonal predecessors: (left neighbour's last node, my node H-1).
+        const unsigned shifted0 = __byte_perm(in, w[H - 1], 0x5432);
+#pragma unroll
+        for (int j = H - 1; j >= 1; --j) w[j] = __viaddmax_s16x2(w[j - 1], b[j], b[j]);
+        w[0] = __viaddmax_s16x2(shifted0, b[0], b[0]);
+#pragma unroll
+        for (int j = 0; j < H; j += 2) best = __vimax3_s16x2(best, w[j], w[j + 1]);
         last_before = last_now;
-        last_now = w[7];
-        if (t == G - 1 && tile + 1 < a.tiles)
-          write_column[i] = static_cast<std::int16_t>(w[7] >> 16);
+        last_now = w[H - 1];
+        const int i = s0 + u - t;  // my row
+        if (writer && static_cast<unsigned>(i) < static_cast<unsigned>(L))
+          write_column[i] = static_cast<std::int16_t>(w[H - 1] >> 16);
+      }
+      inputs_now = inputs_next;
+      inputs_next = load_input(s0 + 2 * G);
+      if ((s0 & 31) + G >= 32) {  // every 32 rows
+#pragma unroll
+        for (int j = 0; j < H; ++j) w[j] = __vmins2(w[j], clamp2);
       }
     }
     __syncwarp();
@@ -200,9 +227,10 @@ __global__ void __launch_bounds__(kMsvBlockThreads) msv_wavefront_kernel(MsvFast
 #pragma unroll
   for (int d = G / 2; d >= 1; d /= 2) c = max(c, __shfl_xor_sync(kAll, c, d, G));
   if (t == 0 && has_target) {
-    const int C = c + K;  // best cell as HMMER's byte
-    if (C - a.tec > a.base) {
-      // The J state could have been used: the begin score was not constant. Exact kernel.
+    const int C = min(c + xB, 255);  // best cell as HMMER's byte (255: overflowed)
+    if (C - a.tec > a.base || xB + a.bias >= 255) {
+      // The J state could have been used: the begin score was not constant; or the begin
+      // score alone reaches the 255 clamp (see above). Exact kernel.
       a.result[target] = -1;
       a.exact_list[atomicAdd(a.exact_count, 1)] = target;
     } else {
@@ -719,7 +747,7 @@ HmmGpuEngine::HmmGpuEngine(int device, const SearchProfile& profile, GpuKernelCh
   Impl& m = *impl_;
   m.device = device;
   m.strategy = choice.viterbi;
-  const int group = resolve_kernel_choice(choice, profile.M).msv_group_threads;
+  const GpuKernelChoice resolved = resolve_kernel_choice(choice, profile.M);
   int count = 0;
   check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
   if (device < 0 || device >= count) {
@@ -734,21 +762,27 @@ HmmGpuEngine::HmmGpuEngine(int device, const SearchProfile& profile, GpuKernelCh
   m.multiprocessors = prop.multiProcessorCount;
   m.msv = profile.msv;
   m.vit = profile.viterbi;
-  m.msv_layout = build_msv_device_layout(profile.msv, group);
+  m.msv_layout = build_msv_device_layout(profile.msv, resolved.msv_group_threads,
+                                         resolved.msv_nodes_per_thread);
+  if (choice.msv_nodes_per_thread == 0 && resolved.msv_nodes_per_thread == 32 &&
+      m.msv_layout.bytes() > static_cast<std::size_t>(prop.sharedMemPerBlockOptin)) {
+    // Chosen, not asked for: 16 nodes per thread pad less and may fit in shared memory.
+    m.msv_layout = build_msv_device_layout(profile.msv, resolved.msv_group_threads, 16);
+  }
   m.vit_layout = build_viterbi_device_layout(profile.viterbi);
   // Shared memory: the whole profile (all residues, all tiles).
   m.msv_fast_fits = m.msv_layout.bytes() <= static_cast<std::size_t>(prop.sharedMemPerBlockOptin);
   if (m.msv_fast_fits) {
     const int bytes = static_cast<int>(m.msv_layout.bytes());
-    check(cudaFuncSetAttribute(msv_wavefront_kernel<8>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               bytes),
-          "cudaFuncSetAttribute");
-    check(cudaFuncSetAttribute(msv_wavefront_kernel<16>,
-                               cudaFuncAttributeMaxDynamicSharedMemorySize, bytes),
-          "cudaFuncSetAttribute");
-    check(cudaFuncSetAttribute(msv_wavefront_kernel<32>,
-                               cudaFuncAttributeMaxDynamicSharedMemorySize, bytes),
-          "cudaFuncSetAttribute");
+    for (const void* kernel : {reinterpret_cast<const void*>(msv_wavefront_kernel<8, 16>),
+                               reinterpret_cast<const void*>(msv_wavefront_kernel<16, 16>),
+                               reinterpret_cast<const void*>(msv_wavefront_kernel<32, 16>),
+                               reinterpret_cast<const void*>(msv_wavefront_kernel<8, 32>),
+                               reinterpret_cast<const void*>(msv_wavefront_kernel<16, 32>),
+                               reinterpret_cast<const void*>(msv_wavefront_kernel<32, 32>)}) {
+      check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes),
+            "cudaFuncSetAttribute");
+    }
   }
   const auto upload = [](auto& buffer, const auto& host) {
     buffer.reserve(host.size());
@@ -815,7 +849,7 @@ int HmmGpuEngine::device() const {
   return impl_->device;
 }
 GpuKernelChoice HmmGpuEngine::kernel_choice() const {
-  return {impl_->msv_layout.group_threads, impl_->strategy};
+  return {impl_->msv_layout.group_threads, impl_->strategy, impl_->msv_layout.nodes_per_thread};
 }
 
 void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::size_t count,
@@ -899,6 +933,7 @@ void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::siz
     a.profile = reinterpret_cast<const uint4*>(m.msv_words.get());
     a.profile_vec4 = static_cast<int>(m.msv_layout.bytes() / sizeof(uint4));
     a.tiles = m.msv_layout.tiles;
+    a.pad_residue = m.msv_layout.Kp;
     a.residues = s.d_residues.get();
     a.offsets = s.d_offsets.get();
     a.order = s.d_order.get();
@@ -915,12 +950,22 @@ void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::siz
     const int groups_per_block = kMsvBlockThreads / G;
     const int blocks = (n + groups_per_block - 1) / groups_per_block;
     const std::size_t shared = m.msv_layout.bytes();
-    if (G == 8)
-      msv_wavefront_kernel<8><<<blocks, kMsvBlockThreads, shared, st>>>(a);
-    else if (G == 16)
-      msv_wavefront_kernel<16><<<blocks, kMsvBlockThreads, shared, st>>>(a);
-    else
-      msv_wavefront_kernel<32><<<blocks, kMsvBlockThreads, shared, st>>>(a);
+    const auto launch = [&](auto kernel) { kernel<<<blocks, kMsvBlockThreads, shared, st>>>(a); };
+    if (m.msv_layout.nodes_per_thread == 16) {
+      if (G == 8)
+        launch(msv_wavefront_kernel<8, 16>);
+      else if (G == 16)
+        launch(msv_wavefront_kernel<16, 16>);
+      else
+        launch(msv_wavefront_kernel<32, 16>);
+    } else {
+      if (G == 8)
+        launch(msv_wavefront_kernel<8, 32>);
+      else if (G == 16)
+        launch(msv_wavefront_kernel<16, 32>);
+      else
+        launch(msv_wavefront_kernel<32, 32>);
+    }
     check_launch("msv_wavefront_kernel");
   }
   s.msv_fast_done.record(st);

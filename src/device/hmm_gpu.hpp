@@ -47,26 +47,36 @@ namespace duet::device {
 
 // ---- device layouts (host-side data, copied verbatim to the GPU) ----
 
-// MSV: nodes are padded to whole tiles of `group_threads` x 16 nodes; thread t of a
-// group owns the 16 nodes [t*16, t*16+16) of a tile, held as 8 registers of two 16-bit
-// lanes: register j = (node t*16 + j, node t*16 + 8 + j). The stored value per node is
-// `bias - cost` (int16), and words are ordered [residue][tile][half][thread][4 words] so
-// that a warp's 16-byte reads land in distinct banks whatever residue each thread is on.
-// Padding nodes have cost 255.
+// MSV: nodes are padded to whole tiles of `group_threads` x `nodes_per_thread` (N = 16 or
+// 32) nodes; thread t of a group owns the N nodes [t*N, t*N+N) of a tile, held as N/2
+// registers of two 16-bit lanes: register j = (node t*N + j, node t*N + N/2 + j). The
+// stored value per node is `bias - cost` (int16), and words are ordered
+// [residue][tile][read][thread][4 words] (N/8 16-byte reads per thread and row) so that a
+// warp's 16-byte reads land in distinct banks whatever residue each thread is on. Padding
+// nodes, and every node of the extra residue row Kp (the kernel's rows outside a target),
+// hold kMsvPadScore: a cell there can never raise the best cell (see hmm_gpu.cu).
 struct MsvDeviceLayout {
   int M = 0, Kp = 0;
-  int group_threads = 0;  // 8, 16 or 32
-  int tiles = 0;          // tile = group_threads * 16 nodes
+  int group_threads = 0;     // 8, 16 or 32
+  int nodes_per_thread = 0;  // 16 or 32
+  int tiles = 0;             // tile = group_threads * nodes_per_thread nodes
   std::uint8_t base = 0, bias = 0, tec = 0, tbm = 0;
-  std::vector<std::int16_t> words;  // Kp * tiles * group_threads * 16 values
+  std::vector<std::int16_t> words;  // (Kp + 1) * tiles * group_threads * nodes_per_thread values
   // For the exact row-synchronous MSV kernel: plain costs cost[x * (M+1) + k].
   std::vector<std::uint8_t> costs;
   std::size_t bytes() const { return words.size() * sizeof(std::int16_t); }
 };
+// The node count per thread that the group-size rule assumes.
 inline constexpr int kMsvNodesPerThread = 16;
+inline constexpr std::int16_t kMsvPadScore = -16384;
 // Group size chosen by model length (8 up to 128 nodes, 16 up to 256, else 32).
 int msv_group_threads(int M);
-MsvDeviceLayout build_msv_device_layout(const MsvScores& msv, int group_threads);
+// Nodes per thread chosen by model length and group size: 32 when that pads the model to at
+// most 1.1 times the nodes that 16 per thread pad it to, else 16 (H100: at equal padding 32
+// nodes ran 1.16x faster at M = 800; at 1.2 times the padding, M = 2500, 1.01x slower).
+int msv_nodes_per_thread(int M, int group_threads);
+MsvDeviceLayout build_msv_device_layout(const MsvScores& msv, int group_threads,
+                                        int nodes_per_thread = kMsvNodesPerThread);
 // Inverse of the layout: cost[x][k] (k = 1..M, index 0 is 255), for round-trip tests.
 std::vector<std::vector<std::uint8_t>> msv_costs_from_device_layout(const MsvDeviceLayout& layout);
 
@@ -128,11 +138,13 @@ GpuStrategy parse_gpu_strategy(const std::string& name);  // "warp" | "thread" |
 std::string gpu_strategy_name(GpuStrategy s);
 
 // The kernels an engine runs: the MSV thread-group size (8, 16 or 32; 0 = chosen by model
-// length with msv_group_threads) and the Viterbi strategy. A kernel-choice table
+// length with msv_group_threads), the Viterbi strategy and the MSV nodes per thread (16 or
+// 32; 0 = chosen with msv_nodes_per_thread). A kernel-choice table
 // (src/io/kernel_table.hpp, written by `duet tune`) gives one per model length.
 struct GpuKernelChoice {
   int msv_group_threads = 0;
   GpuStrategy viterbi = GpuStrategy::warp_groups;
+  int msv_nodes_per_thread = 0;
 };
 // The kernels an engine for a model of length M runs (msv_group_threads 0 resolved with
 // msv_group_threads(M)); throws std::invalid_argument for a group other than 8, 16, 32.
@@ -163,7 +175,8 @@ class HmmGpuEngine {
 
   // Selects `device`, sets cudaDeviceScheduleBlockingSync before its context exists (a
   // waiting thread sleeps instead of spinning), uploads the model's layouts.
-  // `choice.msv_group_threads` other than 0, 8, 16 or 32 throws std::invalid_argument.
+  // `choice.msv_group_threads` other than 0, 8, 16 or 32, or `choice.msv_nodes_per_thread`
+  // other than 0, 16 or 32, throws std::invalid_argument.
   HmmGpuEngine(int device, const SearchProfile& profile, GpuKernelChoice choice);
   HmmGpuEngine(int device, const SearchProfile& profile,
                GpuStrategy strategy = GpuStrategy::warp_groups)
@@ -174,7 +187,7 @@ class HmmGpuEngine {
 
   std::string device_name() const;
   int device() const;
-  // The kernels in use (msv_group_threads resolved: never 0).
+  // The kernels in use (msv_group_threads and msv_nodes_per_thread resolved: never 0).
   GpuKernelChoice kernel_choice() const;
 
   // Copies the targets into the slot's pinned buffer, uploads them and starts MSV;

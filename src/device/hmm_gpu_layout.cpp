@@ -10,21 +10,22 @@
 namespace duet::device {
 
 namespace {
-constexpr int kHalf = kMsvNodesPerThread / 2;  // registers per thread, two nodes each
 // Index of the value of node `node` (0-based within the padded model) for residue x.
 std::size_t msv_value_index(const MsvDeviceLayout& l, int x, int node) {
-  const int tile_nodes = l.group_threads * kMsvNodesPerThread;
+  const int N = l.nodes_per_thread;
+  const int half_nodes = N / 2;  // registers per thread, two nodes each
+  const int tile_nodes = l.group_threads * N;
   const int tile = node / tile_nodes;
   const int in_tile = node % tile_nodes;
-  const int thread = in_tile / kMsvNodesPerThread;
-  const int in_thread = in_tile % kMsvNodesPerThread;
-  const int reg = in_thread % kHalf;   // register j
-  const int lane = in_thread / kHalf;  // 0: low 16 bits, 1: high 16 bits
-  const int half = reg / 4;            // which 16-byte read
-  const int word = reg % 4;            // 32-bit word inside it
-  // [residue][tile][half][thread][word][lane]
+  const int thread = in_tile / N;
+  const int in_thread = in_tile % N;
+  const int reg = in_thread % half_nodes;   // register j
+  const int lane = in_thread / half_nodes;  // 0: low 16 bits, 1: high 16 bits
+  const int read = reg / 4;                 // which 16-byte read
+  const int word = reg % 4;                 // 32-bit word inside it
+  // [residue][tile][read][thread][word][lane]
   std::size_t i = static_cast<std::size_t>(x) * l.tiles + tile;
-  i = (i * 2 + half) * l.group_threads + thread;
+  i = (i * (N / 8) + read) * l.group_threads + thread;
   return (i * 4 + word) * 2 + lane;
 }
 }  // namespace
@@ -35,26 +36,39 @@ int msv_group_threads(int M) {
   return 32;
 }
 
-MsvDeviceLayout build_msv_device_layout(const MsvScores& msv, int group_threads) {
+int msv_nodes_per_thread(int M, int group_threads) {
+  const auto padded = [&](int n) {
+    const int tile = group_threads * n;
+    return static_cast<long long>(std::max(1, (M + tile - 1) / tile)) * tile;
+  };
+  return 10 * padded(32) <= 11 * padded(16) ? 32 : 16;
+}
+
+MsvDeviceLayout build_msv_device_layout(const MsvScores& msv, int group_threads,
+                                        int nodes_per_thread) {
   if (group_threads != 8 && group_threads != 16 && group_threads != 32) {
     throw std::invalid_argument("MSV device layout: group of 8, 16 or 32 threads");
+  }
+  if (nodes_per_thread != 16 && nodes_per_thread != 32) {
+    throw std::invalid_argument("MSV device layout: 16 or 32 nodes per thread");
   }
   MsvDeviceLayout l;
   l.M = msv.M;
   l.Kp = static_cast<int>(msv.cost.size());
   l.group_threads = group_threads;
-  const int tile_nodes = group_threads * kMsvNodesPerThread;
+  l.nodes_per_thread = nodes_per_thread;
+  const int tile_nodes = group_threads * nodes_per_thread;
   l.tiles = std::max(1, (msv.M + tile_nodes - 1) / tile_nodes);
   l.base = msv.base;
   l.bias = msv.bias;
   l.tec = msv.tec;
   l.tbm = msv.tbm;
-  l.words.assign(static_cast<std::size_t>(l.Kp) * l.tiles * tile_nodes, 0);
+  // Kp residue rows, then the padding row Kp.
+  l.words.assign(static_cast<std::size_t>(l.Kp + 1) * l.tiles * tile_nodes, kMsvPadScore);
   for (int x = 0; x < l.Kp; ++x) {
-    for (int node = 0; node < l.tiles * tile_nodes; ++node) {
-      const int k = node + 1;
-      const int cost = k <= msv.M ? msv.cost[x][k] : 255;
-      l.words[msv_value_index(l, x, node)] = static_cast<std::int16_t>(int{msv.bias} - cost);
+    for (int k = 1; k <= msv.M; ++k) {
+      l.words[msv_value_index(l, x, k - 1)] =
+          static_cast<std::int16_t>(int{msv.bias} - msv.cost[x][k]);
     }
   }
   const std::size_t row = static_cast<std::size_t>(msv.M) + 1;
@@ -145,6 +159,11 @@ GpuKernelChoice resolve_kernel_choice(GpuKernelChoice choice, int M) {
   if (g != 8 && g != 16 && g != 32) {
     throw std::invalid_argument("MSV thread group of " + std::to_string(g) +
                                 " threads (8, 16 or 32)");
+  }
+  if (choice.msv_nodes_per_thread == 0) choice.msv_nodes_per_thread = msv_nodes_per_thread(M, g);
+  const int n = choice.msv_nodes_per_thread;
+  if (n != 16 && n != 32) {
+    throw std::invalid_argument("MSV " + std::to_string(n) + " nodes per thread (16 or 32)");
   }
   return choice;
 }

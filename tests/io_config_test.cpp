@@ -85,7 +85,9 @@ reader_threads = 3
                          "s.toml")
                 .scheduler,
             (SchedulerConfig{"adaptive", 0.5, 1 << 20, 0, 128, 128 << 20, true, false, 1000, 0}));
-  EXPECT_EQ(parse_config("[scheduler]\nstatic_cpu_fraction = 1\n", "s.toml").scheduler.static_cpu_fraction, 1.0);
+  EXPECT_EQ(parse_config("[scheduler]\nstatic_cpu_fraction = 1\n", "s.toml")
+                .scheduler.static_cpu_fraction,
+            1.0);
 }
 
 TEST(IoConfig, MemorySizes) {
@@ -100,8 +102,9 @@ TEST(IoConfig, MemorySizes) {
   for (const char* bad : {"", "G", "-1", "1.5G", "2 G", "2X", "2GG", "9999999999T", " 1"}) {
     EXPECT_FALSE(parse_memory_size(bad).has_value()) << bad;
   }
-  for (const std::uint64_t bytes : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{1024}, std::uint64_t{1536} << 20,
-                                    std::uint64_t{2} << 30, (std::uint64_t{1} << 40) + 1}) {
+  for (const std::uint64_t bytes :
+       {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{1024}, std::uint64_t{1536} << 20,
+        std::uint64_t{2} << 30, (std::uint64_t{1} << 40) + 1}) {
     EXPECT_EQ(parse_memory_size(format_memory_size(bytes)), bytes) << format_memory_size(bytes);
   }
   EXPECT_EQ(format_memory_size(std::uint64_t{2} << 30), "2G");
@@ -423,8 +426,9 @@ TEST(IoConfig, ToTomlRoundTripsEveryField) {
   config.run.tblout = "r\xC3\xA9sultats/\xCE\xB1\xCE\xB2.tbl";  // UTF-8
   config.run.isa = "sse4.1";
   config.run.quiet = true;
-  config.scheduler = {"adaptive", 1.0 / 3.0, std::int64_t{1} << 32, 7, 1 << 20, std::int64_t{1} << 40, false, true,
-                      (std::uint64_t{3} << 30) + 5, 256};
+  config.scheduler = {
+      "adaptive", 1.0 / 3.0, std::int64_t{1} << 32,        7,  1 << 20, std::int64_t{1} << 40,
+      false,      true,      (std::uint64_t{3} << 30) + 5, 256};
   expect_round_trip(config);
   config.scheduler.reuse_memory = 0;
   config.scheduler.static_cpu_fraction = 0;
@@ -471,11 +475,14 @@ TEST(IoConfig, ToTomlRoundTripsRandomConfigs) {
     config.run.quiet = coin(random);
     config.scheduler.policy = coin(random) ? "static" : "dynamic";
     config.scheduler.static_cpu_fraction = std::uniform_real_distribution<double>(0.0, 1.0)(random);
-    config.scheduler.block_residues = std::uniform_int_distribution<std::int64_t>(1, std::int64_t{1} << 32)(random);
-    config.scheduler.gpu_batch_residues = std::uniform_int_distribution<std::int64_t>(1, std::int64_t{1} << 40)(random);
+    config.scheduler.block_residues =
+        std::uniform_int_distribution<std::int64_t>(1, std::int64_t{1} << 32)(random);
+    config.scheduler.gpu_batch_residues =
+        std::uniform_int_distribution<std::int64_t>(1, std::int64_t{1} << 40)(random);
     config.scheduler.no_gpu = coin(random);
-    config.scheduler.reuse_memory = std::uniform_int_distribution<std::uint64_t>(0, std::uint64_t{1} << 50)(random) &
-                                    ~((std::uint64_t{1} << (random() % 40)) - 1);
+    config.scheduler.reuse_memory =
+        std::uniform_int_distribution<std::uint64_t>(0, std::uint64_t{1} << 50)(random) &
+        ~((std::uint64_t{1} << (random() % 40)) - 1);
     if (coin(random)) config.gpu.kernel_table = "tables/k" + std::to_string(i) + ".toml";
     expect_round_trip(config);
     if (HasFailure()) break;

@@ -1,8 +1,10 @@
 // The hybrid scheduler (src/scheduler): the BlockQueue and ResultSink on their own; the
 // invariant that hmmsearch results are identical, bit for bit, whatever the worker count,
 // block size, split policy, test-double GPU and injected faults; edge databases; Ctrl-C.
-#include <gtest/gtest.h>
+#include "scheduler/scheduler.hpp"
+
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -26,7 +28,6 @@
 #include "scheduler/block_queue.hpp"
 #include "scheduler/block_store.hpp"
 #include "scheduler/result_sink.hpp"
-#include "scheduler/scheduler.hpp"
 #include "search_compare.hpp"
 #include "test_support.hpp"
 
@@ -38,7 +39,9 @@ const std::string kModel = "/usr/share/doc/hmmer/examples/tutorial/globins4.hmm"
 // Database and block sizes: DUET_TEST_QUICK (set by the ThreadSanitizer run in CI) divides
 // them by 8 (the number of blocks stays the same);
 // every case still runs, on fewer sequences.
-int scaled(int count) { return std::getenv("DUET_TEST_QUICK") ? std::max(1, count / 8) : count; }
+int scaled(int count) {
+  return std::getenv("DUET_TEST_QUICK") ? std::max(1, count / 8) : count;
+}
 
 io::Config relaxed_config(int workers) {
   io::Config config;
@@ -68,8 +71,9 @@ TEST(SchedulerInvariant, ResultsIdenticalAcrossWorkersBlocksPoliciesAndFaults) {
     for (std::size_t block : {std::size_t{1}, std::size_t{5000}, std::size_t{1} << 24}) {
       app::HybridOptions h = base;
       h.block_residues = block;
-      test::expect_identical(reference, search(db, workers, h),
-                       "cpu workers=" + std::to_string(workers) + " block=" + std::to_string(block));
+      test::expect_identical(
+          reference, search(db, workers, h),
+          "cpu workers=" + std::to_string(workers) + " block=" + std::to_string(block));
     }
   }
   struct Case {
@@ -79,17 +83,24 @@ TEST(SchedulerInvariant, ResultsIdenticalAcrossWorkersBlocksPoliciesAndFaults) {
     app::HybridOptions::Gpu mode;
   };
   const Case cases[] = {
-      {"test gpu dynamic", 1, 0, scheduler::SplitPolicy::dynamic, app::HybridOptions::Gpu::auto_detect},
-      {"two test gpus", 2, 0, scheduler::SplitPolicy::dynamic, app::HybridOptions::Gpu::auto_detect},
-      {"test gpu static", 1, 0, scheduler::SplitPolicy::static_fraction, app::HybridOptions::Gpu::auto_detect},
+      {"test gpu dynamic", 1, 0, scheduler::SplitPolicy::dynamic,
+       app::HybridOptions::Gpu::auto_detect},
+      {"two test gpus", 2, 0, scheduler::SplitPolicy::dynamic,
+       app::HybridOptions::Gpu::auto_detect},
+      {"test gpu static", 1, 0, scheduler::SplitPolicy::static_fraction,
+       app::HybridOptions::Gpu::auto_detect},
       {"test gpu only", 1, 0, scheduler::SplitPolicy::dynamic, app::HybridOptions::Gpu::only},
-      {"faults every 2", 1, 2, scheduler::SplitPolicy::dynamic, app::HybridOptions::Gpu::auto_detect},
-      {"gpu only, faults every 2", 1, 2, scheduler::SplitPolicy::dynamic, app::HybridOptions::Gpu::only},
+      {"faults every 2", 1, 2, scheduler::SplitPolicy::dynamic,
+       app::HybridOptions::Gpu::auto_detect},
+      {"gpu only, faults every 2", 1, 2, scheduler::SplitPolicy::dynamic,
+       app::HybridOptions::Gpu::only},
       {"faults every batch", 1, 1, scheduler::SplitPolicy::dynamic, app::HybridOptions::Gpu::only},
-      {"static with faults", 2, 3, scheduler::SplitPolicy::static_fraction, app::HybridOptions::Gpu::auto_detect},
+      {"static with faults", 2, 3, scheduler::SplitPolicy::static_fraction,
+       app::HybridOptions::Gpu::auto_detect},
       {"adaptive", 1, 0, scheduler::SplitPolicy::adaptive, app::HybridOptions::Gpu::auto_detect},
       {"adaptive gpu only", 1, 0, scheduler::SplitPolicy::adaptive, app::HybridOptions::Gpu::only},
-      {"adaptive, two gpus, faults", 2, 2, scheduler::SplitPolicy::adaptive, app::HybridOptions::Gpu::auto_detect},
+      {"adaptive, two gpus, faults", 2, 2, scheduler::SplitPolicy::adaptive,
+       app::HybridOptions::Gpu::auto_detect},
   };
   for (const Case& c : cases) {
     for (int workers : {1, 3}) {
@@ -123,7 +134,8 @@ TEST(SchedulerInvariant, ResultsIdenticalAcrossWorkersBlocksPoliciesAndFaults) {
         EXPECT_GT(s.gpu_residues, 0) << what;
       }
       bool fault_due = false;  // a feeder reached its fault_every-th batch
-      for (const auto& [feeder, n] : batches) fault_due = fault_due || (c.fault_every > 0 && n >= c.fault_every);
+      for (const auto& [feeder, n] : batches)
+        fault_due = fault_due || (c.fault_every > 0 && n >= c.fault_every);
       if (c.mode == app::HybridOptions::Gpu::only && c.fault_every > 0) {
         EXPECT_TRUE(fault_due) << what;
       }
@@ -338,15 +350,16 @@ TEST(SchedulerParts, BusyWorkersHelpHostLoopsBetweenTargets) {
 TEST(SchedulerParts, AdaptiveBatchShrinksAsWorkRunsOut) {
   using scheduler::adaptive_batch_residues;
   const std::int64_t max = 1000000;
-  EXPECT_EQ(adaptive_batch_residues(0, 0, 5e9, max), max / 4);         // nothing measured yet
+  EXPECT_EQ(adaptive_batch_residues(0, 0, 5e9, max), max / 4);        // nothing measured yet
   EXPECT_EQ(adaptive_batch_residues(1e6, 1e6, 5e9, max), max);        // plenty left: the maximum
   EXPECT_EQ(adaptive_batch_residues(1e6, 1e6, 600000, max), 300000);  // alone: half of what is left
   EXPECT_EQ(adaptive_batch_residues(1e6, 4e6, 800000, max), 100000);  // a quarter of the machine
-  EXPECT_EQ(adaptive_batch_residues(1e6, 2e6, 0, max), 1);            // at least one residue (a block)
-  std::int64_t left = 900000, batches = 0;  // a GPU alone: batches halve to the end
+  EXPECT_EQ(adaptive_batch_residues(1e6, 2e6, 0, max), 1);  // at least one residue (a block)
+  std::int64_t left = 900000, batches = 0;                  // a GPU alone: batches halve to the end
   std::int64_t previous = max;
   while (left > 0) {
-    const std::int64_t batch = std::min(left, adaptive_batch_residues(1e6, 1e6, static_cast<double>(left), max));
+    const std::int64_t batch =
+        std::min(left, adaptive_batch_residues(1e6, 1e6, static_cast<double>(left), max));
     EXPECT_LE(batch, previous);
     previous = batch;
     left -= batch;
@@ -438,8 +451,9 @@ TEST(SchedulerCli, SigintStopsCleanlyWithExit130AndNoOutput) {
     const int devnull = ::open("/dev/null", O_WRONLY);
     dup2(devnull, 1);
     dup2(devnull, 2);
-    execl(DUET_BINARY, DUET_BINARY, "hmmsearch", "--max", "--cpu", "1", "--block-residues", "1000", "-o", out.c_str(),
-          "/usr/share/doc/hmmer/examples/tutorial/Pkinase.hmm", db.c_str(), static_cast<char*>(nullptr));
+    execl(DUET_BINARY, DUET_BINARY, "hmmsearch", "--max", "--cpu", "1", "--block-residues", "1000",
+          "-o", out.c_str(), "/usr/share/doc/hmmer/examples/tutorial/Pkinase.hmm", db.c_str(),
+          static_cast<char*>(nullptr));
     _exit(127);
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(700));
@@ -459,9 +473,11 @@ TEST(SchedulerReuse, ResultsIdenticalWithAndWithoutReusedBlocks) {
   test::TempDir dir;
   const std::string db = test::database_prefix(dir, scaled(700));
   const std::string hmm = dir.file("three.hmm");
-  test::run_command("cat /usr/share/doc/hmmer/examples/tutorial/globins4.hmm "
-                    "/usr/share/doc/hmmer/examples/tutorial/fn3.hmm "
-                    "/usr/share/doc/hmmer/examples/tutorial/Pkinase.hmm > " + hmm);
+  test::run_command(
+      "cat /usr/share/doc/hmmer/examples/tutorial/globins4.hmm "
+      "/usr/share/doc/hmmer/examples/tutorial/fn3.hmm "
+      "/usr/share/doc/hmmer/examples/tutorial/Pkinase.hmm > " +
+      hmm);
   const std::vector<HmmModel> models = read_hmm_file(hmm);
   ASSERT_EQ(models.size(), 3u);
   const io::Config config = relaxed_config(2);
@@ -489,14 +505,16 @@ TEST(SchedulerReuse, ResultsIdenticalWithAndWithoutReusedBlocks) {
     if (path.ends_with(".gz")) test::run_command("gzip -c " + db + " > " + path);
     for (int gpus : {0, 1}) {
       // Memory for about a third of the blocks (a block holds about one byte per residue).
-      const app::SearchRun part = run(static_cast<std::uint64_t>(reread.queries[0].counts.residues / 3), gpus, path);
+      const app::SearchRun part =
+          run(static_cast<std::uint64_t>(reread.queries[0].counts.residues / 3), gpus, path);
       const std::string what = "part kept, " + path + ", test gpus " + std::to_string(gpus);
       test::expect_identical(reread, part, what);
       const std::int64_t kept = part.queries[1].schedule.reused_blocks;
       EXPECT_GT(kept, 0) << what;
       EXPECT_LT(kept, blocks) << what;
       EXPECT_EQ(part.queries[2].schedule.reused_blocks, kept) << what;
-      for (const auto& q : part.queries) EXPECT_EQ(q.schedule.residues, reread.queries[0].counts.residues) << what;
+      for (const auto& q : part.queries)
+        EXPECT_EQ(q.schedule.residues, reread.queries[0].counts.residues) << what;
     }
   }
 }
@@ -507,12 +525,16 @@ TEST(SchedulerCli, ConfigTableCommandLineOverridesAndQuietFaults) {
   test::TempDir dir;
   const std::string db = test::database_prefix(dir, 300);
   const std::string cfg = dir.file("s.toml");
-  test::write_file(cfg, "[scheduler]\npolicy = \"static\"\nstatic_cpu_fraction = 0.25\nblock_residues = 5000\n"
-                        "reuse_memory = \"64M\"\nqueue_depth = 3\n");
+  test::write_file(
+      cfg,
+      "[scheduler]\npolicy = \"static\"\nstatic_cpu_fraction = 0.25\nblock_residues = 5000\n"
+      "reuse_memory = \"64M\"\nqueue_depth = 3\n");
   const std::string out = dir.file("o.h5");
-  const std::string base = std::string("DUET_DEBUG_TEST_GPU=1 DUET_DEBUG_GPU_FAULT_EVERY=2 ") + DUET_BINARY +
-                           " hmmsearch --gpu-only --cpu 2 --config " + cfg + " -o " + out;
-  const auto r = test::run_command(base + " --policy adaptive --reuse-memory 1G " + kModel + " " + db);
+  const std::string base = std::string("DUET_DEBUG_TEST_GPU=1 DUET_DEBUG_GPU_FAULT_EVERY=2 ") +
+                           DUET_BINARY + " hmmsearch --gpu-only --cpu 2 --config " + cfg + " -o " +
+                           out;
+  const auto r =
+      test::run_command(base + " --policy adaptive --reuse-memory 1G " + kModel + " " + db);
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("failed on blocks"), std::string::npos) << r.output;
   io::Hdf5Reader h5(out);
@@ -530,8 +552,9 @@ TEST(SchedulerCli, ConfigTableCommandLineOverridesAndQuietFaults) {
   ASSERT_EQ(quiet.status, 0) << quiet.output;
   EXPECT_EQ(quiet.output.find("failed on blocks"), std::string::npos) << quiet.output;
 
-  const auto bad = test::run_command(std::string(DUET_BINARY) + " hmmsearch --reuse-memory lots -o " + out + " " +
-                                     kModel + " " + db);
+  const auto bad =
+      test::run_command(std::string(DUET_BINARY) + " hmmsearch --reuse-memory lots -o " + out +
+                        " " + kModel + " " + db);
   EXPECT_EQ(bad.status, 2) << bad.output;
   EXPECT_NE(bad.output.find("--reuse-memory"), std::string::npos) << bad.output;
 }
@@ -549,7 +572,8 @@ TEST(SchedulerCli, EarlySigintLeavesNoTemporaryFile) {
       dup2(devnull, 1);
       dup2(devnull, 2);
       execl(DUET_BINARY, DUET_BINARY, "hmmsearch", "--max", "--cpu", "1", "-o", out.c_str(),
-            "/usr/share/doc/hmmer/examples/tutorial/Pkinase.hmm", db.c_str(), static_cast<char*>(nullptr));
+            "/usr/share/doc/hmmer/examples/tutorial/Pkinase.hmm", db.c_str(),
+            static_cast<char*>(nullptr));
       _exit(127);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
@@ -566,7 +590,8 @@ TEST(SchedulerCli, EarlySigintLeavesNoTemporaryFile) {
     const bool finished = WIFEXITED(status) && WEXITSTATUS(status) == 0;
     for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
       if (finished && entry.path() == out) continue;
-      EXPECT_EQ(entry.path().extension(), ".fa") << "left behind after " << delay_ms << " ms: " << entry.path();
+      EXPECT_EQ(entry.path().extension(), ".fa")
+          << "left behind after " << delay_ms << " ms: " << entry.path();
     }
     std::filesystem::remove(out);
   }

@@ -44,11 +44,21 @@ class Parser {
     std::vector<std::uint8_t> codes(field.size());
     for (std::size_t i = 0; i < field.size(); ++i) {
       switch (field[i]) {
-        case 'A': codes[i] = kA; break;
-        case 'C': codes[i] = kC; break;
-        case 'G': codes[i] = kG; break;
-        case 'T': codes[i] = kT; break;
-        case 'N': codes[i] = kN; break;
+        case 'A':
+          codes[i] = kA;
+          break;
+        case 'C':
+          codes[i] = kC;
+          break;
+        case 'G':
+          codes[i] = kG;
+          break;
+        case 'T':
+          codes[i] = kT;
+          break;
+        case 'N':
+          codes[i] = kN;
+          break;
         default:
           fail(std::string("illegal base '") + field[i] + "' in " + what + " (A, C, G, T or N)");
       }
@@ -56,15 +66,17 @@ class Parser {
     return codes;
   }
 
-  std::vector<std::uint8_t> qualities(std::string_view field, std::size_t length, const char* what) const {
+  std::vector<std::uint8_t> qualities(std::string_view field, std::size_t length,
+                                      const char* what) const {
     if (field.size() != length) {
-      fail(std::string(what) + " has " + std::to_string(field.size()) + " characters for a read of " +
-           std::to_string(length) + " bases");
+      fail(std::string(what) + " has " + std::to_string(field.size()) +
+           " characters for a read of " + std::to_string(length) + " bases");
     }
     std::vector<std::uint8_t> q(field.size());
     for (std::size_t i = 0; i < field.size(); ++i) {
       const int c = static_cast<unsigned char>(field[i]);
-      if (c < 33 || c > 126) fail(std::string("illegal quality character in ") + what + " (Phred+33: '!' to '~')");
+      if (c < 33 || c > 126)
+        fail(std::string("illegal quality character in ") + what + " (Phred+33: '!' to '~')");
       q[i] = static_cast<std::uint8_t>(c - 33);
     }
     return q;
@@ -85,7 +97,8 @@ class Parser {
     std::int64_t n = 0;
     const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), n);
     if (ec != std::errc() || end != field.data() + field.size() || n < 1 || n > (1 << 30)) {
-      fail(std::string("expected a positive number of ") + what + ", found '" + std::string(field) + "'");
+      fail(std::string("expected a positive number of ") + what + ", found '" + std::string(field) +
+           "'");
     }
     return n;
   }
@@ -110,9 +123,10 @@ void read_gkl(TextReader& text, Input& input, std::string& line, bool have_line)
     if (is_blank(line) || line[0] == '#') continue;
     split_fields(line, fields);
     if (fields.size() != 6 && fields.size() != 7) {
-      parse.fail("expected 6 or 7 columns (haplotype, read, base, insertion, deletion and "
-                 "gap-continuation qualities, optional expected log10), found " +
-                 std::to_string(fields.size()));
+      parse.fail(
+          "expected 6 or 7 columns (haplotype, read, base, insertion, deletion and "
+          "gap-continuation qualities, optional expected log10), found " +
+          std::to_string(fields.size()));
     }
     Batch batch;
     batch.first_pair = static_cast<std::int64_t>(input.expected.size());
@@ -129,7 +143,8 @@ void read_batches(TextReader& text, Input& input, std::string& line, bool have_l
   auto next_content_line = [&](const char* expecting) {
     while (text.next_line(line))
       if (!is_blank(line)) return;
-    throw InputError(text.path(), text.line_number(), std::string("unexpected end of file: expected ") + expecting);
+    throw InputError(text.path(), text.line_number(),
+                     std::string("unexpected end of file: expected ") + expecting);
   };
   std::int64_t pairs = 0;
   std::vector<std::string_view> fields;
@@ -148,8 +163,10 @@ void read_batches(TextReader& text, Input& input, std::string& line, bool have_l
       next_content_line("a read line");
       split_fields(line, fields);
       if (fields.size() != 5) {
-        parse.fail("expected a read line with 5 columns (bases, base, insertion, deletion and "
-                   "gap-continuation qualities), found " + std::to_string(fields.size()));
+        parse.fail(
+            "expected a read line with 5 columns (bases, base, insertion, deletion and "
+            "gap-continuation qualities), found " +
+            std::to_string(fields.size()));
       }
       batch.reads.push_back(parse.read(fields, 0));
     }
@@ -157,7 +174,8 @@ void read_batches(TextReader& text, Input& input, std::string& line, bool have_l
       next_content_line("a haplotype line");
       split_fields(line, fields);
       if (fields.size() != 1) {
-        parse.fail("expected a haplotype line with 1 column, found " + std::to_string(fields.size()));
+        parse.fail("expected a haplotype line with 1 column, found " +
+                   std::to_string(fields.size()));
       }
       batch.haplotypes.push_back(Haplotype{parse.bases(fields[0], "haplotype")});
     }
@@ -170,12 +188,18 @@ void read_batches(TextReader& text, Input& input, std::string& line, bool have_l
 
 char base_symbol(std::uint8_t code) {
   switch (code) {
-    case kA: return 'A';
-    case kC: return 'C';
-    case kG: return 'G';
-    case kT: return 'T';
-    case kN: return 'N';
-    default: return '?';
+    case kA:
+      return 'A';
+    case kC:
+      return 'C';
+    case kG:
+      return 'G';
+    case kT:
+      return 'T';
+    case kN:
+      return 'N';
+    default:
+      return '?';
   }
 }
 
@@ -188,9 +212,12 @@ Format parse_format(const std::string& name) {
 
 const char* format_name(Format format) {
   switch (format) {
-    case Format::gkl: return "gkl";
-    case Format::batch: return "batch";
-    case Format::automatic: return "auto";
+    case Format::gkl:
+      return "gkl";
+    case Format::batch:
+      return "batch";
+    case Format::automatic:
+      return "auto";
   }
   return "?";
 }

@@ -323,7 +323,7 @@ struct CanonicalForwardGpu::Impl {
   int resident_blocks = 0;
   int multiprocessors = 0;
   std::size_t shared_optin = 0;  // shared memory a block may use at most
-  NcjByLength ncj{fwd};  // after fwd, which it reads
+  NcjByLength ncj{fwd};          // after fwd, which it reads
   struct Slot {
     PinnedBuffer<int> rescalings;
     ForwardTargetList targets_list;

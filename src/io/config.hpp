@@ -80,11 +80,11 @@ struct RunConfig {
 };
 
 struct SchedulerConfig {
-  std::string policy = "dynamic";              // dynamic, static, adaptive
-  double static_cpu_fraction = 0.5;            // [0, 1]
-  std::int64_t block_residues = 1 << 20;       // [1, 2^32]
-  std::int64_t queue_depth = 0;                // [0, 2^20]; 0 = 2 per worker, 2 batches per GPU
-  std::int64_t gpu_batch_blocks = 128;         // [1, 2^20]
+  std::string policy = "dynamic";               // dynamic, static, adaptive
+  double static_cpu_fraction = 0.5;             // [0, 1]
+  std::int64_t block_residues = 1 << 20;        // [1, 2^32]
+  std::int64_t queue_depth = 0;                 // [0, 2^20]; 0 = 2 per worker, 2 batches per GPU
+  std::int64_t gpu_batch_blocks = 128;          // [1, 2^20]
   std::int64_t gpu_batch_residues = 128 << 20;  // [1, 2^40]
   bool no_gpu = false;
   bool gpu_only = false;

@@ -4,7 +4,9 @@ workers, pass time, mean busy time per worker, first block start, cells per seco
 CPU worker, GPU share and the idle tails (see the README's Output section).
 
     python3 bench/trace_summary.py [--phases] result.h5 [more.h5 ...]
-(--phases: also the span and busy time of the CPU blocks, the post-queue and each GPU batch)
+(--phases: also the span and busy time of the CPU blocks, the post-queue and each GPU batch;
+ --timeline: how many CPU workers were busy in each twentieth of the pass, and where the
+ pass began and ended against the whole process, /run's wall_seconds)
 """
 import sys
 
@@ -41,3 +43,19 @@ for path in [a for a in sys.argv[1:] if not a.startswith("--")]:
                 print(f"  {query}: CPU blocks {span(own)} busy {float((end - start)[own].sum()):.3f}s; "
                       f"post {span(post)} busy {float((end - start)[post].sum()):.3f}s; GPU batches "
                       + " ".join(f"{a:.3f}-{b:.3f}" for a, b in zip(start[gpu], end[gpu])))
+        if "--timeline" in sys.argv:
+            # Busy CPU workers per twentieth of the pass: a ramp at the start, a tail at the end.
+            for query in f["/trace"]:
+                t = f["/trace"][query]
+                start, end, device = t["start"][:], t["end"][:], t["device"][:]
+                cpu = device == 0
+                workers = len(set(t["worker"][:][cpu]))
+                total = float(t.attrs["wall_seconds"])
+                edges = np.linspace(0.0, total, 21)
+                busy = []
+                for a, b in zip(edges[:-1], edges[1:]):
+                    overlap = np.clip(np.minimum(end[cpu], b) - np.maximum(start[cpu], a), 0.0, None)
+                    busy.append(overlap.sum() / (b - a) if b > a else 0.0)
+                print(f"  {query}: pass {total:.3f}s of process {float(run.get('wall_seconds', 0)):.3f}s, "
+                      f"{workers} CPU workers, {int(cpu.sum())} batches, last end {end.max() if len(end) else 0:.3f}s; "
+                      "busy workers per twentieth: " + " ".join(f"{x:.1f}" for x in busy))

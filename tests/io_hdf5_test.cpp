@@ -259,6 +259,83 @@ TEST_F(IoHdf5, LargeDatasetsAreChunkedAndCompressed) {
   EXPECT_LT(storage_layout(path_, "/above_threshold").stored_bytes, 1024u);
 }
 
+// ---- appendable datasets ----
+
+TEST_F(IoHdf5, AppendedPiecesReadAsOneDataset) {
+  const std::vector<float> floats = some_floats(70000);  // more than two chunks
+  std::vector<std::string> names(40000);
+  for (std::size_t i = 0; i < names.size(); ++i) names[i] = "t" + std::to_string(i * 7);
+  {
+    Hdf5Writer writer(path_);
+    Hdf5Writer::Appendable f = writer.appendable("/grown/floats");
+    Hdf5Writer::Appendable d = writer.appendable("/grown/doubles");
+    Hdf5Writer::Appendable i32 = writer.appendable("/grown/int32");
+    Hdf5Writer::Appendable i64 = writer.appendable("/grown/int64");
+    Hdf5Writer::Appendable u8 = writer.appendable("/grown/uint8");
+    Hdf5Writer::Appendable s = writer.appendable("/grown/strings");
+    Hdf5Writer::Appendable empty = writer.appendable("/grown/empty");
+    // Uneven pieces, an empty one among them.
+    for (std::size_t begin = 0, piece = 1; begin < floats.size();
+         begin += piece, piece = piece * 3 + 1) {
+      const std::size_t end = std::min(floats.size(), begin + piece);
+      f.append(std::vector<float>(floats.begin() + begin, floats.begin() + end));
+      f.append(std::vector<float>{});
+    }
+    for (std::size_t begin = 0; begin < names.size(); begin += 9999) {
+      const std::size_t end = std::min(names.size(), begin + 9999);
+      s.append(std::vector<std::string>(names.begin() + begin, names.begin() + end));
+    }
+    d.append(std::vector<double>{1.5, -2.25});
+    d.append(std::vector<double>{1e-300});
+    i32.append(std::vector<std::int32_t>{-7, 8});
+    i64.append(std::vector<std::int64_t>{std::numeric_limits<std::int64_t>::min()});
+    i64.append(std::vector<std::int64_t>{42});
+    u8.append(std::vector<std::uint8_t>{0, 255});
+    empty.append(std::vector<std::int32_t>{});
+    EXPECT_EQ(f.size(), floats.size());
+    EXPECT_THROW(d.append(std::vector<float>{1.0f}), std::logic_error);
+    writer.appendable("/grown/never");  // no append: no dataset
+  }                                     // not committed: nothing is left
+  EXPECT_FALSE(fs::exists(path_));
+  {
+    Hdf5Writer writer(path_);
+    {
+      Hdf5Writer::Appendable f = writer.appendable("/grown/floats");
+      for (std::size_t begin = 0; begin < floats.size(); begin += 5000) {
+        const std::size_t end = std::min(floats.size(), begin + 5000);
+        f.append(std::vector<float>(floats.begin() + begin, floats.begin() + end));
+      }
+      Hdf5Writer::Appendable s = writer.appendable("/grown/strings");
+      s.append(names);
+      Hdf5Writer::Appendable e = writer.appendable("/grown/empty");
+      e.append(std::vector<std::uint8_t>{});
+      writer.appendable("/grown/never");
+    }
+    EXPECT_TRUE(throws_containing([&] { writer.appendable("/grown/floats"); },
+                                  {path_, "'/grown/floats'", "exists"}));
+    writer.commit();
+  }
+  const Hdf5Reader reader(path_);
+  EXPECT_EQ(reader.read_floats("/grown/floats"), floats);
+  EXPECT_EQ(reader.read_strings("/grown/strings"), names);
+  EXPECT_TRUE(reader.read_uint8("/grown/empty").empty());
+  EXPECT_EQ(reader.list("/grown"), (std::vector<std::string>{"empty", "floats", "strings"}));
+  const StorageLayout layout = storage_layout(path_, "/grown/floats");
+  EXPECT_EQ(layout.layout, H5D_CHUNKED);
+  EXPECT_EQ(layout.first_filter, H5Z_FILTER_DEFLATE);
+}
+
+TEST_F(IoHdf5, AppendedStringWithNulByteIsRefused) {
+  Hdf5Writer writer(path_);
+  Hdf5Writer::Appendable s = writer.appendable("/names");
+  s.append(std::vector<std::string>{"a", "b"});
+  EXPECT_TRUE(throws_containing(
+      [&] {
+        s.append(std::vector<std::string>{"ok", std::string("a\0b", 3)});
+      },
+      {path_, "'/names'", "string 3 holds a NUL byte"}));
+}
+
 // ---- groups, attributes, listing ----
 
 TEST_F(IoHdf5, GroupsAreCreatedWithTheirParents) {

@@ -25,7 +25,9 @@ using scheduler::BlockPtr;
 using scheduler::BlockReader;
 using scheduler::ReaderOptions;
 
-std::mt19937_64 seeded_rng() { return std::mt19937_64(test::test_seed()); }
+std::mt19937_64 seeded_rng() {
+  return std::mt19937_64(test::test_seed());
+}
 
 void write_gzip(const std::string& path, const std::string& text) {
   gzFile gz = gzopen(path.c_str(), "wb");
@@ -38,17 +40,21 @@ std::string random_fasta(std::mt19937_64& rng, const Alphabet& alphabet) {
   auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<std::uint64_t>(n)); };
   std::string residues;
   for (int c = 0; c < 256; ++c) {
-    if (c != '-' && alphabet.digitize(static_cast<char>(c)) != Alphabet::kIllegal) residues += static_cast<char>(c);
+    if (c != '-' && alphabet.digitize(static_cast<char>(c)) != Alphabet::kIllegal)
+      residues += static_cast<char>(c);
   }
   const std::string eol = pick(4) == 0 ? "\r\n" : "\n";
   std::string text;
-  for (int i = pick(3); i > 0; --i) text += pick(2) ? eol : std::string(" \t") + eol;  // blank lines first
+  for (int i = pick(3); i > 0; --i)
+    text += pick(2) ? eol : std::string(" \t") + eol;  // blank lines first
   const int records = 1 + pick(60);
   for (int r = 0; r < records; ++r) {
     text += ">";
     if (pick(4) == 0) text += " ";
     text += "seq" + std::to_string(r) + (pick(3) == 0 ? "|x_" + std::to_string(pick(1000)) : "");
-    if (pick(2)) text += std::string(pick(2) ? " " : "\t") + "desc " + std::to_string(pick(100000)) + (pick(3) ? "  " : "");
+    if (pick(2))
+      text += std::string(pick(2) ? " " : "\t") + "desc " + std::to_string(pick(100000)) +
+              (pick(3) ? "  " : "");
     text += eol;
     const int length = pick(8) == 0 ? 0 : pick(5) == 0 ? pick(3000) : pick(200);
     const int width = pick(3) == 0 ? 100000 : 1 + pick(80);
@@ -77,8 +83,9 @@ Expected read_sequentially(const std::string& path, const Alphabet& alphabet) {
 }
 
 // Reads the whole file with BlockReader and checks it against FastaReader's sequences.
-std::vector<BlockPtr> check_same(const std::string& path, const Alphabet& alphabet, const ReaderOptions& options,
-                                 const Expected& expected, const std::string& what) {
+std::vector<BlockPtr> check_same(const std::string& path, const Alphabet& alphabet,
+                                 const ReaderOptions& options, const Expected& expected,
+                                 const std::string& what) {
   BlockReader reader(path, alphabet, options);
   std::vector<BlockPtr> blocks;
   std::size_t k = 0;
@@ -96,21 +103,26 @@ std::vector<BlockPtr> check_same(const std::string& path, const Alphabet& alphab
       EXPECT_EQ(b->name(i), s.name) << what;
       EXPECT_EQ(b->description(i), s.description) << what;
       if (static_cast<std::size_t>(b->length(i)) != s.residues.size()) {
-        ADD_FAILURE() << what << " sequence " << at << ": length " << b->length(i) << ", FastaReader "
-                      << s.residues.size();
+        ADD_FAILURE() << what << " sequence " << at << ": length " << b->length(i)
+                      << ", FastaReader " << s.residues.size();
         return blocks;
       }
-      EXPECT_TRUE(std::equal(s.residues.begin(), s.residues.end(), b->sequence(i))) << what << " sequence " << at;
+      EXPECT_TRUE(std::equal(s.residues.begin(), s.residues.end(), b->sequence(i)))
+          << what << " sequence " << at;
       if (i == 0) {
         EXPECT_EQ(b->first_line, s.line) << what;
       }
     }
     blocks.push_back(b);
   }
-  EXPECT_EQ(k + static_cast<std::size_t>(options.start.sequence), expected.sequences.size()) << what;
-  // Sizes: every block but the last holds at least block_residues residues.
-  for (std::size_t i = 0; i + 1 < blocks.size(); ++i) {
-    EXPECT_GE(static_cast<std::size_t>(blocks[i]->residue_count()), options.block_residues) << what << " block " << i;
+  EXPECT_EQ(k + static_cast<std::size_t>(options.start.sequence), expected.sequences.size())
+      << what;
+  // Sizes: every block but the last holds at least block_residues residues (with
+  // consumers, the first and last blocks of a plain file are smaller: see ShapesFirstAndLast).
+  const bool shaped = options.consumers > 0 && !path.ends_with(".gz");
+  for (std::size_t i = 0; !shaped && i + 1 < blocks.size(); ++i) {
+    EXPECT_GE(static_cast<std::size_t>(blocks[i]->residue_count()), options.block_residues)
+        << what << " block " << i;
   }
   return blocks;
 }
@@ -126,19 +138,61 @@ TEST(BlockReader, SameSequencesAsFastaReaderOnRandomFiles) {
     write_gzip(gz, text);
     const Expected expected = read_sequentially(plain, alphabet);
     for (const std::string& path : {plain, gz}) {
-      for (std::size_t chunk : {std::size_t{1}, std::size_t{37}, std::size_t{500}, std::size_t{0}}) {
+      for (std::size_t chunk :
+           {std::size_t{1}, std::size_t{37}, std::size_t{500}, std::size_t{0}}) {
         ReaderOptions o;
         o.chunk_bytes = chunk;
         o.threads = 1 + static_cast<int>(rng() % 3);
         o.block_residues = std::vector<std::size_t>{1, 7, 300, std::size_t{1} << 20}[rng() % 4];
         o.simd = rng() % 2 == 0;
+        o.consumers = rng() % 3 == 0 ? 0 : 1 + static_cast<int>(rng() % 8);
         check_same(path, alphabet, o, expected,
-                   "round " + std::to_string(round) + " " + path + " chunk " + std::to_string(chunk) + " threads " +
-                       std::to_string(o.threads) + " block " + std::to_string(o.block_residues) +
-                       (o.simd ? " simd" : " scalar"));
+                   "round " + std::to_string(round) + " " + path + " chunk " +
+                       std::to_string(chunk) + " threads " + std::to_string(o.threads) + " block " +
+                       std::to_string(o.block_residues) + (o.simd ? " simd" : " scalar") +
+                       " consumers " + std::to_string(o.consumers));
       }
     }
   }
+}
+
+// With consumers, a plain file's first blocks and those of its last consumers x
+// block_residues bytes are a quarter of block_residues (so that every worker starts early
+// and they finish together); the middle ones are as without; the sequences are the same.
+TEST(BlockReader, ShapesFirstAndLastBlocksForTheConsumers) {
+  test::TempDir dir;
+  std::string text;
+  for (int i = 0; i < 4000; ++i)
+    text += ">s" + std::to_string(i) + " d\n" + std::string(100, 'A') + "\n";
+  const std::string path = dir.file("even.fa");
+  test::write_file(path, text);
+  const Expected expected = read_sequentially(path, Alphabet::amino());
+  ReaderOptions plain;
+  plain.block_residues = 10000;  // 100 sequences; the file holds 400,000 residues
+  const std::vector<BlockPtr> unshaped =
+      check_same(path, Alphabet::amino(), plain, expected, "unshaped");
+  ReaderOptions o = plain;
+  o.consumers = 4;
+  const std::vector<BlockPtr> blocks = check_same(path, Alphabet::amino(), o, expected, "shaped");
+  ASSERT_GT(blocks.size(), unshaped.size() + 8);
+  // The first consumers blocks, and the blocks of the last 40,000 bytes, hold at most
+  // a quarter of block_residues; some in the middle hold block_residues.
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_LE(blocks[i]->residue_count(), 2500) << "block " << i;
+  const std::uint64_t tail_begin = text.size() - 4 * o.block_residues;
+  std::size_t tail_blocks = 0, full_blocks = 0;
+  for (const BlockPtr& b : blocks) {
+    if (b->file_offset >= tail_begin) {
+      ++tail_blocks;
+      EXPECT_LE(b->residue_count(), 2500) << "block " << b->index;
+    }
+    if (b->residue_count() >= 10000) ++full_blocks;
+  }
+  EXPECT_GE(tail_blocks, 15u);
+  EXPECT_GT(full_blocks, 0u);
+  // A gzip file is read as without consumers.
+  const std::string gz = dir.file("even.fa.gz");
+  write_gzip(gz, text);
+  EXPECT_EQ(check_same(gz, Alphabet::amino(), o, expected, "gzip").size(), unshaped.size());
 }
 
 TEST(BlockReader, ReReadsFromAnyBlock) {
@@ -155,11 +209,13 @@ TEST(BlockReader, ReReadsFromAnyBlock) {
     ReaderOptions o;
     o.block_residues = 50;
     o.chunk_bytes = 300;
-    const std::vector<BlockPtr> blocks = check_same(path, Alphabet::amino(), o, expected, "full pass");
+    const std::vector<BlockPtr> blocks =
+        check_same(path, Alphabet::amino(), o, expected, "full pass");
     for (const BlockPtr& b : blocks) {
       ReaderOptions from = o;
       from.start = {b->file_offset, b->first_line, b->index, b->first_sequence};
-      check_same(path, Alphabet::amino(), from, expected, path + " from block " + std::to_string(b->index));
+      check_same(path, Alphabet::amino(), from, expected,
+                 path + " from block " + std::to_string(b->index));
     }
   }
 }
@@ -167,15 +223,15 @@ TEST(BlockReader, ReReadsFromAnyBlock) {
 TEST(BlockReader, ErrorsAreFastaReadersWithFileAndLine) {
   test::TempDir dir;
   const std::vector<std::string> bad = {
-      ">a\nACDEF\n>b\nAC%DE\n",           // the CLI test's case: line 4
-      ">s1\nACDE\nAC1DE\n",               // line 3, '1'
-      "ACDE\n>s\nAC\n",                   // no header first
-      "\n  \n x\n>s\nAC\n",               // not blank before the first header
-      ">s\nAC-DE\n",                      // gap
-      ">s\nACD>E\n",                      // '>' inside a line
-      ">a\nAC\n>\nAC\n",                  // header without a name
-      ">a\nAC\n>  \t\nAC\n",              // header of white space only
-      ">a\nAC\n>b\nA\vC\n",               // a vertical tab
+      ">a\nACDEF\n>b\nAC%DE\n",                     // the CLI test's case: line 4
+      ">s1\nACDE\nAC1DE\n",                         // line 3, '1'
+      "ACDE\n>s\nAC\n",                             // no header first
+      "\n  \n x\n>s\nAC\n",                         // not blank before the first header
+      ">s\nAC-DE\n",                                // gap
+      ">s\nACD>E\n",                                // '>' inside a line
+      ">a\nAC\n>\nAC\n",                            // header without a name
+      ">a\nAC\n>  \t\nAC\n",                        // header of white space only
+      ">a\nAC\n>b\nA\vC\n",                         // a vertical tab
       std::string(">a\nAC\n>b\nA") + '\0' + "C\n",  // a NUL byte
   };
   auto expected_error = [](const std::string& path) -> std::string {
@@ -189,7 +245,8 @@ TEST(BlockReader, ErrorsAreFastaReadersWithFileAndLine) {
   for (std::size_t i = 0; i < bad.size(); ++i) {
     for (int repeat : {1, 300}) {  // alone, and after many good records (a later chunk)
       std::string text;
-      for (int r = 1; r < repeat; ++r) text += ">good" + std::to_string(r) + " d\nACDEFGHIKL\nMNPQ\n";
+      for (int r = 1; r < repeat; ++r)
+        text += ">good" + std::to_string(r) + " d\nACDEFGHIKL\nMNPQ\n";
       if (repeat > 1 && bad[i][0] != '>') continue;  // "before the first header" cases only alone
       text += bad[i];
       const std::string path = dir.file("bad" + std::to_string(i) + ".fa");
@@ -227,7 +284,8 @@ TEST(BlockReader, OpenErrorsAndEmptyFiles) {
   std::string rec = ">s\n" + std::string(200000, 'A') + "\n";
   write_gzip(dir.file("c.fa.gz"), rec);
   std::string bytes = test::read_file(dir.file("c.fa.gz"));
-  for (std::size_t i = 20; i < bytes.size() - 8; i += 7) bytes[i] = static_cast<char>(bytes[i] ^ 0x5a);
+  for (std::size_t i = 20; i < bytes.size() - 8; i += 7)
+    bytes[i] = static_cast<char>(bytes[i] ^ 0x5a);
   test::write_file(dir.file("c.fa.gz"), bytes);
   try {
     BlockReader reader(dir.file("c.fa.gz"), Alphabet::amino(), 100);
@@ -242,7 +300,8 @@ TEST(BlockReader, OpenErrorsAndEmptyFiles) {
 TEST(BlockReader, StopsEarlyWithoutReadingEverything) {
   test::TempDir dir;
   std::string text;
-  for (int r = 0; r < 20000; ++r) text += ">s" + std::to_string(r) + "\n" + std::string(100, 'A') + "\n";
+  for (int r = 0; r < 20000; ++r)
+    text += ">s" + std::to_string(r) + "\n" + std::string(100, 'A') + "\n";
   test::write_file(dir.file("big.fa"), text);
   ReaderOptions o;
   o.block_residues = 100;
@@ -255,7 +314,8 @@ TEST(BlockReader, StopsEarlyWithoutReadingEverything) {
 }
 
 TEST(Digitize, VectorAndScalarVersionsAgreeOnEveryByte) {
-  if (scheduler::best_digitizer() == scheduler::digitize_line_scalar) GTEST_SKIP() << "no AVX2 on this CPU";
+  if (scheduler::best_digitizer() == scheduler::digitize_line_scalar)
+    GTEST_SKIP() << "no AVX2 on this CPU";
   auto rng = seeded_rng();
   for (const Alphabet* alphabet : {&Alphabet::amino(), &Alphabet::dna()}) {
     const scheduler::DigitizeTable table(*alphabet);
@@ -265,13 +325,15 @@ TEST(Digitize, VectorAndScalarVersionsAgreeOnEveryByte) {
       const bool clean = round % 2 == 0;  // half the lines hold residues only
       for (char& c : line) {
         do c = static_cast<char>(rng() % 256);
-        while (clean && table.codes[static_cast<unsigned char>(c)] >= scheduler::DigitizeTable::kSkip);
+        while (clean &&
+               table.codes[static_cast<unsigned char>(c)] >= scheduler::DigitizeTable::kSkip);
       }
       std::vector<Residue> scalar(n + 32), vector(n + 32);
       const bool a = scheduler::digitize_line_scalar(table, line.data(), n, scalar.data());
       const bool b = scheduler::digitize_line_avx2(table, line.data(), n, vector.data());
       ASSERT_EQ(a, b) << "round " << round;
-      ASSERT_TRUE(std::equal(scalar.begin(), scalar.begin() + static_cast<long>(n), vector.begin())) << round;
+      ASSERT_TRUE(std::equal(scalar.begin(), scalar.begin() + static_cast<long>(n), vector.begin()))
+          << round;
       if (clean) {
         EXPECT_TRUE(a);
       }
@@ -279,7 +341,8 @@ TEST(Digitize, VectorAndScalarVersionsAgreeOnEveryByte) {
     for (int c = 0; c < 256; ++c) {  // each byte alone
       char line[33] = {static_cast<char>(c)};
       Residue s[33], v[33];
-      EXPECT_EQ(scheduler::digitize_line_scalar(table, line, 1, s), scheduler::digitize_line_avx2(table, line, 1, v));
+      EXPECT_EQ(scheduler::digitize_line_scalar(table, line, 1, s),
+                scheduler::digitize_line_avx2(table, line, 1, v));
       EXPECT_EQ(s[0], v[0]) << c;
       const Residue x = alphabet->digitize(static_cast<char>(c));
       if (c == '-' || x == Alphabet::kIllegal) {

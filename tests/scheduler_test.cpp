@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -20,6 +21,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "app/report.hpp"
+#include "app/result_stream.hpp"
 #include "app/search.hpp"
 #include "core/error.hpp"
 #include "core/hmm.hpp"
@@ -291,11 +294,21 @@ TEST(SchedulerParts, HostLoopsAreSharedWithWaitingWorkers) {
   constexpr std::size_t n = 5000;
   std::vector<std::size_t> out(n, 0);
   queue.run_host_loop(n, 8, [&](std::size_t i) {
-    if (i == 0 && std::this_thread::get_id() == feeder) {  // wait until a worker helped
+    const std::thread::id me = std::this_thread::get_id();
+    // Whoever runs index 0 (the feeder or a worker) waits until another thread has run an
+    // index: the loop is shared whatever the timing (on a busy machine one thread could
+    // otherwise run it all).
+    if (i == 0) {
       const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-      while (!helped.load() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+      for (bool other = false; !other && std::chrono::steady_clock::now() < until;) {
+        {
+          std::lock_guard lock(mutex);
+          other = std::any_of(ran.begin(), ran.end(), [&](const auto& e) { return e.first != me; });
+        }
+        if (!other) std::this_thread::yield();
+      }
     }
-    if (std::this_thread::get_id() != feeder) helped = true;
+    if (me != feeder) helped = true;
     out[i] += 3 * i + 1;
     std::lock_guard lock(mutex);
     ++ran[std::this_thread::get_id()];
@@ -517,6 +530,87 @@ TEST(SchedulerReuse, ResultsIdenticalWithAndWithoutReusedBlocks) {
         EXPECT_EQ(q.schedule.residues, reread.queries[0].counts.residues) << what;
     }
   }
+}
+
+// The per-target columns written while the search runs (app/result_stream.hpp): from many
+// workers, a test-double GPU with faults and tiny blocks, for three queries (two of the
+// same name), they equal the records the search returns; a write failure ends the search
+// with an error.
+TEST(SchedulerStream, ColumnsWrittenDuringTheSearchEqualTheRecords) {
+  test::TempDir dir;
+  const std::string db = test::database_prefix(dir, scaled(600));
+  const std::string hmm = dir.file("three.hmm");
+  test::run_command(
+      "cat /usr/share/doc/hmmer/examples/tutorial/globins4.hmm "
+      "/usr/share/doc/hmmer/examples/tutorial/fn3.hmm "
+      "/usr/share/doc/hmmer/examples/tutorial/globins4.hmm > " +
+      hmm);
+  const std::vector<HmmModel> models = read_hmm_file(hmm);
+  std::vector<std::string> names, groups;
+  for (const HmmModel& m : models) names.push_back(m.name);
+  for (std::size_t q = 0; q < models.size(); ++q)
+    groups.push_back("/results/hmmsearch/" + app::query_group_name(names, q));
+  ASSERT_EQ(groups.back(), "/results/hmmsearch/globins4#2");
+  app::HybridOptions h;
+  h.test_gpus = 1;
+  h.fault_every = 3;
+  h.block_residues = 2000;
+  h.warnings = false;
+  const std::string out = dir.file("out.h5");
+  app::SearchRun run;
+  {
+    io::Hdf5Writer file(out);
+    {
+      app::ResultStream stream(file, groups);
+      run = app::run_hmmsearch(models, db, relaxed_config(4), h, &stream);
+    }
+    file.commit();
+  }
+  ASSERT_EQ(run.queries.size(), 3u);
+  const io::Hdf5Reader reader(out);
+  for (std::size_t q = 0; q < 3; ++q) {
+    const std::vector<app::TargetRecord>& t = run.queries[q].targets;
+    ASSERT_GT(t.size(), 10u) << groups[q];
+    const std::string& g = groups[q];
+    EXPECT_EQ(reader.list(g).size(), app::ResultStream::column_names().size()) << g;
+    const std::vector<std::int64_t> index = reader.read_int64(g + "/index");
+    const std::vector<std::string> name = reader.read_strings(g + "/name");
+    const std::vector<std::string> description = reader.read_strings(g + "/description");
+    const std::vector<std::int32_t> length = reader.read_int32(g + "/length");
+    const std::vector<float> msv = reader.read_floats(g + "/msv_bits");
+    const std::vector<float> viterbi = reader.read_floats(g + "/viterbi_bits");
+    const std::vector<float> forward = reader.read_floats(g + "/forward_bits");
+    const std::vector<double> pvalue = reader.read_doubles(g + "/pvalue");
+    const std::vector<std::uint8_t> stage = reader.read_uint8(g + "/stage");
+    ASSERT_EQ(index.size(), t.size()) << g;
+    for (std::size_t i = 0; i < t.size(); ++i) {
+      EXPECT_EQ(index[i], t[i].index);
+      EXPECT_EQ(name[i], t[i].name);
+      EXPECT_EQ(description[i], t[i].description);
+      EXPECT_EQ(length[i], t[i].length);
+      EXPECT_EQ(std::memcmp(&msv[i], &t[i].scores.msv_bits, sizeof(float)), 0);
+      EXPECT_EQ(std::memcmp(&viterbi[i], &t[i].scores.viterbi_bits, sizeof(float)), 0);
+      EXPECT_EQ(std::memcmp(&forward[i], &t[i].scores.forward_bits, sizeof(float)), 0);
+      EXPECT_EQ(std::memcmp(&pvalue[i], &t[i].scores.pvalue, sizeof(double)), 0);
+      EXPECT_EQ(stage[i], static_cast<std::uint8_t>(t[i].scores.stage));
+    }
+  }
+
+  // The first query's columns cannot be created (a dataset is in the way): the search
+  // fails with the file and the object, and the uncommitted file is removed.
+  const std::string blocked = dir.file("blocked.h5");
+  {
+    io::Hdf5Writer file(blocked);
+    file.write(groups[0] + "/name", std::vector<float>{1.0f});
+    app::ResultStream stream(file, groups);
+    try {
+      (void)app::run_hmmsearch(models, db, relaxed_config(2), h, &stream);
+      ADD_FAILURE() << "no error";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find(groups[0] + "/name"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_FALSE(std::filesystem::exists(blocked));
 }
 
 // The [scheduler] table of a configuration file, overridden by the command line, and

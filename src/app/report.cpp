@@ -138,16 +138,22 @@ void write_trace(io::Hdf5Writer& file, const SearchRun& run) {
 }  // namespace
 
 std::string query_group_name(const SearchRun& run, std::size_t query) {
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i <= query; ++i) names.push_back(run.queries[i].name);
+  return query_group_name(names, query);
+}
+
+std::string query_group_name(const std::vector<std::string>& names, std::size_t query) {
   auto clean = [](std::string s) {
     for (char& c : s)
       if (c == '/') c = '_';
     if (s.empty() || s == "." || s == "..") s = "_" + s;
     return s;
   };
-  const std::string base = clean(run.queries[query].name);
+  const std::string base = clean(names[query]);
   int same_before = 0;
   for (std::size_t i = 0; i < query; ++i)
-    if (clean(run.queries[i].name) == base) ++same_before;
+    if (clean(names[i]) == base) ++same_before;
   return same_before == 0 ? base : base + "#" + std::to_string(same_before + 1);
 }
 
@@ -268,37 +274,15 @@ void write_hdf5(io::Hdf5Writer& file, const SearchRun& run, const io::Config& co
     const QueryResult& q = run.queries[qi];
     const std::string g = "/results/hmmsearch/" + query_group_name(run, qi);
     file.create_group(g);
+    // The other columns were written during the pass (result_stream.hpp).
     const std::size_t n = q.targets.size();
-    std::vector<std::int64_t> index(n);
-    std::vector<std::string> name(n), description(n);
-    std::vector<std::int32_t> length(n);
-    std::vector<float> msv(n), vit(n), fwd(n);
-    std::vector<double> pvalue(n), evalue(n);
-    std::vector<std::uint8_t> stage(n), reported(n);
+    std::vector<double> evalue(n);
+    std::vector<std::uint8_t> reported(n);
     for (std::size_t i = 0; i < n; ++i) {
-      const TargetRecord& t = q.targets[i];
-      index[i] = t.index;
-      name[i] = t.name;
-      description[i] = t.description;
-      length[i] = t.length;
-      msv[i] = t.scores.msv_bits;
-      vit[i] = t.scores.viterbi_bits;
-      fwd[i] = t.scores.forward_bits;
-      pvalue[i] = t.scores.pvalue;
-      evalue[i] = t.evalue;
-      stage[i] = static_cast<std::uint8_t>(t.scores.stage);
-      reported[i] = t.reported ? 1 : 0;
+      evalue[i] = q.targets[i].evalue;
+      reported[i] = q.targets[i].reported ? 1 : 0;
     }
-    file.write(g + "/index", index);
-    file.write(g + "/name", name);
-    file.write(g + "/description", description);
-    file.write(g + "/length", length);
-    file.write(g + "/msv_bits", msv);
-    file.write(g + "/viterbi_bits", vit);
-    file.write(g + "/forward_bits", fwd);
-    file.write(g + "/pvalue", pvalue);
     file.write(g + "/evalue", evalue);
-    file.write(g + "/stage", stage);
     file.write(g + "/reported", reported);
     file.set_attribute(g, "query_name", q.name);
     file.set_attribute(g, "accession", q.accession);

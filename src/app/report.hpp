@@ -4,6 +4,7 @@
 
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "app/search.hpp"
 #include "io/config.hpp"
@@ -21,11 +22,15 @@ struct RunInfo {
 void write_text_report(std::ostream& out, const SearchRun& run, const io::Config& config,
                        const RunInfo& info);
 void write_tblout(std::ostream& out, const SearchRun& run, const RunInfo& info);
-// Writes /results and /run into `file` (not committed).
+// Writes /run, /trace and what /results needs the whole search for (evalue, reported, the
+// attributes) into `file` (not committed); the per-target columns come from a
+// ResultStream (result_stream.hpp) during the search.
 void write_hdf5(io::Hdf5Writer& file, const SearchRun& run, const io::Config& config,
                 const RunInfo& info);
 
-// The HDF5 group name of a query: its name with '/' replaced, made unique.
+// The HDF5 group name of a query: its name with '/' replaced, made unique (from the names
+// of the queries up to it).
 std::string query_group_name(const SearchRun& run, std::size_t query);
+std::string query_group_name(const std::vector<std::string>& names, std::size_t query);
 
 }  // namespace duet::app

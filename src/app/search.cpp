@@ -267,7 +267,8 @@ class TestDoubleGpu final : public scheduler::GpuBackend {
 }  // namespace
 
 SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& database_path,
-                        const io::Config& config, const HybridOptions& hybrid) {
+                        const io::Config& config, const HybridOptions& hybrid,
+                        TargetStream* stream) {
   using Clock = std::chrono::steady_clock;
   const auto run_start = Clock::now();
   // GPUs: the debug test double, or the real ones of a CUDA build (gpu_backend.hpp).
@@ -316,6 +317,7 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& 
   scheduler::ReaderOptions reader;
   reader.block_residues = hybrid.block_residues;
   reader.threads = hybrid.reader_threads;
+  reader.consumers = options.cpu_workers + gpus;
   const std::uint64_t reuse = models.size() > 1 ? hybrid.reuse_memory : 0;
   std::unique_ptr<scheduler::BlockStore> store;
 
@@ -338,16 +340,20 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& 
     query.description = hmm.description;
     query.M = hmm.M;
 
-    scheduler::ResultSink<BlockRecords> sink([&query](std::int64_t, BlockRecords&& block) {
-      PipelineCounts& c = query.counts;
-      c.targets += block.counts.targets;
-      c.residues += block.counts.residues;
-      c.passed_msv += block.counts.passed_msv;
-      c.passed_bias += block.counts.passed_bias;
-      c.passed_viterbi += block.counts.passed_viterbi;
-      c.passed_forward += block.counts.passed_forward;
-      for (auto& t : block.targets) query.targets.push_back(std::move(t));
-    });
+    const std::size_t query_index = run.queries.size();
+    if (stream != nullptr) stream->begin_query(query_index);
+    scheduler::ResultSink<BlockRecords> sink(
+        [&query, stream, query_index](std::int64_t, BlockRecords&& block) {
+          if (stream != nullptr) stream->targets(query_index, block.targets);
+          PipelineCounts& c = query.counts;
+          c.targets += block.counts.targets;
+          c.residues += block.counts.residues;
+          c.passed_msv += block.counts.passed_msv;
+          c.passed_bias += block.counts.passed_bias;
+          c.passed_viterbi += block.counts.passed_viterbi;
+          c.passed_forward += block.counts.passed_forward;
+          for (auto& t : block.targets) query.targets.push_back(std::move(t));
+        });
     HmmsearchWorkload workload(profile, settings, options.cpu_workers + gpus, isa, sink);
     std::vector<std::unique_ptr<TestDoubleGpu>> doubles;
     std::vector<scheduler::GpuBackend*> backends;
@@ -390,6 +396,7 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& 
     }
     if (sink.held_back() != 0)
       throw std::logic_error("scheduler: results of some blocks are missing");
+    if (stream != nullptr) stream->end_query(query_index);
     finish_query(query, config.search);
     query.seconds = std::chrono::duration<double>(Clock::now() - query_start).count();
     run.queries.push_back(std::move(query));

@@ -93,12 +93,27 @@ std::vector<std::string> default_kernel_table_paths();
 // HMMER's settings derived from the options (--max, --nobias, F1..F3).
 CascadeSettings cascade_settings(const io::SearchConfig& config);
 
+// Receives each query's target records in database order while its pass runs, so that
+// they can be written while the workers compute (app/result_stream.hpp). begin_query and
+// end_query come from the thread that called run_hmmsearch; targets() from any thread,
+// one call at a time, a block's records per call. end_query is not called for a query
+// whose pass was stopped.
+class TargetStream {
+ public:
+  virtual ~TargetStream() = default;
+  virtual void begin_query(std::size_t query) = 0;
+  virtual void targets(std::size_t query, const std::vector<TargetRecord>& block) = 0;
+  virtual void end_query(std::size_t query) = 0;
+};
+
 // Searches every model of `models` against the database at `database_path` with
 // config.run.cpu CPU workers (0 = one per core, less the GPU feeders) and the devices of
 // `hybrid`. A build without CUDA has no GPU: asking for one (Gpu::only without the test
-// double) is a UsageError.
+// double) is a UsageError. `stream`, when given, sees every query's records as they are
+// merged.
 SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& database_path,
-                        const io::Config& config, const HybridOptions& hybrid = {});
+                        const io::Config& config, const HybridOptions& hybrid = {},
+                        TargetStream* stream = nullptr);
 
 // Sets E-values and the reported flag once Z is known; orders reported hits best first.
 void finish_query(QueryResult& query, const io::SearchConfig& config);

@@ -500,6 +500,129 @@ void Hdf5Writer::write(const std::string& path, const std::vector<std::string>& 
   write_dataset(file_, final_path_, path, type.get(), type.get(), pointers.data(), pointers.size());
 }
 
+// ---- Hdf5Writer::Appendable ----
+
+namespace {
+
+// The element kinds of an appendable dataset: memory and file types.
+enum AppendKind { kF32, kF64, kI32, kI64, kU8, kUtf8 };
+
+}  // namespace
+
+Hdf5Writer::Appendable Hdf5Writer::appendable(const std::string& path) {
+  turn_off_hdf5_error_printing();
+  const std::string object = absolute_path(path);
+  require_open(file_, final_path_, "create dataset", object);
+  if (object_exists(file_, object)) fail(final_path_, "create dataset", object, "it exists");
+  return Appendable(*this, object);
+}
+
+Hdf5Writer::Appendable::Appendable(Appendable&& other) noexcept
+    : file_(other.file_),
+      path_(std::move(other.path_)),
+      dataset_(std::exchange(other.dataset_, -1)),
+      kind_(other.kind_),
+      size_(other.size_) {}
+
+Hdf5Writer::Appendable::~Appendable() {
+  close();
+}
+
+void Hdf5Writer::Appendable::close() {
+  if (dataset_ >= 0) H5Dclose(dataset_);
+  dataset_ = -1;
+}
+
+void Hdf5Writer::Appendable::append_raw(int kind, const void* data, std::uint64_t count) {
+  turn_off_hdf5_error_printing();
+  const std::string& file_name = file_->final_path_;
+  const hid_t file = file_->file_;
+  require_open(file, file_name, "write dataset", path_);
+  if (kind_ >= 0 && kind != kind_) {
+    throw std::logic_error(file_name + ": '" + path_ + "': values of another type appended");
+  }
+  const std::string action = "write dataset";
+  const Id string_type =
+      kind == kUtf8 ? variable_string_type(H5T_CSET_UTF8, file_name, path_) : Id(-1, H5Tclose);
+  hid_t memory = string_type.get(), stored = string_type.get();
+  switch (kind) {
+    case kF32:
+      memory = H5T_NATIVE_FLOAT, stored = H5T_IEEE_F32LE;
+      break;
+    case kF64:
+      memory = H5T_NATIVE_DOUBLE, stored = H5T_IEEE_F64LE;
+      break;
+    case kI32:
+      memory = H5T_NATIVE_INT32, stored = H5T_STD_I32LE;
+      break;
+    case kI64:
+      memory = H5T_NATIVE_INT64, stored = H5T_STD_I64LE;
+      break;
+    case kU8:
+      memory = H5T_NATIVE_UINT8, stored = H5T_STD_U8LE;
+      break;
+    default:
+      break;
+  }
+  if (dataset_ < 0) {
+    const hsize_t initial[1] = {0};
+    const hsize_t unlimited[1] = {H5S_UNLIMITED};
+    const Id space(check(H5Screate_simple(1, initial, unlimited), file_name, action, path_),
+                   H5Sclose);
+    const Id creation(check(H5Pcreate(H5P_DATASET_CREATE), file_name, action, path_), H5Pclose);
+    const hsize_t chunk[1] = {kChunkElements};
+    check(H5Pset_chunk(creation.get(), 1, chunk), file_name, action, path_);
+    check(H5Pset_deflate(creation.get(), 1), file_name, action, path_);
+    require_group_parents(file, file_name, action, path_);
+    const Id links = creating_intermediate_groups(file_name, path_);
+    dataset_ = check(H5Dcreate2(file, path_.c_str(), stored, space.get(), links.get(),
+                                creation.get(), H5P_DEFAULT),
+                     file_name, action, path_);
+    kind_ = kind;
+  }
+  if (count == 0) return;
+  const hsize_t total[1] = {size_ + count};
+  check(H5Dset_extent(dataset_, total), file_name, action, path_);
+  const Id space(check(H5Dget_space(dataset_), file_name, action, path_), H5Sclose);
+  const hsize_t start[1] = {size_};
+  const hsize_t length[1] = {count};
+  check(H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start, nullptr, length, nullptr),
+        file_name, action, path_);
+  const Id memory_space(check(H5Screate_simple(1, length, nullptr), file_name, action, path_),
+                        H5Sclose);
+  check(H5Dwrite(dataset_, memory, memory_space.get(), space.get(), H5P_DEFAULT, data), file_name,
+        action, path_);
+  size_ += count;
+}
+
+void Hdf5Writer::Appendable::append(const std::vector<float>& values) {
+  append_raw(kF32, values.data(), values.size());
+}
+void Hdf5Writer::Appendable::append(const std::vector<double>& values) {
+  append_raw(kF64, values.data(), values.size());
+}
+void Hdf5Writer::Appendable::append(const std::vector<std::int32_t>& values) {
+  append_raw(kI32, values.data(), values.size());
+}
+void Hdf5Writer::Appendable::append(const std::vector<std::int64_t>& values) {
+  append_raw(kI64, values.data(), values.size());
+}
+void Hdf5Writer::Appendable::append(const std::vector<std::uint8_t>& values) {
+  append_raw(kU8, values.data(), values.size());
+}
+void Hdf5Writer::Appendable::append(const std::vector<std::string>& values) {
+  std::vector<const char*> pointers;
+  pointers.reserve(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (values[i].find('\0') != std::string::npos) {
+      fail(file_->final_path_, "write dataset", path_,
+           "string " + std::to_string(size_ + i) + " holds a NUL byte");
+    }
+    pointers.push_back(values[i].c_str());
+  }
+  append_raw(kUtf8, pointers.data(), pointers.size());
+}
+
 void Hdf5Writer::set_attribute(const std::string& object_path, const std::string& name,
                                const std::string& value) {
   turn_off_hdf5_error_printing();

@@ -5,7 +5,8 @@
 // object path; HDF5's own printing of errors to stderr is switched off.
 //
 // Object paths are absolute or relative to the root group ("/hits/score", "hits/score").
-// Each object is opened and closed within one call, so the classes hold only the file.
+// Each object is opened and closed within one call, so the classes hold only the file,
+// except an Hdf5Writer::Appendable, which keeps its dataset open while values are added.
 #pragma once
 
 #include <concepts>
@@ -50,6 +51,42 @@ class Hdf5Writer {
   // Variable-length UTF-8 strings (h5py reads them as bytes, or as str with .asstr());
   // a string holding a NUL byte is an error.
   void write(const std::string& path, const std::vector<std::string>& values);
+
+  // A 1-D dataset that grows at its end, for results written while they are computed:
+  // stored chunked (32,768 elements) and compressed (deflate level 1); its values are the
+  // same as one write() of them all. The dataset is created, with its element type, by
+  // the first append() (an empty vector creates it empty); a later call of another type
+  // is a std::logic_error; with no append() at all there is no dataset. Like the writer (HDF5 is
+  // not thread-safe), it is used by one thread at a time, and is closed (destroyed) before
+  // commit().
+  class Appendable {
+   public:
+    ~Appendable();
+    Appendable(Appendable&& other) noexcept;
+    Appendable(const Appendable&) = delete;
+    Appendable& operator=(const Appendable&) = delete;
+    Appendable& operator=(Appendable&&) = delete;
+    void append(const std::vector<float>& values);
+    void append(const std::vector<double>& values);
+    void append(const std::vector<std::int32_t>& values);
+    void append(const std::vector<std::int64_t>& values);
+    void append(const std::vector<std::uint8_t>& values);
+    void append(const std::vector<std::string>& values);  // as write(): no NUL bytes
+    std::uint64_t size() const { return size_; }
+
+   private:
+    friend class Hdf5Writer;
+    Appendable(const Hdf5Writer& file, std::string path) : file_(&file), path_(std::move(path)) {}
+    void append_raw(int kind, const void* data, std::uint64_t count);
+    void close();
+    const Hdf5Writer* file_;
+    std::string path_;
+    std::int64_t dataset_ = -1;  // created by the first append
+    int kind_ = -1;
+    std::uint64_t size_ = 0;
+  };
+  // The path must be new; missing groups above it are created with the dataset.
+  Appendable appendable(const std::string& path);
 
   // Scalar attributes on an existing group or dataset; an attribute of the same name is
   // replaced. Strings are variable-length UTF-8 (h5py reads them as str).

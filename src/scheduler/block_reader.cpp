@@ -57,7 +57,8 @@ std::int64_t count_newlines(const char* text, std::size_t size) {
 
 }  // namespace
 
-BlockReader::BlockReader(const std::string& path, const Alphabet& alphabet, const ReaderOptions& options)
+BlockReader::BlockReader(const std::string& path, const Alphabet& alphabet,
+                         const ReaderOptions& options)
     : path_(path),
       alphabet_(alphabet),
       table_(alphabet),
@@ -68,8 +69,10 @@ BlockReader::BlockReader(const std::string& path, const Alphabet& alphabet, cons
       next_sequence_(options.start.sequence) {
   chunk_bytes_ = options.chunk_bytes ? options.chunk_bytes
                                      : std::clamp(4 * block_residues_, 8 * kMiB, 64 * kMiB);
+  consumers_ = std::max(0, options.consumers);
   int threads = options.threads;
-  if (threads <= 0) threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u));
+  if (threads <= 0)
+    threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u));
   max_chunks_ = static_cast<std::int64_t>(threads) + 2;
   start_offset_ = options.start.byte;
 
@@ -81,10 +84,12 @@ BlockReader::BlockReader(const std::string& path, const Alphabet& alphabet, cons
   struct stat st {};
   unsigned char magic[2] = {0, 0};
   const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
-  const bool gzip = !regular || st.st_size < 2 || (::pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b);
+  const bool gzip = !regular || st.st_size < 2 ||
+                    (::pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b);
   if (regular) file_size_ = static_cast<std::uint64_t>(st.st_size);
   if (!gzip) {
-    void* map = ::mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+    void* map =
+        ::mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
     if (map != MAP_FAILED) {
       ::madvise(map, static_cast<std::size_t>(st.st_size), MADV_SEQUENTIAL);
       map_ = static_cast<const char*>(map);
@@ -92,7 +97,8 @@ BlockReader::BlockReader(const std::string& path, const Alphabet& alphabet, cons
       ::close(fd);
       if (start_offset_ > map_size_) {
         ::munmap(map, map_size_);
-        throw InputError(path, options.start.line, "cannot seek to byte " + std::to_string(start_offset_));
+        throw InputError(path, options.start.line,
+                         "cannot seek to byte " + std::to_string(start_offset_));
       }
     }
   }
@@ -104,9 +110,11 @@ BlockReader::BlockReader(const std::string& path, const Alphabet& alphabet, cons
     }
     gzbuffer(f, 1 << 18);
     gz_ = f;
-    if (start_offset_ > 0 && gzseek(f, static_cast<z_off_t>(start_offset_), SEEK_SET) != static_cast<z_off_t>(start_offset_)) {
+    if (start_offset_ > 0 && gzseek(f, static_cast<z_off_t>(start_offset_), SEEK_SET) !=
+                                 static_cast<z_off_t>(start_offset_)) {
       gzclose(f);
-      throw InputError(path, options.start.line, "cannot seek to byte " + std::to_string(start_offset_));
+      throw InputError(path, options.start.line,
+                       "cannot seek to byte " + std::to_string(start_offset_));
     }
   }
   threads_.emplace_back([this] { read_chunks(); });
@@ -176,15 +184,25 @@ void BlockReader::read_chunks() {
 
 // A mapped file: chunks are views of the mapping, cut just before a record's '>'.
 void BlockReader::read_mapped_chunks() {
+  // With consumers: small blocks in the first ramp_end and the last tail bytes.
+  const std::size_t small = std::max<std::size_t>(1, block_residues_ / 4);
+  const std::size_t ramp_end = start_offset_ + static_cast<std::size_t>(consumers_) * small;
+  const std::size_t tail = static_cast<std::size_t>(consumers_) * block_residues_;
+  const std::size_t tail_begin = map_size_ > tail ? map_size_ - tail : 0;
   std::size_t begin = start_offset_;
   for (std::int64_t index = 0; begin < map_size_; ++index) {
     if (!acquire_chunk_slot()) return;
+    const bool shaped = consumers_ > 0 && (begin < ramp_end || begin >= tail_begin);
+    // A chunk ends at the tail's start, so that the tail's blocks are all small.
+    std::size_t want = shaped ? block_residues_ : chunk_bytes_;
+    if (consumers_ > 0 && begin < tail_begin) want = std::min(want, tail_begin - begin);
+    want = std::max<std::size_t>(want, 1);
     std::size_t end = map_size_;
-    if (map_size_ - begin > chunk_bytes_) {
-      end = begin + last_record_start(map_ + begin, chunk_bytes_);
+    if (map_size_ - begin > want) {
+      end = begin + last_record_start(map_ + begin, want);
       if (end == begin) {  // one record longer than a chunk: the chunk ends after it
         end = map_size_;
-        for (const char* p = map_ + begin + chunk_bytes_; p < map_ + map_size_;) {
+        for (const char* p = map_ + begin + want; p < map_ + map_size_;) {
           const void* hit = std::memchr(p, '>', static_cast<std::size_t>(map_ + map_size_ - p));
           if (hit == nullptr) break;
           const char* h = static_cast<const char*>(hit);
@@ -203,6 +221,8 @@ void BlockReader::read_mapped_chunks() {
     chunk.text = map_ + begin;
     chunk.size = end - begin;
     chunk.readable_end = map_ + map_size_;
+    chunk.block_residues = shaped ? small : block_residues_;
+    chunk.closes_blocks = shaped;
     queue_chunk(std::move(chunk));
     bytes_read_.store(end, std::memory_order_relaxed);
     begin = end;
@@ -222,6 +242,7 @@ void BlockReader::read_gzip_chunks() {
     chunk.index = index;
     chunk.offset = offset;
     chunk.first = offset == 0;
+    chunk.block_residues = block_residues_;
     std::size_t capacity = std::max(chunk_bytes_, 2 * carry_size);
     chunk.storage = std::make_unique_for_overwrite<char[]>(capacity + kPad);
     if (carry_size > 0) std::memcpy(chunk.storage.get(), carry.get(), carry_size);
@@ -247,7 +268,8 @@ void BlockReader::read_gzip_chunks() {
         }
         have += static_cast<std::size_t>(n);
         const z_off_t consumed = gzoffset(f);
-        bytes_read_.store(consumed < 0 ? 0 : static_cast<std::uint64_t>(consumed), std::memory_order_relaxed);
+        bytes_read_.store(consumed < 0 ? 0 : static_cast<std::uint64_t>(consumed),
+                          std::memory_order_relaxed);
       }
       if (eof) {
         cut = chunk.failure ? 0 : have;
@@ -304,6 +326,9 @@ void BlockReader::parse_chunks() {
 // first_line values are chunk-relative; next() makes them absolute.
 BlockReader::ParsedChunk BlockReader::parse(const RawChunk& raw) const {
   ParsedChunk out;
+  out.block_residues = raw.block_residues;
+  out.closes_blocks = raw.closes_blocks;
+  const std::size_t block_residues = raw.block_residues;
   if (raw.failure) {
     out.failure = std::make_unique<Failure>(*raw.failure);
     return out;
@@ -335,7 +360,8 @@ BlockReader::ParsedChunk BlockReader::parse(const RawChunk& raw) const {
   if (raw.first) {  // blank lines may precede the first header
     while (p < end && *p != '>') {
       const char* e = find_line_end(p);
-      if (!std::all_of(p, e, is_space)) return fail("not a FASTA file: the first line must start with '>'");
+      if (!std::all_of(p, e, is_space))
+        return fail("not a FASTA file: the first line must start with '>'");
       next_line(e);
     }
   }
@@ -359,13 +385,14 @@ BlockReader::ParsedChunk BlockReader::parse(const RawChunk& raw) const {
     while (d < e && is_space(*d)) ++d;
     const char* d_end = e;
     while (d_end > d && is_space(d_end[-1])) --d_end;
-    if (!block || used >= block_residues_ || block->sequences() >= kMaxSequencesPerBlock) {
+    if (!block || used >= block_residues || block->sequences() >= kMaxSequencesPerBlock) {
       close_block();
       block = std::make_shared<Block>();
       block->file_offset = raw.offset + static_cast<std::uint64_t>(p - begin);
       block->first_line = line;
-      block->residues.resize(std::min<std::size_t>(block_residues_ + block_residues_ / 16, 
-                                                   static_cast<std::size_t>(end - p)) + kPad);
+      block->residues.resize(std::min<std::size_t>(block_residues + block_residues / 16,
+                                                   static_cast<std::size_t>(end - p)) +
+                             kPad);
       used = 0;
     }
     block->add_header(std::string_view(s, static_cast<std::size_t>(name_end - s)),
@@ -380,7 +407,8 @@ BlockReader::ParsedChunk BlockReader::parse(const RawChunk& raw) const {
         block->residues.resize(std::max(used + n + kPad, 2 * block->residues.size()));
       }
       Residue* to = block->residues.data() + used;
-      const DigitizeLine digitize = p + n + kPad <= raw.readable_end ? digitize_ : digitize_line_scalar;
+      const DigitizeLine digitize =
+          p + n + kPad <= raw.readable_end ? digitize_ : digitize_line_scalar;
       if (digitize(table_, p, n, to)) {
         used += n;
       } else {  // white space to drop, or an illegal byte
@@ -391,10 +419,11 @@ BlockReader::ParsedChunk BlockReader::parse(const RawChunk& raw) const {
             to[kept++] = x;
           } else if (x == kBad) {
             const auto u = static_cast<unsigned char>(p[i]);
-            const std::string shown = std::isprint(u) ? std::string("'") + p[i] + "'"
-                                                      : "byte " + std::to_string(static_cast<int>(u));
-            return fail("illegal character " + shown + " in " + std::string(alphabet_.name()) + " sequence '" +
-                        std::string(block->name(block->sequences())) + "'");
+            const std::string shown = std::isprint(u)
+                                          ? std::string("'") + p[i] + "'"
+                                          : "byte " + std::to_string(static_cast<int>(u));
+            return fail("illegal character " + shown + " in " + std::string(alphabet_.name()) +
+                        " sequence '" + std::string(block->name(block->sequences())) + "'");
           }
         }
         used += kept;
@@ -409,8 +438,12 @@ BlockReader::ParsedChunk BlockReader::parse(const RawChunk& raw) const {
 }
 
 double BlockReader::fraction_handed_out() const {
-  if (map_ != nullptr) return map_size_ > 0 ? static_cast<double>(handed_offset_) / static_cast<double>(map_size_) : 1.0;
-  return file_size_ > 0 ? std::min(1.0, static_cast<double>(bytes_read()) / static_cast<double>(file_size_)) : 0.0;
+  if (map_ != nullptr)
+    return map_size_ > 0 ? static_cast<double>(handed_offset_) / static_cast<double>(map_size_)
+                         : 1.0;
+  return file_size_ > 0
+             ? std::min(1.0, static_cast<double>(bytes_read()) / static_cast<double>(file_size_))
+             : 0.0;
 }
 
 BlockPtr BlockReader::emit(BlockPtr block) {
@@ -470,7 +503,7 @@ BlockPtr BlockReader::next() {
       }
       pending_.reset();
     }
-    if (!full(*chunk.blocks.back(), block_residues_)) {
+    if (!chunk.closes_blocks && !full(*chunk.blocks.back(), chunk.block_residues)) {
       pending_ = std::move(chunk.blocks.back());
       chunk.blocks.pop_back();
     }

@@ -19,9 +19,11 @@
 //
 // Blocks: a block closes once it holds at least `block_residues` residues or 65,536
 // sequences; the last block of the file may be smaller; one sequence longer than
-// block_residues makes a block by itself. Where a chunk boundary falls in a block, the
-// two parts are joined (one copy), so a block holds less than about 2 x block_residues
-// plus one sequence. Results never depend on where blocks end.
+// block_residues makes a block by itself. With ReaderOptions::consumers, the first and
+// last blocks of a plain file are smaller (cut from chunks of block_residues bytes, a
+// quarter of block_residues each, never joined with the next chunk's). Where a chunk boundary falls
+// in a block, the two parts are joined (one copy), so a block holds less than about 2 x
+// block_residues plus one sequence. Results never depend on where blocks end.
 //
 // Parsing follows FastaReader exactly (same accepted input, same error messages with the
 // file and line): a header line starts with '>', the name is its first word, the
@@ -53,14 +55,19 @@ namespace duet::scheduler {
 // earlier pass (Block::file_offset, first_line, index, first_sequence), for a pass that
 // re-reads only the part of the database it did not keep.
 struct ReadStart {
-  std::uint64_t byte = 0;      // offset in the (uncompressed) text; at a header unless 0
-  std::int64_t line = 1;       // line number of that byte
-  std::int64_t block = 0;      // index of the first block read
-  std::int64_t sequence = 0;   // database index of the first sequence read
+  std::uint64_t byte = 0;     // offset in the (uncompressed) text; at a header unless 0
+  std::int64_t line = 1;      // line number of that byte
+  std::int64_t block = 0;     // index of the first block read
+  std::int64_t sequence = 0;  // database index of the first sequence read
 };
 
 struct ReaderOptions {
   std::size_t block_residues = 1 << 20;
+  // The workers and GPU feeders that take the blocks (0: not said). Given, the first and
+  // the last blocks of a plain (mapped) file are made a quarter of block_residues: the
+  // first `consumers` blocks, so that every consumer starts early; those of the last
+  // consumers x block_residues bytes, so that they finish together.
+  int consumers = 0;
   int threads = 0;              // parser threads; 0 = one per core, at most 4
   std::size_t chunk_bytes = 0;  // bytes read at once; 0 = 4 x block_residues within [8, 64] MiB
   bool simd = true;             // false: the scalar digitizer (tests compare the two)
@@ -100,21 +107,25 @@ class BlockReader {
   struct Failure {  // an error met by the source or a parser, reported in order by next()
     std::int64_t local_line = 0;  // line within the chunk (1 = its first line); 0: none
     std::string message;
-    std::exception_ptr other;     // anything that is not bad input
+    std::exception_ptr other;  // anything that is not bad input
   };
   struct RawChunk {
     std::int64_t index = 0;
-    std::uint64_t offset = 0;   // of its first byte in the text
+    std::uint64_t offset = 0;    // of its first byte in the text
     const char* text = nullptr;  // `size` bytes; readable up to `readable_end`
     std::size_t size = 0;
     const char* readable_end = nullptr;
     std::unique_ptr<char[]> storage;  // owns `text` for gzip input
-    bool first = false;         // starts the file (may begin with blank lines)
+    bool first = false;               // starts the file (may begin with blank lines)
+    std::size_t block_residues = 0;   // its blocks' size
+    bool closes_blocks = false;       // its last block is not joined with the next chunk's
     std::unique_ptr<Failure> failure;
   };
   struct ParsedChunk {
     std::vector<BlockPtr> blocks;  // first_line chunk-relative, index and first_sequence unset
     std::int64_t newlines = 0;
+    std::size_t block_residues = 0;
+    bool closes_blocks = false;
     std::unique_ptr<Failure> failure;
   };
 
@@ -134,8 +145,9 @@ class BlockReader {
   DigitizeLine digitize_;
   std::size_t block_residues_;
   std::size_t chunk_bytes_;
+  int consumers_ = 0;
   std::int64_t max_chunks_ = 0;
-  void* gz_ = nullptr;  // gzFile (gzip input), used by the source thread only
+  void* gz_ = nullptr;         // gzFile (gzip input), used by the source thread only
   const char* map_ = nullptr;  // the mapped file (plain input)
   std::size_t map_size_ = 0;
   std::uint64_t start_offset_ = 0;
@@ -153,7 +165,7 @@ class BlockReader {
   // next()'s own state (one consumer thread).
   std::int64_t next_chunk_ = 0;
   std::deque<BlockPtr> ready_;
-  BlockPtr pending_;  // the open last block of the previous chunk
+  BlockPtr pending_;           // the open last block of the previous chunk
   std::int64_t lines_before_;  // lines of the file before the chunk next() takes next
   std::int64_t next_block_, next_sequence_;
   std::uint64_t handed_offset_ = 0;  // file offset of the last block handed out

@@ -1,0 +1,63 @@
+// ResultStream: writes each query's per-target columns of /results/hmmsearch/<query>
+// (index, name, description, length, msv_bits, viterbi_bits, forward_bits, pvalue,
+// stage) into the result file while the search runs, on a writer thread of its own, so
+// that the file is not written by one thread after the workers have finished. The
+// columns that need the whole pass (evalue, reported: Z is the number of targets) and the
+// attributes are written afterwards by write_hdf5 (report.hpp).
+//
+// The writer thread is the only one that calls HDF5 between begin_query and end_query;
+// the file's owner must not use it then. A write error stops the writing and is rethrown
+// by end_query (or finish); the uncommitted file is then discarded by its owner.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "app/search.hpp"
+#include "io/hdf5_file.hpp"
+
+namespace duet::app {
+
+class ResultStream final : public TargetStream {
+ public:
+  // group_paths[q]: the HDF5 group of query q ("/results/hmmsearch/<name>").
+  ResultStream(io::Hdf5Writer& file, std::vector<std::string> group_paths);
+  ~ResultStream() override;  // stops the writer thread; what it did not write is dropped
+  ResultStream(const ResultStream&) = delete;
+  ResultStream& operator=(const ResultStream&) = delete;
+
+  void begin_query(std::size_t query) override;
+  // Copies the records; returns without waiting for the write.
+  void targets(std::size_t query, const std::vector<TargetRecord>& block) override;
+  // Waits until the query's columns are written and closed; rethrows a write error.
+  void end_query(std::size_t query) override;
+
+  // The columns it writes (the rest of a query's group is write_hdf5's).
+  static const std::vector<std::string>& column_names();
+
+ private:
+  struct Job {
+    enum class Kind { begin, targets, end } kind;
+    std::size_t query = 0;
+    std::vector<TargetRecord> records;
+  };
+  void run();
+  void wait_idle();
+
+  io::Hdf5Writer& file_;
+  std::vector<std::string> groups_;
+  std::mutex mutex_;
+  std::condition_variable work_, idle_;
+  std::deque<Job> jobs_;
+  bool busy_ = false, stopping_ = false;
+  std::exception_ptr error_;
+  std::thread thread_;
+};
+
+}  // namespace duet::app

@@ -56,6 +56,11 @@ for path in [a for a in sys.argv[1:] if not a.startswith("--")]:
                 for a, b in zip(edges[:-1], edges[1:]):
                     overlap = np.clip(np.minimum(end[cpu], b) - np.maximum(start[cpu], a), 0.0, None)
                     busy.append(overlap.sum() / (b - a) if b > a else 0.0)
+                firsts = sorted(float(start[t["worker"][:] == w].min()) for w in set(t["worker"][:]))
+                print(f"  {query}: workers' first starts {firsts[0]:.3f}/{firsts[len(firsts) // 2]:.3f}/"
+                      f"{firsts[-1]:.3f}s (first/median/last), GPU batches "
+                      f"{int((device == 1).sum())}, first GPU start "
+                      f"{float(start[device == 1].min()) if (device == 1).any() else 0:.3f}s")
                 print(f"  {query}: pass {total:.3f}s of process {float(run.get('wall_seconds', 0)):.3f}s, "
                       f"{workers} CPU workers, {int(cpu.sum())} batches, last end {end.max() if len(end) else 0:.3f}s; "
                       "busy workers per twentieth: " + " ".join(f"{x:.1f}" for x in busy))

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <limits>
 
+#include "app/run_context.hpp"
 #include "core/error.hpp"
 #include "device/gpu_info.hpp"
 
@@ -100,29 +101,39 @@ HmmsearchGpuBackend::~HmmsearchGpuBackend() {
 
 HmmsearchGpuBackend::HmmsearchGpuBackend(int device, const SearchProfile& profile,
                                          const CascadeSettings& settings,
-                                         device::GpuKernelChoice kernels, Deliver deliver)
+                                         device::GpuKernelChoice kernels, Deliver deliver,
+                                         bool probed)
     : profile_(profile),
       settings_(settings),
       deliver_(std::move(deliver)),
       device_(device),
+      probed_(probed),
       kernels_(device::resolve_kernel_choice(kernels, profile.M)),
-      device_name_(gpu_name(device)),
+      device_name_(),
       run_host_loop_(scheduler::run_host_loop_serially) {}
 
 std::string HmmsearchGpuBackend::name() const {
+  if (device_name_.empty()) return "GPU " + std::to_string(device_);  // not started yet
   return "GPU " + std::to_string(device_) + " (" + device_name_ + ")";
 }
 
 void HmmsearchGpuBackend::start(const scheduler::HostLoopRunner& run_host_loop) {
   run_host_loop_ = run_host_loop;
-  engine();
+  try {
+    engine();
+  } catch (const std::exception& e) {
+    if (probed_) throw scheduler::GpuUnavailable(name() + " cannot be used: " + e.what());
+    throw;
+  }
 }
 
 device::HmmGpuEngine& HmmsearchGpuBackend::engine() {
   if (!engine_) {
     const auto t0 = Clock::now();
     engine_ = std::make_unique<device::HmmGpuEngine>(device_, profile_, kernels_);
+    device_name_ = gpu_name(device_);  // CUDA is started now: listing is quick
     times_.setup += std::chrono::duration<double>(Clock::now() - t0).count();
+    phase_time("GPU engine ready");
   }
   return *engine_;
 }

@@ -41,18 +41,6 @@ using namespace duet;
 // Thrown when SIGINT stopped the search: exit status 130, no output files.
 struct Interrupted {};
 
-// With DUET_TIMES set, prints the wall clock (seconds since the epoch) at each phase of a
-// search on stderr, so that a benchmark can tell the pass from what comes before and after
-// it (start-up, writing, tear-down; bench/RESULTS.md).
-void phase_time(const char* what) {
-  static const bool on = std::getenv("DUET_TIMES") != nullptr;
-  if (!on) return;
-  timespec now{};
-  ::clock_gettime(CLOCK_REALTIME, &now);
-  std::fprintf(stderr, "duet: time %ld.%06ld %s\n", static_cast<long>(now.tv_sec),
-               static_cast<long>(now.tv_nsec / 1000), what);
-}
-
 // Writes a text file through a temporary file renamed on success.
 void write_text_file_atomically(const std::string& path,
                                 const std::function<void(std::ostream&)>& fill) {
@@ -229,9 +217,9 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
         throw InputError(config.run.tblout, 0, "cannot create output file: folder does not exist");
       }
     }
-    phase_time("checked options");
+    app::phase_time("checked options");
     const std::vector<HmmModel> models = read_hmm_file(o.hmm_path);
-    phase_time("read models");
+    app::phase_time("read models");
     { FastaReader probe(o.database_path, *models.front().alphabet); }
 
     app::HybridOptions hybrid = app::hybrid_options(config);
@@ -260,22 +248,22 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
     for (const HmmModel& m : models) names.push_back(m.name);
     for (std::size_t q = 0; q < models.size(); ++q)
       groups.push_back("/results/hmmsearch/" + app::query_group_name(names, q));
-    phase_time("search starts");
+    app::phase_time("search starts");
     app::SearchRun run;
     {
       app::ResultStream stream(h5, groups);
       run = app::run_hmmsearch(models, o.database_path, config, hybrid, &stream);
     }
-    phase_time("search returned");
+    app::phase_time("search returned");
     if (run.stopped || app::g_interrupted.load()) throw Interrupted{};
     app::write_hdf5(h5, run, config, info);
-    phase_time("wrote HDF5");
+    app::phase_time("wrote HDF5");
     if (!config.run.tblout.empty()) {
       write_text_file_atomically(config.run.tblout,
                                  [&](std::ostream& os) { app::write_tblout(os, run, info); });
     }
     h5.commit();
-    phase_time("committed output");
+    app::phase_time("committed output");
     if (!config.run.quiet) {
       app::write_text_report(std::cout, run, config, info);
       std::cout << "# results written to " << config.run.out << "\n";
@@ -326,8 +314,8 @@ int run_info() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  phase_time("main");
-  std::atexit([] { phase_time("exit"); });
+  app::phase_time("main");
+  std::atexit([] { app::phase_time("exit"); });
   CLI::App app{"duet: profile HMM search and other sequence DP on every CPU core and GPU at once"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("duet ") + DUET_VERSION);

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
@@ -16,17 +17,22 @@ std::atomic<bool> g_interrupted{false};
 static_assert(std::atomic<bool>::is_always_lock_free);
 
 namespace {
-extern "C" void on_sigint(int) { g_interrupted.store(true); }
+extern "C" void on_sigint(int) {
+  g_interrupted.store(true);
+}
 }  // namespace
 
-void install_interrupt_handler() { std::signal(SIGINT, on_sigint); }
+void install_interrupt_handler() {
+  std::signal(SIGINT, on_sigint);
+}
 
 int debug_setting(const char* name) {
   const char* value = std::getenv(name);
   if (value == nullptr || *value == 0) return 0;
   char* end = nullptr;
   const long n = std::strtol(value, &end, 10);
-  if (*end != 0 || n < 0 || n > 64) throw UsageError(std::string(name) + " must be an integer in 0..64");
+  if (*end != 0 || n < 0 || n > 64)
+    throw UsageError(std::string(name) + " must be an integer in 0..64");
   return static_cast<int>(n);
 }
 
@@ -62,6 +68,15 @@ std::string host_name() {
   char name[256] = {0};
   if (::gethostname(name, sizeof name - 1) != 0) return "unknown";
   return name;
+}
+
+void phase_time(const char* what) {
+  static const bool on = std::getenv("DUET_TIMES") != nullptr;
+  if (!on) return;
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  std::fprintf(stderr, "duet: time %ld.%06ld %s\n", static_cast<long>(now.tv_sec),
+               static_cast<long>(now.tv_nsec / 1000), what);
 }
 
 }  // namespace duet::app

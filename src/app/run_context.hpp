@@ -15,6 +15,11 @@ void install_interrupt_handler();
 // otherwise.
 int debug_setting(const char* name);
 
+// With DUET_TIMES set, prints the wall clock (seconds since the epoch) and `what` on
+// stderr, so that a benchmark can tell the pass from what comes before and after it
+// (start-up, GPU set-up, writing, tear-down; bench/RESULTS.md). Any thread.
+void phase_time(const char* what);
+
 std::string now_iso8601();
 std::string join_command_line(int argc, char** argv);
 std::string cpu_model();  // "model name" of /proc/cpuinfo, or "unknown"

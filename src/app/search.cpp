@@ -12,6 +12,7 @@
 #include <optional>
 #include <thread>
 
+#include "app/run_context.hpp"
 #include "core/error.hpp"
 #include "host_simd/simd_kernels.hpp"
 #include "io/kernel_table.hpp"
@@ -273,10 +274,26 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& 
   const auto run_start = Clock::now();
   // GPUs: the debug test double, or the real ones of a CUDA build (gpu_backend.hpp).
   std::vector<int> devices;
+  bool gpus_probed = false;  // counted, not yet started (see below)
   std::optional<io::KernelTable> kernel_table;
   if (hybrid.gpu != HybridOptions::Gpu::off && hybrid.test_gpus == 0) {
 #ifdef DUET_HAVE_CUDA
-    devices = resolve_gpu_devices(hybrid.gpu_devices);
+    // The default (every GPU, self-scheduling): the GPUs the system shows are counted
+    // without starting CUDA, which each feeder does on its own thread while the CPU
+    // workers already run (a GPU that proves unusable leaves its share to them). Asked
+    // for by index, or needed for sure (--gpu-only, static split): CUDA lists them first.
+    const int probed = hybrid.gpu_devices.empty() &&
+                               hybrid.gpu == HybridOptions::Gpu::auto_detect &&
+                               hybrid.policy != scheduler::SplitPolicy::static_fraction
+                           ? device::probe_gpu_count()
+                           : -1;
+    if (probed >= 0) {
+      for (int d = 0; d < probed; ++d) devices.push_back(d);
+      gpus_probed = true;
+    } else {
+      devices = resolve_gpu_devices(hybrid.gpu_devices);
+    }
+    phase_time("listed GPUs");
     // A bad strategy name or kernel table fails before the search.
     if (!hybrid.gpu_strategy.empty()) (void)device::parse_gpu_strategy(hybrid.gpu_strategy);
     if (!devices.empty() && !hybrid.gpu_kernel_table.empty()) {
@@ -379,8 +396,8 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& 
     const device::GpuKernelChoice kernels{plan.msv_group_threads,
                                           device::parse_gpu_strategy(plan.viterbi_strategy)};
     for (int d : devices) {
-      devices_in_use.push_back(
-          std::make_unique<HmmsearchGpuBackend>(d, profile, settings, kernels, deliver));
+      devices_in_use.push_back(std::make_unique<HmmsearchGpuBackend>(d, profile, settings, kernels,
+                                                                     deliver, gpus_probed));
       backends.push_back(devices_in_use.back().get());
     }
     if (!devices_in_use.empty()) {
@@ -389,7 +406,9 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& 
                           " viterbi=" + device::gpu_strategy_name(used.viterbi);
     }
 #endif
+    phase_time("pass starts");
     query.schedule = scheduler::run_blocks(*store, workload, backends, options);
+    phase_time("pass ended");
     if (query.schedule.stopped) {
       run.stopped = true;
       return run;
@@ -397,10 +416,13 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& 
     if (sink.held_back() != 0)
       throw std::logic_error("scheduler: results of some blocks are missing");
     if (stream != nullptr) stream->end_query(query_index);
+    phase_time("streamed columns written");
     finish_query(query, config.search);
     query.seconds = std::chrono::duration<double>(Clock::now() - query_start).count();
     run.queries.push_back(std::move(query));
+    phase_time("query done");
   }
+  phase_time("queries done");
   run.seconds = std::chrono::duration<double>(Clock::now() - run_start).count();
   return run;
 }

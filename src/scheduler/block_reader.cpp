@@ -189,12 +189,16 @@ void BlockReader::read_mapped_chunks() {
   const std::size_t ramp_end = start_offset_ + static_cast<std::size_t>(consumers_) * small;
   const std::size_t tail = static_cast<std::size_t>(consumers_) * block_residues_;
   const std::size_t tail_begin = map_size_ > tail ? map_size_ - tail : 0;
+  // After the ramp, chunks grow from 2 x block_residues bytes to chunk_bytes, so that the
+  // first of them are parsed by the time the ramp's blocks are done.
+  std::size_t grown = consumers_ > 0 ? 2 * block_residues_ : chunk_bytes_;
   std::size_t begin = start_offset_;
   for (std::int64_t index = 0; begin < map_size_; ++index) {
     if (!acquire_chunk_slot()) return;
     const bool shaped = consumers_ > 0 && (begin < ramp_end || begin >= tail_begin);
     // A chunk ends at the tail's start, so that the tail's blocks are all small.
-    std::size_t want = shaped ? block_residues_ : chunk_bytes_;
+    std::size_t want = shaped ? block_residues_ : std::min(chunk_bytes_, grown);
+    if (!shaped) grown = std::min(chunk_bytes_, 2 * grown);
     if (consumers_ > 0 && begin < tail_begin) want = std::min(want, tail_begin - begin);
     want = std::max<std::size_t>(want, 1);
     std::size_t end = map_size_;

@@ -65,7 +65,8 @@ struct ReaderOptions {
   std::size_t block_residues = 1 << 20;
   // The workers and GPU feeders that take the blocks (0: not said). Given, the first and
   // the last blocks of a plain (mapped) file are made a quarter of block_residues: the
-  // first `consumers` blocks, so that every consumer starts early; those of the last
+  // first `consumers` blocks, so that every consumer starts early (the chunks after them
+  // grow from 2 x block_residues bytes, so that blocks keep coming); those of the last
   // consumers x block_residues bytes, so that they finish together.
   int consumers = 0;
   int threads = 0;              // parser threads; 0 = one per core, at most 4

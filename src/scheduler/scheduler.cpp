@@ -41,7 +41,8 @@ struct Shared {
   std::int64_t known_total = 0;
   std::vector<std::atomic<double>> gpu_rates;  // residues per second of each feeder (0: unknown)
 
-  Shared(std::size_t depth, int feeders) : queue(depth), gpu_rates(static_cast<std::size_t>(feeders)) {}
+  Shared(std::size_t depth, int feeders)
+      : queue(depth), gpu_rates(static_cast<std::size_t>(feeders)) {}
   double now() const { return std::chrono::duration<double>(Clock::now() - start).count(); }
   void fail(std::exception_ptr e) {
     {
@@ -64,10 +65,12 @@ struct Shared {
   }
 };
 
-bool stop_requested(const SchedulerOptions& options) { return options.stop && options.stop->load(); }
+bool stop_requested(const SchedulerOptions& options) {
+  return options.stop && options.stop->load();
+}
 
-void read_blocks(Shared& shared, BlockStore::Pass& pass, const SchedulerOptions& options, bool have_gpus,
-                 std::int64_t& blocks_out, std::int64_t& reused_out) {
+void read_blocks(Shared& shared, BlockStore::Pass& pass, const SchedulerOptions& options,
+                 bool have_gpus, std::int64_t& blocks_out, std::int64_t& reused_out) {
   double cpu_assigned = 0, all_assigned = 0;
   while (BlockPtr block = pass.next()) {
     shared.read_residues += block->residue_count();
@@ -128,7 +131,8 @@ void cpu_worker(Shared& shared, Workload& workload, int worker, const SchedulerO
     if (post) {
       const StageWork work = workload.post_work(*task->block);
       const std::int64_t survivors = workload.run_post(*task->block, worker);
-      TraceRow row = row_for(shared, worker, Device::cpu, "post", start, blocks, workload.cells_per_residue());
+      TraceRow row =
+          row_for(shared, worker, Device::cpu, "post", start, blocks, workload.cells_per_residue());
       row.sequences = work.sequences;
       row.residues = work.residues;
       row.cells = work.residues * workload.cells_per_residue();
@@ -138,7 +142,8 @@ void cpu_worker(Shared& shared, Workload& workload, int worker, const SchedulerO
     }
     shared.started_residues += task->block->residue_count();
     const std::int64_t survivors = workload.run_block(*task->block, worker);
-    TraceRow row = row_for(shared, worker, Device::cpu, "all", start, blocks, workload.cells_per_residue());
+    TraceRow row =
+        row_for(shared, worker, Device::cpu, "all", start, blocks, workload.cells_per_residue());
     row.survivors = survivors;
     shared.cpu_residues += row.residues;
     shared.cells += row.cells;
@@ -147,26 +152,36 @@ void cpu_worker(Shared& shared, Workload& workload, int worker, const SchedulerO
 }
 
 // The residue budget of the next batch of an adaptive feeder (adaptive_batch_residues).
-std::int64_t adaptive_budget(const Shared& shared, std::size_t feeder, const SchedulerOptions& options) {
+std::int64_t adaptive_budget(const Shared& shared, std::size_t feeder,
+                             const SchedulerOptions& options) {
   const double elapsed = shared.now();
   double machine = elapsed > 0 ? static_cast<double>(shared.cpu_residues.load()) / elapsed : 0;
   for (const auto& rate : shared.gpu_rates) machine += rate.load();
-  return adaptive_batch_residues(shared.gpu_rates[feeder].load(), machine, shared.remaining_residues(),
-                                 options.gpu_batch_residues);
+  return adaptive_batch_residues(shared.gpu_rates[feeder].load(), machine,
+                                 shared.remaining_residues(), options.gpu_batch_residues);
 }
 
-void gpu_feeder(Shared& shared, GpuBackend& gpu, std::int64_t cells_per_residue, int worker, std::size_t feeder,
-                const SchedulerOptions& options, std::vector<TraceRow>& trace, std::int64_t& faults) {
-  gpu.start(
-      [&shared](std::size_t n, std::size_t chunk, const std::function<void(std::size_t)>& body) {
-        shared.queue.run_host_loop(n, chunk, body);
-      });
+void gpu_feeder(Shared& shared, GpuBackend& gpu, std::int64_t cells_per_residue, int worker,
+                std::size_t feeder, const SchedulerOptions& options, std::vector<TraceRow>& trace,
+                std::int64_t& faults) {
+  try {
+    gpu.start(
+        [&shared](std::size_t n, std::size_t chunk, const std::function<void(std::size_t)>& body) {
+          shared.queue.run_host_loop(n, chunk, body);
+        });
+  } catch (const GpuUnavailable& e) {
+    if (options.warnings) {
+      std::fprintf(stderr, "duet: warning: %s; the CPU workers go on without it\n", e.what());
+    }
+    return;
+  }
   std::int64_t batches = 0;
   double busy = 0;
   std::int64_t done = 0;
   for (;;) {
-    const std::int64_t budget = options.policy == SplitPolicy::adaptive ? adaptive_budget(shared, feeder, options)
-                                                                         : options.gpu_batch_residues;
+    const std::int64_t budget = options.policy == SplitPolicy::adaptive
+                                    ? adaptive_budget(shared, feeder, options)
+                                    : options.gpu_batch_residues;
     std::vector<BlockPtr> batch = shared.queue.pop_batch_for_gpu(options.gpu_batch_blocks, budget);
     if (batch.empty()) return;
     if (stop_requested(options)) {
@@ -187,7 +202,8 @@ void gpu_feeder(Shared& shared, GpuBackend& gpu, std::int64_t cells_per_residue,
                                  std::to_string(options.fault_every) + " batches)");
       }
       outcomes = gpu.run(batch, worker);
-      if (outcomes.size() != batch.size()) throw std::logic_error("GpuBackend returned a wrong number of outcomes");
+      if (outcomes.size() != batch.size())
+        throw std::logic_error("GpuBackend returned a wrong number of outcomes");
     } catch (const std::exception& e) {
       failure = e.what();
     }
@@ -198,7 +214,8 @@ void gpu_feeder(Shared& shared, GpuBackend& gpu, std::int64_t cells_per_residue,
       ++faults;
       shared.started_residues -= batch_residues;  // back in the queue
       if (options.warnings) {
-        std::fprintf(stderr, "duet: warning: %s failed on blocks %lld..%lld (%s); the CPU redoes them\n",
+        std::fprintf(stderr,
+                     "duet: warning: %s failed on blocks %lld..%lld (%s); the CPU redoes them\n",
                      gpu.name().c_str(), static_cast<long long>(batch.front()->index),
                      static_cast<long long>(batch.back()->index), failure.c_str());
       }
@@ -206,7 +223,8 @@ void gpu_feeder(Shared& shared, GpuBackend& gpu, std::int64_t cells_per_residue,
       shared.queue.end_gpu_batch();
       continue;
     }
-    TraceRow row = row_for(shared, worker, Device::gpu, gpu.stages(), start, batch, cells_per_residue);
+    TraceRow row =
+        row_for(shared, worker, Device::gpu, gpu.stages(), start, batch, cells_per_residue);
     for (std::size_t i = 0; i < batch.size(); ++i) {
       row.survivors += outcomes[i].survivors;
       if (outcomes[i].needs_post) shared.queue.post(batch[i]);
@@ -230,16 +248,19 @@ void progress_line(const Shared& shared) {
   // share of the file read (exact once the reader is done).
   const auto read = static_cast<double>(shared.read_residues.load());
   const bool known = shared.known_total > 0 || shared.reader_done.load();
-  const double total = shared.known_total > 0   ? static_cast<double>(shared.known_total)
-                       : shared.reader_done.load() ? read
-                                                   : read / std::max(0.01, shared.fraction_read.load());
+  const double total = shared.known_total > 0 ? static_cast<double>(shared.known_total)
+                       : shared.reader_done.load()
+                           ? read
+                           : read / std::max(0.01, shared.fraction_read.load());
   const double fraction = total > 0 ? std::min(1.0, done / total) : 0;
   char left[32] = "?";
   if (fraction > 0.01 && fraction < 1) std::snprintf(left, sizeof left, "%.0f s", t / fraction - t);
-  std::fprintf(stderr, "\r\033[K[duet] %.1f of %s%.1f Mres (%.0f%%), %.2f Gc/s, CPU %.0f%% GPU %.0f%%, left %s",
-               done / 1e6, known ? "" : "~", total / 1e6, fraction * 100,
-               t > 0 ? static_cast<double>(shared.cells.load()) / t / 1e9 : 0, done > 0 ? cpu / done * 100 : 0,
-               done > 0 ? gpu / done * 100 : 0, left);
+  std::fprintf(
+      stderr,
+      "\r\033[K[duet] %.1f of %s%.1f Mres (%.0f%%), %.2f Gc/s, CPU %.0f%% GPU %.0f%%, left %s",
+      done / 1e6, known ? "" : "~", total / 1e6, fraction * 100,
+      t > 0 ? static_cast<double>(shared.cells.load()) / t / 1e9 : 0,
+      done > 0 ? cpu / done * 100 : 0, done > 0 ? gpu / done * 100 : 0, left);
   std::fflush(stderr);
 }
 
@@ -289,12 +310,14 @@ RunSummary run_blocks(BlockStore& store, Workload& workload, std::span<GpuBacken
   };
 
   std::vector<std::thread> threads;
-  threads.emplace_back(guarded([&] { read_blocks(shared, pass, options, feeders > 0, blocks_read, reused); }));
+  threads.emplace_back(
+      guarded([&] { read_blocks(shared, pass, options, feeders > 0, blocks_read, reused); }));
   for (int g = 0; g < feeders; ++g) {
     const int worker = workers + g;
     threads.emplace_back(guarded([&, g, worker] {
-      gpu_feeder(shared, *gpus[static_cast<std::size_t>(g)], cells_per_residue, worker, static_cast<std::size_t>(g),
-                 options, traces[static_cast<std::size_t>(worker)], faults[static_cast<std::size_t>(g)]);
+      gpu_feeder(shared, *gpus[static_cast<std::size_t>(g)], cells_per_residue, worker,
+                 static_cast<std::size_t>(g), options, traces[static_cast<std::size_t>(worker)],
+                 faults[static_cast<std::size_t>(g)]);
     }));
   }
   std::mutex progress_mutex;
@@ -304,13 +327,15 @@ RunSummary run_blocks(BlockStore& store, Workload& workload, std::span<GpuBacken
   if (options.progress) {
     progress = std::thread([&] {
       std::unique_lock lock(progress_mutex);
-      while (!progress_done.wait_for(lock, std::chrono::milliseconds(500), [&] { return finished; })) {
+      while (
+          !progress_done.wait_for(lock, std::chrono::milliseconds(500), [&] { return finished; })) {
         progress_line(shared);
       }
     });
   }
   for (int w = 0; w < workers; ++w) {
-    threads.emplace_back(guarded([&, w] { cpu_worker(shared, workload, w, options, traces[static_cast<std::size_t>(w)]); }));
+    threads.emplace_back(guarded(
+        [&, w] { cpu_worker(shared, workload, w, options, traces[static_cast<std::size_t>(w)]); }));
   }
   for (auto& t : threads) t.join();
   if (progress.joinable()) {

@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,10 @@ void run_host_loop_serially(std::size_t n, std::size_t chunk,
 
 // A device. run() is called from its feeder thread only. On failure it throws, and must
 // not have delivered any result of the batch (the blocks are redone by the CPU).
+struct GpuUnavailable : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 class GpuBackend {
  public:
   virtual ~GpuBackend() = default;
@@ -79,7 +84,10 @@ class GpuBackend {
   virtual std::string stages() const = 0;
   // Called once on the feeder's thread before its first batch, while the CPU workers
   // already run: device set-up belongs here, and the runner of host loops that run() may
-  // use for its host work. An exception fails the whole run.
+  // use for its host work. GpuUnavailable (a device that was assumed, not verified,
+  // proves unusable) stops this feeder with a warning: the CPU workers do its share (the
+  // caller uses it with the dynamic and adaptive policies only). Any other exception
+  // fails the whole run.
   virtual void start(const HostLoopRunner& /*run_host_loop*/) {}
   virtual std::vector<GpuBlockOutcome> run(std::span<const BlockPtr> blocks, int worker) = 0;
 };
@@ -93,9 +101,10 @@ class GpuBackend {
 enum class SplitPolicy { dynamic, static_fraction, adaptive };
 
 struct SchedulerOptions {
-  int cpu_workers = 1;  // >= 0 ; 0 only with a GPU (then faults and the post-queue still need one: see run())
+  int cpu_workers =
+      1;  // >= 0 ; 0 only with a GPU (then faults and the post-queue still need one: see run())
   std::size_t block_residues = 1 << 20;  // run_blocks(path...) only; a BlockStore has its own
-  int reader_threads = 0;                // parser threads of the reader (0: one per core, at most 4)
+  int reader_threads = 0;  // parser threads of the reader (0: one per core, at most 4)
   // Fresh blocks waiting; 0 = 2 per worker and two batches (gpu_batch_blocks) per feeder.
   std::size_t queue_depth = 0;
   std::size_t gpu_batch_blocks = 32;
@@ -114,7 +123,7 @@ enum class Device : std::uint8_t { cpu = 0, gpu = 1 };
 struct TraceRow {
   int worker = 0;
   Device device = Device::cpu;
-  std::string stage;  // "all", the device's stages, "post", or "fault"
+  std::string stage;          // "all", the device's stages, "post", or "fault"
   double start = 0, end = 0;  // seconds from the start of the run
   std::int64_t block = 0;     // first block of the batch
   // Sequences and residues the row worked on: a post row counts only the sequences the
@@ -127,7 +136,7 @@ struct RunSummary {
   std::vector<TraceRow> trace;  // sorted by start time
   double seconds = 0;
   std::int64_t blocks = 0, sequences = 0, residues = 0;
-  std::int64_t cpu_residues = 0, gpu_residues = 0;  // residues of batches that completed there
+  std::int64_t cpu_residues = 0, gpu_residues = 0;    // residues of batches that completed there
   double cpu_busy_seconds = 0, gpu_busy_seconds = 0;  // every row, post rows included
   // Cells per second of a device kind: cells of its full-cascade (CPU) or device-stage
   // (GPU) rows (failed ones excluded) over the busy time of those rows (stage seconds),

@@ -9,7 +9,7 @@ namespace duet::app {
 namespace {
 
 // Rows gathered before they are appended: few HDF5 calls per column, little memory.
-constexpr std::size_t kRowsPerAppend = 16384;
+constexpr std::size_t kRowsPerAppend = 4096;
 
 // One query's open columns and the rows not yet appended to them.
 class QueryColumns {

@@ -276,11 +276,19 @@ static inline float hsum_f(FloatVector v) {
       simde_mm_add_ps(simde_mm256_castps256_ps128(v), simde_mm256_extractf128_ps(v, 1)));
 }
 
-// Groups of four float lanes (see the 128-bit variant): two groups, and the group moves
-// stay within each 128-bit half.
+// Groups of four float lanes (see the 128-bit variant): two groups. The in-group shift is
+// an in-lane permute (element j of a group takes element j - lanes) blended with +0 in the
+// group's lowest lanes (SIMDe 0.7's own in-lane byte shift is not the native one).
 template <int lanes>
 static inline FloatVector shift_up_in_groups_f(FloatVector v) {
-  return simde_mm256_castsi256_ps(simde_mm256_bslli_epi128(simde_mm256_castps_si256(v), 4 * lanes));
+  static_assert(lanes == 1 || lanes == 2);
+  if constexpr (lanes == 1) {
+    return simde_mm256_blend_ps(simde_mm256_setzero_ps(),
+                                simde_mm256_permute_ps(v, SIMDE_MM_SHUFFLE(2, 1, 0, 0)), 0xEE);
+  } else {
+    return simde_mm256_blend_ps(simde_mm256_setzero_ps(),
+                                simde_mm256_permute_ps(v, SIMDE_MM_SHUFFLE(1, 0, 0, 0)), 0xCC);
+  }
 }
 static inline FloatVector broadcast_group_f(const float* p) {
   return simde_mm256_broadcast_ps(reinterpret_cast<const simde__m128*>(p));

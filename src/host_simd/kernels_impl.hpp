@@ -340,8 +340,8 @@ ViterbiRaw viterbi_filter(const ViterbiStripedView& profile, const Residue* dsq,
 // pass adds C[j] * (D->D product up to vector q) to every D. Sums run in another order
 // than the reference, and denormals are flushed to zero, so the score matches it to a
 // tolerance only (simd_kernels.hpp). The SSE4.1 instance (4 lanes) defines the canonical
-// Forward: core/forward_canonical.cpp repeats it operation by operation, and must change
-// with it.
+// Forward: core/forward_canonical.cpp and forward_canonical_packed below repeat it
+// operation by operation, and must change with it.
 // ============================================================================
 
 // Denormal results flushed to zero and denormal inputs read as zero while the parser

@@ -17,6 +17,10 @@
 //     IS the canonical Forward score (core/forward_canonical.hpp), bit for bit. The wider
 //     parsers are only a filter: SimdFilterKernels::forward() reports the canonical score
 //     for every target that might pass F3 (rule below).
+//   - The packed canonical Forward (IsaKernels::forward_canonical_packed) computes the
+//     canonical score itself, bit for bit, for vector_bytes / 16 targets at once (one per
+//     128 bits, each in the 4-lane order): forward_canonical_many() and forward_many(),
+//     which the search's CPU workers use for every target that reaches Forward.
 //   - Kernels are reentrant; the DP rows belong to the SimdFilterKernels object.
 //
 // ISAs: each kernel source (kernels_impl.hpp) is compiled once per ISA, SSE4.1 (128-bit),

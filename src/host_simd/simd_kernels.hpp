@@ -153,7 +153,7 @@ class SimdFilterKernels final : public FilterKernels {
   // The SIMD parser's own score (scalar: forward_parser_reference).
   float forward_simd(const Residue* dsq, int L);
   // Number of targets given the canonical Forward score by forward() (not decided by the
-  // gate alone).
+  // gate alone), forward_many() and forward_canonical_many().
   std::int64_t forward_canonical_calls() const { return forward_canonical_calls_; }
   // Rows the packed canonical kernel rescaled (xE > 1e4), over every call so far.
   std::int64_t canonical_rescaled_rows() const { return canonical_rescaled_rows_; }

@@ -11,6 +11,10 @@
 // parser's own score); "scalar" rows time the references. forward-canonical (one row,
 // ISA column "core") times core's forward_canonical, the score duet reports; it is checked
 // within tolerance of the reference and bit for bit against the SSE4.1 parser.
+// forward-packed times the same canonical score from the ISA's packed kernel
+// (SimdFilterKernels::forward_canonical_many, batches of 32 targets in database order, as
+// a CPU worker scores a block's Forward candidates); checked bit for bit against
+// forward_canonical.
 //
 // Usage: simd_bench [--db FASTA] [--models DIR] [--residues N] [--lengths 50,100,...] [--kernels
 // LIST]
@@ -174,8 +178,8 @@ int main(int argc, char** argv) {
   long long residues_wanted = 2'000'000;
   long long scalar_residues = 100'000;
   std::vector<int> lengths = {50, 100, 200, 400, 800, 1600, 2400};
-  std::vector<std::string> kernels = {"ssv",     "msv",     "msv-full",
-                                      "viterbi", "forward", "forward-canonical"};
+  std::vector<std::string> kernels = {
+      "ssv", "msv", "msv-full", "viterbi", "forward", "forward-canonical", "forward-packed"};
   std::vector<std::string> isa_names = {"scalar", "sse4.1", "avx2", "avx512"};
   double min_seconds = 0.3;
   for (int a = 1; a < argc; ++a) {
@@ -209,7 +213,8 @@ int main(int argc, char** argv) {
           stderr,
           "usage: simd_bench [--db FASTA] [--models DIR] [--residues N] [--lengths 50,100,...] "
           "[--kernels "
-          "ssv,msv,msv-full,viterbi,forward,forward-canonical] [--isas scalar,sse4.1,avx2,avx512] "
+          "ssv,msv,msv-full,viterbi,forward,forward-canonical,forward-packed] [--isas "
+          "scalar,sse4.1,avx2,avx512] "
           "[--min-seconds S] "
           "[--scalar-residues N]\n");
       return 2;
@@ -245,7 +250,9 @@ int main(int argc, char** argv) {
       rows.push_back({kernel, Isa::scalar});
       continue;
     }
-    for (Isa isa : isas) rows.push_back({kernel, isa});
+    for (Isa isa : isas) {
+      if (kernel != "forward-packed" || isa != Isa::scalar) rows.push_back({kernel, isa});
+    }
   }
   std::map<std::pair<int, int>, double> gcells;
   int mismatches = 0, checked = 0;
@@ -261,8 +268,25 @@ int main(int argc, char** argv) {
       std::unique_ptr<SimdFilterKernels> sse41;
       if (row.kernel == "forward-canonical" && duet::simd::cpu_supports(Isa::sse41))
         sse41 = std::make_unique<SimdFilterKernels>(profile, Isa::sse41);
-      // Answers first: a sample of the targets against the reference.
-      for (std::size_t t = 0; t < targets.size(); t += 97) {
+      // Answers first: a sample of the targets against the reference (forward-packed: a
+      // batch of them against forward_canonical, bit for bit).
+      if (row.kernel == "forward-packed") {
+        std::vector<duet::ForwardTarget> sample;
+        for (std::size_t t = 0; t < targets.size(); t += 97)
+          sample.push_back({targets[t].data(), static_cast<int>(targets[t].size())});
+        std::vector<float> scores(sample.size());
+        k.forward_canonical_many(sample, scores);
+        for (std::size_t j = 0; j < sample.size(); ++j) {
+          ++checked;
+          const float want = canonical.score(sample[j].dsq, sample[j].L);
+          if (std::memcmp(&want, &scores[j], sizeof(float)) != 0) {
+            ++mismatches;
+            std::fprintf(stderr, "MISMATCH forward-packed %s M=%d target %zu\n",
+                         isa_label(row).c_str(), M, 97 * j);
+          }
+        }
+      }
+      for (std::size_t t = 0; t < targets.size() && row.kernel != "forward-packed"; t += 97) {
         ++checked;
         if (!check(row.kernel, k, canonical, sse41.get(), profile, targets[t])) {
           ++mismatches;
@@ -274,10 +298,24 @@ int main(int argc, char** argv) {
       const long long budget = row.isa == Isa::scalar ? scalar_residues : residues;
       double cells = 0, seconds = 0;
       const double start = thread_seconds();
+      std::vector<duet::ForwardTarget> batch;
+      std::vector<float> batch_scores;
       do {
         long long done = 0;
+        if (row.kernel == "forward-packed") {
+          for (std::size_t t = 0; t < targets.size() && done < budget;) {
+            batch.clear();
+            for (; t < targets.size() && batch.size() < 32 && done < budget; ++t) {
+              batch.push_back({targets[t].data(), static_cast<int>(targets[t].size())});
+              done += static_cast<long long>(targets[t].size());
+            }
+            batch_scores.resize(batch.size());
+            k.forward_canonical_many(batch, batch_scores);
+            for (float x : batch_scores) checksum += x;
+          }
+        }
         for (const auto& target : targets) {
-          if (done >= budget) break;
+          if (done >= budget || row.kernel == "forward-packed") break;
           checksum += run_kernel(row.kernel, k, canonical, target);
           done += static_cast<long long>(target.size());
         }

@@ -137,13 +137,18 @@ class HmmsearchWorkload final : public scheduler::Workload {
     }
   }
   std::int64_t cells_per_residue() const override { return profile_.M; }
+  // The filters target by target, then Forward for the block's targets that reached it,
+  // several at once (forward_stage): what run_cascade gives on each.
   std::int64_t run_block(const scheduler::Block& block, int worker) override {
     FilterKernels& k = *kernels_[static_cast<std::size_t>(worker)];
     std::vector<TargetScores> scores(block.sequences());
+    std::vector<std::size_t> at_forward;
     for (std::size_t i = 0; i < block.sequences(); ++i) {
-      scores[i] = run_cascade(profile_, settings_, k, block.sequence(i), block.length(i));
+      scores[i] = run_filters(profile_, settings_, k, block.sequence(i), block.length(i));
+      if (needs_forward(scores[i])) at_forward.push_back(i);
       scheduler::help_host_loops();  // a GPU feeder's host work first (scheduler.hpp)
     }
+    forward_stage(block, at_forward, scores, k);
     return add_block(block, scores, sink_);
   }
   // Forward for the targets a device left there (needs_forward), the other scores as the
@@ -158,11 +163,11 @@ class HmmsearchWorkload final : public scheduler::Workload {
       deferred = std::move(it->second.second);
       partial_.erase(it);
     }
-    FilterKernels& k = *kernels_[static_cast<std::size_t>(worker)];
+    std::vector<std::size_t> at_forward;
     for (std::size_t i = 0; i < block.sequences(); ++i) {
-      if (deferred[i])
-        run_forward_stage(profile_, settings_, k, block.sequence(i), block.length(i), scores[i]);
+      if (deferred[i]) at_forward.push_back(i);
     }
+    forward_stage(block, at_forward, scores, *kernels_[static_cast<std::size_t>(worker)]);
     return add_block(block, scores, sink_);
   }
   scheduler::StageWork post_work(const scheduler::Block& block) const override {
@@ -184,6 +189,33 @@ class HmmsearchWorkload final : public scheduler::Workload {
   }
 
  private:
+  // Targets passed to the Forward kernels at once; a GPU feeder's host work is helped
+  // between such packs.
+  static constexpr std::size_t kForwardPack = 32;
+
+  // run_forward_stage for the block's targets `at` (in block order), kForwardPack at a
+  // time, longest first so that the targets of a pack have similar lengths (the kernel
+  // computes several side by side).
+  void forward_stage(const scheduler::Block& block, std::vector<std::size_t> at,
+                     std::vector<TargetScores>& scores, FilterKernels& k) {
+    std::stable_sort(at.begin(), at.end(), [&](std::size_t a, std::size_t b) {
+      return block.length(a) > block.length(b);
+    });
+    std::vector<ForwardTarget> targets;
+    std::vector<TargetScores*> outs;
+    for (std::size_t start = 0; start < at.size(); start += kForwardPack) {
+      const std::size_t end = std::min(at.size(), start + kForwardPack);
+      targets.clear();
+      outs.clear();
+      for (std::size_t j = start; j < end; ++j) {
+        targets.push_back({block.sequence(at[j]), block.length(at[j])});
+        outs.push_back(&scores[at[j]]);
+      }
+      run_forward_stages(profile_, settings_, k, targets, outs);
+      scheduler::help_host_loops();
+    }
+  }
+
   const SearchProfile& profile_;
   CascadeSettings settings_;
   scheduler::ResultSink<BlockRecords>& sink_;

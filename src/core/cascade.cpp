@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "core/statistics.hpp"
 
@@ -62,10 +63,12 @@ TargetScores run_filters(const SearchProfile& profile, const CascadeSettings& se
   return out;
 }
 
-void run_forward_stage(const SearchProfile& profile, const CascadeSettings& settings,
-                       FilterKernels& kernels, const Residue* dsq, int L, TargetScores& out) {
+namespace {
+
+// The F3 decision and what the target keeps, from its Forward score (nats).
+void finish_forward_stage(const SearchProfile& profile, const CascadeSettings& settings,
+                          float fwdsc, TargetScores& out) {
   out.forward_run = true;
-  const float fwdsc = kernels.forward(dsq, L);
   const float seq_score = (fwdsc - out.filter_nats) / static_cast<float>(kLog2);
   const double P = exponential_survival(seq_score, profile.forward_tau, profile.forward_lambda);
   if (P > settings.F3) {
@@ -80,6 +83,22 @@ void run_forward_stage(const SearchProfile& profile, const CascadeSettings& sett
   out.forward_bits = (fwdsc - out.null_nats) / static_cast<float>(kLog2);
   out.stage = Stage::passed;
   out.pvalue = forward_pvalue(profile, out.forward_bits);
+}
+
+}  // namespace
+
+void run_forward_stage(const SearchProfile& profile, const CascadeSettings& settings,
+                       FilterKernels& kernels, const Residue* dsq, int L, TargetScores& out) {
+  finish_forward_stage(profile, settings, kernels.forward(dsq, L), out);
+}
+
+void run_forward_stages(const SearchProfile& profile, const CascadeSettings& settings,
+                        FilterKernels& kernels, std::span<const ForwardTarget> targets,
+                        std::span<TargetScores* const> outs) {
+  std::vector<float> scores(targets.size());
+  kernels.forward_many(targets, scores);
+  for (std::size_t j = 0; j < targets.size(); ++j)
+    finish_forward_stage(profile, settings, scores[j], *outs[j]);
 }
 
 TargetScores run_cascade(const SearchProfile& profile, const CascadeSettings& settings,

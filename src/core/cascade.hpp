@@ -6,8 +6,10 @@
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <span>
 
 #include "core/forward_canonical.hpp"
 #include "core/profile.hpp"
@@ -42,6 +44,12 @@ struct TargetScores {
   bool forward_run = false;  // the Forward stage has run (see needs_forward)
 };
 
+// One target of a Forward stage run for several targets at once.
+struct ForwardTarget {
+  const Residue* dsq = nullptr;
+  int L = 0;
+};
+
 // The kernels of one stage set, for one model; one object per worker thread.
 class FilterKernels {
  public:
@@ -51,6 +59,13 @@ class FilterKernels {
   // Forward score in nats: the canonical score (forward_canonical.hpp) for every target
   // that passes F3; a faster, inexact score may decide a rejection.
   virtual float forward(const Residue* dsq, int L) = 0;
+  // The Forward scores of several targets, scores[j] of targets[j], each under
+  // forward()'s contract; a kernel may compute them together (the default calls
+  // forward() on each in turn).
+  virtual void forward_many(std::span<const ForwardTarget> targets, std::span<float> scores) {
+    for (std::size_t j = 0; j < targets.size(); ++j)
+      scores[j] = forward(targets[j].dsq, targets[j].L);
+  }
   // The bias filter's null score (nats): bias_filter_score unless a caller already has it.
   virtual float bias(const BiasFilterModel& model, const Residue* dsq, int L) {
     return bias_filter_score(model, dsq, L);
@@ -91,6 +106,12 @@ inline bool needs_forward(const TargetScores& t) {
 }
 void run_forward_stage(const SearchProfile& profile, const CascadeSettings& settings,
                        FilterKernels& kernels, const Residue* dsq, int L, TargetScores& target);
+// run_forward_stage for several targets, their scores computed together
+// (FilterKernels::forward_many): targets[j] finishes *outs[j], exactly as
+// run_forward_stage would.
+void run_forward_stages(const SearchProfile& profile, const CascadeSettings& settings,
+                        FilterKernels& kernels, std::span<const ForwardTarget> targets,
+                        std::span<TargetScores* const> outs);
 
 // The margin (nats) added to an inexact Forward score (a SIMD or GPU parser known to be
 // within absolute_tolerance + relative_tolerance * |score| of forward_parser_reference)

@@ -7,7 +7,9 @@
 // to zero and read as zero. forward_canonical below is that computation written with
 // vectors of 4 floats (the GCC/Clang vector extension), one operation where the SIMD
 // parser has one vector instruction; the SSE4.1 kernel equals it bit for bit
-// (tests/simd_kernels_test.cpp).
+// (tests/simd_kernels_test.cpp), and so does the packed kernel that runs this order for
+// several targets at once, one per 128 bits of a vector (host_simd/isa_kernels.hpp's
+// forward_canonical_packed, tests/forward_packed_test.cpp): the search's CPU workers use it.
 // forward_parser_reference stays the textbook reference: the canonical score is within
 // the SIMD Forward tolerance of it (host_simd/simd_kernels.hpp).
 //

@@ -54,6 +54,14 @@ struct ViterbiRaw {
   int xC = 0;
 };
 
+// One target of the packed canonical Forward: its residues, and the N/C/J loop and move
+// probabilities of its length (ForwardScores::ncj(L)).
+struct CanonicalTarget {
+  const Residue* dsq = nullptr;
+  int L = 0;
+  float loop = 0, move = 0;
+};
+
 // One ISA's kernels. DP rows are caller-owned, 64-byte aligned, of the sizes below (in
 // elements, for Q vectors): MSV Q*n bytes; Viterbi 3*Q*n int16; Forward 3*Q*n floats.
 struct IsaKernels {
@@ -68,6 +76,16 @@ struct IsaKernels {
   // The Forward parser's score in nats, for N/C/J loop and move probabilities of length L.
   float (*forward)(const ForwardStripedView& profile, const Residue* dsq, int L, float loop,
                    float move, float* rows);
+  // The canonical Forward (core/forward_canonical.hpp) of `count` targets, scores[t] equal
+  // bit for bit to forward_canonical's, several targets at once: one per 128-bit group of
+  // the vector (vector_bytes / 16 at a time), each group running forward_canonical's
+  // 4-lane order. `profile` is striped in kCanonicalForwardLanes (4) lanes; `rows` holds
+  // 3 * Q * vector_bytes / 4 floats (Q of that profile). Targets enter the groups in the
+  // order given, a finished target's group taking the next one (longest first wastes
+  // least). Adds the number of rows rescaled (xE > 1e4) to *rescaled_rows.
+  void (*forward_canonical_packed)(const ForwardStripedView& profile,
+                                   const CanonicalTarget* targets, int count, float* scores,
+                                   float* rows, std::int64_t* rescaled_rows);
 };
 
 namespace sse41 {

@@ -340,8 +340,8 @@ ViterbiRaw viterbi_filter(const ViterbiStripedView& profile, const Residue* dsq,
 // pass adds C[j] * (D->D product up to vector q) to every D. Sums run in another order
 // than the reference, and denormals are flushed to zero, so the score matches it to a
 // tolerance only (simd_kernels.hpp). The SSE4.1 instance (4 lanes) defines the canonical
-// Forward: core/forward_canonical.cpp repeats it operation by operation, and must change
-// with it.
+// Forward: core/forward_canonical.cpp and forward_canonical_packed below repeat it
+// operation by operation, and must change with it.
 // ============================================================================
 
 // Denormal results flushed to zero and denormal inputs read as zero while the parser
@@ -447,11 +447,202 @@ float forward_parser(const ForwardStripedView& profile, const Residue* dsq, int 
   return static_cast<float>(total_scale + __builtin_log(static_cast<double>(xC * move)));
 }
 
+// ============================================================================
+// The canonical Forward of several targets at once (core/forward_canonical.hpp).
+// The 4-lane striped parser above in its SSE4.1 instance, run for kGroupsF32 targets
+// side by side: each 128-bit group of the vector holds one target's 4 lanes, so that
+// every lane does forward_canonical's float operations in its order. The profile is the
+// 4-lane one (Q = ceil(M / 4)): a transition vector is the same for every group (one
+// 128-bit vector broadcast), the match odds come from each target's own residue (one
+// 128-bit load per group), "one lane up" moves within each group, and the row's E sum,
+// the N/C/J/B states and the sparse rescaling are each group's own. DP rows are
+// interleaved: element (q, group g, lane j) at q * kLanesF32 + 4 * g + j.
+// A group whose target ends takes the next target (its rows zeroed), or idles on zero
+// rows with begin probability 0 (every value of the group stays +0) once none is left.
+// ============================================================================
+
+constexpr int kCanonicalLanes = 4;  // core's kCanonicalForwardLanes
+
+struct CanonicalSlot {
+  int target = -1;  // index into the targets; -1: idle
+  int i = 0;        // next row
+  int L = 0;
+  const Residue* dsq = nullptr;
+  float loop = 0, move = 0;
+  float xN = 0, xJ = 0, xC = 0, xB = 0;
+  float total_scale = 0;
+};
+
+float canonical_final(float total_scale, float c_move) {
+  return static_cast<float>(total_scale + __builtin_log(static_cast<double>(c_move)));
+}
+
+void forward_canonical_packed(const ForwardStripedView& profile, const CanonicalTarget* targets,
+                              int count, float* scores, float* rows, std::int64_t* rescaled_rows) {
+  const FlushDenormals flush_denormals;
+  constexpr int n = kLanesF32;
+  constexpr int groups = kGroupsF32;
+  constexpr int lanes = kCanonicalLanes;
+  const int Q = profile.Q;
+  const std::size_t row_elements = static_cast<std::size_t>(Q) * n;
+  const std::size_t profile_row = static_cast<std::size_t>(Q) * lanes;  // one 4-lane row
+  float* const mrow = rows;
+  float* const irow = rows + row_elements;
+  float* const drow = rows + 2 * row_elements;
+  const float* const dd = profile.transitions + kVitPerQ * profile_row;
+  const auto at = [](auto* base, int q) { return base + static_cast<std::size_t>(q) * n; };
+  const auto at4 = [](auto* base, int q) { return base + static_cast<std::size_t>(q) * lanes; };
+  const FloatVector lane_through =
+      shift_up_in_groups_f<1>(broadcast_group_f(at4(profile.dd_prefix, Q)));
+  std::int64_t rescaled = 0;
+
+  // Group g's 4 lanes of every vector of the three rows set to +0.
+  const auto clear_group = [&](int g) {
+    const simde__m128 zero = simde_mm_setzero_ps();
+    for (int q = 0; q < Q; ++q) {
+      simde_mm_store_ps(at(mrow, q) + lanes * g, zero);
+      simde_mm_store_ps(at(irow, q) + lanes * g, zero);
+      simde_mm_store_ps(at(drow, q) + lanes * g, zero);
+    }
+  };
+  // The next target with residues into slot s (an empty one gets its score at once:
+  // forward_canonical's for L = 0), or idle.
+  int next = 0;
+  const auto fill = [&](CanonicalSlot& slot) {
+    slot.target = -1;
+    while (next < count) {
+      const CanonicalTarget& t = targets[next];
+      if (t.L > 0) {
+        slot.target = next++;
+        slot.i = 0;
+        slot.L = t.L;
+        slot.dsq = t.dsq;
+        slot.loop = t.loop;
+        slot.move = t.move;
+        slot.xN = 1.0f;
+        slot.xJ = 0.0f;
+        slot.xC = 0.0f;
+        slot.xB = t.move;
+        slot.total_scale = 0.0f;
+        return;
+      }
+      scores[next] = canonical_final(0.0f, 0.0f * t.move);
+      ++next;
+    }
+  };
+
+  for (int q = 0; q < Q; ++q) {
+    store_f(at(mrow, q), zero_f());
+    store_f(at(irow, q), zero_f());
+    store_f(at(drow, q), zero_f());
+  }
+  CanonicalSlot slots[groups];
+  int active = 0;
+  for (CanonicalSlot& slot : slots) {
+    fill(slot);
+    if (slot.target >= 0) ++active;
+  }
+  while (active > 0) {
+    // This row of every group: the target's residue, its B probability (idle: residue 0
+    // and B = 0).
+    const float* match[groups];
+    alignas(64) float begin_of[groups];
+    for (int g = 0; g < groups; ++g) {
+      const CanonicalSlot& slot = slots[g];
+      const bool busy = slot.target >= 0;
+      match[g] = profile.match + (busy ? slot.dsq[slot.i] : 0) * profile_row;
+      begin_of[g] = busy ? slot.xB : 0.0f;
+    }
+    const float* tsc = profile.transitions;
+    const FloatVector begin = splat_groups_f(begin_of);
+    FloatVector sum = zero_f();        // M and D of the row (D as computed within lanes)
+    FloatVector delete_in = zero_f();  // D within the lane at vector q
+    FloatVector mpv = shift_up_in_groups_f<1>(load_f(at(mrow, Q - 1)));
+    FloatVector ipv = shift_up_in_groups_f<1>(load_f(at(irow, Q - 1)));
+    FloatVector dpv = shift_up_in_groups_f<1>(load_f(at(drow, Q - 1)));
+    for (int q = 0; q < Q; ++q, tsc += kVitPerQ * lanes) {
+      const float* match_q[groups];
+      for (int g = 0; g < groups; ++g) match_q[g] = at4(match[g], q);
+      FloatVector sv = mul_f(begin, broadcast_group_f(tsc + kVitBM * lanes));
+      sv = add_f(sv, mul_f(mpv, broadcast_group_f(tsc + kVitMM * lanes)));
+      sv = add_f(sv, mul_f(ipv, broadcast_group_f(tsc + kVitIM * lanes)));
+      sv = add_f(sv, mul_f(dpv, broadcast_group_f(tsc + kVitDM * lanes)));
+      sv = mul_f(sv, load_groups_f(match_q));
+      sum = add_f(sum, add_f(sv, delete_in));
+      mpv = load_f(at(mrow, q));
+      ipv = load_f(at(irow, q));
+      dpv = load_f(at(drow, q));
+      store_f(at(mrow, q), sv);
+      store_f(at(drow, q), delete_in);
+      // Insert emissions have odds 1.
+      store_f(at(irow, q), add_f(mul_f(mpv, broadcast_group_f(tsc + kVitMI * lanes)),
+                                 mul_f(ipv, broadcast_group_f(tsc + kVitII * lanes))));
+      delete_in = add_f(mul_f(sv, broadcast_group_f(tsc + kVitMD * lanes)),
+                        mul_f(delete_in, broadcast_group_f(at4(dd, q))));
+    }
+    // D entering each lane's segment from the lane below, within each group (the scan of
+    // forward_parser in 4 lanes: two steps), and what it adds to every D.
+    FloatVector carry = shift_up_in_groups_f<1>(delete_in);
+    FloatVector through = lane_through;
+    carry = add_f(carry, mul_f(through, shift_up_in_groups_f<1>(carry)));
+    through = mul_f(through, shift_up_in_groups_f<1>(through));
+    carry = add_f(carry, mul_f(through, shift_up_in_groups_f<2>(carry)));
+    for (int q = 0; q < Q; ++q) {
+      const FloatVector added = mul_f(carry, broadcast_group_f(at4(profile.dd_prefix, q)));
+      store_f(at(drow, q), add_f(load_f(at(drow, q)), added));
+      sum = add_f(sum, added);
+    }
+    alignas(64) float sums[n];
+    store_f(sums, hsum_groups_f(sum));
+
+    for (int g = 0; g < groups; ++g) {
+      CanonicalSlot& slot = slots[g];
+      if (slot.target < 0) continue;
+      const float xE = sums[lanes * g];
+      const float loop = slot.loop;
+      const float move = slot.move;
+      slot.xN = slot.xN * loop;
+      slot.xC = slot.xC * loop + xE * profile.e_move;
+      slot.xJ = slot.xJ * loop + xE * profile.e_loop;
+      slot.xB = slot.xJ * move + slot.xN * move;
+      if (xE > 1.0e4f) {  // sparse rescaling of this group, as the reference
+        ++rescaled;
+        slot.xN /= xE;
+        slot.xC /= xE;
+        slot.xJ /= xE;
+        slot.xB /= xE;
+        const simde__m128 r = simde_mm_set1_ps(static_cast<float>(1.0 / xE));
+        for (int q = 0; q < Q; ++q) {
+          float* const m = at(mrow, q) + lanes * g;
+          float* const d = at(drow, q) + lanes * g;
+          float* const in = at(irow, q) + lanes * g;
+          simde_mm_store_ps(m, simde_mm_mul_ps(simde_mm_load_ps(m), r));
+          simde_mm_store_ps(d, simde_mm_mul_ps(simde_mm_load_ps(d), r));
+          simde_mm_store_ps(in, simde_mm_mul_ps(simde_mm_load_ps(in), r));
+        }
+        slot.total_scale =
+            static_cast<float>(slot.total_scale + __builtin_log(static_cast<double>(xE)));
+      }
+      if (++slot.i < slot.L) continue;
+      scores[slot.target] = canonical_final(slot.total_scale, slot.xC * move);
+      clear_group(g);
+      fill(slot);
+      if (slot.target < 0) --active;
+    }
+  }
+  if (rescaled_rows != nullptr) *rescaled_rows += rescaled;
+}
+
 }  // namespace
 
 const IsaKernels& isa_kernels() {
-  static constexpr IsaKernels kernels{kVectorBytes, kSsvRegisters,   &ssv_max,
-                                      &msv_filter,  &viterbi_filter, &forward_parser};
+  static constexpr IsaKernels kernels{kVectorBytes,
+                                      kSsvRegisters,
+                                      &ssv_max,
+                                      &msv_filter,
+                                      &viterbi_filter,
+                                      &forward_parser,
+                                      &forward_canonical_packed};
   return kernels;
 }
 

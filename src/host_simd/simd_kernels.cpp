@@ -3,8 +3,10 @@
 // references' own expressions, so the scores are the same bit for bit.
 #include "host_simd/simd_kernels.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <string>
 
 #include "core/error.hpp"
@@ -19,12 +21,14 @@ struct StripedProfiles {
   StripedMsvProfile msv;
   StripedViterbiProfile viterbi;
   StripedForwardProfile forward;
+  StripedForwardProfile canonical;  // 4 lanes: the packed canonical Forward
 };
 
 struct DpRows {
   AlignedBuffer<std::uint8_t> msv;
   AlignedBuffer<std::int16_t> viterbi;
   AlignedBuffer<float> forward;
+  AlignedBuffer<float> canonical;
 };
 
 namespace {
@@ -181,6 +185,9 @@ SimdFilterKernels::SimdFilterKernels(const SearchProfile& profile, Isa isa, Forw
                         striped_->viterbi.lanes);
   rows_->forward.resize(3 * static_cast<std::size_t>(striped_->forward.Q) *
                         striped_->forward.lanes);
+  striped_->canonical = stripe_forward_scores(profile.forward, kCanonicalForwardLanes);
+  rows_->canonical.resize(3 * static_cast<std::size_t>(striped_->canonical.Q) *
+                          static_cast<std::size_t>(kernels->vector_bytes / 4));
 }
 
 SimdFilterKernels::~SimdFilterKernels() = default;
@@ -249,6 +256,39 @@ float SimdFilterKernels::forward(const Residue* dsq, int L) {
   ++forward_canonical_calls_;
   if (isa_ == Isa::sse41) return forward_simd(dsq, L);
   return canonical_->score(dsq, L);
+}
+
+void SimdFilterKernels::forward_many(std::span<const ForwardTarget> targets,
+                                     std::span<float> scores) {
+  forward_canonical_many(targets, scores);
+}
+
+void SimdFilterKernels::forward_canonical_many(std::span<const ForwardTarget> targets,
+                                               std::span<float> scores) {
+  const std::size_t count = targets.size();
+  forward_canonical_calls_ += static_cast<std::int64_t>(count);
+  if (isa_ == Isa::scalar) {
+    for (std::size_t j = 0; j < count; ++j)
+      scores[j] = canonical_->score(targets[j].dsq, targets[j].L);
+    return;
+  }
+  // Longest first: a group that finishes early takes a shorter target, so the groups
+  // end close together.
+  canonical_order_.resize(count);
+  std::iota(canonical_order_.begin(), canonical_order_.end(), std::size_t{0});
+  std::stable_sort(canonical_order_.begin(), canonical_order_.end(),
+                   [&](std::size_t a, std::size_t b) { return targets[a].L > targets[b].L; });
+  canonical_targets_.resize(count);
+  canonical_scores_.resize(count);
+  for (std::size_t j = 0; j < count; ++j) {
+    const ForwardTarget& t = targets[canonical_order_[j]];
+    const ForwardScores::Length ncj = profile_.forward.ncj(t.L);
+    canonical_targets_[j] = {t.dsq, t.L, ncj.loop, ncj.move};
+  }
+  striped_->kernels->forward_canonical_packed(striped_->canonical.view(), canonical_targets_.data(),
+                                              static_cast<int>(count), canonical_scores_.data(),
+                                              rows_->canonical.data(), &canonical_rescaled_rows_);
+  for (std::size_t j = 0; j < count; ++j) scores[canonical_order_[j]] = canonical_scores_[j];
 }
 
 }  // namespace duet::simd

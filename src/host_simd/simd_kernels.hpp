@@ -17,6 +17,10 @@
 //     IS the canonical Forward score (core/forward_canonical.hpp), bit for bit. The wider
 //     parsers are only a filter: SimdFilterKernels::forward() reports the canonical score
 //     for every target that might pass F3 (rule below).
+//   - The packed canonical Forward (IsaKernels::forward_canonical_packed) computes the
+//     canonical score itself, bit for bit, for vector_bytes / 16 targets at once (one per
+//     128 bits, each in the 4-lane order): forward_canonical_many() and forward_many(),
+//     which the search's CPU workers use for every target that reaches Forward.
 //   - Kernels are reentrant; the DP rows belong to the SimdFilterKernels object.
 //
 // ISAs: each kernel source (kernels_impl.hpp) is compiled once per ISA, SSE4.1 (128-bit),
@@ -29,7 +33,9 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string_view>
+#include <vector>
 
 #include "core/cascade.hpp"
 #include "core/forward_canonical.hpp"
@@ -105,6 +111,7 @@ float forward_margin(float simd_score);
 
 struct StripedProfiles;  // host_simd/striped_profiles.hpp
 struct DpRows;
+struct CanonicalTarget;  // host_simd/isa_kernels.hpp
 
 // The SIMD filters of one model for one ISA: striped profiles and DP rows, built once.
 // Construct one per model per worker thread; not thread-safe; keeps a reference to
@@ -131,6 +138,14 @@ class SimdFilterKernels final : public FilterKernels {
   FilterScore msv(const Residue* dsq, int L) override;
   FilterScore viterbi(const Residue* dsq, int L) override;
   float forward(const Residue* dsq, int L) override;
+  // Every target's canonical score (forward_canonical_many), whatever the gate.
+  void forward_many(std::span<const ForwardTarget> targets, std::span<float> scores) override;
+
+  // The canonical Forward (forward_canonical) of several targets, bit for bit, computed
+  // together: the ISA's packed kernel (one target per 128 bits of the vector, longest
+  // targets first); scalar: forward_canonical on each in turn. Counted in
+  // forward_canonical_calls().
+  void forward_canonical_many(std::span<const ForwardTarget> targets, std::span<float> scores);
 
   // Each kernel alone, as the tests and the benchmark call them.
   bool ssv_only(const Residue* dsq, int L, FilterScore& score);  // ssv_filter_reference's contract
@@ -138,8 +153,10 @@ class SimdFilterKernels final : public FilterKernels {
   // The SIMD parser's own score (scalar: forward_parser_reference).
   float forward_simd(const Residue* dsq, int L);
   // Number of targets given the canonical Forward score by forward() (not decided by the
-  // gate alone).
+  // gate alone), forward_many() and forward_canonical_many().
   std::int64_t forward_canonical_calls() const { return forward_canonical_calls_; }
+  // Rows the packed canonical kernel rescaled (xE > 1e4), over every call so far.
+  std::int64_t canonical_rescaled_rows() const { return canonical_rescaled_rows_; }
 
  private:
   const SearchProfile& profile_;
@@ -149,6 +166,11 @@ class SimdFilterKernels final : public FilterKernels {
   std::unique_ptr<DpRows> rows_;
   std::unique_ptr<CanonicalForward> canonical_;  // every ISA but SSE4.1
   std::int64_t forward_canonical_calls_ = 0;
+  std::int64_t canonical_rescaled_rows_ = 0;
+  // forward_canonical_many's order (longest first), packed targets and their scores.
+  std::vector<std::size_t> canonical_order_;
+  std::vector<CanonicalTarget> canonical_targets_;
+  std::vector<float> canonical_scores_;
 };
 
 }  // namespace duet::simd

@@ -146,6 +146,33 @@ static inline float hsum_f(FloatVector v) {
   return hsum_f128(v);
 }
 
+// Groups of four float lanes, one per 128 bits (the packed canonical Forward keeps one
+// target in each group: kernels_impl.hpp). 128 bits are one group.
+// Within every group, each element `lanes` lanes up, +0 into the group's lowest ones.
+template <int lanes>
+static inline FloatVector shift_up_in_groups_f(FloatVector v) {
+  return shift_up_f_by<lanes>(v);
+}
+// The four floats at p (16-byte aligned) in every group.
+static inline FloatVector broadcast_group_f(const float* p) {
+  return simde_mm_load_ps(p);
+}
+// Group g from the four floats at p[g] (16-byte aligned).
+static inline FloatVector load_groups_f(const float* const* p) {
+  return simde_mm_load_ps(p[0]);
+}
+// Group g holds values[g] in its four lanes.
+static inline FloatVector splat_groups_f(const float* values) {
+  return simde_mm_set1_ps(values[0]);
+}
+// Lane 0 of every group: the group's (e0 + e2) + (e1 + e3), hsum_f128's order; the other
+// lanes hold partial sums.
+static inline FloatVector hsum_groups_f(FloatVector v) {
+  const FloatVector pairs =
+      simde_mm_add_ps(v, simde_mm_shuffle_ps(v, v, SIMDE_MM_SHUFFLE(1, 0, 3, 2)));
+  return simde_mm_add_ps(pairs, simde_mm_shuffle_ps(pairs, pairs, SIMDE_MM_SHUFFLE(2, 3, 0, 1)));
+}
+
 #elif DUET_SIMD_VECTOR_BITS == 256
 
 using IntVector = simde__m256i;
@@ -247,6 +274,37 @@ static inline bool any_gt_f(FloatVector a, FloatVector b) {
 static inline float hsum_f(FloatVector v) {
   return hsum_f128(
       simde_mm_add_ps(simde_mm256_castps256_ps128(v), simde_mm256_extractf128_ps(v, 1)));
+}
+
+// Groups of four float lanes (see the 128-bit variant): two groups. The in-group shift is
+// an in-lane permute (element j of a group takes element j - lanes) blended with +0 in the
+// group's lowest lanes (SIMDe 0.7's own in-lane byte shift is not the native one).
+template <int lanes>
+static inline FloatVector shift_up_in_groups_f(FloatVector v) {
+  static_assert(lanes == 1 || lanes == 2);
+  if constexpr (lanes == 1) {
+    return simde_mm256_blend_ps(simde_mm256_setzero_ps(),
+                                simde_mm256_permute_ps(v, SIMDE_MM_SHUFFLE(2, 1, 0, 0)), 0xEE);
+  } else {
+    return simde_mm256_blend_ps(simde_mm256_setzero_ps(),
+                                simde_mm256_permute_ps(v, SIMDE_MM_SHUFFLE(1, 0, 0, 0)), 0xCC);
+  }
+}
+static inline FloatVector broadcast_group_f(const float* p) {
+  return simde_mm256_broadcast_ps(reinterpret_cast<const simde__m128*>(p));
+}
+static inline FloatVector load_groups_f(const float* const* p) {
+  return simde_mm256_insertf128_ps(simde_mm256_castps128_ps256(simde_mm_load_ps(p[0])),
+                                   simde_mm_load_ps(p[1]), 1);
+}
+static inline FloatVector splat_groups_f(const float* values) {
+  return simde_mm256_insertf128_ps(simde_mm256_castps128_ps256(simde_mm_set1_ps(values[0])),
+                                   simde_mm_set1_ps(values[1]), 1);
+}
+static inline FloatVector hsum_groups_f(FloatVector v) {
+  const FloatVector pairs =
+      simde_mm256_add_ps(v, simde_mm256_permute_ps(v, SIMDE_MM_SHUFFLE(1, 0, 3, 2)));
+  return simde_mm256_add_ps(pairs, simde_mm256_permute_ps(pairs, SIMDE_MM_SHUFFLE(2, 3, 0, 1)));
 }
 
 #elif DUET_SIMD_VECTOR_BITS == 512
@@ -377,6 +435,42 @@ static inline float hsum_f(FloatVector v) {
       simde_mm_add_ps(simde_mm256_castps256_ps128(half), simde_mm256_extractf128_ps(half, 1)));
 }
 
+// Groups of four float lanes (see the 128-bit variant): four groups. The in-group shift is
+// an in-lane shuffle (element j of a group takes element j - lanes) with the group's
+// lowest lanes masked to +0.
+template <int lanes>
+static inline FloatVector shift_up_in_groups_f(FloatVector v) {
+  static_assert(lanes == 1 || lanes == 2);
+  if constexpr (lanes == 1) {
+    return simde_mm512_maskz_mov_ps(0xEEEE,
+                                    simde_mm512_shuffle_ps(v, v, SIMDE_MM_SHUFFLE(2, 1, 0, 0)));
+  } else {
+    return simde_mm512_maskz_mov_ps(0xCCCC,
+                                    simde_mm512_shuffle_ps(v, v, SIMDE_MM_SHUFFLE(1, 0, 0, 0)));
+  }
+}
+static inline FloatVector broadcast_group_f(const float* p) {
+  return simde_mm512_broadcast_f32x4(simde_mm_load_ps(p));
+}
+static inline FloatVector load_groups_f(const float* const* p) {
+  FloatVector v = simde_mm512_castps128_ps512(simde_mm_load_ps(p[0]));
+  v = simde_mm512_insertf32x4(v, simde_mm_load_ps(p[1]), 1);
+  v = simde_mm512_insertf32x4(v, simde_mm_load_ps(p[2]), 2);
+  return simde_mm512_insertf32x4(v, simde_mm_load_ps(p[3]), 3);
+}
+static inline FloatVector splat_groups_f(const float* values) {
+  FloatVector v = simde_mm512_castps128_ps512(simde_mm_set1_ps(values[0]));
+  v = simde_mm512_insertf32x4(v, simde_mm_set1_ps(values[1]), 1);
+  v = simde_mm512_insertf32x4(v, simde_mm_set1_ps(values[2]), 2);
+  return simde_mm512_insertf32x4(v, simde_mm_set1_ps(values[3]), 3);
+}
+static inline FloatVector hsum_groups_f(FloatVector v) {
+  const FloatVector pairs =
+      simde_mm512_add_ps(v, simde_mm512_shuffle_ps(v, v, SIMDE_MM_SHUFFLE(1, 0, 3, 2)));
+  return simde_mm512_add_ps(pairs,
+                            simde_mm512_shuffle_ps(pairs, pairs, SIMDE_MM_SHUFFLE(2, 3, 0, 1)));
+}
+
 #else
 #error "DUET_SIMD_VECTOR_BITS must be 128, 256 or 512"
 #endif
@@ -386,5 +480,7 @@ static constexpr int kVectorBytes = DUET_SIMD_VECTOR_BITS / 8;
 static constexpr int kLanesU8 = kVectorBytes;
 static constexpr int kLanesI16 = kVectorBytes / 2;
 static constexpr int kLanesF32 = kVectorBytes / 4;
+// Groups of four float lanes (128 bits) in one vector.
+static constexpr int kGroupsF32 = kVectorBytes / 16;
 
 }  // namespace duet::simd::DUET_SIMD_NAMESPACE

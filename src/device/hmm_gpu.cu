@@ -645,6 +645,7 @@ struct HmmGpuEngine::Impl {
   std::unique_ptr<detail::CanonicalForwardGpu> canonical;  // hmm_canonical_gpu.cu
   GpuJitInfo jit;
   jit::JitFunction msv_exact_jit;  // the specialised exact MSV kernel, when jit.used
+  int msv_exact_jit_blocks = 0;    // its grid: as many blocks as are resident at once
 
   struct Slot {
     Stream stream;
@@ -758,6 +759,12 @@ HmmGpuEngine::HmmGpuEngine(int device, const SearchProfile& profile, GpuKernelCh
         m.msv_exact_jit = jit::get_function(
             {msv_exact_kernel_source(), "msv_exact_kernel.cuh", "duet_msv_exact_jit"},
             {"-DDUET_JIT_M=" + M}, "M" + M);
+        // Its row is in registers, not in a buffer sized by the grid: the grid is every
+        // block that fits on the device at once (more warps in flight than the static
+        // kernel's 2 blocks per multiprocessor for short models).
+        m.msv_exact_jit_blocks = std::max(
+            m.exact_blocks,
+            jit::max_active_blocks(m.msv_exact_jit, kExactBlockThreads, 0) * m.multiprocessors);
         m.jit.used = true;
         m.jit.origin = m.msv_exact_jit.origin;
         m.jit.seconds = m.msv_exact_jit.seconds;
@@ -960,8 +967,8 @@ void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::siz
     e.rows = s.d_exact_rows.get();
     e.result = s.d_result.get();
     if (m.jit.used) {
-      jit::launch(m.msv_exact_jit, static_cast<unsigned>(m.exact_blocks), kExactBlockThreads, 0, st,
-                  &e);
+      jit::launch(m.msv_exact_jit, static_cast<unsigned>(m.msv_exact_jit_blocks),
+                  kExactBlockThreads, 0, st, &e);
     } else {
       msv_exact_kernel<<<m.exact_blocks, kExactBlockThreads, 0, st>>>(e);
       check_launch("msv_exact_kernel");

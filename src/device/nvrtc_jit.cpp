@@ -88,6 +88,7 @@ struct Driver {
   decltype(&::cuModuleGetFunction) module_get_function = nullptr;
   decltype(&::cuModuleUnload) module_unload = nullptr;
   decltype(&::cuLaunchKernel) launch_kernel = nullptr;
+  decltype(&::cuOccupancyMaxActiveBlocksPerMultiprocessor) occupancy = nullptr;
   decltype(&::cuGetErrorString) error_string = nullptr;
 };
 
@@ -109,6 +110,7 @@ Driver open_driver() {
   symbol(d.module_get_function, "cuModuleGetFunction");
   symbol(d.module_unload, "cuModuleUnload");
   symbol(d.launch_kernel, "cuLaunchKernel");
+  symbol(d.occupancy, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
   symbol(d.error_string, "cuGetErrorString");
   return d;
 }
@@ -260,6 +262,16 @@ void launch(const JitFunction& f, unsigned blocks, unsigned threads, unsigned sh
       driver().launch_kernel(static_cast<CUfunction>(f.function), blocks, 1, 1, threads, 1, 1,
                              shared_bytes, static_cast<CUstream>(stream), parameters, nullptr);
   if (status != CUDA_SUCCESS) throw std::runtime_error("cuLaunchKernel: " + driver_message(status));
+}
+
+int max_active_blocks(const JitFunction& f, unsigned threads, unsigned shared_bytes) {
+  int blocks = 0;
+  const CUresult status = driver().occupancy(&blocks, static_cast<CUfunction>(f.function),
+                                             static_cast<int>(threads), shared_bytes);
+  if (status != CUDA_SUCCESS)
+    throw std::runtime_error("cuOccupancyMaxActiveBlocksPerMultiprocessor: " +
+                             driver_message(status));
+  return blocks;
 }
 
 void drop_memory_cache() {

@@ -49,6 +49,10 @@ JitFunction get_function(const KernelSource& source, const std::vector<std::stri
 void launch(const JitFunction& f, unsigned blocks, unsigned threads, unsigned shared_bytes,
             void* stream, void* args);
 
+// Blocks of `threads` threads (and `shared_bytes` of dynamic shared memory) of `f` that
+// fit on one multiprocessor at once. Throws std::runtime_error when the driver fails.
+int max_active_blocks(const JitFunction& f, unsigned threads, unsigned shared_bytes);
+
 // "nvrtc 13.0", or why NVRTC could not be opened.
 std::string nvrtc_version();
 

@@ -3,10 +3,10 @@
 # (src/device/msv_exact_kernel.cuh, nvrtc_jit.hpp) on the GPU machine in one call.
 # Run from the source root after `source <.device>/setup.sh`; logs under $OUT (or ./jit-out).
 #   usage: bash bench/jit_bench.sh [build dir (default /tmp/b)] [bench arguments...]
-# With JIT_FULL=1 it also runs the static kernels' tests (GpuKernels.*, GpuLayouts.*), a
-# memcheck of the JIT launch path, and whole GPU-only searches (Pkinase against the MMseqs2
-# example database JIT_COPIES times, default 100) with and without --gpu-jit, twice,
-# comparing their results.
+# With JIT_FULL=1 it then runs a memcheck of the JIT launch path, whole GPU-only searches
+# (Pkinase against the MMseqs2 example database JIT_COPIES times, default 100) with and
+# without --gpu-jit, twice, comparing their results, and last the static kernels' tests
+# (GpuLayouts.*, GpuKernels.*) for at most JIT_KERNEL_TESTS_S seconds (default 100).
 set -uo pipefail
 build=${1:-/tmp/b}; shift || true
 out=${OUT:-jit-out}; mkdir -p "$out"
@@ -21,9 +21,7 @@ cmake --build "$build" -j16 --target gpu_tests hmm_gpu_bench jit_cache_tests due
 echo "build: $(( $(date +%s) - start )) s"
 grep -A1 "msv_exact_kernel" "$out/build.log" | grep "Used" | head -2
 "$build/tests/jit_cache_tests" --gtest_brief=1 2>&1 | tail -2
-filter='GpuJit.*:GpuSearch.Jit*'
-[ "${JIT_FULL:-0}" = 1 ] && filter='GpuJit.*:GpuSearch.Jit*:GpuKernels.*:GpuLayouts.*'
-timeout 150 "$build/tests/gpu_tests" --gtest_filter="$filter" 2>&1 | tee "$out/gpu_tests.log" \
+timeout 150 "$build/tests/gpu_tests" --gtest_filter='GpuJit.*:GpuSearch.Jit*' 2>&1 | tee "$out/gpu_tests.log" \
   | grep -E "seed|OK \]|FAILED|PASSED|SKIPPED|Failure|Expected|Which is|actual" | head -40
 timeout 200 "$build/hmm_gpu_bench" jit "$@" 2>&1 | tee "$out/bench.log"
 [ "${JIT_FULL:-0}" = 1 ] || exit 0
@@ -49,3 +47,5 @@ for p in ['/tmp/e2e-no-1.h5', '/tmp/e2e-yes-1.h5', '/tmp/e2e-yes-2.h5']:
     r = h5py.File(p)['/run'].attrs
     print(p, 'wall', r['wall_seconds'], 'gpu_jit:', r['gpu_jit'])
 "
+timeout "${JIT_KERNEL_TESTS_S:-100}" "$build/tests/gpu_tests" --gtest_filter='GpuLayouts.*:GpuKernels.*' \
+  2>&1 | tee "$out/gpu_kernel_tests.log" | grep -E "seed|OK \]|FAILED|PASSED|Failure" | head -30

@@ -21,6 +21,7 @@
 #include "device/hmm_gpu.hpp"
 #include "device/hmm_gpu_timing.hpp"
 #include "device/jit_cache.hpp"
+#include "device/jit_sources.hpp"
 #include "device/nvrtc_jit.hpp"
 #include "gpu_test_support.hpp"
 #include "search_compare.hpp"
@@ -296,6 +297,15 @@ std::string read_bytes(const std::string& path) {
 }
 void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+// The text NVRTC compiles is the header nvcc compiled (no GPU needed: runs everywhere).
+TEST(GpuJit, EmbeddedSourceIsTheKernelHeader) {
+  const std::string header = read_bytes(DUET_SOURCE_DIR "/src/device/msv_exact_kernel.cuh");
+  ASSERT_FALSE(header.empty());
+  EXPECT_EQ(std::string(device::msv_exact_kernel_source()), header);
+  EXPECT_NE(header.find("duet_msv_exact_jit"), std::string::npos);
+  EXPECT_EQ(header.find("#include"), std::string::npos) << "NVRTC has no headers to include";
 }
 
 // The specialised exact kernel gives the static kernel's and the reference's scores on

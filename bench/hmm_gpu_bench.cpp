@@ -10,6 +10,13 @@
 //          hmm_gpu_bench forward [residues (default 3e7)] [model lengths...]
 //          hmm_gpu_bench canonical [residues (default 2e7)] [cpu_cells (default 4e8)]
 //                                  [model lengths...]
+//          hmm_gpu_bench jit [msv_residues (default 1e9)] [exact_residues (default 1e8)]
+//                            [model lengths... (default 50 100 260 500 1000 2500)]
+// The jit mode compares the exact MSV kernel's static build with its run-time
+// specialisation (NVRTC, msv_exact_kernel.cuh): the time to get the specialisation
+// (compiled, from the memory cache, from the disk cache in a new folder $DUET_JIT_CACHE it
+// makes), the exact kernel alone on every target of exact_residues (static, JIT), and MSV
+// as a search runs it (fast kernel + exact re-run) on msv_residues (static, JIT).
 // The forward mode times the float Forward parser and checks a sample of its scores
 // against forward_parser_reference within the GPU tolerance (hmm_gpu.hpp).
 // The canonical mode times the GPU canonical Forward (kernel only, and with the host's
@@ -21,6 +28,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
@@ -32,6 +40,7 @@
 #include "core/reference_kernels.hpp"
 #include "device/hmm_gpu.hpp"
 #include "device/hmm_gpu_timing.hpp"
+#include "device/nvrtc_jit.hpp"
 
 using namespace duet;
 
@@ -179,9 +188,83 @@ int canonical_bench(int argc, char** argv) {
   return 0;
 }
 
+int jit_bench(int argc, char** argv) {
+  const double msv_residues = argc > 2 ? std::atof(argv[2]) : 1e9;
+  const double exact_residues = argc > 3 ? std::atof(argv[3]) : 1e8;
+  std::vector<int> lengths;
+  for (int i = 4; i < argc; ++i) lengths.push_back(std::atoi(argv[i]));
+  if (lengths.empty()) lengths = {50, 100, 260, 500, 1000, 2500};
+  const Alphabet& abc = Alphabet::amino();
+  const auto db = simd_test::read_sequences(simd_test::kMmseqsDatabase, abc, 1 << 30);
+  double msv_total = 0, exact_total = 0;
+  const std::vector<device::GpuTarget> msv_targets =
+      replicate_database(db, msv_residues, msv_total);
+  const std::vector<device::GpuTarget> exact_targets =
+      replicate_database(db, exact_residues, exact_total);
+  // A fresh disk cache, so that the first request compiles.
+  const std::filesystem::path cache = std::filesystem::temp_directory_path() /
+                                      ("duet-jit-bench-" + std::to_string(std::random_device{}()));
+  std::filesystem::create_directories(cache);
+  ::setenv("DUET_JIT_CACHE", cache.c_str(), 1);
+  std::printf("jit: %s; MSV on %.3g residues (%zu targets), exact-only on %.3g (%zu); cache %s\n",
+              device::jit::nvrtc_version().c_str(), msv_total, msv_targets.size(), exact_total,
+              exact_targets.size(), cache.c_str());
+  std::printf("%6s %10s %9s %9s | %10s %10s %7s %9s %9s | %10s %10s %10s %10s %7s %8s\n", "M",
+              "compile_s", "disk_ms", "mem_ms", "exact_st", "exact_jit", "x", "st_GCUPS",
+              "jit_GCUPS", "MSV_st", "(exact)", "MSV_jit", "(exact)", "x", "checked");
+  for (int M : lengths) {
+    std::mt19937_64 rng(42 + M);  // the main mode's model for this length
+    const HmmModel hmm = simd_test::random_hmm(rng, abc, M, simd_test::random_style(rng));
+    const SearchProfile p = build_search_profile(hmm, Background::for_alphabet(abc));
+    device::GpuKernelChoice jit_choice;
+    jit_choice.jit = true;
+    double origin_s[3] = {0, 0, 0};
+    const char* expected[3] = {"compiled", "memory", "disk cache"};
+    for (int k = 0; k < 3; ++k) {
+      if (k == 2) device::jit::drop_memory_cache();  // as a new process
+      device::HmmGpuEngine engine(0, p, jit_choice);
+      const device::GpuJitInfo& info = engine.jit_info();
+      if (!info.used || info.origin != expected[k]) {
+        std::printf("M=%d: JIT %s (expected %s): %s\n", M, info.used ? "used" : "not used",
+                    expected[k], info.used ? info.origin.c_str() : info.failure.c_str());
+        return 1;
+      }
+      origin_s[k] = info.seconds;
+    }
+    const std::vector<device::GpuTarget> none;
+    device::GpuKernelChoice exact_static;
+    exact_static.msv_exact_only = true;
+    device::GpuKernelChoice exact_jit = exact_static;
+    exact_jit.jit = true;
+    const device::HmmKernelTiming es =
+        device::time_hmm_kernels(0, p, exact_static, exact_targets, none);
+    const device::HmmKernelTiming ej =
+        device::time_hmm_kernels(0, p, exact_jit, exact_targets, none);
+    const device::HmmKernelTiming ms = device::time_hmm_kernels(0, p, {}, msv_targets, none);
+    const device::HmmKernelTiming mj =
+        device::time_hmm_kernels(0, p, jit_choice, msv_targets, none);
+    const int checked = es.checked + ej.checked + ms.checked + mj.checked;
+    const int wrong = es.wrong + ej.wrong + ms.wrong + mj.wrong;
+    const bool jit_ran = ej.jit_used && mj.jit_used && !es.jit_used && !ms.jit_used;
+    std::printf(
+        "%6d %10.3f %9.2f %9.3f | %10.2f %10.2f %7.2f %9.1f %9.1f | %10.2f %10.2f %10.2f %10.2f "
+        "%7.2f %5d/%d%s%s\n",
+        M, origin_s[0], origin_s[2] * 1e3, origin_s[1] * 1e3, es.msv_exact_ms, ej.msv_exact_ms,
+        es.msv_exact_ms / ej.msv_exact_ms, exact_total * M / es.msv_exact_ms / 1e6,
+        exact_total * M / ej.msv_exact_ms / 1e6, ms.msv_ms, ms.msv_exact_ms, mj.msv_ms,
+        mj.msv_exact_ms, ms.msv_ms / mj.msv_ms, checked - wrong, checked, wrong ? "  MISMATCH" : "",
+        jit_ran ? "" : "  JIT NOT RUN");
+    std::fflush(stdout);
+    if (wrong || !jit_ran) return 1;
+  }
+  std::filesystem::remove_all(cache);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "jit") == 0) return jit_bench(argc, argv);
   if (argc > 1 && std::strcmp(argv[1], "forward") == 0) return forward_bench(argc, argv);
   if (argc > 1 && std::strcmp(argv[1], "canonical") == 0) return canonical_bench(argc, argv);
   const double msv_residues = argc > 1 ? std::atof(argv[1]) : 1e9;

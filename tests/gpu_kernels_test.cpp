@@ -5,8 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 
 #include "app/search.hpp"
@@ -17,6 +20,9 @@
 #include "device/gpu_info.hpp"
 #include "device/hmm_gpu.hpp"
 #include "device/hmm_gpu_timing.hpp"
+#include "device/jit_cache.hpp"
+#include "device/jit_sources.hpp"
+#include "device/nvrtc_jit.hpp"
 #include "gpu_test_support.hpp"
 #include "search_compare.hpp"
 #include "simd_test_support.hpp"
@@ -256,6 +262,186 @@ TEST(GpuKernels, BatchesAndSlotsAgree) {
     expect_same(part[i], whole[10 + i], "slot 1 target " + std::to_string(i));
 }
 
+// ---- run-time specialisation (NVRTC) of the exact MSV kernel ----
+
+// DUET_JIT_CACHE pointed at a fresh folder for one test, and the memory cache emptied,
+// so that the test starts as a new process with an empty disk cache would.
+class JitCacheFolder {
+ public:
+  JitCacheFolder() {
+    const char* old = std::getenv("DUET_JIT_CACHE");
+    had_old_ = old != nullptr;
+    if (had_old_) old_ = old;
+    ::setenv("DUET_JIT_CACHE", dir_.path().c_str(), 1);
+    device::jit::drop_memory_cache();
+  }
+  ~JitCacheFolder() {
+    device::jit::drop_memory_cache();
+    if (had_old_) {
+      ::setenv("DUET_JIT_CACHE", old_.c_str(), 1);
+    } else {
+      ::unsetenv("DUET_JIT_CACHE");
+    }
+  }
+  const std::filesystem::path& path() const { return dir_.path(); }
+
+ private:
+  test::TempDir dir_;
+  bool had_old_ = false;
+  std::string old_;
+};
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+// The text NVRTC compiles is the header nvcc compiled (no GPU needed: runs everywhere).
+TEST(GpuJit, EmbeddedSourceIsTheKernelHeader) {
+  const std::string header = read_bytes(DUET_SOURCE_DIR "/src/device/msv_exact_kernel.cuh");
+  ASSERT_FALSE(header.empty());
+  EXPECT_EQ(std::string(device::msv_exact_kernel_source()), header);
+  EXPECT_NE(header.find("duet_msv_exact_jit"), std::string::npos);
+  EXPECT_EQ(header.find("#include"), std::string::npos) << "NVRTC has no headers to include";
+}
+
+// The specialised exact kernel gives the static kernel's and the reference's scores on
+// every target, at lengths around the 32-node chunks, 1 and past 1000 (each target through
+// the exact kernel, and as a search runs it: the fast kernel first).
+TEST(GpuJit, ExactMsvMatchesStaticKernelAndReference) {
+  REQUIRE_GPU();
+  JitCacheFolder cache;
+  std::mt19937_64 rng(test_seed() ^ 0x81);
+  for (int M : {1, 2, 31, 32, 33, 100, 260, 500, 1000, 1025, 2500, 3072}) {
+    for (const Alphabet* abc : {&Alphabet::amino(), &Alphabet::dna()}) {
+      const HmmModel hmm = simd_test::random_hmm(rng, *abc, M, simd_test::random_style(rng));
+      const SearchProfile p = profile_of(hmm);
+      const TargetSet targets = targets_for(rng, hmm, M > 1000 ? 60 : 150);
+      const std::string what =
+          "M=" + std::to_string(M) + (abc == &Alphabet::dna() ? " dna" : " amino");
+      for (const bool exact_only : {true, false}) {
+        device::GpuKernelChoice choice;
+        choice.msv_exact_only = exact_only;
+        device::HmmGpuEngine static_engine(0, p, choice);
+        choice.jit = true;
+        device::HmmGpuEngine jit_engine(0, p, choice);
+        ASSERT_TRUE(jit_engine.jit_info().used) << what << ": " << jit_engine.jit_info().failure;
+        EXPECT_TRUE(jit_engine.kernel_choice().jit);
+        EXPECT_FALSE(static_engine.kernel_choice().jit);
+        const auto view = targets.view();
+        const std::vector<FilterScore> fixed = static_engine.msv(view);
+        const std::vector<FilterScore> jitted = jit_engine.msv(view);
+        if (exact_only) {
+          EXPECT_EQ(jit_engine.kernel_times(0).msv_exact_targets,
+                    static_cast<std::int64_t>(view.size()))
+              << what;
+        }
+        ASSERT_EQ(jitted.size(), view.size());
+        int failures = 0;
+        for (std::size_t i = 0; i < view.size() && failures < 5; ++i) {
+          const std::string where = what + (exact_only ? " exact only" : " fast+exact") +
+                                    " target " + std::to_string(i) +
+                                    " L=" + std::to_string(view[i].length);
+          const FilterScore r = msv_filter_reference(p.msv, view[i].residues, view[i].length);
+          expect_same(jitted[i], fixed[i], where + " JIT vs static");
+          expect_same(jitted[i], r, where + " JIT vs reference");
+          if (HasFailure()) ++failures;
+        }
+        if (HasFailure()) return;
+      }
+    }
+  }
+}
+
+// Compiled once, then from memory; a new process (memory cache dropped) loads the disk
+// entry; a corrupted, truncated or unloadable entry is compiled again and rewritten.
+TEST(GpuJit, DiskCacheRoundTripAndCorruptEntries) {
+  REQUIRE_GPU();
+  JitCacheFolder cache;
+  std::mt19937_64 rng(test_seed() ^ 0x82);
+  const HmmModel hmm =
+      simd_test::random_hmm(rng, Alphabet::amino(), 77, simd_test::random_style(rng));
+  const SearchProfile p = profile_of(hmm);
+  const TargetSet targets = targets_for(rng, hmm, 100);
+  const auto view = targets.view();
+  device::GpuKernelChoice choice;
+  choice.jit = true;
+  choice.msv_exact_only = true;
+  device::GpuKernelChoice static_choice;
+  static_choice.msv_exact_only = true;
+  const std::vector<FilterScore> expected = device::HmmGpuEngine(0, p, static_choice).msv(view);
+  const auto engine_from = [&](const std::string& origin, const std::string& what) {
+    device::HmmGpuEngine engine(0, p, choice);
+    EXPECT_TRUE(engine.jit_info().used) << what << ": " << engine.jit_info().failure;
+    EXPECT_EQ(engine.jit_info().origin, origin) << what;
+    const std::vector<FilterScore> scores = engine.msv(view);
+    for (std::size_t i = 0; i < view.size(); ++i)
+      expect_same(scores[i], expected[i], what + " target " + std::to_string(i));
+  };
+  engine_from("compiled", "first");
+  engine_from("memory", "second");
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(cache.path())) files.push_back(e.path());
+  ASSERT_EQ(files.size(), 1u) << "one entry, no temporary files left";
+  const std::string entry = files[0].string();
+  EXPECT_NE(entry.find("duet_msv_exact_jit-M77-sm_"), std::string::npos) << entry;
+  const std::string good = read_bytes(entry);
+  device::jit::drop_memory_cache();
+  engine_from("disk cache", "new process");
+
+  std::string flipped = good;
+  flipped[flipped.size() / 2] = static_cast<char>(flipped[flipped.size() / 2] ^ 0x40);
+  // An intact entry (right key and checksum) whose payload the driver cannot load: the
+  // key text is the entry's own, read from its header (magic, length, text).
+  std::uint64_t key_length = 0;
+  for (int i = 0; i < 8; ++i)
+    key_length |= std::uint64_t{static_cast<unsigned char>(good[8 + i])} << (8 * i);
+  const std::string key_text = good.substr(16, key_length);
+  ASSERT_NE(key_text.find("DUET_JIT_M=77"), std::string::npos) << key_text;
+  const std::string not_a_cubin = device::jit::encode_entry(key_text, "not a cubin");
+  for (const auto& [bad, what] :
+       {std::pair{flipped, std::string("one byte flipped")},
+        std::pair{good.substr(0, good.size() - 100), std::string("truncated")},
+        std::pair{std::string(), std::string("empty")},
+        std::pair{not_a_cubin, std::string("checksum right, not a cubin")}}) {
+    write_bytes(entry, bad);
+    device::jit::drop_memory_cache();
+    engine_from("compiled", what);
+    EXPECT_EQ(read_bytes(entry), good) << what << ": the entry is written again";
+  }
+}
+
+// A source NVRTC cannot compile is an error that carries NVRTC's log; an engine asked for
+// a model past the specialisation's limit runs the static kernel and says why.
+TEST(GpuJit, FailuresAreClearAndFallBack) {
+  REQUIRE_GPU();
+  JitCacheFolder cache;
+  std::mt19937_64 rng(test_seed() ^ 0x83);
+  const HmmModel hmm = simd_test::random_hmm(
+      rng, Alphabet::amino(), device::kMsvExactJitMaxLength + 1, simd_test::random_style(rng));
+  device::GpuKernelChoice choice;
+  choice.jit = true;
+  device::HmmGpuEngine engine(0, profile_of(hmm), choice);  // makes GPU 0 current
+  try {
+    device::jit::get_function(
+        {"extern \"C\" __global__ void k() { undeclared_name(); }", "broken.cu", "k"}, {},
+        "broken");
+    FAIL() << "expected an NVRTC error";
+  } catch (const std::runtime_error& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("NVRTC could not compile broken.cu"), std::string::npos) << message;
+    EXPECT_NE(message.find("undeclared_name"), std::string::npos) << message;
+  }
+  EXPECT_TRUE(engine.jit_info().asked);
+  EXPECT_FALSE(engine.jit_info().used);
+  EXPECT_FALSE(engine.kernel_choice().jit);
+  EXPECT_NE(engine.jit_info().failure.find("longer than"), std::string::npos)
+      << engine.jit_info().failure;
+}
+
 // ---- the Forward parser: a filter within a stated tolerance ----
 
 // Checks every target's GPU Forward score against forward_parser_reference; returns the
@@ -413,6 +599,30 @@ TEST(GpuSearch, KernelTableChoosesByLengthAndIsRecorded) {
   const app::SearchRun run = app::run_hmmsearch(models, db, config, builtin);
   EXPECT_EQ(run.gpu_kernel_table, "built-in rule");
   EXPECT_EQ(run.queries.at(0).gpu_kernels, "msv_group_threads=16 viterbi=warp");
+}
+
+// --gpu-jit: the same results, and the query records what NVRTC gave.
+TEST(GpuSearch, JitGivesIdenticalResultsAndIsRecorded) {
+  REQUIRE_GPU();
+  test::TempDir dir;
+  const std::string db = test::database_prefix(dir, 3000);
+  const std::vector<HmmModel> models =
+      read_hmm_file(std::string(simd_test::kTutorialDir) + "globins4.hmm");
+  io::Config config;
+  config.run.cpu = 2;
+  app::HybridOptions cpu;
+  cpu.gpu = app::HybridOptions::Gpu::off;
+  const app::SearchRun reference = app::run_hmmsearch(models, db, config, cpu);
+  config.gpu.jit = true;
+  app::HybridOptions gpu = app::hybrid_options(config);
+  EXPECT_TRUE(gpu.gpu_jit) << "[gpu] jit";
+  gpu.gpu = app::HybridOptions::Gpu::only;
+  gpu.gpu_devices = std::vector<int>{0};  // (not `= {0}`: g++ 13 -Wnonnull false positive)
+  const app::SearchRun run = app::run_hmmsearch(models, db, config, gpu);
+  EXPECT_EQ(run.queries.at(0).gpu_jit.rfind("msv_exact (", 0), 0u) << run.queries.at(0).gpu_jit;
+  test::expect_identical(reference, run, "--gpu-jit");
+  gpu.gpu_jit = false;
+  EXPECT_EQ(app::run_hmmsearch(models, db, config, gpu).queries.at(0).gpu_jit, "");
 }
 
 TEST(GpuSearch, UnknownGpuIsAClearError) {

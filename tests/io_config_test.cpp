@@ -220,6 +220,7 @@ const ConfigErrorCase kConfigErrors[] = {
      "unknown key 'strategy' in [gpu]"},
     {"gpu_kernel_table_not_string", "[gpu]\nkernel_table = 3\n", 2,
      "'kernel_table' must be a string"},
+    {"gpu_jit_not_boolean", "[gpu]\njit = \"yes\"\n", 2, "'jit' must be a boolean"},
     {"first_problem_in_file_order", "[hmmsearch]\nnobias = 1\nE = \"x\"\n", 2,
      "'nobias' must be a boolean"},
     // wrong types
@@ -484,6 +485,7 @@ TEST(IoConfig, ToTomlRoundTripsRandomConfigs) {
         std::uniform_int_distribution<std::uint64_t>(0, std::uint64_t{1} << 50)(random) &
         ~((std::uint64_t{1} << (random() % 40)) - 1);
     if (coin(random)) config.gpu.kernel_table = "tables/k" + std::to_string(i) + ".toml";
+    config.gpu.jit = coin(random);
     expect_round_trip(config);
     if (HasFailure()) break;
   }

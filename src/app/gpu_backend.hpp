@@ -40,6 +40,8 @@ class HmmsearchGpuBackend final : public scheduler::GpuBackend {
   bool test_double() const override { return false; }
   std::string stages() const override { return "msv+bias+viterbi+forward"; }
   device::GpuKernelChoice kernel_choice() const { return kernels_; }
+  // What the engine got of a run-time specialisation; nullptr before the engine exists.
+  const device::GpuJitInfo* jit_info() const { return engine_ ? &engine_->jit_info() : nullptr; }
   // Creates the engine (CUDA context, model upload) on the feeder's thread, so that the
   // CPU workers start meanwhile; run() creates it if start() was not called.
   void start(const scheduler::HostLoopRunner& run_host_loop) override;

@@ -68,6 +68,7 @@ struct HmmsearchOptions {
   std::vector<int> gpus;
   std::string gpu_strategy = "warp";
   std::string gpu_kernel_table;
+  bool gpu_jit = false;
   std::string policy = "dynamic";
   double static_cpu_fraction = 0.5;
   std::int64_t block_residues = 1 << 20, queue_depth = 0, gpu_batch_blocks = 128;
@@ -120,6 +121,11 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
                   "GPU kernel-choice table by model length (made by `duet tune`; default: "
                   "[gpu] kernel_table, else the installed configs/gpu-kernels.toml, else "
                   "the built-in rule)");
+  cmd->add_flag("--gpu-jit", o.gpu_jit,
+                "GPU kernels specialised on the model length at run time (NVRTC; compiled "
+                "kernels cached in $DUET_JIT_CACHE, else $XDG_CACHE_HOME/duet/jit, else "
+                "~/.cache/duet/jit) where one exists, now the exact MSV re-run; same "
+                "results (default: [gpu] jit, else off)");
   // Scheduler settings ([scheduler] in the configuration; these override it).
   auto* policy =
       cmd->add_option(
@@ -225,6 +231,7 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
     app::HybridOptions hybrid = app::hybrid_options(config);
     hybrid.gpu_devices = o.gpus;
     if (gpu_strategy->count()) hybrid.gpu_strategy = o.gpu_strategy;
+    if (o.gpu_jit) hybrid.gpu_jit = true;
     hybrid.gpu_kernel_table = io::resolve_kernel_table_path(
         o.gpu_kernel_table, config.gpu.kernel_table, app::default_kernel_table_paths());
     // A table the user named is checked even when no GPU will read it: a wrong path or a

@@ -131,6 +131,13 @@ void write_trace(io::Hdf5Writer& file, const SearchRun& run) {
   file.set_attribute("/run", "gpu_kernel_table",
                      run.gpu_kernel_table.empty() ? std::string("none") : run.gpu_kernel_table);
   file.set_attribute("/run", "gpu_kernels", kernels.empty() ? std::string("none") : kernels);
+  // Run-time specialisation (--gpu-jit): "off", or per query what the GPUs ran.
+  std::string jit;
+  for (std::size_t qi = 0; qi < run.queries.size(); ++qi) {
+    if (run.queries[qi].gpu_jit.empty()) continue;
+    jit += (jit.empty() ? "" : "; ") + query_group_name(run, qi) + ": " + run.queries[qi].gpu_jit;
+  }
+  file.set_attribute("/run", "gpu_jit", jit.empty() ? std::string("off") : jit);
   file.set_attribute("/run", "blocks", blocks);
   file.set_attribute("/run", "reused_blocks", reused);
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -63,6 +64,7 @@ HybridOptions hybrid_options(const io::Config& config) {
   h.gpu_batch_residues = c.gpu_batch_residues;
   h.reader_threads = c.reader_threads;
   h.reuse_memory = c.reuse_memory;
+  h.gpu_jit = config.gpu.jit;
   return h;
 }
 
@@ -373,6 +375,7 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& 
   const CascadeSettings settings = cascade_settings(config.search);
   const simd::Isa isa = simd::isa_from_name(config.run.isa);  // UsageError if the CPU lacks it
   SearchRun run;
+  [[maybe_unused]] bool jit_failure_said = false;  // CUDA builds only
   if (!devices.empty())
     run.gpu_kernel_table = kernel_table ? hybrid.gpu_kernel_table : "built-in rule";
   for (const HmmModel& hmm : models) {
@@ -425,8 +428,9 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& 
     };
     const io::KernelTableRow plan =
         io::plan_kernels(kernel_table ? &*kernel_table : nullptr, hmm.M, hybrid.gpu_strategy);
-    const device::GpuKernelChoice kernels{plan.msv_group_threads,
-                                          device::parse_gpu_strategy(plan.viterbi_strategy)};
+    device::GpuKernelChoice kernels{plan.msv_group_threads,
+                                    device::parse_gpu_strategy(plan.viterbi_strategy)};
+    kernels.jit = hybrid.gpu_jit;
     for (int d : devices) {
       devices_in_use.push_back(std::make_unique<HmmsearchGpuBackend>(d, profile, settings, kernels,
                                                                      deliver, gpus_probed));
@@ -441,6 +445,31 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& 
     phase_time("pass starts");
     query.schedule = scheduler::run_blocks(*store, workload, backends, options);
     phase_time("pass ended");
+#ifdef DUET_HAVE_CUDA
+    if (hybrid.gpu_jit && !devices_in_use.empty()) {
+      // Every GPU's engine asked NVRTC for the same kernels; the first says what it got.
+      // A failure is said once per run (the search goes on with the static kernels).
+      const device::GpuJitInfo* jit = nullptr;
+      for (const auto& d : devices_in_use) {
+        if (d->jit_info() != nullptr && (jit == nullptr || !d->jit_info()->used))
+          jit = d->jit_info();
+      }
+      if (jit != nullptr && jit->used) {
+        char seconds[32];
+        std::snprintf(seconds, sizeof seconds, "%.3f", jit->seconds);
+        query.gpu_jit = "msv_exact (" + jit->origin + " " + seconds + " s)";
+      } else if (jit != nullptr) {
+        query.gpu_jit = "static kernels: " + jit->failure;
+        if (hybrid.warnings && !jit_failure_said) {
+          std::fprintf(stderr,
+                       "duet: --gpu-jit: no run-time specialised kernel for %s (%s); the static "
+                       "kernels run, with the same results\n",
+                       hmm.name.c_str(), jit->failure.c_str());
+          jit_failure_said = true;
+        }
+      }
+    }
+#endif
     if (query.schedule.stopped) {
       run.stopped = true;
       return run;

@@ -42,6 +42,9 @@ struct QueryResult {
   double seconds = 0;
   std::string
       gpu_kernels;  // the real GPUs' kernels ("msv_group_threads=16 viterbi=warp"); "" = none
+  // What --gpu-jit gave this query's real GPUs: "" = not asked; "msv_exact (compiled
+  // 0.210 s)" and the like; or "static kernels: <why>" where NVRTC could not serve.
+  std::string gpu_jit;
   scheduler::RunSummary schedule;  // trace and device shares of this query's run
 };
 
@@ -76,6 +79,8 @@ struct HybridOptions {
   std::vector<int> gpu_devices;
   std::string gpu_kernel_table;
   std::string gpu_strategy;
+  // Run-time specialised GPU kernels (--gpu-jit, [gpu] jit; device::GpuKernelChoice::jit).
+  bool gpu_jit = false;
   bool progress = false;
   bool warnings = true;  // device faults reported on stderr
   const std::atomic<bool>* stop = nullptr;

@@ -19,6 +19,9 @@
 #include "device/hmm_canonical_gpu.cuh"
 #include "device/hmm_forward_gpu.cuh"
 #include "device/hmm_gpu.hpp"
+#include "device/jit_sources.hpp"
+#include "device/msv_exact_kernel.cuh"
+#include "device/nvrtc_jit.hpp"
 #include "device/target_order.hpp"
 
 namespace duet::device {
@@ -75,8 +78,10 @@ constexpr int kMsvBlockThreads = 512;
 constexpr int kExactBlockThreads = 256;
 // Result codes of the MSV kernels: the fast kernel leaves the best cell C (0..255);
 // the exact kernel writes kMsvExact + xJ or kMsvOverflow.
-constexpr int kMsvExact = 1000;
-constexpr int kMsvOverflow = 2000;
+constexpr int kMsvExact = msv_exact::kResultExact;
+constexpr int kMsvOverflow = msv_exact::kResultOverflow;
+static_assert(kExactBlockThreads == msv_exact::kBlockThreads);
+static_assert(kMsvExactJitMaxLength == msv_exact::kJitMaxLength);
 constexpr int kViterbiOverflow = INT_MAX;
 
 __host__ __device__ inline unsigned pack2(int v) {
@@ -241,69 +246,12 @@ __global__ void __launch_bounds__(kMsvBlockThreads) msv_wavefront_kernel(MsvFast
 
 // ---------------------------------------------------------------- MSV, exact rows
 
-struct MsvExactArgs {
-  const std::uint8_t* cost;  // [x][k], k = 0..M
-  int M;
-  const std::uint8_t* residues;
-  const std::int64_t* offsets;
-  const std::uint8_t* bjbm;
-  int base, bias, tec;
-  const int* list;
-  const int* count;
-  std::uint8_t* rows;  // one row of M+1 per warp
-  int* result;
-};
-
-// A warp per target, rows in order: lane l owns nodes l+1, l+33, ...; the diagonal
-// predecessor comes from lane l-1 (or the previous chunk's lane 31) by shuffle. The same
-// operations as msv_filter_reference, J state included.
+// The generic exact kernel (msv_exact_kernel.cuh): M from the arguments, the rows in
+// global memory. The engine compiles run-time specialisations of the same code with
+// NVRTC (nvrtc_jit.hpp) when GpuKernelChoice::jit asks.
+using MsvExactArgs = msv_exact::Args;
 __global__ void __launch_bounds__(kExactBlockThreads) msv_exact_kernel(MsvExactArgs a) {
-  const int lane = threadIdx.x % 32;
-  const int warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
-  const int warps = gridDim.x * blockDim.x / 32;
-  std::uint8_t* row = a.rows + static_cast<std::size_t>(warp) * (a.M + 1);
-  const int count = *a.count;
-  for (int item = warp; item < count; item += warps) {
-    const int target = a.list[item];
-    const std::int64_t offset = a.offsets[target];
-    const int L = static_cast<int>(a.offsets[target + 1] - offset);
-    const std::uint8_t* dsq = a.residues + offset;
-    const int bjbm = a.bjbm[target];
-    for (int k = lane + 1; k <= a.M; k += 32) row[k] = 0;
-    __syncwarp();
-    int xJ = 0;
-    int xB = max(a.base - bjbm, 0);
-    bool overflow = false;
-    for (int i = 0; i < L; ++i) {
-      const std::uint8_t* cost = a.cost + static_cast<std::size_t>(dsq[i]) * (a.M + 1);
-      int carry = 0;  // node 0
-      int row_best = 0;
-      for (int c = 0; c < a.M; c += 32) {
-        const int k = c + lane + 1;
-        const bool valid = k <= a.M;
-        const int old = valid ? row[k] : 0;
-        int diag = __shfl_up_sync(kAll, old, 1);
-        if (lane == 0) diag = carry;
-        carry = __shfl_sync(kAll, old, 31);
-        if (valid) {
-          int sv = max(diag, xB);
-          sv = min(sv + a.bias, 255);
-          sv = max(sv - int{cost[k]}, 0);
-          row[k] = static_cast<std::uint8_t>(sv);
-          row_best = max(row_best, sv);
-        }
-      }
-      const int xE = __reduce_max_sync(kAll, static_cast<unsigned>(row_best));
-      if (min(xE + a.bias, 255) == 255) {
-        overflow = true;
-        break;
-      }
-      xJ = max(xJ, max(xE - a.tec, 0));
-      xB = max(max(a.base, xJ) - bjbm, 0);
-    }
-    __syncwarp();
-    if (lane == 0) a.result[target] = overflow ? kMsvOverflow : kMsvExact + xJ;
-  }
+  msv_exact::msv_exact_rows<0>(a);
 }
 
 // ---------------------------------------------------------------- Viterbi filter
@@ -680,7 +628,8 @@ struct HmmGpuEngine::Impl {
   ViterbiScores vit;
   MsvDeviceLayout msv_layout;
   ViterbiDeviceLayout vit_layout;
-  bool msv_fast_fits = true;  // the profile fits in shared memory
+  bool msv_fast_fits = true;   // the profile fits in shared memory
+  bool msv_all_exact = false;  // every target through the exact kernel (see above)
   DeviceBuffer<std::int16_t> msv_words;
   DeviceBuffer<std::uint8_t> msv_costs;
   DeviceBuffer<std::int16_t> vit_match;
@@ -694,6 +643,9 @@ struct HmmGpuEngine::Impl {
   std::vector<std::int16_t> ncj_by_length;
   std::unique_ptr<detail::ForwardGpu> forward;  // the Forward parser (hmm_forward_gpu.cu)
   std::unique_ptr<detail::CanonicalForwardGpu> canonical;  // hmm_canonical_gpu.cu
+  GpuJitInfo jit;
+  jit::JitFunction msv_exact_jit;  // the specialised exact MSV kernel, when jit.used
+  int msv_exact_jit_blocks = 0;    // its grid: as many blocks as are resident at once
 
   struct Slot {
     Stream stream;
@@ -772,6 +724,7 @@ HmmGpuEngine::HmmGpuEngine(int device, const SearchProfile& profile, GpuKernelCh
   m.vit_layout = build_viterbi_device_layout(profile.viterbi);
   // Shared memory: the whole profile (all residues, all tiles).
   m.msv_fast_fits = m.msv_layout.bytes() <= static_cast<std::size_t>(prop.sharedMemPerBlockOptin);
+  m.msv_all_exact = !m.msv_fast_fits || choice.msv_exact_only;
   if (m.msv_fast_fits) {
     const int bytes = static_cast<int>(m.msv_layout.bytes());
     for (const void* kernel : {reinterpret_cast<const void*>(msv_wavefront_kernel<8, 16>),
@@ -795,6 +748,31 @@ HmmGpuEngine::HmmGpuEngine(int device, const SearchProfile& profile, GpuKernelCh
   upload(m.vit_match, m.vit_layout.match);
   upload(m.vit_nodes, m.vit_layout.nodes);
   m.exact_blocks = 2 * m.multiprocessors;
+  if (choice.jit) {
+    m.jit.asked = true;
+    if (profile.M > kMsvExactJitMaxLength) {
+      m.jit.failure = "models longer than " + std::to_string(kMsvExactJitMaxLength) +
+                      " nodes run the static exact MSV kernel";
+    } else {
+      try {
+        const std::string M = std::to_string(profile.M);
+        m.msv_exact_jit = jit::get_function(
+            {msv_exact_kernel_source(), "msv_exact_kernel.cuh", "duet_msv_exact_jit"},
+            {"-DDUET_JIT_M=" + M}, "M" + M);
+        // Its row is in registers, not in a buffer sized by the grid: the grid is every
+        // block that fits on the device at once (more warps in flight than the static
+        // kernel's 2 blocks per multiprocessor for short models).
+        m.msv_exact_jit_blocks = std::max(
+            m.exact_blocks,
+            jit::max_active_blocks(m.msv_exact_jit, kExactBlockThreads, 0) * m.multiprocessors);
+        m.jit.used = true;
+        m.jit.origin = m.msv_exact_jit.origin;
+        m.jit.seconds = m.msv_exact_jit.seconds;
+      } catch (const std::exception& e) {
+        m.jit.failure = e.what();
+      }
+    }
+  }
   for (auto& s : m.slots) {
     s->d_exact_rows.reserve(static_cast<std::size_t>(m.exact_blocks) * (kExactBlockThreads / 32) *
                             (profile.M + 1));
@@ -849,7 +827,11 @@ int HmmGpuEngine::device() const {
   return impl_->device;
 }
 GpuKernelChoice HmmGpuEngine::kernel_choice() const {
-  return {impl_->msv_layout.group_threads, impl_->strategy, impl_->msv_layout.nodes_per_thread};
+  return {impl_->msv_layout.group_threads, impl_->strategy, impl_->msv_layout.nodes_per_thread,
+          impl_->jit.used, impl_->msv_all_exact};
+}
+const GpuJitInfo& HmmGpuEngine::jit_info() const {
+  return impl_->jit;
 }
 
 void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::size_t count,
@@ -895,8 +877,9 @@ void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::siz
   order_longest_first(
       n, s.order.get(), [&](int i) { return s.lengths[i]; }, s.counts);
   s.exact_count[0] = 0;
-  if (!m.msv_fast_fits) {
-    // The profile does not fit in shared memory: every target takes the exact kernel.
+  if (m.msv_all_exact) {
+    // The profile does not fit in shared memory, or the choice said so: every target takes
+    // the exact kernel.
     std::copy(s.order.get(), s.order.get() + n, s.result.get());  // reused below as the list
     s.exact_count[0] = n;
   }
@@ -922,13 +905,13 @@ void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::siz
   check(cudaMemcpyAsync(s.d_exact_count.get(), s.exact_count.get(), sizeof(int),
                         cudaMemcpyHostToDevice, st),
         "H2D count");
-  if (!m.msv_fast_fits) {
+  if (m.msv_all_exact) {
     check(cudaMemcpyAsync(s.d_exact_list.get(), s.result.get(), n * sizeof(int),
                           cudaMemcpyHostToDevice, st),
           "H2D list");
   }
   s.msv_start.record(st);  // kernel time only, after the uploads
-  if (n > 0 && m.msv_fast_fits) {
+  if (n > 0 && !m.msv_all_exact) {
     MsvFastArgs a{};
     a.profile = reinterpret_cast<const uint4*>(m.msv_words.get());
     a.profile_vec4 = static_cast<int>(m.msv_layout.bytes() / sizeof(uint4));
@@ -983,8 +966,13 @@ void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::siz
     e.count = s.d_exact_count.get();
     e.rows = s.d_exact_rows.get();
     e.result = s.d_result.get();
-    msv_exact_kernel<<<m.exact_blocks, kExactBlockThreads, 0, st>>>(e);
-    check_launch("msv_exact_kernel");
+    if (m.jit.used) {
+      jit::launch(m.msv_exact_jit, static_cast<unsigned>(m.msv_exact_jit_blocks),
+                  kExactBlockThreads, 0, st, &e);
+    } else {
+      msv_exact_kernel<<<m.exact_blocks, kExactBlockThreads, 0, st>>>(e);
+      check_launch("msv_exact_kernel");
+    }
   }
   s.msv_done.record(st);
   check(cudaMemcpyAsync(s.result.get(), s.d_result.get(), n * sizeof(int), cudaMemcpyDeviceToHost,

@@ -141,10 +141,29 @@ std::string gpu_strategy_name(GpuStrategy s);
 // length with msv_group_threads), the Viterbi strategy and the MSV nodes per thread (16 or
 // 32; 0 = chosen with msv_nodes_per_thread). A kernel-choice table
 // (src/io/kernel_table.hpp, written by `duet tune`) gives one per model length.
+// `jit`: run the kernels that have a run-time specialisation on the model length
+// (nvrtc_jit.hpp; now the exact MSV re-run, msv_exact_kernel.cuh, up to
+// kMsvExactJitMaxLength nodes) from NVRTC instead of their static builds; where NVRTC
+// fails the static kernel runs and GpuJitInfo says why. Scores are the same either way.
 struct GpuKernelChoice {
   int msv_group_threads = 0;
   GpuStrategy viterbi = GpuStrategy::warp_groups;
   int msv_nodes_per_thread = 0;
+  bool jit = false;
+  // Every MSV target through the exact kernel, none through the fast one (the scores are
+  // the same): to test and time the exact kernel on every target.
+  bool msv_exact_only = false;
+};
+// Longest model whose exact MSV kernel is specialised (its row is held in registers).
+inline constexpr int kMsvExactJitMaxLength = 3072;
+
+// What an engine asked of NVRTC and got.
+struct GpuJitInfo {
+  bool asked = false;   // GpuKernelChoice::jit
+  bool used = false;    // the specialised exact MSV kernel runs
+  std::string origin;   // "compiled", "disk cache" or "memory" (nvrtc_jit.hpp)
+  double seconds = 0;   // getting it: compile and load, or read and load
+  std::string failure;  // asked, not used: why (the static kernel runs)
 };
 // The kernels an engine for a model of length M runs (msv_group_threads 0 resolved with
 // msv_group_threads(M)); throws std::invalid_argument for a group other than 8, 16, 32.
@@ -187,8 +206,10 @@ class HmmGpuEngine {
 
   std::string device_name() const;
   int device() const;
-  // The kernels in use (msv_group_threads and msv_nodes_per_thread resolved: never 0).
+  // The kernels in use (msv_group_threads and msv_nodes_per_thread resolved: never 0;
+  // jit true only where a specialised kernel runs).
   GpuKernelChoice kernel_choice() const;
+  const GpuJitInfo& jit_info() const;
 
   // Copies the targets into the slot's pinned buffer, uploads them and starts MSV;
   // returns at once. The targets' memory may be reused after the call. `parallel`, when

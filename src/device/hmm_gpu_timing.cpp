@@ -20,6 +20,7 @@ HmmKernelTiming time_hmm_kernels(int device, const SearchProfile& profile, GpuKe
                                  const std::vector<GpuTarget>& viterbi_targets, int samples) {
   HmmGpuEngine engine(device, profile, choice);
   HmmKernelTiming t;
+  t.jit_used = engine.kernel_choice().jit;
   const std::size_t every_msv = msv_targets.size() / std::max(1, samples) + 1;
   const std::size_t every_vit = viterbi_targets.size() / std::max(1, samples) + 1;
   if (!msv_targets.empty()) {

@@ -17,6 +17,7 @@ struct HmmKernelTiming {
   long long msv_exact_targets = 0;
   double viterbi_ms = 0;
   int checked = 0, wrong = 0;  // sampled scores compared with the references
+  bool jit_used = false;       // the engine ran a run-time specialised kernel
 };
 
 // Times MSV on `msv_targets` (skipped when empty) and Viterbi on `viterbi_targets`

@@ -345,6 +345,8 @@ void read_gpu(const toml::table& table, const EntryReader& reader, GpuConfig& gp
   for (const Entry& entry : entries_in_file_order(table)) {
     if (entry.key == "kernel_table") {
       gpu.kernel_table = reader.string(entry);
+    } else if (entry.key == "jit") {
+      gpu.jit = reader.boolean(entry);
     } else {
       reader.fail(entry, "unknown key '" + std::string(entry.key) + "' in [gpu]");
     }
@@ -418,6 +420,7 @@ std::string to_toml(const Config& config) {
   text << "reader_threads = " << scheduler.reader_threads << '\n';
   text << "\n[gpu]\n";
   text << "kernel_table = " << toml_string(config.gpu.kernel_table) << '\n';
+  text << "jit = " << boolean(config.gpu.jit) << '\n';
   return text.str();
 }
 

@@ -43,6 +43,7 @@
 //                               # empty = the installed configs/gpu-kernels.toml if any,
 //                               # else the built-in rule; a relative path is taken from
 //                               # the working directory
+//   jit = false                 # run-time specialised GPU kernels (NVRTC) where one exists
 //
 // Numbers may be written as TOML integers or floats; a TOML integer is required for cpu
 // and the counts of [scheduler].
@@ -96,6 +97,7 @@ struct SchedulerConfig {
 
 struct GpuConfig {
   std::string kernel_table;  // empty = default (see above)
+  bool jit = false;
 
   friend bool operator==(const GpuConfig&, const GpuConfig&) = default;
 };

@@ -440,52 +440,6 @@ TEST(SchedulerParts, BlockSourceFeedsOnePass) {
     EXPECT_EQ(summary.sequences, first);
     EXPECT_THROW(store.begin_pass(), std::logic_error);
   }
-
-  // A device assumed but unusable (GpuUnavailable from start()) stops its feeder; the
-  // CPU workers do every block; any other failure of start() fails the run.
-  class Unusable final : public scheduler::GpuBackend {
-   public:
-    explicit Unusable(bool assumed) : assumed_(assumed) {}
-    std::string name() const override { return "GPU 7"; }
-    bool test_double() const override { return true; }
-    std::string stages() const override { return "all"; }
-    void start(const scheduler::HostLoopRunner&) override {
-      if (assumed_) throw scheduler::GpuUnavailable("GPU 7 cannot be used: no such device");
-      throw std::runtime_error("driver failure");
-    }
-    std::vector<scheduler::GpuBlockOutcome> run(std::span<const scheduler::BlockPtr>,
-                                                int) override {
-      ADD_FAILURE() << "run() after a failed start()";
-      return {};
-    }
-
-   private:
-    bool assumed_;
-  };
-  for (scheduler::SplitPolicy policy :
-       {scheduler::SplitPolicy::dynamic, scheduler::SplitPolicy::adaptive}) {
-    CountingSource source(40);
-    scheduler::BlockStore store(source, Alphabet::dna());
-    Recorder recorder;
-    Unusable gpu(true);
-    scheduler::SchedulerOptions options;
-    options.cpu_workers = 2;
-    options.policy = policy;
-    options.warnings = false;
-    std::vector<scheduler::GpuBackend*> gpus{&gpu};
-    const scheduler::RunSummary summary = scheduler::run_blocks(store, recorder, gpus, options);
-    EXPECT_EQ(summary.blocks, 40);
-    EXPECT_EQ(recorder.runs.size(), 40u);
-    EXPECT_EQ(summary.gpu_residues, 0);
-  }
-  CountingSource source(10);
-  scheduler::BlockStore store(source, Alphabet::dna());
-  Recorder recorder;
-  Unusable broken(false);
-  scheduler::SchedulerOptions options;
-  options.cpu_workers = 2;
-  std::vector<scheduler::GpuBackend*> gpus{&broken};
-  EXPECT_THROW(scheduler::run_blocks(store, recorder, gpus, options), std::runtime_error);
 }
 
 TEST(SchedulerParts, ResultSinkDeliversInOrder) {

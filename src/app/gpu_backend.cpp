@@ -101,13 +101,11 @@ HmmsearchGpuBackend::~HmmsearchGpuBackend() {
 
 HmmsearchGpuBackend::HmmsearchGpuBackend(int device, const SearchProfile& profile,
                                          const CascadeSettings& settings,
-                                         device::GpuKernelChoice kernels, Deliver deliver,
-                                         bool probed)
+                                         device::GpuKernelChoice kernels, Deliver deliver)
     : profile_(profile),
       settings_(settings),
       deliver_(std::move(deliver)),
       device_(device),
-      probed_(probed),
       kernels_(device::resolve_kernel_choice(kernels, profile.M)),
       device_name_(),
       run_host_loop_(scheduler::run_host_loop_serially) {}
@@ -119,12 +117,7 @@ std::string HmmsearchGpuBackend::name() const {
 
 void HmmsearchGpuBackend::start(const scheduler::HostLoopRunner& run_host_loop) {
   run_host_loop_ = run_host_loop;
-  try {
-    engine();
-  } catch (const std::exception& e) {
-    if (probed_) throw scheduler::GpuUnavailable(name() + " cannot be used: " + e.what());
-    throw;
-  }
+  engine();
 }
 
 device::HmmGpuEngine& HmmsearchGpuBackend::engine() {

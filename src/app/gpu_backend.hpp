@@ -29,11 +29,9 @@ class HmmsearchGpuBackend final : public scheduler::GpuBackend {
   using Deliver = std::function<bool(const scheduler::Block&, std::vector<TargetScores>&&,
                                      std::vector<bool>&&)>;
 
-  // `probed`: the device was counted without CUDA (device::probe_gpu_count) and may prove
-  // unusable: start() then throws scheduler::GpuUnavailable instead of failing the run.
   // Nothing here starts CUDA; start() does, on the feeder's thread.
   HmmsearchGpuBackend(int device, const SearchProfile& profile, const CascadeSettings& settings,
-                      device::GpuKernelChoice kernels, Deliver deliver, bool probed = false);
+                      device::GpuKernelChoice kernels, Deliver deliver);
   // With DUET_GPU_TIMES set, prints where the feeder's time went (for bench/RESULTS.md).
   ~HmmsearchGpuBackend() override;
   std::string name() const override;
@@ -53,7 +51,6 @@ class HmmsearchGpuBackend final : public scheduler::GpuBackend {
   CascadeSettings settings_;
   Deliver deliver_;
   int device_;
-  bool probed_;
   device::GpuKernelChoice kernels_;
   std::string device_name_;
   scheduler::HostLoopRunner run_host_loop_;

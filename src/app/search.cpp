@@ -308,25 +308,10 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& 
   const auto run_start = Clock::now();
   // GPUs: the debug test double, or the real ones of a CUDA build (gpu_backend.hpp).
   std::vector<int> devices;
-  bool gpus_probed = false;  // counted, not yet started (see below)
   std::optional<io::KernelTable> kernel_table;
   if (hybrid.gpu != HybridOptions::Gpu::off && hybrid.test_gpus == 0) {
 #ifdef DUET_HAVE_CUDA
-    // The default (every GPU, self-scheduling): the GPUs the system shows are counted
-    // without starting CUDA, which each feeder does on its own thread while the CPU
-    // workers already run (a GPU that proves unusable leaves its share to them). Asked
-    // for by index, or needed for sure (--gpu-only, static split): CUDA lists them first.
-    const int probed = hybrid.gpu_devices.empty() &&
-                               hybrid.gpu == HybridOptions::Gpu::auto_detect &&
-                               hybrid.policy != scheduler::SplitPolicy::static_fraction
-                           ? device::probe_gpu_count()
-                           : -1;
-    if (probed >= 0) {
-      for (int d = 0; d < probed; ++d) devices.push_back(d);
-      gpus_probed = true;
-    } else {
-      devices = resolve_gpu_devices(hybrid.gpu_devices);
-    }
+    devices = resolve_gpu_devices(hybrid.gpu_devices);
     phase_time("listed GPUs");
     // A bad strategy name or kernel table fails before the search.
     if (!hybrid.gpu_strategy.empty()) (void)device::parse_gpu_strategy(hybrid.gpu_strategy);
@@ -432,8 +417,8 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& 
                                     device::parse_gpu_strategy(plan.viterbi_strategy)};
     kernels.jit = hybrid.gpu_jit;
     for (int d : devices) {
-      devices_in_use.push_back(std::make_unique<HmmsearchGpuBackend>(d, profile, settings, kernels,
-                                                                     deliver, gpus_probed));
+      devices_in_use.push_back(
+          std::make_unique<HmmsearchGpuBackend>(d, profile, settings, kernels, deliver));
       backends.push_back(devices_in_use.back().get());
     }
     if (!devices_in_use.empty()) {

@@ -1,12 +1,6 @@
 // list_gpus() through the CUDA runtime: every device, with a reason when none answers.
 #include <cuda_runtime.h>
 
-#include <algorithm>
-#include <cctype>
-#include <cstdlib>
-#include <filesystem>
-#include <string>
-
 #include "device/gpu_info.hpp"
 
 namespace duet::device {
@@ -38,21 +32,6 @@ GpuInventory list_gpus() {
   }
   if (inv.gpus.empty()) inv.problem = "no CUDA device found";
   return inv;
-}
-
-int probe_gpu_count() {
-  if (std::getenv("CUDA_VISIBLE_DEVICES") != nullptr) return -1;
-  std::error_code error;
-  int count = 0;
-  for (const auto& entry : std::filesystem::directory_iterator("/dev", error)) {
-    const std::string name = entry.path().filename().string();
-    if (name.size() > 6 && name.compare(0, 6, "nvidia") == 0 &&
-        std::all_of(name.begin() + 6, name.end(),
-                    [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; })) {
-      ++count;
-    }
-  }
-  return error ? -1 : count;
 }
 
 }  // namespace duet::device

@@ -24,10 +24,4 @@ struct GpuInventory {
 
 GpuInventory list_gpus();
 
-// The number of NVIDIA GPUs the system shows (/dev/nvidia0, /dev/nvidia1, ...), found
-// without starting the CUDA driver (list_gpus() does, which takes 0.1 to 0.2 s on the GPU
-// machine); -1 when that cannot tell what CUDA would list (CUDA_VISIBLE_DEVICES is set).
-// A GPU counted here may still prove unusable once CUDA starts. 0 without CUDA support.
-int probe_gpu_count();
-
 }  // namespace duet::device

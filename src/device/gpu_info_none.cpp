@@ -9,8 +9,4 @@ GpuInventory list_gpus() {
   return inv;
 }
 
-int probe_gpu_count() {
-  return 0;
-}
-
 }  // namespace duet::device

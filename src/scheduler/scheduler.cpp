@@ -164,17 +164,10 @@ std::int64_t adaptive_budget(const Shared& shared, std::size_t feeder,
 void gpu_feeder(Shared& shared, GpuBackend& gpu, std::int64_t cells_per_residue, int worker,
                 std::size_t feeder, const SchedulerOptions& options, std::vector<TraceRow>& trace,
                 std::int64_t& faults) {
-  try {
-    gpu.start(
-        [&shared](std::size_t n, std::size_t chunk, const std::function<void(std::size_t)>& body) {
-          shared.queue.run_host_loop(n, chunk, body);
-        });
-  } catch (const GpuUnavailable& e) {
-    if (options.warnings) {
-      std::fprintf(stderr, "duet: warning: %s; the CPU workers go on without it\n", e.what());
-    }
-    return;
-  }
+  gpu.start(
+      [&shared](std::size_t n, std::size_t chunk, const std::function<void(std::size_t)>& body) {
+        shared.queue.run_host_loop(n, chunk, body);
+      });
   std::int64_t batches = 0;
   double busy = 0;
   std::int64_t done = 0;

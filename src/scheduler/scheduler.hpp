@@ -70,10 +70,6 @@ void run_host_loop_serially(std::size_t n, std::size_t chunk,
 
 // A device. run() is called from its feeder thread only. On failure it throws, and must
 // not have delivered any result of the batch (the blocks are redone by the CPU).
-struct GpuUnavailable : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
 class GpuBackend {
  public:
   virtual ~GpuBackend() = default;
@@ -84,10 +80,7 @@ class GpuBackend {
   virtual std::string stages() const = 0;
   // Called once on the feeder's thread before its first batch, while the CPU workers
   // already run: device set-up belongs here, and the runner of host loops that run() may
-  // use for its host work. GpuUnavailable (a device that was assumed, not verified,
-  // proves unusable) stops this feeder with a warning: the CPU workers do its share (the
-  // caller uses it with the dynamic and adaptive policies only). Any other exception
-  // fails the whole run.
+  // use for its host work. An exception fails the whole run.
   virtual void start(const HostLoopRunner& /*run_host_loop*/) {}
   virtual std::vector<GpuBlockOutcome> run(std::span<const BlockPtr> blocks, int worker) = 0;
 };

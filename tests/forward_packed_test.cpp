@@ -54,23 +54,8 @@ const IsaKernels& kernels_of(Isa isa) {
   }
 }
 
-struct Model {
-  std::string label;
-  HmmModel hmm;
-  SearchProfile profile;
-};
-
-Model make_model(std::mt19937_64& rng, const Alphabet& abc, int M) {
-  const simd_test::ModelStyle style = simd_test::random_style(rng);
-  Model m;
-  std::ostringstream label;
-  label << abc.name() << " M=" << M << " sharpness=" << style.emission_sharpness
-        << " gap_open=" << style.gap_open << " delete_extension=" << style.delete_extension;
-  m.label = label.str();
-  m.hmm = simd_test::random_hmm(rng, abc, M, style);
-  m.profile = build_search_profile(m.hmm, Background::for_alphabet(abc));
-  return m;
-}
+using Model = simd_test::TestModel;
+using simd_test::make_model;
 
 // A batch of targets of mixed lengths and kinds for one model: empty, tiny, random codes,
 // sampled from the model (long ones score high and rescale), the consensus repeated.

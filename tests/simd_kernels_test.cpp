@@ -49,11 +49,8 @@ using simd_test::test_seed;
 // ---------------------------------------------------------------------------
 // Inputs
 
-struct TestModel {
-  std::string label;
-  HmmModel hmm;
-  SearchProfile profile;
-};
+using simd_test::make_model;
+using simd_test::TestModel;
 
 struct TestCase {
   int model = 0;
@@ -69,19 +66,6 @@ struct Corpus {
 const int kEdgeModelLengths[] = {1, 2, 3, 15, 16, 17, 31, 32, 33, 63, 64, 65};
 // Around the SSV sweep widths (12 or 16 registers of 16, 32 or 64 lanes) and the largest.
 const int kBoundaryModelLengths[] = {191, 192, 193, 383, 384, 385, 1023, 1024, 1025, 3000};
-
-TestModel make_model(std::mt19937_64& rng, const Alphabet& abc, int M,
-                     std::optional<simd_test::ModelStyle> given = {}) {
-  const simd_test::ModelStyle style = given ? *given : simd_test::random_style(rng);
-  TestModel m;
-  std::ostringstream label;
-  label << abc.name() << " M=" << M << " sharpness=" << style.emission_sharpness
-        << " gap_open=" << style.gap_open << " delete_extension=" << style.delete_extension;
-  m.label = label.str();
-  m.hmm = simd_test::random_hmm(rng, abc, M, style);
-  m.profile = build_search_profile(m.hmm, Background::for_alphabet(abc));
-  return m;
-}
 
 void add_case(Corpus& corpus, int model, std::string kind, std::vector<Residue> dsq) {
   TestCase c;

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 
 #include "core/fasta_reader.hpp"
 
@@ -195,6 +196,19 @@ std::vector<Sequence> read_sequences(const std::string& path, const Alphabet& al
   Sequence s;
   while (static_cast<int>(out.size()) < count && reader.next(s)) out.push_back(s);
   return out;
+}
+
+TestModel make_model(std::mt19937_64& rng, const Alphabet& abc, int M,
+                     std::optional<ModelStyle> given) {
+  const ModelStyle style = given ? *given : random_style(rng);
+  TestModel m;
+  std::ostringstream label;
+  label << abc.name() << " M=" << M << " sharpness=" << style.emission_sharpness
+        << " gap_open=" << style.gap_open << " delete_extension=" << style.delete_extension;
+  m.label = label.str();
+  m.hmm = random_hmm(rng, abc, M, style);
+  m.profile = build_search_profile(m.hmm, Background::for_alphabet(abc));
+  return m;
 }
 
 }  // namespace duet::simd_test

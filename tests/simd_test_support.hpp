@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -42,6 +43,16 @@ std::vector<Residue> consensus_repeated(const HmmModel& hmm, int L);
 // The consensus of nodes 1..M once, with `gaps` random runs of nodes left out (paths
 // through D->D chains then score best).
 std::vector<Residue> consensus_with_deletions(std::mt19937_64& rng, const HmmModel& hmm, int gaps);
+
+// A random model (random_hmm) with its search profile and a label naming its alphabet,
+// length and style, for test messages.
+struct TestModel {
+  std::string label;
+  HmmModel hmm;
+  SearchProfile profile;
+};
+TestModel make_model(std::mt19937_64& rng, const Alphabet& abc, int M,
+                     std::optional<ModelStyle> given = {});
 
 inline const char* kTutorialDir = "/usr/share/doc/hmmer/examples/tutorial/";
 inline const char* kMmseqsDatabase = "/usr/share/doc/mmseqs2/example-data/DB.fasta.gz";

@@ -575,8 +575,15 @@ void Hdf5Writer::Appendable::append_raw(int kind, const void* data, std::uint64_
     check(H5Pset_deflate(creation.get(), 1), file_name, action, path_);
     require_group_parents(file, file_name, action, path_);
     const Id links = creating_intermediate_groups(file_name, path_);
+    // A chunk cache of one chunk (a string's element in the file is a 16-byte heap
+    // reference): a full chunk is compressed and written once the next one starts, while
+    // the search runs, rather than all at once when the dataset closes.
+    const std::size_t element = kind == kUtf8 ? 16 : H5Tget_size(stored);
+    const Id access(check(H5Pcreate(H5P_DATASET_ACCESS), file_name, action, path_), H5Pclose);
+    check(H5Pset_chunk_cache(access.get(), 7, kChunkElements * element, 1.0), file_name, action,
+          path_);
     dataset_ = check(H5Dcreate2(file, path_.c_str(), stored, space.get(), links.get(),
-                                creation.get(), H5P_DEFAULT),
+                                creation.get(), access.get()),
                      file_name, action, path_);
     kind_ = kind;
   }

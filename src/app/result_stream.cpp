@@ -25,11 +25,12 @@ class QueryColumns {
         pvalue_(file.appendable(group + "/pvalue")),
         stage_(file.appendable(group + "/stage")) {}
 
-  void add(const std::vector<TargetRecord>& records) {
-    for (const TargetRecord& t : records) {
+  // Takes the job's own copy of the records: their strings move into the columns.
+  void add(std::vector<TargetRecord>&& records) {
+    for (TargetRecord& t : records) {
       index_rows_.push_back(t.index);
-      names_.push_back(t.name);
-      descriptions_.push_back(t.description);
+      names_.push_back(std::move(t.name));
+      descriptions_.push_back(std::move(t.description));
       lengths_.push_back(t.length);
       msv_rows_.push_back(t.scores.msv_bits);
       viterbi_rows_.push_back(t.scores.viterbi_bits);
@@ -152,7 +153,7 @@ void ResultStream::run() {
           open_query = job.query;
           break;
         case Job::Kind::targets:
-          if (open && open_query == job.query) open->add(job.records);
+          if (open && open_query == job.query) open->add(std::move(job.records));
           break;
         case Job::Kind::end:
           if (open && open_query == job.query) {

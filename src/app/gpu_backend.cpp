@@ -10,6 +10,7 @@
 #include "app/run_context.hpp"
 #include "core/error.hpp"
 #include "device/gpu_info.hpp"
+#include "scheduler/block_queue.hpp"
 
 namespace duet::app {
 
@@ -97,6 +98,13 @@ HmmsearchGpuBackend::~HmmsearchGpuBackend() {
       static_cast<long long>(t.exact_targets), t.submit, t.submit_copy, t.submit_rest, t.wait_msv,
       t.phase_one, t.wait_viterbi, t.phase_two, t.wait_forward, t.phase_three, t.deliver,
       t.msv_kernel, t.exact_kernel, t.viterbi_kernel, t.forward_kernel);
+  // Every feeder's host loops together (scheduler::host_loop_seconds), by who ran them.
+  const scheduler::HostLoopSeconds loops = scheduler::host_loop_seconds();
+  std::fprintf(stderr,
+               "hmmsearch GPU %d: host loops so far (all feeders) %.3f CPU-s: feeders %.3f, "
+               "workers between targets %.3f, workers as tasks %.3f\n",
+               device_, loops.feeder + loops.inside_tasks + loops.as_tasks, loops.feeder,
+               loops.inside_tasks, loops.as_tasks);
 }
 
 HmmsearchGpuBackend::HmmsearchGpuBackend(int device, const SearchProfile& profile,

@@ -3,8 +3,25 @@
 #include "scheduler/block_queue.hpp"
 
 #include <algorithm>
+#include <chrono>
 
 namespace duet::scheduler {
+
+namespace {
+std::atomic<std::int64_t> feeder_ns{0}, inside_ns{0}, task_ns{0};
+std::int64_t to_ns(double s) { return static_cast<std::int64_t>(s * 1e9); }
+}  // namespace
+
+HostLoopSeconds host_loop_seconds() {
+  const auto seconds = [](const std::atomic<std::int64_t>& ns) {
+    return static_cast<double>(ns.load(std::memory_order_relaxed)) / 1e9;
+  };
+  return {seconds(feeder_ns), seconds(inside_ns), seconds(task_ns)};
+}
+
+void add_host_loop_seconds_as_task(double s) {
+  task_ns.fetch_add(to_ns(s), std::memory_order_relaxed);
+}
 
 bool BlockQueue::push(BlockPtr block) {
   std::unique_lock lock(mutex_);
@@ -52,10 +69,13 @@ void BlockQueue::post(BlockPtr block) {
   changed_.notify_all();
 }
 
-void HostLoop::work() {
+double HostLoop::work() {
+  using Clock = std::chrono::steady_clock;
+  Clock::duration spent{};
   for (;;) {
     const std::size_t begin = next_.fetch_add(chunk_);
-    if (begin >= n_) return;
+    if (begin >= n_) return std::chrono::duration<double>(spent).count();
+    const auto started = Clock::now();
     const std::size_t end = std::min(n_, begin + chunk_);
     std::exception_ptr error;
     try {
@@ -63,6 +83,7 @@ void HostLoop::work() {
     } catch (...) {
       error = std::current_exception();
     }
+    spent += Clock::now() - started;
     std::lock_guard lock(mutex_);
     if (error && !error_) error_ = error;
     done_ += end - begin;
@@ -86,7 +107,7 @@ void BlockQueue::run_host_loop(std::size_t n, std::size_t chunk,
     loops_open_ = static_cast<int>(loops_.size());
     changed_.notify_all();
   }
-  loop->work();
+  feeder_ns.fetch_add(to_ns(loop->work()), std::memory_order_relaxed);
   {
     std::lock_guard lock(mutex_);
     std::erase(loops_, loop);
@@ -109,7 +130,7 @@ bool BlockQueue::help_host_loop() {
     loop = open_loop_locked();
   }
   if (!loop) return false;
-  loop->work();
+  inside_ns.fetch_add(to_ns(loop->work()), std::memory_order_relaxed);
   return true;
 }
 

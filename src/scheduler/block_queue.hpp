@@ -36,7 +36,8 @@ class HostLoop {
   HostLoop(std::size_t n, std::size_t chunk, const std::function<void(std::size_t)>& body)
       : n_(n), chunk_(chunk == 0 ? 1 : chunk), body_(body) {}
   // Runs chunks until none is left to hand out; the first exception of a body is kept.
-  void work();
+  // Returns the seconds this call spent in chunks (a measurement, see HostLoopSeconds).
+  double work();
   bool exhausted() const { return next_.load() >= n_; }
   // Waits until every index was run (by anyone); rethrows the first exception.
   void wait();
@@ -50,6 +51,16 @@ class HostLoop {
   std::size_t done_ = 0;
   std::exception_ptr error_;
 };
+
+// Seconds spent running host-loop chunks since the process started, by who ran them: the
+// feeder that opened the loop, a worker between two targets of its block or post task
+// (help_host_loop), or a worker that took the loop as a task of its own. For measurements
+// (DUET_GPU_TIMES); relaxed atomics, read after the pass.
+struct HostLoopSeconds {
+  double feeder = 0, inside_tasks = 0, as_tasks = 0;
+};
+HostLoopSeconds host_loop_seconds();
+void add_host_loop_seconds_as_task(double s);
 
 struct CpuTask {
   enum class Kind { block, post, host_loop } kind = Kind::block;

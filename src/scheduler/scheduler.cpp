@@ -122,7 +122,7 @@ void cpu_worker(Shared& shared, Workload& workload, int worker, const SchedulerO
       return;
     }
     if (task->kind == CpuTask::Kind::host_loop) {  // a feeder's host work: no trace row of its own
-      task->loop->work();
+      add_host_loop_seconds_as_task(task->loop->work());
       continue;
     }
     const double start = shared.now();

@@ -561,6 +561,41 @@ TEST(GpuSearch, ResultsIdenticalWithAndWithoutGpu) {
   }
 }
 
+// Several feeder threads per GPU, each with its own engine and batches, give the results
+// of a CPU-only run (the blocks of a pass are spread over them in any order).
+TEST(GpuSearch, SeveralFeedersPerGpuGiveIdenticalResults) {
+  REQUIRE_GPU();
+  test::TempDir dir;
+  const std::string db = test::database_prefix(dir, 4000);
+  const std::vector<HmmModel> models =
+      read_hmm_file(std::string(simd_test::kTutorialDir) + "Pkinase.hmm");
+  io::Config config;
+  config.run.cpu = 4;
+  config.search.F1 = 0.3;  // many targets reach Viterbi, Forward and the post-queue
+  config.search.F2 = 0.05;
+  config.search.F3 = 0.01;
+  app::HybridOptions cpu;
+  cpu.gpu = app::HybridOptions::Gpu::off;
+  const app::SearchRun reference = app::run_hmmsearch(models, db, config, cpu);
+  for (int feeders : {1, 2, 3}) {
+    for (auto mode : {app::HybridOptions::Gpu::only, app::HybridOptions::Gpu::auto_detect}) {
+      app::HybridOptions gpu;
+      gpu.gpu = mode;
+      gpu.gpu_devices = std::vector<int>{0};
+      gpu.gpu_feeders = feeders;
+      gpu.block_residues = 20000;
+      gpu.gpu_batch_blocks = 3;
+      gpu.policy = scheduler::SplitPolicy::static_fraction;
+      gpu.static_cpu_fraction = 0.3;
+      const app::SearchRun run = app::run_hmmsearch(models, db, config, gpu);
+      EXPECT_GT(run.queries.at(0).schedule.gpu_residues, 0);
+      test::expect_identical(reference, run,
+                             std::to_string(feeders) + " feeders" +
+                                 (mode == app::HybridOptions::Gpu::only ? " gpu-only" : " hybrid"));
+    }
+  }
+}
+
 // A kernel-choice table picks the kernels by model length (recorded with the run);
 // --gpu-strategy wins over the table's Viterbi strategy; results stay identical.
 TEST(GpuSearch, KernelTableChoosesByLengthAndIsRecorded) {

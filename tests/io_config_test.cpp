@@ -221,6 +221,8 @@ const ConfigErrorCase kConfigErrors[] = {
     {"gpu_kernel_table_not_string", "[gpu]\nkernel_table = 3\n", 2,
      "'kernel_table' must be a string"},
     {"gpu_jit_not_boolean", "[gpu]\njit = \"yes\"\n", 2, "'jit' must be a boolean"},
+    {"gpu_feeders_zero", "[gpu]\njit = true\nfeeders = 0\n", 3, "'feeders' must be in [1, 8], not 0"},
+    {"gpu_feeders_not_integer", "[gpu]\nfeeders = 1.5\n", 2, "'feeders' must be an integer"},
     {"first_problem_in_file_order", "[hmmsearch]\nnobias = 1\nE = \"x\"\n", 2,
      "'nobias' must be a boolean"},
     // wrong types
@@ -486,6 +488,7 @@ TEST(IoConfig, ToTomlRoundTripsRandomConfigs) {
         ~((std::uint64_t{1} << (random() % 40)) - 1);
     if (coin(random)) config.gpu.kernel_table = "tables/k" + std::to_string(i) + ".toml";
     config.gpu.jit = coin(random);
+    config.gpu.feeders = std::uniform_int_distribution<int>(1, 8)(random);
     expect_round_trip(config);
     if (HasFailure()) break;
   }

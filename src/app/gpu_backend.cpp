@@ -67,9 +67,21 @@ std::string gpu_name(int device) {
   return "?";
 }
 
-// Rows x striped vectors of the longest target the GPU's canonical Forward takes (about
-// 5 ms of one launch on an H100; measured 24 ms for 8,081 rows of 65 vectors).
-constexpr std::int64_t kGpuForwardMaxSteps = 100000;
+// Rows x striped vectors of the longest target the GPU's canonical Forward takes: about
+// 46 ms of one launch on an H100 (measured 24 ms for 8,081 rows of 65 vectors). A longer
+// target goes to the CPU's post-queue. DUET_GPU_FORWARD_MAX_STEPS (a positive integer)
+// sets another limit, for measurements.
+std::int64_t gpu_forward_max_steps() {
+  static const std::int64_t steps = [] {
+    const char* value = std::getenv("DUET_GPU_FORWARD_MAX_STEPS");
+    if (value == nullptr || *value == 0) return std::int64_t{1000000};
+    char* end = nullptr;
+    const long long n = std::strtoll(value, &end, 10);
+    if (*end != 0 || n < 1) throw UsageError("DUET_GPU_FORWARD_MAX_STEPS must be a positive integer");
+    return static_cast<std::int64_t>(n);
+  }();
+  return steps;
+}
 
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point& t) {
@@ -86,13 +98,13 @@ HmmsearchGpuBackend::~HmmsearchGpuBackend() {
   const FeederTimes& t = times_;
   std::fprintf(
       stderr,
-      "hmmsearch GPU %d: set-up %.3f s; %lld batches, %lld targets (%lld Viterbi, %lld "
+      "hmmsearch GPU %d feeder %d: set-up %.3f s; %lld batches, %lld targets (%lld Viterbi, %lld "
       "Forward of which %lld on the host and %lld left to the CPU, %lld exact MSV); feeder: "
       "pack+submit %.3f s (engine: copy %.3f s, rest %.3f s), MSV wait %.3f s, phase one "
       "%.3f s, Viterbi wait %.3f s, phase two %.3f s, Forward wait %.3f s, phase three "
       "%.3f s, deliver %.3f s; kernels: MSV %.3f s, exact MSV %.3f s, Viterbi %.3f s, "
       "Forward %.3f s\n",
-      device_, t.setup, static_cast<long long>(t.batches), static_cast<long long>(t.targets),
+      device_, feeder_ + 1, t.setup, static_cast<long long>(t.batches), static_cast<long long>(t.targets),
       static_cast<long long>(t.viterbi_targets), static_cast<long long>(t.forward_targets),
       static_cast<long long>(t.forward_cpu_targets), static_cast<long long>(t.forward_deferred),
       static_cast<long long>(t.exact_targets), t.submit, t.submit_copy, t.submit_rest, t.wait_msv,
@@ -107,20 +119,23 @@ HmmsearchGpuBackend::~HmmsearchGpuBackend() {
                loops.inside_tasks, loops.as_tasks);
 }
 
-HmmsearchGpuBackend::HmmsearchGpuBackend(int device, const SearchProfile& profile,
+HmmsearchGpuBackend::HmmsearchGpuBackend(int device, int feeder, const SearchProfile& profile,
                                          const CascadeSettings& settings,
                                          device::GpuKernelChoice kernels, Deliver deliver)
     : profile_(profile),
       settings_(settings),
       deliver_(std::move(deliver)),
       device_(device),
+      feeder_(feeder),
       kernels_(device::resolve_kernel_choice(kernels, profile.M)),
       device_name_(),
       run_host_loop_(scheduler::run_host_loop_serially) {}
 
 std::string HmmsearchGpuBackend::name() const {
-  if (device_name_.empty()) return "GPU " + std::to_string(device_);  // not started yet
-  return "GPU " + std::to_string(device_) + " (" + device_name_ + ")";
+  std::string name = "GPU " + std::to_string(device_);
+  if (!device_name_.empty()) name += " (" + device_name_ + ")";  // once started
+  if (feeder_ > 0) name += ", feeder " + std::to_string(feeder_ + 1);
+  return name;
 }
 
 void HmmsearchGpuBackend::start(const scheduler::HostLoopRunner& run_host_loop) {
@@ -208,12 +223,12 @@ std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(
     // The canonical Forward on the GPU for the targets that reached it (the Viterbi
     // survivors, and those whose MSV P-value skipped the Viterbi filter), except long ones:
     // a GPU thread walks each row's striped vectors in sequence, so a target of L rows
-    // holds its launch for about L x Q steps (Q = ceil(M / 4)); past kGpuForwardMaxSteps
-    // it is left to the CPU's post-queue, where a core takes a few milliseconds for it.
+    // holds its launch for about L x Q steps (Q = ceil(M / 4)); past gpu_forward_max_steps()
+    // it is left to the CPU's post-queue, where a core takes some milliseconds for it.
     const std::int64_t vectors = (profile_.M + kCanonicalForwardLanes - 1) / kCanonicalForwardLanes;
     for (std::size_t i = 0; i < h.targets.size(); ++i) {
       if (!needs_forward(h.scores[i])) continue;
-      if (h.targets[i].length * vectors > kGpuForwardMaxSteps) {
+      if (h.targets[i].length * vectors > gpu_forward_max_steps()) {
         ++times.forward_deferred;
       } else {
         h.forward.push_back(static_cast<int>(i));

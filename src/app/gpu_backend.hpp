@@ -30,8 +30,11 @@ class HmmsearchGpuBackend final : public scheduler::GpuBackend {
                                      std::vector<bool>&&)>;
 
   // Nothing here starts CUDA; start() does, on the feeder's thread.
-  HmmsearchGpuBackend(int device, const SearchProfile& profile, const CascadeSettings& settings,
-                      device::GpuKernelChoice kernels, Deliver deliver);
+  // `feeder`: which of the GPU's feeder threads this is (0, 1...), for its name; each
+  // feeder has its own engine.
+  HmmsearchGpuBackend(int device, int feeder, const SearchProfile& profile,
+                      const CascadeSettings& settings, device::GpuKernelChoice kernels,
+                      Deliver deliver);
   // With DUET_GPU_TIMES set, prints where the feeder's time went (for bench/RESULTS.md).
   ~HmmsearchGpuBackend() override;
   std::string name() const override;
@@ -51,6 +54,7 @@ class HmmsearchGpuBackend final : public scheduler::GpuBackend {
   CascadeSettings settings_;
   Deliver deliver_;
   int device_;
+  int feeder_;
   device::GpuKernelChoice kernels_;
   std::string device_name_;
   scheduler::HostLoopRunner run_host_loop_;

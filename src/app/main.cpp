@@ -69,6 +69,7 @@ struct HmmsearchOptions {
   std::string gpu_strategy = "warp";
   std::string gpu_kernel_table;
   bool gpu_jit = false;
+  int gpu_feeders = 0;
   std::string policy = "dynamic";
   double static_cpu_fraction = 0.5;
   std::int64_t block_residues = 1 << 20, queue_depth = 0, gpu_batch_blocks = 128;
@@ -126,6 +127,10 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
                 "kernels cached in $DUET_JIT_CACHE, else $XDG_CACHE_HOME/duet/jit, else "
                 "~/.cache/duet/jit) where one exists, now the exact MSV re-run; same "
                 "results (default: [gpu] jit, else off)");
+  cmd->add_option("--gpu-feeders", o.gpu_feeders,
+                  "feeder threads per GPU, each with its own batches in flight, so that one's "
+                  "host work overlaps another's kernels (default: [gpu] feeders, else 2)")
+      ->check(CLI::Range(1, 8));
   // Scheduler settings ([scheduler] in the configuration; these override it).
   auto* policy =
       cmd->add_option(
@@ -232,6 +237,7 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
     hybrid.gpu_devices = o.gpus;
     if (gpu_strategy->count()) hybrid.gpu_strategy = o.gpu_strategy;
     if (o.gpu_jit) hybrid.gpu_jit = true;
+    if (o.gpu_feeders > 0) hybrid.gpu_feeders = o.gpu_feeders;
     hybrid.gpu_kernel_table = io::resolve_kernel_table_path(
         o.gpu_kernel_table, config.gpu.kernel_table, app::default_kernel_table_paths());
     // A table the user named is checked even when no GPU will read it: a wrong path or a

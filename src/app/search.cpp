@@ -65,6 +65,7 @@ HybridOptions hybrid_options(const io::Config& config) {
   h.reader_threads = c.reader_threads;
   h.reuse_memory = c.reuse_memory;
   h.gpu_jit = config.gpu.jit;
+  h.gpu_feeders = config.gpu.feeders;
   return h;
 }
 
@@ -326,6 +327,8 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& 
   const int gpus = hybrid.gpu == HybridOptions::Gpu::off ? 0
                    : hybrid.test_gpus > 0                ? hybrid.test_gpus
                                                          : static_cast<int>(devices.size());
+  // Feeder threads: one per test double, hybrid.gpu_feeders per real GPU.
+  const int feeders = hybrid.test_gpus > 0 ? gpus : gpus * std::max(1, hybrid.gpu_feeders);
   if (hybrid.gpu == HybridOptions::Gpu::only && gpus == 0) {
 #ifdef DUET_HAVE_CUDA
     throw UsageError("--gpu-only: no GPU available (" + device::list_gpus().problem + ")");
@@ -353,7 +356,7 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& 
   scheduler::ReaderOptions reader;
   reader.block_residues = hybrid.block_residues;
   reader.threads = hybrid.reader_threads;
-  reader.consumers = options.cpu_workers + gpus;
+  reader.consumers = options.cpu_workers + feeders;
   const std::uint64_t reuse = models.size() > 1 ? hybrid.reuse_memory : 0;
   std::unique_ptr<scheduler::BlockStore> store;
 
@@ -391,7 +394,7 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& 
           c.passed_forward += block.counts.passed_forward;
           for (auto& t : block.targets) query.targets.push_back(std::move(t));
         });
-    HmmsearchWorkload workload(profile, settings, options.cpu_workers + gpus, isa, sink);
+    HmmsearchWorkload workload(profile, settings, options.cpu_workers + feeders, isa, sink);
     std::vector<std::unique_ptr<TestDoubleGpu>> doubles;
     std::vector<scheduler::GpuBackend*> backends;
     for (int g = 0; g < hybrid.test_gpus && gpus > 0; ++g) {
@@ -417,9 +420,11 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& 
                                     device::parse_gpu_strategy(plan.viterbi_strategy)};
     kernels.jit = hybrid.gpu_jit;
     for (int d : devices) {
-      devices_in_use.push_back(
-          std::make_unique<HmmsearchGpuBackend>(d, profile, settings, kernels, deliver));
-      backends.push_back(devices_in_use.back().get());
+      for (int f = 0; f < std::max(1, hybrid.gpu_feeders); ++f) {
+        devices_in_use.push_back(
+            std::make_unique<HmmsearchGpuBackend>(d, f, profile, settings, kernels, deliver));
+        backends.push_back(devices_in_use.back().get());
+      }
     }
     if (!devices_in_use.empty()) {
       const device::GpuKernelChoice used = devices_in_use.front()->kernel_choice();

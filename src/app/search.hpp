@@ -81,6 +81,9 @@ struct HybridOptions {
   std::string gpu_strategy;
   // Run-time specialised GPU kernels (--gpu-jit, [gpu] jit; device::GpuKernelChoice::jit).
   bool gpu_jit = false;
+  // Feeder threads per real GPU (--gpu-feeders, [gpu] feeders), each with its own engine
+  // (streams, buffers) and batches: one feeder's host work overlaps another's kernels.
+  int gpu_feeders = 2;
   bool progress = false;
   bool warnings = true;  // device faults reported on stderr
   const std::atomic<bool>* stop = nullptr;

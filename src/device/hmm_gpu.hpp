@@ -119,7 +119,7 @@ StripedForwardProfile striped_profile_from_canonical_layout(const CanonicalDevic
 
 // The canonical Forward kernel records the xE of up to this many rescaled rows per target;
 // the host computes a target with more on the CPU (forward_canonical), the same score.
-inline constexpr int kCanonicalGpuRescalings = 64;
+inline constexpr int kCanonicalGpuRescalings = 256;
 
 // Tolerance of the GPU Forward score against forward_parser_reference, in nats (it sums
 // in its own order, with fused multiply-adds, and rescales a row when it is next read).

@@ -347,6 +347,8 @@ void read_gpu(const toml::table& table, const EntryReader& reader, GpuConfig& gp
       gpu.kernel_table = reader.string(entry);
     } else if (entry.key == "jit") {
       gpu.jit = reader.boolean(entry);
+    } else if (entry.key == "feeders") {
+      gpu.feeders = static_cast<int>(integer_in(reader, entry, 1, 8));
     } else {
       reader.fail(entry, "unknown key '" + std::string(entry.key) + "' in [gpu]");
     }
@@ -421,6 +423,7 @@ std::string to_toml(const Config& config) {
   text << "\n[gpu]\n";
   text << "kernel_table = " << toml_string(config.gpu.kernel_table) << '\n';
   text << "jit = " << boolean(config.gpu.jit) << '\n';
+  text << "feeders = " << config.gpu.feeders << '\n';
   return text.str();
 }
 

@@ -44,6 +44,8 @@
 //                               # else the built-in rule; a relative path is taken from
 //                               # the working directory
 //   jit = false                 # run-time specialised GPU kernels (NVRTC) where one exists
+//   feeders = 2                 # 1 to 8: feeder threads per GPU, each with its own engine
+//                               # and batches, so one's host work overlaps another's kernels
 //
 // Numbers may be written as TOML integers or floats; a TOML integer is required for cpu
 // and the counts of [scheduler].
@@ -98,6 +100,7 @@ struct SchedulerConfig {
 struct GpuConfig {
   std::string kernel_table;  // empty = default (see above)
   bool jit = false;
+  int feeders = 2;  // [1, 8]
 
   friend bool operator==(const GpuConfig&, const GpuConfig&) = default;
 };

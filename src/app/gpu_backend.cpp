@@ -57,8 +57,13 @@ struct Half {
   std::vector<device::GpuTarget> targets;
   std::vector<TargetScores> scores;
   std::vector<int> viterbi;  // targets (indices into `targets`) needing the Viterbi filter
-  std::vector<int> forward;  // targets reaching the Forward stage
+  std::vector<int> forward;  // targets reaching the Forward stage, for the GPU
 };
+
+// Rows x striped vectors of the longest target the GPU's canonical Forward takes (about
+// 5 ms of one launch on an H100; measured 24 ms for 8,081 rows of 65 vectors); a longer
+// one is computed on the host. DUET_GPU_FORWARD_MAX_STEPS (a positive integer) sets
+// another limit, for measurements.
 
 std::string gpu_name(int device) {
   for (const auto& g : device::list_gpus().gpus) {
@@ -67,14 +72,10 @@ std::string gpu_name(int device) {
   return "?";
 }
 
-// Rows x striped vectors of the longest target the GPU's canonical Forward takes: about
-// 46 ms of one launch on an H100 (measured 24 ms for 8,081 rows of 65 vectors). A longer
-// target goes to the CPU's post-queue. DUET_GPU_FORWARD_MAX_STEPS (a positive integer)
-// sets another limit, for measurements.
 std::int64_t gpu_forward_max_steps() {
   static const std::int64_t steps = [] {
     const char* value = std::getenv("DUET_GPU_FORWARD_MAX_STEPS");
-    if (value == nullptr || *value == 0) return std::int64_t{1000000};
+    if (value == nullptr || *value == 0) return std::int64_t{100000};
     char* end = nullptr;
     const long long n = std::strtoll(value, &end, 10);
     if (*end != 0 || n < 1) throw UsageError("DUET_GPU_FORWARD_MAX_STEPS must be a positive integer");
@@ -99,14 +100,16 @@ HmmsearchGpuBackend::~HmmsearchGpuBackend() {
   std::fprintf(
       stderr,
       "hmmsearch GPU %d feeder %d: set-up %.3f s; %lld batches, %lld targets (%lld Viterbi, %lld "
-      "Forward of which %lld on the host and %lld left to the CPU, %lld exact MSV); feeder: "
+      "Forward on the GPU of which %lld finished on the host, %lld Forward on the host in "
+      "%.3f s, %lld exact MSV); feeder: "
       "pack+submit %.3f s (engine: copy %.3f s, rest %.3f s), MSV wait %.3f s, phase one "
       "%.3f s, Viterbi wait %.3f s, phase two %.3f s, Forward wait %.3f s, phase three "
       "%.3f s, deliver %.3f s; kernels: MSV %.3f s, exact MSV %.3f s, Viterbi %.3f s, "
       "Forward %.3f s\n",
       device_, feeder_ + 1, t.setup, static_cast<long long>(t.batches), static_cast<long long>(t.targets),
       static_cast<long long>(t.viterbi_targets), static_cast<long long>(t.forward_targets),
-      static_cast<long long>(t.forward_cpu_targets), static_cast<long long>(t.forward_deferred),
+      static_cast<long long>(t.forward_cpu_targets), static_cast<long long>(t.forward_on_host),
+      t.forward_on_host_s,
       static_cast<long long>(t.exact_targets), t.submit, t.submit_copy, t.submit_rest, t.wait_msv,
       t.phase_one, t.wait_viterbi, t.phase_two, t.wait_forward, t.phase_three, t.deliver,
       t.msv_kernel, t.exact_kernel, t.viterbi_kernel, t.forward_kernel);
@@ -121,10 +124,12 @@ HmmsearchGpuBackend::~HmmsearchGpuBackend() {
 
 HmmsearchGpuBackend::HmmsearchGpuBackend(int device, int feeder, const SearchProfile& profile,
                                          const CascadeSettings& settings,
-                                         device::GpuKernelChoice kernels, Deliver deliver)
+                                         device::GpuKernelChoice kernels, Deliver deliver,
+                                         ForwardOnHost forward_on_host)
     : profile_(profile),
       settings_(settings),
       deliver_(std::move(deliver)),
+      forward_on_host_(std::move(forward_on_host)),
       device_(device),
       feeder_(feeder),
       kernels_(device::resolve_kernel_choice(kernels, profile.M)),
@@ -203,6 +208,11 @@ std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(
     times.phase_one += since(tick);
   }
   // Phase two: the cascade again for the targets that ran the Viterbi filter.
+  struct HostTarget {
+    Half* half;
+    int i;
+  };
+  std::vector<HostTarget> on_host;  // Forward on the host: too long for the GPU's kernel
   for (int s = 0; s < device::HmmGpuEngine::kSlots; ++s) {
     Half& h = halves[s];
     const std::vector<FilterScore>& msv = engine.wait_msv(s);
@@ -224,12 +234,12 @@ std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(
     // survivors, and those whose MSV P-value skipped the Viterbi filter), except long ones:
     // a GPU thread walks each row's striped vectors in sequence, so a target of L rows
     // holds its launch for about L x Q steps (Q = ceil(M / 4)); past gpu_forward_max_steps()
-    // it is left to the CPU's post-queue, where a core takes some milliseconds for it.
+    // the host computes it (below), where a core takes some milliseconds for it.
     const std::int64_t vectors = (profile_.M + kCanonicalForwardLanes - 1) / kCanonicalForwardLanes;
     for (std::size_t i = 0; i < h.targets.size(); ++i) {
       if (!needs_forward(h.scores[i])) continue;
       if (h.targets[i].length * vectors > gpu_forward_max_steps()) {
-        ++times.forward_deferred;
+        on_host.push_back({&h, static_cast<int>(i)});
       } else {
         h.forward.push_back(static_cast<int>(i));
       }
@@ -237,6 +247,28 @@ std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(
     engine.submit_canonical_forward(s, h.forward.data(), h.forward.size());
     times.forward_targets += static_cast<std::int64_t>(h.forward.size());
     times.phase_two += since(tick);
+  }
+  // The long targets' Forward on the host while the GPU computes the others': packs of
+  // similar length (the CPU kernels compute a pack's targets side by side), shared with
+  // the free CPU workers.
+  if (!on_host.empty()) {
+    std::stable_sort(on_host.begin(), on_host.end(), [](const HostTarget& a, const HostTarget& b) {
+      return a.half->targets[a.i].length > b.half->targets[b.i].length;
+    });
+    constexpr std::size_t kPack = 4;
+    const std::size_t packs = (on_host.size() + kPack - 1) / kPack;
+    run_host_loop_(packs, 1, [&](std::size_t p) {
+      std::vector<ForwardTarget> targets;
+      std::vector<TargetScores*> outs;
+      for (std::size_t j = p * kPack; j < std::min(on_host.size(), p * kPack + kPack); ++j) {
+        const HostTarget& t = on_host[j];
+        targets.push_back({t.half->targets[t.i].residues, t.half->targets[t.i].length});
+        outs.push_back(&t.half->scores[t.i]);
+      }
+      forward_on_host_(targets, outs);
+    });
+    times.forward_on_host += static_cast<std::int64_t>(on_host.size());
+    times.forward_on_host_s += since(tick);
   }
   // Phase three: the Forward stage with the canonical scores (the engine computed a target
   // rescaled too often for the GPU's record on this thread, the same score).

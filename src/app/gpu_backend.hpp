@@ -3,7 +3,8 @@
 // the bias filter and the cascade's decisions on the host. The GPU's Forward scores are
 // the canonical ones bit for bit (the engine finishes them on the host, and computes the
 // rare target rescaled too often for the GPU's record with forward_canonical); only targets
-// too long for one GPU thread's row walk are left to the CPU's post-queue. A batch
+// too long for one GPU thread's row walk are computed on the host, in packs of similar
+// length, in a host loop that runs while the GPU computes the others. A batch
 // is split in two halves on the engine's two slots (streams), so that one half's kernels
 // overlap the other half's host work and copies; the host work per target is shared with
 // idle CPU workers through the scheduler's host loops.
@@ -30,11 +31,16 @@ class HmmsearchGpuBackend final : public scheduler::GpuBackend {
                                      std::vector<bool>&&)>;
 
   // Nothing here starts CUDA; start() does, on the feeder's thread.
+  // The Forward stage of some targets on the calling thread, with the CPU's kernels
+  // (run_forward_stages): called from host loops, on the feeder's or a CPU worker's thread.
+  using ForwardOnHost =
+      std::function<void(std::span<const ForwardTarget>, std::span<TargetScores* const>)>;
+
   // `feeder`: which of the GPU's feeder threads this is (0, 1...), for its name; each
   // feeder has its own engine.
   HmmsearchGpuBackend(int device, int feeder, const SearchProfile& profile,
                       const CascadeSettings& settings, device::GpuKernelChoice kernels,
-                      Deliver deliver);
+                      Deliver deliver, ForwardOnHost forward_on_host);
   // With DUET_GPU_TIMES set, prints where the feeder's time went (for bench/RESULTS.md).
   ~HmmsearchGpuBackend() override;
   std::string name() const override;
@@ -53,6 +59,7 @@ class HmmsearchGpuBackend final : public scheduler::GpuBackend {
   const SearchProfile& profile_;
   CascadeSettings settings_;
   Deliver deliver_;
+  ForwardOnHost forward_on_host_;
   int device_;
   int feeder_;
   device::GpuKernelChoice kernels_;
@@ -62,9 +69,10 @@ class HmmsearchGpuBackend final : public scheduler::GpuBackend {
   device::HmmGpuEngine& engine();
   struct FeederTimes {
     std::int64_t batches = 0, targets = 0, viterbi_targets = 0, forward_targets = 0,
-                 forward_cpu_targets = 0, forward_deferred = 0, exact_targets = 0;
+                 forward_cpu_targets = 0, forward_on_host = 0, exact_targets = 0;
     double setup = 0, submit = 0, wait_msv = 0, phase_one = 0, wait_viterbi = 0, phase_two = 0,
-           wait_forward = 0, phase_three = 0, deliver = 0, submit_copy = 0, submit_rest = 0;
+           wait_forward = 0, phase_three = 0, deliver = 0, submit_copy = 0, submit_rest = 0,
+           forward_on_host_s = 0;
     double msv_kernel = 0, exact_kernel = 0, viterbi_kernel = 0, forward_kernel = 0;
   } times_;
 };

@@ -132,7 +132,7 @@ class HmmsearchWorkload final : public scheduler::Workload {
  public:
   HmmsearchWorkload(const SearchProfile& profile, const CascadeSettings& settings, int threads,
                     simd::Isa isa, scheduler::ResultSink<BlockRecords>& sink)
-      : profile_(profile), settings_(settings), sink_(sink) {
+      : profile_(profile), settings_(settings), isa_(isa), sink_(sink) {
     // One set of SIMD kernels (striped profiles, DP rows) per worker thread.
     for (int i = 0; i < threads; ++i) {
       kernels_.push_back(std::make_unique<simd::SimdFilterKernels>(
@@ -184,6 +184,26 @@ class HmmsearchWorkload final : public scheduler::Workload {
     }
     return work;
   }
+  // run_forward_stages on whatever thread calls it (a GPU feeder's host loop, shared with
+  // the CPU workers), with kernels taken from a pool: one set per thread at a time.
+  void forward_on_any_thread(std::span<const ForwardTarget> targets,
+                             std::span<TargetScores* const> outs) {
+    std::unique_ptr<FilterKernels> k;
+    {
+      std::lock_guard lock(mutex_);
+      if (!spare_kernels_.empty()) {
+        k = std::move(spare_kernels_.back());
+        spare_kernels_.pop_back();
+      }
+    }
+    if (!k) {
+      k = std::make_unique<simd::SimdFilterKernels>(profile_, isa_,
+                                                    simd::ForwardGate::from(settings_));
+    }
+    run_forward_stages(profile_, settings_, *k, targets, outs);
+    std::lock_guard lock(mutex_);
+    spare_kernels_.push_back(std::move(k));
+  }
   // A device's early-stage scores of a block, with the targets whose Forward remains.
   void store_partial(std::int64_t block, std::vector<TargetScores> scores,
                      std::vector<bool> deferred) {
@@ -221,8 +241,10 @@ class HmmsearchWorkload final : public scheduler::Workload {
 
   const SearchProfile& profile_;
   CascadeSettings settings_;
+  simd::Isa isa_;
   scheduler::ResultSink<BlockRecords>& sink_;
   std::vector<std::unique_ptr<FilterKernels>> kernels_;
+  std::vector<std::unique_ptr<FilterKernels>> spare_kernels_;  // forward_on_any_thread's pool
   mutable std::mutex mutex_;
   std::map<std::int64_t, std::pair<std::vector<TargetScores>, std::vector<bool>>> partial_;
 };
@@ -414,6 +436,10 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& 
       }
       return post;
     };
+    const auto forward_on_host = [&workload](std::span<const ForwardTarget> targets,
+                                             std::span<TargetScores* const> outs) {
+      workload.forward_on_any_thread(targets, outs);
+    };
     const io::KernelTableRow plan =
         io::plan_kernels(kernel_table ? &*kernel_table : nullptr, hmm.M, hybrid.gpu_strategy);
     device::GpuKernelChoice kernels{plan.msv_group_threads,
@@ -422,7 +448,8 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& 
     for (int d : devices) {
       for (int f = 0; f < std::max(1, hybrid.gpu_feeders); ++f) {
         devices_in_use.push_back(
-            std::make_unique<HmmsearchGpuBackend>(d, f, profile, settings, kernels, deliver));
+            std::make_unique<HmmsearchGpuBackend>(d, f, profile, settings, kernels, deliver,
+                                                  forward_on_host));
         backends.push_back(devices_in_use.back().get());
       }
     }

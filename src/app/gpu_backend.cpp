@@ -78,7 +78,8 @@ std::int64_t gpu_forward_max_steps() {
     if (value == nullptr || *value == 0) return std::int64_t{100000};
     char* end = nullptr;
     const long long n = std::strtoll(value, &end, 10);
-    if (*end != 0 || n < 1) throw UsageError("DUET_GPU_FORWARD_MAX_STEPS must be a positive integer");
+    if (*end != 0 || n < 1)
+      throw UsageError("DUET_GPU_FORWARD_MAX_STEPS must be a positive integer");
     return static_cast<std::int64_t>(n);
   }();
   return steps;
@@ -106,10 +107,10 @@ HmmsearchGpuBackend::~HmmsearchGpuBackend() {
       "%.3f s, Viterbi wait %.3f s, phase two %.3f s, Forward wait %.3f s, phase three "
       "%.3f s, deliver %.3f s; kernels: MSV %.3f s, exact MSV %.3f s, Viterbi %.3f s, "
       "Forward %.3f s\n",
-      device_, feeder_ + 1, t.setup, static_cast<long long>(t.batches), static_cast<long long>(t.targets),
-      static_cast<long long>(t.viterbi_targets), static_cast<long long>(t.forward_targets),
-      static_cast<long long>(t.forward_cpu_targets), static_cast<long long>(t.forward_on_host),
-      t.forward_on_host_s,
+      device_, feeder_ + 1, t.setup, static_cast<long long>(t.batches),
+      static_cast<long long>(t.targets), static_cast<long long>(t.viterbi_targets),
+      static_cast<long long>(t.forward_targets), static_cast<long long>(t.forward_cpu_targets),
+      static_cast<long long>(t.forward_on_host), t.forward_on_host_s,
       static_cast<long long>(t.exact_targets), t.submit, t.submit_copy, t.submit_rest, t.wait_msv,
       t.phase_one, t.wait_viterbi, t.phase_two, t.wait_forward, t.phase_three, t.deliver,
       t.msv_kernel, t.exact_kernel, t.viterbi_kernel, t.forward_kernel);

@@ -447,9 +447,8 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& 
     kernels.jit = hybrid.gpu_jit;
     for (int d : devices) {
       for (int f = 0; f < std::max(1, hybrid.gpu_feeders); ++f) {
-        devices_in_use.push_back(
-            std::make_unique<HmmsearchGpuBackend>(d, f, profile, settings, kernels, deliver,
-                                                  forward_on_host));
+        devices_in_use.push_back(std::make_unique<HmmsearchGpuBackend>(
+            d, f, profile, settings, kernels, deliver, forward_on_host));
         backends.push_back(devices_in_use.back().get());
       }
     }

@@ -9,7 +9,9 @@ namespace duet::scheduler {
 
 namespace {
 std::atomic<std::int64_t> feeder_ns{0}, inside_ns{0}, task_ns{0};
-std::int64_t to_ns(double s) { return static_cast<std::int64_t>(s * 1e9); }
+std::int64_t to_ns(double s) {
+  return static_cast<std::int64_t>(s * 1e9);
+}
 }  // namespace
 
 HostLoopSeconds host_loop_seconds() {

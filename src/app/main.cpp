@@ -33,6 +33,7 @@
 #include "io/config.hpp"
 #include "io/hdf5_file.hpp"
 #include "io/kernel_table.hpp"
+#include "scheduler/thread_cpu.hpp"
 
 namespace {
 
@@ -328,7 +329,19 @@ int run_info() {
 
 int main(int argc, char** argv) {
   app::phase_time("main");
-  std::atexit([] { app::phase_time("exit"); });
+  std::atexit([] {
+    app::phase_time("exit");
+    if (std::getenv("DUET_TIMES") != nullptr) {
+      // CPU seconds by kind of thread (scheduler/thread_cpu.hpp), for throughput studies.
+      std::string line = "duet: cpu seconds:";
+      for (const auto& [kind, seconds] : scheduler::thread_cpu_seconds()) {
+        char figure[32];
+        std::snprintf(figure, sizeof figure, " %.3f", seconds);
+        line += " " + kind + figure + ";";
+      }
+      std::fprintf(stderr, "%s\n", line.c_str());
+    }
+  });
   CLI::App app{"duet: profile HMM search and other sequence DP on every CPU core and GPU at once"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("duet ") + DUET_VERSION);

@@ -4,6 +4,8 @@
 #include <memory>
 #include <utility>
 
+#include "scheduler/thread_cpu.hpp"
+
 namespace duet::app {
 
 namespace {
@@ -84,7 +86,10 @@ const std::vector<std::string>& ResultStream::column_names() {
 }
 
 ResultStream::ResultStream(io::Hdf5Writer& file, std::vector<std::string> group_paths)
-    : file_(file), groups_(std::move(group_paths)), thread_([this] { run(); }) {}
+    : file_(file), groups_(std::move(group_paths)), thread_([this] {
+        scheduler::ThreadCpuAccount account("column writer");
+        run();
+      }) {}
 
 ResultStream::~ResultStream() {
   {

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "scheduler/thread_cpu.hpp"
 
 namespace duet::scheduler {
 
@@ -117,8 +118,16 @@ BlockReader::BlockReader(const std::string& path, const Alphabet& alphabet,
                        "cannot seek to byte " + std::to_string(start_offset_));
     }
   }
-  threads_.emplace_back([this] { read_chunks(); });
-  for (int t = 0; t < threads; ++t) threads_.emplace_back([this] { parse_chunks(); });
+  threads_.emplace_back([this] {
+    ThreadCpuAccount account("reader (file)");
+    read_chunks();
+  });
+  for (int t = 0; t < threads; ++t) {
+    threads_.emplace_back([this] {
+      ThreadCpuAccount account("reader (parsers)");
+      parse_chunks();
+    });
+  }
 }
 
 BlockReader::~BlockReader() {

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "scheduler/block_queue.hpp"
+#include "scheduler/thread_cpu.hpp"
 
 namespace duet::scheduler {
 
@@ -303,11 +304,14 @@ RunSummary run_blocks(BlockStore& store, Workload& workload, std::span<GpuBacken
   };
 
   std::vector<std::thread> threads;
-  threads.emplace_back(
-      guarded([&] { read_blocks(shared, pass, options, feeders > 0, blocks_read, reused); }));
+  threads.emplace_back(guarded([&] {
+    ThreadCpuAccount account("reader (hand-out)");
+    read_blocks(shared, pass, options, feeders > 0, blocks_read, reused);
+  }));
   for (int g = 0; g < feeders; ++g) {
     const int worker = workers + g;
     threads.emplace_back(guarded([&, g, worker] {
+      ThreadCpuAccount account("GPU feeders");
       gpu_feeder(shared, *gpus[static_cast<std::size_t>(g)], cells_per_residue, worker,
                  static_cast<std::size_t>(g), options, traces[static_cast<std::size_t>(worker)],
                  faults[static_cast<std::size_t>(g)]);
@@ -327,8 +331,10 @@ RunSummary run_blocks(BlockStore& store, Workload& workload, std::span<GpuBacken
     });
   }
   for (int w = 0; w < workers; ++w) {
-    threads.emplace_back(guarded(
-        [&, w] { cpu_worker(shared, workload, w, options, traces[static_cast<std::size_t>(w)]); }));
+    threads.emplace_back(guarded([&, w] {
+      ThreadCpuAccount account("CPU workers");
+      cpu_worker(shared, workload, w, options, traces[static_cast<std::size_t>(w)]);
+    }));
   }
   for (auto& t : threads) t.join();
   if (progress.joinable()) {

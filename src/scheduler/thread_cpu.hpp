@@ -1,0 +1,33 @@
+// CPU seconds by kind of thread, for throughput studies (DUET_TIMES): each thread that the
+// scheduler, the reader or the result writer starts adds its own CPU time
+// (CLOCK_THREAD_CPUTIME_ID) under its kind when it ends. What no such thread used (the main
+// thread, CUDA's own threads) is the process total (getrusage) less their sum.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace duet::scheduler {
+
+// Adds the calling thread's CPU seconds so far under `kind` (call it once, as the thread
+// ends; a static string).
+void account_thread_cpu(const char* kind);
+
+// Kinds in the order first seen, with their seconds; then "other" (the process's user and
+// system seconds less those) and "process".
+std::vector<std::pair<std::string, double>> thread_cpu_seconds();
+
+// Ends the calling thread's account when it goes out of scope (also on an exception).
+class ThreadCpuAccount {
+ public:
+  explicit ThreadCpuAccount(const char* kind) : kind_(kind) {}
+  ~ThreadCpuAccount() { account_thread_cpu(kind_); }
+  ThreadCpuAccount(const ThreadCpuAccount&) = delete;
+  ThreadCpuAccount& operator=(const ThreadCpuAccount&) = delete;
+
+ private:
+  const char* kind_;
+};
+
+}  // namespace duet::scheduler

@@ -4,12 +4,15 @@
 // the calling thread, one call at a time. Results held back wait for an earlier block.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <mutex>
 #include <stdexcept>
 #include <utility>
+
+#include "scheduler/thread_cpu.hpp"
 
 namespace duet::scheduler {
 
@@ -20,9 +23,20 @@ class ResultSink {
   explicit ResultSink(Consumer consumer) : consumer_(std::move(consumer)) {}
 
   void put(std::int64_t block_index, Result result) {
+    using Clock = std::chrono::steady_clock;
+    const auto asked = Clock::now();
     std::lock_guard lock(mutex_);
+    const auto locked = Clock::now();
+    struct Note {  // the wall times of this call, noted as it returns
+      Clock::time_point asked, locked;
+      ~Note() {
+        note_result_sink_seconds(std::chrono::duration<double>(locked - asked).count(),
+                                 std::chrono::duration<double>(Clock::now() - locked).count());
+      }
+    } note{asked, locked};
     if (block_index < next_ || waiting_.count(block_index)) {
-      throw std::logic_error("ResultSink: block " + std::to_string(block_index) + " delivered twice");
+      throw std::logic_error("ResultSink: block " + std::to_string(block_index) +
+                             " delivered twice");
     }
     waiting_.emplace(block_index, std::move(result));
     for (auto it = waiting_.find(next_); it != waiting_.end(); it = waiting_.find(next_)) {

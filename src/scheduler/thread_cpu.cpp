@@ -4,7 +4,9 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include <cstring>
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
 #include <mutex>
 
 namespace duet::scheduler {
@@ -18,17 +20,7 @@ std::vector<std::pair<std::string, double>>& accounts() {
   return *list;
 }
 
-double seconds(const timeval& t) {
-  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
-}
-
-}  // namespace
-
-void account_thread_cpu(const char* kind) {
-  timespec now{};
-  if (::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now) != 0) return;
-  const double s = static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) / 1e9;
-  std::lock_guard lock(accounts_mutex);
+void add(const std::string& kind, double s) {
   for (auto& [name, total] : accounts()) {
     if (name == kind) {
       total += s;
@@ -36,6 +28,43 @@ void account_thread_cpu(const char* kind) {
     }
   }
   accounts().emplace_back(kind, s);
+}
+
+// Seconds the calling thread waited, runnable, for a core (the second field of Linux's
+// /proc/thread-self/schedstat); 0 where the file cannot be read.
+double run_queue_wait() {
+  std::FILE* f = std::fopen("/proc/thread-self/schedstat", "r");
+  if (f == nullptr) return 0;
+  unsigned long long on_cpu = 0, waiting = 0;
+  const int read = std::fscanf(f, "%llu %llu", &on_cpu, &waiting);
+  std::fclose(f);
+  return read == 2 ? static_cast<double>(waiting) / 1e9 : 0;
+}
+
+double seconds(const timeval& t) {
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+}
+
+constexpr const char* kWaitSuffix = " (waiting for a core)";
+
+std::atomic<std::int64_t> sink_waiting_ns{0}, sink_consuming_ns{0};
+
+}  // namespace
+
+void account_thread_cpu(const char* kind) {
+  timespec now{};
+  if (::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now) != 0) return;
+  const double s = static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) / 1e9;
+  const double waited = run_queue_wait();
+  std::lock_guard lock(accounts_mutex);
+  add(kind, s);
+  add(std::string(kind) + kWaitSuffix, waited);
+}
+
+void note_result_sink_seconds(double waiting, double consuming) {
+  sink_waiting_ns.fetch_add(static_cast<std::int64_t>(waiting * 1e9), std::memory_order_relaxed);
+  sink_consuming_ns.fetch_add(static_cast<std::int64_t>(consuming * 1e9),
+                              std::memory_order_relaxed);
 }
 
 std::vector<std::pair<std::string, double>> thread_cpu_seconds() {
@@ -48,9 +77,15 @@ std::vector<std::pair<std::string, double>> thread_cpu_seconds() {
   ::getrusage(RUSAGE_SELF, &usage);
   const double process = seconds(usage.ru_utime) + seconds(usage.ru_stime);
   double counted = 0;
-  for (const auto& [name, s] : out) counted += s;
+  for (const auto& [name, s] : out) {
+    if (name.find(kWaitSuffix) == std::string::npos) counted += s;
+  }
   out.emplace_back("other", process - counted);
   out.emplace_back("process", process);
+  out.emplace_back("result sink: lock waits (wall)",
+                   static_cast<double>(sink_waiting_ns.load()) / 1e9);
+  out.emplace_back("result sink: consumer (wall)",
+                   static_cast<double>(sink_consuming_ns.load()) / 1e9);
   return out;
 }
 

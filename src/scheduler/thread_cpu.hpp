@@ -10,13 +10,18 @@
 
 namespace duet::scheduler {
 
-// Adds the calling thread's CPU seconds so far under `kind` (call it once, as the thread
+// Adds the calling thread's CPU seconds so far under `kind`, and the seconds it waited,
+// runnable, for a core under "`kind` (waiting for a core)" (call it once, as the thread
 // ends; a static string).
 void account_thread_cpu(const char* kind);
 
 // Kinds in the order first seen, with their seconds; then "other" (the process's user and
-// system seconds less those) and "process".
+// system seconds less the CPU seconds of the kinds) and "process".
 std::vector<std::pair<std::string, double>> thread_cpu_seconds();
+
+// Wall seconds that ResultSink::put callers spent waiting for its lock and handing results
+// to its consumer (summed over threads), reported with thread_cpu_seconds.
+void note_result_sink_seconds(double waiting, double consuming);
 
 // Ends the calling thread's account when it goes out of scope (also on an exception).
 class ThreadCpuAccount {

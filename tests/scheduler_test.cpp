@@ -18,6 +18,8 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <numeric>
+#include <random>
 #include <stdexcept>
 #include <thread>
 
@@ -452,6 +454,41 @@ TEST(SchedulerParts, ResultSinkDeliversInOrder) {
   EXPECT_EQ(seen, (std::vector<std::int64_t>{0, 1, 2, 3, 4, 5}));
   EXPECT_EQ(sink.held_back(), 0u);
   EXPECT_THROW(sink.put(2, 20), std::logic_error);
+}
+
+// Many threads putting at once: the consumer sees every block once, in order, one call at
+// a time (never two at once), whoever hands it over.
+TEST(SchedulerParts, ResultSinkInOrderFromManyThreads) {
+  const std::uint64_t seed = test::test_seed();  // printed
+  constexpr int kBlocks = 4000, kThreads = 8;
+  std::vector<std::int64_t> seen;
+  std::atomic<int> inside{0};
+  std::atomic<bool> overlapped{false};
+  scheduler::ResultSink<int> sink([&](std::int64_t i, int&& v) {
+    if (inside.fetch_add(1) != 0) overlapped = true;
+    EXPECT_EQ(v, static_cast<int>(i) + 7);
+    seen.push_back(i);
+    if (i % 97 == 0) std::this_thread::yield();
+    inside.fetch_sub(1);
+  });
+  std::vector<int> order(kBlocks);
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937_64 rng(seed);
+  std::shuffle(order.begin(), order.end(), rng);
+  std::atomic<int> next{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int k = next.fetch_add(1); k < kBlocks; k = next.fetch_add(1))
+        sink.put(order[static_cast<std::size_t>(k)], order[static_cast<std::size_t>(k)] + 7);
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_FALSE(overlapped.load());
+  ASSERT_EQ(seen.size(), static_cast<std::size_t>(kBlocks));
+  for (int i = 0; i < kBlocks; ++i) ASSERT_EQ(seen[static_cast<std::size_t>(i)], i);
+  EXPECT_EQ(sink.held_back(), 0u);
+  EXPECT_EQ(sink.delivered(), kBlocks);
 }
 
 TEST(SchedulerCli, SigintStopsCleanlyWithExit130AndNoOutput) {

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "scheduler/thread_cpu.hpp"
+
 namespace duet::scheduler {
 
 namespace {
@@ -160,7 +162,10 @@ std::optional<CpuTask> BlockQueue::pop_for_cpu() {
       return t;
     }
     if (!more_may_come() && fresh_.empty()) return std::nullopt;
+    const auto waiting = std::chrono::steady_clock::now();
     changed_.wait(lock);
+    note_cpu_queue_wait_seconds(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - waiting).count());
   }
 }
 

@@ -47,7 +47,7 @@ double seconds(const timeval& t) {
 
 constexpr const char* kWaitSuffix = " (waiting for a core)";
 
-std::atomic<std::int64_t> sink_waiting_ns{0}, sink_consuming_ns{0};
+std::atomic<std::int64_t> sink_waiting_ns{0}, sink_consuming_ns{0}, queue_waiting_ns{0};
 
 }  // namespace
 
@@ -65,6 +65,10 @@ void note_result_sink_seconds(double waiting, double consuming) {
   sink_waiting_ns.fetch_add(static_cast<std::int64_t>(waiting * 1e9), std::memory_order_relaxed);
   sink_consuming_ns.fetch_add(static_cast<std::int64_t>(consuming * 1e9),
                               std::memory_order_relaxed);
+}
+
+void note_cpu_queue_wait_seconds(double waiting) {
+  queue_waiting_ns.fetch_add(static_cast<std::int64_t>(waiting * 1e9), std::memory_order_relaxed);
 }
 
 std::vector<std::pair<std::string, double>> thread_cpu_seconds() {
@@ -86,6 +90,8 @@ std::vector<std::pair<std::string, double>> thread_cpu_seconds() {
                    static_cast<double>(sink_waiting_ns.load()) / 1e9);
   out.emplace_back("result sink: consumer (wall)",
                    static_cast<double>(sink_consuming_ns.load()) / 1e9);
+  out.emplace_back("CPU workers waiting for work (wall)",
+                   static_cast<double>(queue_waiting_ns.load()) / 1e9);
   return out;
 }
 

@@ -22,6 +22,8 @@ std::vector<std::pair<std::string, double>> thread_cpu_seconds();
 // Wall seconds that ResultSink::put callers spent waiting for its lock and handing results
 // to its consumer (summed over threads), reported with thread_cpu_seconds.
 void note_result_sink_seconds(double waiting, double consuming);
+// Wall seconds CPU workers spent waiting for something to take (BlockQueue::pop_for_cpu).
+void note_cpu_queue_wait_seconds(double waiting);
 
 // Ends the calling thread's account when it goes out of scope (also on an exception).
 class ThreadCpuAccount {

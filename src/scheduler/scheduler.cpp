@@ -9,10 +9,14 @@
 // hand-offs as data races in CI.
 #include "scheduler/scheduler.hpp"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -112,6 +116,19 @@ TraceRow row_for(const Shared& shared, int worker, Device device, std::string st
   }
   row.cells = row.residues * cells_per_residue;
   return row;
+}
+
+// With GPU feeders, CPU workers may run at a lower priority (DUET_WORKER_NICE, a nice
+// increment of 1 to 19; a measurement for now), so that a feeder or a parser thread that
+// wakes gets a core at once.
+void lower_worker_priority() {
+  static const int increment = [] {
+    const char* value = std::getenv("DUET_WORKER_NICE");
+    return value == nullptr ? 0 : std::atoi(value);
+  }();
+  if (increment < 1 || increment > 19) return;
+  const int current = ::getpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()));
+  ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), current + increment);
 }
 
 void cpu_worker(Shared& shared, Workload& workload, int worker, const SchedulerOptions& options,
@@ -333,6 +350,7 @@ RunSummary run_blocks(BlockStore& store, Workload& workload, std::span<GpuBacken
   for (int w = 0; w < workers; ++w) {
     threads.emplace_back(guarded([&, w] {
       ThreadCpuAccount account("CPU workers");
+      if (feeders > 0) lower_worker_priority();
       cpu_worker(shared, workload, w, options, traces[static_cast<std::size_t>(w)]);
     }));
   }

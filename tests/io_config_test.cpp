@@ -290,6 +290,8 @@ const ConfigErrorCase kConfigErrors[] = {
      "'reuse_memory' must be an integer (bytes) or a string such as \"4G\", not a boolean"},
     {"reader_threads_too_many", "[scheduler]\nreader_threads = 1000\n", 2,
      "'reader_threads' must be in [0, 256], not 1000"},
+    {"worker_nice_too_large", "[scheduler]\nworker_nice = 20\n", 2,
+     "'worker_nice' must be in [0, 19], not 20"},
     {"scheduler_not_table", "scheduler = \"dynamic\"\n", 1,
      "'scheduler' must be a table, not a string"},
     // TOML syntax
@@ -490,6 +492,7 @@ TEST(IoConfig, ToTomlRoundTripsRandomConfigs) {
     if (coin(random)) config.gpu.kernel_table = "tables/k" + std::to_string(i) + ".toml";
     config.gpu.jit = coin(random);
     config.gpu.feeders = std::uniform_int_distribution<int>(1, 8)(random);
+    config.scheduler.worker_nice = std::uniform_int_distribution<int>(0, 19)(random);
     expect_round_trip(config);
     if (HasFailure()) break;
   }

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -454,6 +455,75 @@ TEST(SchedulerParts, ResultSinkDeliversInOrder) {
   EXPECT_EQ(seen, (std::vector<std::int64_t>{0, 1, 2, 3, 4, 5}));
   EXPECT_EQ(sink.held_back(), 0u);
   EXPECT_THROW(sink.put(2, 20), std::logic_error);
+}
+
+// With GPU feeders the CPU workers raise their own nice value by worker_nice (so that
+// feeders and the reader get a core at once); without feeders, or with 0, they keep it.
+// The threads end with the pass: the caller's priority is unchanged.
+TEST(SchedulerParts, WorkerNiceOnlyWithFeeders) {
+  class NiceSource final : public scheduler::BlockSource {
+   public:
+    scheduler::BlockPtr next() override {
+      if (made_ == 40) return nullptr;
+      auto b = std::make_shared<scheduler::Block>();
+      b->index = made_;
+      b->first_sequence = made_;
+      b->residues.assign(10, 1);
+      b->add_header("s", "");
+      b->end_sequence();
+      ++made_;
+      return b;
+    }
+    double fraction_done() const override { return made_ / 40.0; }
+
+   private:
+    int made_ = 0;
+  };
+  class NiceRecorder final : public scheduler::Workload {
+   public:
+    std::int64_t cells_per_residue() const override { return 1; }
+    std::int64_t run_block(const scheduler::Block&, int) override {
+      const int nice = ::getpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()));
+      std::lock_guard lock(mutex);
+      seen.push_back(nice);
+      return 1;
+    }
+    std::int64_t run_post(const scheduler::Block&, int) override { return 1; }
+    std::mutex mutex;
+    std::vector<int> seen;
+  };
+  class IdleGpu final : public scheduler::GpuBackend {  // takes nothing: it fails every batch
+   public:
+    std::string name() const override { return "idle"; }
+    bool test_double() const override { return true; }
+    std::string stages() const override { return "all"; }
+    std::vector<scheduler::GpuBlockOutcome> run(std::span<const scheduler::BlockPtr>,
+                                                int) override {
+      throw std::runtime_error("idle GPU: no device");
+    }
+  };
+  const int base = ::getpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()));
+  if (base > 19 - 5) GTEST_SKIP() << "this process already runs at nice " << base;
+  for (const bool with_gpu : {false, true}) {
+    for (const int increment : {0, 5}) {
+      NiceSource source;
+      scheduler::BlockStore store(source, Alphabet::dna());
+      NiceRecorder recorder;
+      IdleGpu gpu;
+      std::vector<scheduler::GpuBackend*> gpus;
+      if (with_gpu) gpus.push_back(&gpu);
+      scheduler::SchedulerOptions options;
+      options.cpu_workers = 2;
+      options.worker_nice = increment;
+      options.warnings = false;
+      scheduler::run_blocks(store, recorder, gpus, options);
+      ASSERT_FALSE(recorder.seen.empty());
+      const int expected = with_gpu ? base + increment : base;
+      for (int nice : recorder.seen)
+        EXPECT_EQ(nice, expected) << (with_gpu ? "with" : "without") << " a GPU, +" << increment;
+    }
+  }
+  EXPECT_EQ(::getpriority(PRIO_PROCESS, static_cast<id_t>(::gettid())), base);
 }
 
 // Many threads putting at once: the consumer sees every block once, in order, one call at

@@ -77,6 +77,7 @@ struct HmmsearchOptions {
   std::int64_t gpu_batch_residues = 128 << 20;
   std::string reuse_memory;
   int reader_threads = 0;
+  int worker_nice = 0;
 };
 
 void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& action, int argc,
@@ -163,6 +164,11 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
       cmd->add_option("--reader-threads", o.reader_threads,
                       "threads parsing the database (default: one per core, at most 4)")
           ->check(CLI::Range(0, 256));
+  auto* worker_nice =
+      cmd->add_option("--worker-nice", o.worker_nice,
+                      "with GPUs, raise the CPU workers' nice value by N (0 to 19), so that GPU "
+                      "feeders and the reader get a core at once; 0 = unchanged (default 19)")
+          ->check(CLI::Range(0, 19));
   action = [=, &o]() -> int {
     // Ctrl-C from here on stops the search cleanly; no output file exists yet.
     app::install_interrupt_handler();
@@ -191,6 +197,7 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
     if (gpu_batch_blocks->count()) sched.gpu_batch_blocks = o.gpu_batch_blocks;
     if (gpu_batch_residues->count()) sched.gpu_batch_residues = o.gpu_batch_residues;
     if (reader_threads->count()) sched.reader_threads = o.reader_threads;
+    if (worker_nice->count()) sched.worker_nice = o.worker_nice;
     if (no_gpu->count()) {
       sched.no_gpu = true;
       sched.gpu_only = false;

@@ -63,6 +63,7 @@ HybridOptions hybrid_options(const io::Config& config) {
   h.gpu_batch_blocks = static_cast<std::size_t>(c.gpu_batch_blocks);
   h.gpu_batch_residues = c.gpu_batch_residues;
   h.reader_threads = c.reader_threads;
+  h.worker_nice = c.worker_nice;
   h.reuse_memory = c.reuse_memory;
   h.gpu_jit = config.gpu.jit;
   h.gpu_feeders = config.gpu.feeders;
@@ -363,6 +364,7 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& 
   options.cpu_workers = config.run.cpu > 0 ? config.run.cpu : std::max(1, cores - gpus);
   options.block_residues = hybrid.block_residues;
   options.reader_threads = hybrid.reader_threads;
+  options.worker_nice = hybrid.worker_nice;
   options.queue_depth = hybrid.queue_depth;
   options.gpu_batch_blocks = hybrid.gpu_batch_blocks;
   options.gpu_batch_residues = hybrid.gpu_batch_residues;

@@ -65,6 +65,7 @@ struct HybridOptions {
   std::size_t gpu_batch_blocks = 128;
   std::int64_t gpu_batch_residues = 128 << 20;
   int reader_threads = 0;  // parser threads of the database reader (0: one per core, at most 4)
+  int worker_nice = 0;     // scheduler::SchedulerOptions::worker_nice
   // Memory for parsed blocks kept across the queries of a multi-model search (bytes);
   // past it, each query re-reads the rest of the database.
   std::uint64_t reuse_memory = std::uint64_t{2} << 30;

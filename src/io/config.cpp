@@ -285,6 +285,8 @@ void read_scheduler(const toml::table& table, const EntryReader& reader,
       }
     } else if (key == "reader_threads") {
       scheduler.reader_threads = static_cast<int>(integer_in(reader, entry, 0, 256));
+    } else if (key == "worker_nice") {
+      scheduler.worker_nice = static_cast<int>(integer_in(reader, entry, 0, 19));
     } else {
       reader.fail(entry, "unknown key '" + std::string(key) + "' in [scheduler]");
     }
@@ -420,6 +422,7 @@ std::string to_toml(const Config& config) {
   text << "gpu_only = " << boolean(scheduler.gpu_only) << '\n';
   text << "reuse_memory = " << toml_string(format_memory_size(scheduler.reuse_memory)) << '\n';
   text << "reader_threads = " << scheduler.reader_threads << '\n';
+  text << "worker_nice = " << scheduler.worker_nice << '\n';
   text << "\n[gpu]\n";
   text << "kernel_table = " << toml_string(config.gpu.kernel_table) << '\n';
   text << "jit = " << boolean(config.gpu.jit) << '\n';

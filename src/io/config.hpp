@@ -37,6 +37,8 @@
 //   reuse_memory = "2G"         # parsed blocks kept across queries: bytes as an integer,
 //                               # or a string with K, M, G or T (powers of 1024)
 //   reader_threads = 0          # 0 to 256: parser threads of the reader; 0 = per core, <= 4
+//   worker_nice = 19            # 0 to 19: with GPUs, the CPU workers' nice increment, so
+//                               # that GPU feeders and the reader get a core at once
 //
 //   [gpu]
 //   kernel_table = ""           # kernel-choice table (io/kernel_table.hpp, `duet tune`);
@@ -93,6 +95,7 @@ struct SchedulerConfig {
   bool gpu_only = false;
   std::uint64_t reuse_memory = std::uint64_t{2} << 30;  // bytes
   int reader_threads = 0;                               // [0, 256]
+  int worker_nice = 19;                                 // [0, 19]
 
   friend bool operator==(const SchedulerConfig&, const SchedulerConfig&) = default;
 };

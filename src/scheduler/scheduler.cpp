@@ -13,10 +13,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
-#include <cstdlib>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -118,17 +118,15 @@ TraceRow row_for(const Shared& shared, int worker, Device device, std::string st
   return row;
 }
 
-// With GPU feeders, CPU workers may run at a lower priority (DUET_WORKER_NICE, a nice
-// increment of 1 to 19; a measurement for now), so that a feeder or a parser thread that
-// wakes gets a core at once.
-void lower_worker_priority() {
-  static const int increment = [] {
-    const char* value = std::getenv("DUET_WORKER_NICE");
-    return value == nullptr ? 0 : std::atoi(value);
-  }();
-  if (increment < 1 || increment > 19) return;
-  const int current = ::getpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()));
-  ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), current + increment);
+// Raises the calling thread's nice value by `increment` (SchedulerOptions::worker_nice);
+// a thread may always lower its own priority. The thread ends with the pass.
+void lower_worker_priority(int increment) {
+  if (increment < 1) return;
+  const id_t thread = static_cast<id_t>(::gettid());
+  errno = 0;
+  const int current = ::getpriority(PRIO_PROCESS, thread);
+  if (errno != 0) return;
+  ::setpriority(PRIO_PROCESS, thread, std::min(19, current + increment));
 }
 
 void cpu_worker(Shared& shared, Workload& workload, int worker, const SchedulerOptions& options,
@@ -350,7 +348,7 @@ RunSummary run_blocks(BlockStore& store, Workload& workload, std::span<GpuBacken
   for (int w = 0; w < workers; ++w) {
     threads.emplace_back(guarded([&, w] {
       ThreadCpuAccount account("CPU workers");
-      if (feeders > 0) lower_worker_priority();
+      if (feeders > 0) lower_worker_priority(options.worker_nice);
       cpu_worker(shared, workload, w, options, traces[static_cast<std::size_t>(w)]);
     }));
   }

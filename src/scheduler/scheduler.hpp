@@ -109,6 +109,9 @@ struct SchedulerOptions {
   bool progress = false;             // one-line progress on stderr
   bool warnings = true;              // device faults reported on stderr (off with --quiet)
   const std::atomic<bool>* stop = nullptr;  // set (e.g. by SIGINT) to stop early
+  // With GPU feeders, each CPU worker thread raises its nice value by this much (0 to 19;
+  // 0 = unchanged), so that a feeder or parser thread that wakes gets a core at once.
+  int worker_nice = 0;
 };
 
 enum class Device : std::uint8_t { cpu = 0, gpu = 1 };

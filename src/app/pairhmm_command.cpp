@@ -36,6 +36,7 @@ struct Options {
   std::int64_t block_cells = 1 << 22;
   std::size_t queue_depth = 0, gpu_batch_blocks = 256;
   int gpu_parts = 2;
+  int worker_nice = 19;
   bool quiet = false, no_gpu = false, gpu_only = false;
 };
 
@@ -164,6 +165,10 @@ void add_pairhmm_command(CLI::App& app,
                   "parts per GPU batch: the host packs one while the GPU runs the one before "
                   "(default 2; 1: no overlap)")
       ->check(CLI::Range(1, 1024));
+  cmd->add_option("--worker-nice", o->worker_nice,
+                  "with GPUs, raise the CPU workers' nice value by N (0 to 19), so that GPU "
+                  "feeders get a core at once; 0 = unchanged (default 19)")
+      ->check(CLI::Range(0, 19));
   cmd->add_flag("--quiet", o->quiet, "nothing on standard output, no progress line");
   const std::string command_line = [&] {
     std::string s;
@@ -194,6 +199,7 @@ void add_pairhmm_command(CLI::App& app,
     r.queue_depth = o->queue_depth;
     r.gpu_batch_blocks = o->gpu_batch_blocks;
     r.gpu_parts = o->gpu_parts;
+    r.worker_nice = o->worker_nice;
     r.test_gpus = debug_setting("DUET_DEBUG_TEST_GPU");
     r.fault_every = debug_setting("DUET_DEBUG_GPU_FAULT_EVERY");
     if (r.test_gpus > 0 && r.gpu != PairhmmRunOptions::Gpu::off) {

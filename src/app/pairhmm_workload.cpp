@@ -209,6 +209,7 @@ PairhmmRun run_pairhmm(const pairhmm::Input& input, const pairhmm::Model& model,
   s.static_cpu_fraction = options.static_cpu_fraction;
   s.gpu_only = options.gpu == PairhmmRunOptions::Gpu::only;
   s.fault_every = options.fault_every;
+  s.worker_nice = options.worker_nice;
   s.progress = options.progress;
   s.stop = options.stop;
 

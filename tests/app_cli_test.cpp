@@ -162,6 +162,32 @@ TEST(Cli, ResultFileAgreesWithReport) {
   EXPECT_NE(h5.attribute_string("/run", "command_line").find("-E 100"), std::string::npos);
 }
 
+// --gpu-resident: a size or auto, recorded in the configuration; the residues read from
+// the GPU's resident store are recorded per query and in /run (0 without a GPU).
+TEST(Cli, GpuResidentOption) {
+  TempDir dir;
+  const std::string db = small_db(dir);
+  expect_failure(dir,
+                 "hmmsearch --gpu-resident lots -o " + dir.file("o.h5") + " " + kGlobins + " " + db,
+                 "--gpu-resident: 'lots' is not auto or a size", 1);
+  const auto r = test::run_command(kDuet + " hmmsearch --no-gpu --gpu-resident 64M -o " +
+                                   dir.file("r.h5") + " " + kGlobins + " " + db);
+  ASSERT_EQ(r.status, 0) << r.output;
+  io::Hdf5Reader h5(dir.file("r.h5"));
+  EXPECT_NE(h5.attribute_string("/run", "config_toml").find("resident = \"64M\""),
+            std::string::npos);
+  EXPECT_EQ(h5.attribute_int("/run", "gpu_resident_residues"), 0);
+  EXPECT_EQ(h5.attribute_int("/run", "gpu_uploaded_residues"), 0);
+  EXPECT_EQ(h5.attribute_int("/trace/globins4", "gpu_resident_residues"), 0);
+  const auto a = test::run_command(kDuet + " hmmsearch --no-gpu --gpu-resident auto -o " +
+                                   dir.file("a.h5") + " " + kGlobins + " " + db);
+  ASSERT_EQ(a.status, 0) << a.output;
+  EXPECT_NE(io::Hdf5Reader(dir.file("a.h5"))
+                .attribute_string("/run", "config_toml")
+                .find("resident = \"auto\""),
+            std::string::npos);
+}
+
 TEST(Cli, ConfigFileSetsOptionsAndCommandLineOverrides) {
   TempDir dir;
   const std::string db = small_db(dir);

@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <numeric>
+#include <optional>
 #include <random>
 
 #include "app/search.hpp"
@@ -260,6 +262,167 @@ TEST(GpuKernels, BatchesAndSlotsAgree) {
   const std::vector<FilterScore> part = engine.wait_msv(1);
   for (int i = 0; i < 50; ++i)
     expect_same(part[i], whole[10 + i], "slot 1 target " + std::to_string(i));
+}
+
+// ---- database blocks resident on the GPU (GpuResidentStore) ----
+
+struct EngineScores {
+  std::vector<FilterScore> msv, vit;
+  std::vector<float> forward, canonical;
+  device::GpuKernelTimes times;
+};
+
+// Every stage on every target of one batch (slot 0), the blocks `spans` given.
+EngineScores score_batch(device::HmmGpuEngine& engine, const std::vector<device::GpuTarget>& all,
+                         const std::vector<device::GpuBlockSpan>& spans) {
+  EngineScores s;
+  engine.submit_msv(0, all.data(), all.size(), {}, spans.data(), spans.size());
+  s.msv = engine.wait_msv(0);
+  std::vector<int> every(all.size());
+  std::iota(every.begin(), every.end(), 0);
+  engine.submit_viterbi(0, every.data(), every.size());
+  s.vit = engine.wait_viterbi(0);
+  engine.submit_forward(0, every.data(), every.size());
+  s.forward = engine.wait_forward(0);
+  engine.submit_canonical_forward(0, every.data(), every.size());
+  s.canonical = engine.wait_canonical_forward(0);
+  s.times = engine.kernel_times(0);
+  return s;
+}
+
+void expect_same_scores(const EngineScores& a, const EngineScores& b, const std::string& what) {
+  ASSERT_EQ(a.msv.size(), b.msv.size()) << what;
+  for (std::size_t i = 0; i < a.msv.size(); ++i) {
+    const std::string where = what + " target " + std::to_string(i);
+    expect_same(a.msv[i], b.msv[i], where + " MSV");
+    expect_same(a.vit[i], b.vit[i], where + " Viterbi");
+    EXPECT_EQ(0, std::memcmp(&a.forward[i], &b.forward[i], sizeof(float))) << where << " Forward";
+    EXPECT_EQ(0, std::memcmp(&a.canonical[i], &b.canonical[i], sizeof(float)))
+        << where << " canonical Forward: " << a.canonical[i] << " vs " << b.canonical[i];
+    if (::testing::Test::HasFailure()) return;
+  }
+}
+
+// A batch mixing targets read from the resident store (kept there by another engine, as
+// by an earlier query model), targets kept now and targets uploaded gives every stage's
+// scores of the same batch all uploaded, bit for bit; a block of a kept index but other
+// sequences is not served from the store.
+TEST(GpuResident, MixedBatchScoresAsAllUploaded) {
+  REQUIRE_GPU();
+  std::mt19937_64 rng(test_seed() ^ 0x7e51);
+  const HmmModel hmm =
+      simd_test::random_hmm(rng, Alphabet::amino(), 300, simd_test::random_style(rng));
+  const SearchProfile p = profile_of(hmm);
+  TargetSet targets = targets_for(rng, hmm, 200);
+  // Long strong hits: rescaled often, some past the GPU's record (their canonical score
+  // is computed on the host, from the caller's residues when they came from the store).
+  for (int times : {20, 40})
+    targets.seqs.push_back(simd_test::consensus_repeated(hmm, times * hmm.M));
+  const std::vector<device::GpuTarget> all = targets.view();
+  const std::size_t n = all.size(), q = n / 4;
+  std::int64_t block_residues[4] = {0, 0, 0, 0};
+  for (std::size_t i = 0; i < n; ++i)
+    block_residues[std::min<std::size_t>(i / q, 3)] += all[i].length;
+  const auto span = [&](std::int64_t index, std::int64_t first_sequence) {
+    return device::GpuBlockSpan{index, first_sequence, static_cast<std::size_t>(index) * q, q};
+  };
+
+  device::HmmGpuEngine plain(0, p);
+  const EngineScores reference = score_batch(plain, all, {});
+  EXPECT_EQ(reference.times.resident_residues, 0);
+
+  device::GpuResidentStore store(0, 0);
+  {
+    device::HmmGpuEngine first(0, p, device::GpuKernelChoice{}, &store);
+    const EngineScores kept = score_batch(first, all, {span(0, 0), span(2, 2 * q)});
+    expect_same_scores(kept, reference, "blocks 0 and 2 kept");
+    EXPECT_EQ(kept.times.resident_residues, 0);
+    EXPECT_EQ(kept.times.kept_residues, block_residues[0] + block_residues[2]);
+  }
+  EXPECT_EQ(store.kept_blocks(), 2u);
+  EXPECT_EQ(store.kept_bytes(), static_cast<std::uint64_t>(block_residues[0] + block_residues[2]));
+  device::HmmGpuEngine second(0, p, device::GpuKernelChoice{}, &store);
+  // Block 0 from the store, block 1 kept now, "block 2" with other sequences uploaded,
+  // the last quarter (no block) uploaded.
+  const EngineScores mixed = score_batch(second, all, {span(0, 0), span(1, q), span(2, 5)});
+  expect_same_scores(mixed, reference, "mixed batch");
+  EXPECT_EQ(mixed.times.resident_residues, block_residues[0]);
+  EXPECT_EQ(mixed.times.kept_residues, block_residues[1]);
+  EXPECT_EQ(mixed.times.uploaded_residues,
+            block_residues[1] + block_residues[2] + block_residues[3]);
+  std::cout << "canonical Forward on the host: " << mixed.times.canonical_cpu_targets
+            << " targets\n";
+  // Everything kept so far from the store, in another order of blocks.
+  const EngineScores again = score_batch(second, all, {span(1, q), span(0, 0)});
+  expect_same_scores(again, reference, "blocks 0 and 1 from the store");
+  EXPECT_EQ(again.times.resident_residues, block_residues[0] + block_residues[1]);
+}
+
+// Three tutorial models in one search: results identical to the CPU's with the resident
+// store off, on (auto) and too small for the database; with it on, the second and third
+// models read residues from it.
+TEST(GpuSearch, ResidentBlocksServeLaterModels) {
+  REQUIRE_GPU();
+  test::TempDir dir;
+  const std::string db = test::database_prefix(dir, 6000);
+  std::vector<HmmModel> models;
+  for (const char* name : {"Pkinase.hmm", "fn3.hmm", "globins4.hmm"}) {
+    std::vector<HmmModel> one = read_hmm_file(std::string(simd_test::kTutorialDir) + name);
+    models.push_back(std::move(one.front()));
+  }
+  io::Config config;
+  config.run.cpu = 4;
+  app::HybridOptions cpu;
+  cpu.gpu = app::HybridOptions::Gpu::off;
+  const app::SearchRun reference = app::run_hmmsearch(models, db, config, cpu);
+  for (const std::optional<std::uint64_t> budget :
+       {std::optional<std::uint64_t>{0}, std::optional<std::uint64_t>{},
+        std::optional<std::uint64_t>{100000}}) {
+    for (auto mode : {app::HybridOptions::Gpu::only, app::HybridOptions::Gpu::auto_detect}) {
+      app::HybridOptions gpu;
+      gpu.gpu = mode;
+      gpu.gpu_devices = std::vector<int>{0};
+      gpu.block_residues = 40000;
+      gpu.gpu_batch_blocks = 4;
+      gpu.policy = scheduler::SplitPolicy::static_fraction;
+      gpu.static_cpu_fraction = 0.5;
+      gpu.gpu_resident = budget;
+      const std::string what = std::string("resident ") +
+                               (budget ? std::to_string(*budget) : std::string("auto")) +
+                               (mode == app::HybridOptions::Gpu::only ? " gpu-only" : " hybrid");
+      const app::SearchRun run = app::run_hmmsearch(models, db, config, gpu);
+      test::expect_identical(reference, run, what);
+      ASSERT_EQ(run.queries.size(), 3u);
+      for (std::size_t q = 0; q < 3; ++q) {
+        const app::QueryResult& r = run.queries[q];
+        std::cout << what << " query " << q << ": resident " << r.gpu_resident_residues
+                  << ", uploaded " << r.gpu_uploaded_residues << " (kept " << r.gpu_kept_residues
+                  << ")\n";
+        EXPECT_EQ(r.gpu_resident_residues + r.gpu_uploaded_residues, r.schedule.gpu_residues)
+            << what << " query " << q;
+      }
+      const app::QueryResult& q0 = run.queries[0];
+      if (budget == std::optional<std::uint64_t>{0}) {
+        for (const auto& r : run.queries) {
+          EXPECT_EQ(r.gpu_resident_residues, 0) << what;
+          EXPECT_EQ(r.gpu_kept_residues, 0) << what;
+        }
+        continue;
+      }
+      EXPECT_EQ(q0.gpu_resident_residues, 0) << what;
+      EXPECT_GT(q0.gpu_kept_residues, 0) << what;
+      if (mode != app::HybridOptions::Gpu::only) continue;  // the split may move blocks
+      for (std::size_t q : {1, 2}) {
+        const app::QueryResult& r = run.queries[q];
+        EXPECT_EQ(r.gpu_resident_residues, q0.gpu_kept_residues) << what << " query " << q;
+        if (!budget) {
+          EXPECT_EQ(r.gpu_uploaded_residues, 0) << what << " query " << q;
+        } else {
+          EXPECT_GT(r.gpu_uploaded_residues, 0) << what << " query " << q;
+        }
+      }
+    }
+  }
 }
 
 // ---- run-time specialisation (NVRTC) of the exact MSV kernel ----

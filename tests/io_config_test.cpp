@@ -90,6 +90,28 @@ reader_threads = 3
             1.0);
 }
 
+// [gpu] resident: "auto" (the default), an integer of bytes or a size; 0 turns it off.
+TEST(IoConfig, GpuResident) {
+  EXPECT_FALSE(Config{}.gpu.resident.has_value());
+  EXPECT_FALSE(parse_config("[gpu]\nresident = \"auto\"\n", "g.toml").gpu.resident.has_value());
+  EXPECT_EQ(parse_config("[gpu]\nresident = \"8G\"\n", "g.toml").gpu.resident,
+            std::uint64_t{8} << 30);
+  EXPECT_EQ(parse_config("[gpu]\nresident = 0\n", "g.toml").gpu.resident, std::uint64_t{0});
+  EXPECT_EQ(parse_config("[gpu]\nresident = 12345\n", "g.toml").gpu.resident, std::uint64_t{12345});
+  const auto automatic = parse_gpu_resident("auto");
+  ASSERT_TRUE(automatic.has_value());
+  EXPECT_FALSE(automatic->has_value());
+  const auto size = parse_gpu_resident("512M");
+  ASSERT_TRUE(size.has_value());
+  EXPECT_EQ(*size, std::uint64_t{512} << 20);
+  const auto off = parse_gpu_resident("0");
+  ASSERT_TRUE(off.has_value());
+  EXPECT_EQ(*off, std::uint64_t{0});
+  EXPECT_FALSE(parse_gpu_resident("lots").has_value());
+  EXPECT_FALSE(parse_gpu_resident("").has_value());
+  EXPECT_FALSE(parse_gpu_resident("Auto").has_value());
+}
+
 TEST(IoConfig, MemorySizes) {
   EXPECT_EQ(parse_memory_size("0"), 0u);
   EXPECT_EQ(parse_memory_size("100000"), 100000u);
@@ -224,6 +246,11 @@ const ConfigErrorCase kConfigErrors[] = {
     {"gpu_feeders_zero", "[gpu]\njit = true\nfeeders = 0\n", 3,
      "'feeders' must be in [1, 8], not 0"},
     {"gpu_feeders_not_integer", "[gpu]\nfeeders = 1.5\n", 2, "'feeders' must be an integer"},
+    {"gpu_resident_bad_text", "[gpu]\nresident = \"lots\"\n", 2,
+     "'resident' must be \"auto\" or a size such as \"512M\" or \"4G\", not 'lots'"},
+    {"gpu_resident_negative", "[gpu]\nresident = -1\n", 2, "'resident' must be >= 0, not -1"},
+    {"gpu_resident_boolean", "[gpu]\nresident = true\n", 2,
+     "'resident' must be an integer (bytes) or a string such as \"4G\", not a boolean"},
     {"first_problem_in_file_order", "[hmmsearch]\nnobias = 1\nE = \"x\"\n", 2,
      "'nobias' must be a boolean"},
     // wrong types
@@ -439,6 +466,10 @@ TEST(IoConfig, ToTomlRoundTripsEveryField) {
   config.scheduler.reuse_memory = 0;
   config.scheduler.static_cpu_fraction = 0;
   expect_round_trip(config);
+  config.gpu.resident = 0;
+  expect_round_trip(config);
+  config.gpu.resident = (std::uint64_t{5} << 30) + 7;
+  expect_round_trip(config);
 }
 
 TEST(IoConfig, ToTomlRoundTripsLargeAndWholeNumbers) {
@@ -493,6 +524,10 @@ TEST(IoConfig, ToTomlRoundTripsRandomConfigs) {
     config.gpu.jit = coin(random);
     config.gpu.feeders = std::uniform_int_distribution<int>(1, 8)(random);
     config.scheduler.worker_nice = std::uniform_int_distribution<int>(0, 19)(random);
+    if (coin(random)) {
+      config.gpu.resident =
+          std::uniform_int_distribution<std::uint64_t>(0, std::uint64_t{1} << 50)(random);
+    }
     expect_round_trip(config);
     if (HasFailure()) break;
   }

@@ -54,6 +54,7 @@ class CanonicalScore final : public FilterKernels {
 
 struct Half {
   std::vector<const scheduler::Block*> blocks;
+  std::vector<device::GpuBlockSpan> spans;  // the blocks' runs of targets
   std::vector<device::GpuTarget> targets;
   std::vector<TargetScores> scores;
   std::vector<int> viterbi;  // targets (indices into `targets`) needing the Viterbi filter
@@ -105,14 +106,16 @@ HmmsearchGpuBackend::~HmmsearchGpuBackend() {
       "pack+submit %.3f s (engine: copy %.3f s, rest %.3f s), MSV wait %.3f s, phase one "
       "%.3f s, Viterbi wait %.3f s, phase two %.3f s, Forward wait %.3f s, phase three "
       "%.3f s, deliver %.3f s; kernels: MSV %.3f s, exact MSV %.3f s, Viterbi %.3f s, "
-      "Forward %.3f s\n",
+      "Forward %.3f s; residues: %lld from the resident store, %lld uploaded (%lld kept)\n",
       device_, feeder_ + 1, t.setup, static_cast<long long>(t.batches),
       static_cast<long long>(t.targets), static_cast<long long>(t.viterbi_targets),
       static_cast<long long>(t.forward_targets), static_cast<long long>(t.forward_cpu_targets),
       static_cast<long long>(t.forward_on_host), t.forward_on_host_s,
       static_cast<long long>(t.exact_targets), t.submit, t.submit_copy, t.submit_rest, t.wait_msv,
       t.phase_one, t.wait_viterbi, t.phase_two, t.wait_forward, t.phase_three, t.deliver,
-      t.msv_kernel, t.exact_kernel, t.viterbi_kernel, t.forward_kernel);
+      t.msv_kernel, t.exact_kernel, t.viterbi_kernel, t.forward_kernel,
+      static_cast<long long>(t.resident), static_cast<long long>(t.uploaded),
+      static_cast<long long>(t.kept));
   // Every feeder's host loops together (scheduler::host_loop_seconds), by who ran them.
   const scheduler::HostLoopSeconds loops = scheduler::host_loop_seconds();
   std::fprintf(stderr,
@@ -125,7 +128,8 @@ HmmsearchGpuBackend::~HmmsearchGpuBackend() {
 HmmsearchGpuBackend::HmmsearchGpuBackend(int device, int feeder, const SearchProfile& profile,
                                          const CascadeSettings& settings,
                                          device::GpuKernelChoice kernels, Deliver deliver,
-                                         ForwardOnHost forward_on_host)
+                                         ForwardOnHost forward_on_host,
+                                         device::GpuResidentStore* resident)
     : profile_(profile),
       settings_(settings),
       deliver_(std::move(deliver)),
@@ -133,6 +137,7 @@ HmmsearchGpuBackend::HmmsearchGpuBackend(int device, int feeder, const SearchPro
       device_(device),
       feeder_(feeder),
       kernels_(device::resolve_kernel_choice(kernels, profile.M)),
+      resident_(resident),
       device_name_(),
       run_host_loop_(scheduler::run_host_loop_serially) {}
 
@@ -151,7 +156,7 @@ void HmmsearchGpuBackend::start(const scheduler::HostLoopRunner& run_host_loop) 
 device::HmmGpuEngine& HmmsearchGpuBackend::engine() {
   if (!engine_) {
     const auto t0 = Clock::now();
-    engine_ = std::make_unique<device::HmmGpuEngine>(device_, profile_, kernels_);
+    engine_ = std::make_unique<device::HmmGpuEngine>(device_, profile_, kernels_, resident_);
     device_name_ = gpu_name(device_);  // CUDA is started now: listing is quick
     times_.setup += std::chrono::duration<double>(Clock::now() - t0).count();
     phase_time("GPU engine ready");
@@ -175,11 +180,16 @@ std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(
         halves[(blocks.size() > 1 && so_far * 2 >= total && !halves[0].blocks.empty()) ? 1 : 0];
     so_far += b->residue_count();
     h.blocks.push_back(b.get());
+    h.spans.push_back(
+        {static_cast<std::int64_t>(b->index), b->first_sequence, h.targets.size(), b->sequences()});
     for (std::size_t i = 0; i < b->sequences(); ++i)
       h.targets.push_back({b->sequence(i), b->length(i)});
   }
   for (int s = 0; s < device::HmmGpuEngine::kSlots; ++s) {
-    engine.submit_msv(s, halves[s].targets.data(), halves[s].targets.size(), run_host_loop_);
+    // The targets' residues stay valid until delivery (the blocks are held): a block read
+    // from the resident store is read on the host from there (wait_canonical_forward).
+    engine.submit_msv(s, halves[s].targets.data(), halves[s].targets.size(), run_host_loop_,
+                      halves[s].spans.data(), halves[s].spans.size());
     times.targets += static_cast<std::int64_t>(halves[s].targets.size());
   }
   times.submit += since(tick);
@@ -281,6 +291,9 @@ std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(
     times.msv_kernel += k.msv_ms / 1e3;
     times.submit_copy += k.submit_copy_s;
     times.submit_rest += k.submit_rest_s;
+    times.resident += k.resident_residues;
+    times.uploaded += k.uploaded_residues;
+    times.kept += k.kept_residues;
     times.exact_kernel += k.msv_exact_ms / 1e3;
     times.viterbi_kernel += k.viterbi_ms / 1e3;
     times.forward_kernel += k.canonical_ms / 1e3;

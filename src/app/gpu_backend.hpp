@@ -30,17 +30,20 @@ class HmmsearchGpuBackend final : public scheduler::GpuBackend {
   using Deliver = std::function<bool(const scheduler::Block&, std::vector<TargetScores>&&,
                                      std::vector<bool>&&)>;
 
-  // Nothing here starts CUDA; start() does, on the feeder's thread.
   // The Forward stage of some targets on the calling thread, with the CPU's kernels
   // (run_forward_stages): called from host loops, on the feeder's or a CPU worker's thread.
   using ForwardOnHost =
       std::function<void(std::span<const ForwardTarget>, std::span<TargetScores* const>)>;
 
-  // `feeder`: which of the GPU's feeder threads this is (0, 1...), for its name; each
-  // feeder has its own engine.
+  // Nothing here starts CUDA; start() does, on the feeder's thread. `feeder`: which of the
+  // GPU's feeder threads this is (0, 1...), for its name; each feeder has its own engine.
+  // `resident`, when given (a store of `device` that outlives the backend, shared by the
+  // GPU's feeders), keeps database blocks on the GPU across query models: a block kept
+  // there by an earlier model is not uploaded again.
   HmmsearchGpuBackend(int device, int feeder, const SearchProfile& profile,
                       const CascadeSettings& settings, device::GpuKernelChoice kernels,
-                      Deliver deliver, ForwardOnHost forward_on_host);
+                      Deliver deliver, ForwardOnHost forward_on_host,
+                      device::GpuResidentStore* resident = nullptr);
   // With DUET_GPU_TIMES set, prints where the feeder's time went (for bench/RESULTS.md).
   ~HmmsearchGpuBackend() override;
   std::string name() const override;
@@ -49,6 +52,12 @@ class HmmsearchGpuBackend final : public scheduler::GpuBackend {
   device::GpuKernelChoice kernel_choice() const { return kernels_; }
   // What the engine got of a run-time specialisation; nullptr before the engine exists.
   const device::GpuJitInfo* jit_info() const { return engine_ ? &engine_->jit_info() : nullptr; }
+  // Residues of the batches so far: read from the resident store, and uploaded (of which
+  // kept in the store for later models).
+  struct Residency {
+    std::int64_t resident = 0, uploaded = 0, kept = 0;
+  };
+  Residency residency() const { return {times_.resident, times_.uploaded, times_.kept}; }
   // Creates the engine (CUDA context, model upload) on the feeder's thread, so that the
   // CPU workers start meanwhile; run() creates it if start() was not called.
   void start(const scheduler::HostLoopRunner& run_host_loop) override;
@@ -63,6 +72,7 @@ class HmmsearchGpuBackend final : public scheduler::GpuBackend {
   int device_;
   int feeder_;
   device::GpuKernelChoice kernels_;
+  device::GpuResidentStore* resident_;
   std::string device_name_;
   scheduler::HostLoopRunner run_host_loop_;
   std::unique_ptr<device::HmmGpuEngine> engine_;
@@ -74,6 +84,7 @@ class HmmsearchGpuBackend final : public scheduler::GpuBackend {
            wait_forward = 0, phase_three = 0, deliver = 0, submit_copy = 0, submit_rest = 0,
            forward_on_host_s = 0;
     double msv_kernel = 0, exact_kernel = 0, viterbi_kernel = 0, forward_kernel = 0;
+    std::int64_t resident = 0, uploaded = 0, kept = 0;  // residues (see residency())
   } times_;
 };
 

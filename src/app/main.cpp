@@ -76,6 +76,7 @@ struct HmmsearchOptions {
   std::int64_t block_residues = 1 << 20, queue_depth = 0, gpu_batch_blocks = 128;
   std::int64_t gpu_batch_residues = 128 << 20;
   std::string reuse_memory;
+  std::string gpu_resident;
   int reader_threads = 0;
   int worker_nice = 0;
 };
@@ -124,6 +125,11 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
                   "GPU kernel-choice table by model length (made by `duet tune`; default: "
                   "[gpu] kernel_table, else the installed configs/gpu-kernels.toml, else "
                   "the built-in rule)");
+  auto* gpu_resident =
+      cmd->add_option("--gpu-resident", o.gpu_resident,
+                      "several models: GPU memory per GPU for database blocks kept on it for the "
+                      "next models, e.g. 512M, 8G; auto = half the free GPU memory; 0 = upload "
+                      "every block for every model (default: [gpu] resident, else auto)");
   cmd->add_flag("--gpu-jit", o.gpu_jit,
                 "GPU kernels specialised on the model length at run time (NVRTC; compiled "
                 "kernels cached in $DUET_JIT_CACHE, else $XDG_CACHE_HOME/duet/jit, else "
@@ -212,6 +218,13 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
         throw UsageError("--reuse-memory: '" + o.reuse_memory +
                          "' is not a size such as 512M or 4G");
       sched.reuse_memory = *bytes;
+    }
+    if (gpu_resident->count()) {
+      const auto budget = io::parse_gpu_resident(o.gpu_resident);
+      if (!budget)
+        throw UsageError("--gpu-resident: '" + o.gpu_resident +
+                         "' is not auto or a size such as 512M or 8G");
+      config.gpu.resident = *budget;
     }
     if (s.E <= 0) throw UsageError("-E must be positive");
     if (s.Z && *s.Z <= 0) throw UsageError("-Z must be positive");

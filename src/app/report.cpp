@@ -31,6 +31,7 @@ void write_trace(io::Hdf5Writer& file, const SearchRun& run) {
   file.create_group("/trace");
   std::int64_t residues = 0, cpu_residues = 0, gpu_residues = 0, faults = 0, reused = 0, blocks = 0;
   std::int64_t cpu_cells = 0, gpu_cells = 0, post_cells = 0;
+  std::int64_t gpu_resident_residues = 0, gpu_uploaded_residues = 0;
   double cpu_stage = 0, gpu_stage = 0, post_seconds = 0, idle_tail = 0, worker_idle_tail = 0;
   bool test_double = false;
   int cpu_workers = 0, gpu_feeders = 0;
@@ -64,6 +65,12 @@ void write_trace(io::Hdf5Writer& file, const SearchRun& run) {
     file.set_attribute(g, "worker_idle_tail_seconds", s.worker_idle_tail_seconds);
     file.set_attribute(g, "blocks", s.blocks);
     file.set_attribute(g, "reused_blocks", s.reused_blocks);
+    const QueryResult& q = run.queries[qi];
+    file.set_attribute(g, "gpu_resident_residues", q.gpu_resident_residues);
+    file.set_attribute(g, "gpu_uploaded_residues", q.gpu_uploaded_residues);
+    file.set_attribute(g, "gpu_kept_residues", q.gpu_kept_residues);
+    gpu_resident_residues += q.gpu_resident_residues;
+    gpu_uploaded_residues += q.gpu_uploaded_residues;
     residues += s.residues;
     cpu_residues += s.cpu_residues;
     gpu_residues += s.gpu_residues;
@@ -140,6 +147,10 @@ void write_trace(io::Hdf5Writer& file, const SearchRun& run) {
   file.set_attribute("/run", "gpu_jit", jit.empty() ? std::string("off") : jit);
   file.set_attribute("/run", "blocks", blocks);
   file.set_attribute("/run", "reused_blocks", reused);
+  // Residues the real GPUs read from the blocks kept on them across queries
+  // (--gpu-resident), and uploaded; per query in /trace/<query>.
+  file.set_attribute("/run", "gpu_resident_residues", gpu_resident_residues);
+  file.set_attribute("/run", "gpu_uploaded_residues", gpu_uploaded_residues);
 }
 
 }  // namespace

@@ -67,6 +67,7 @@ HybridOptions hybrid_options(const io::Config& config) {
   h.reuse_memory = c.reuse_memory;
   h.gpu_jit = config.gpu.jit;
   h.gpu_feeders = config.gpu.feeders;
+  h.gpu_resident = config.gpu.resident;
   return h;
 }
 
@@ -383,6 +384,12 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& 
   reader.consumers = options.cpu_workers + feeders;
   const std::uint64_t reuse = models.size() > 1 ? hybrid.reuse_memory : 0;
   std::unique_ptr<scheduler::BlockStore> store;
+#ifdef DUET_HAVE_CUDA
+  // Several models: database blocks kept on each GPU across them (made with the block
+  // store, whose block indices they are keyed by; declared after it, ended before it).
+  std::vector<std::unique_ptr<device::GpuResidentStore>> resident;
+  const bool keep_resident = models.size() > 1 && hybrid.gpu_resident.value_or(1) != 0;
+#endif
 
   const CascadeSettings settings = cascade_settings(config.search);
   const simd::Isa isa = simd::isa_from_name(config.run.isa);  // UsageError if the CPU lacks it
@@ -392,8 +399,18 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& 
     run.gpu_kernel_table = kernel_table ? hybrid.gpu_kernel_table : "built-in rule";
   for (const HmmModel& hmm : models) {
     if (!store || &store->alphabet() != hmm.alphabet) {
+#ifdef DUET_HAVE_CUDA
+      resident.clear();  // blocks of another alphabet's codes
+#endif
       store.reset();  // frees what a store of another alphabet kept
       store = std::make_unique<scheduler::BlockStore>(database_path, *hmm.alphabet, reader, reuse);
+#ifdef DUET_HAVE_CUDA
+      for (int d : devices) {
+        if (keep_resident)
+          resident.push_back(
+              std::make_unique<device::GpuResidentStore>(d, hybrid.gpu_resident.value_or(0)));
+      }
+#endif
     }
     const auto query_start = Clock::now();
     const Background bg = Background::for_alphabet(*hmm.alphabet);
@@ -447,10 +464,11 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& 
     device::GpuKernelChoice kernels{plan.msv_group_threads,
                                     device::parse_gpu_strategy(plan.viterbi_strategy)};
     kernels.jit = hybrid.gpu_jit;
-    for (int d : devices) {
+    for (std::size_t g = 0; g < devices.size(); ++g) {
       for (int f = 0; f < std::max(1, hybrid.gpu_feeders); ++f) {
         devices_in_use.push_back(std::make_unique<HmmsearchGpuBackend>(
-            d, f, profile, settings, kernels, deliver, forward_on_host));
+            devices[g], f, profile, settings, kernels, deliver, forward_on_host,
+            resident.empty() ? nullptr : resident[g].get()));
         backends.push_back(devices_in_use.back().get());
       }
     }
@@ -464,6 +482,12 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& 
     query.schedule = scheduler::run_blocks(*store, workload, backends, options);
     phase_time("pass ended");
 #ifdef DUET_HAVE_CUDA
+    for (const auto& d : devices_in_use) {
+      const HmmsearchGpuBackend::Residency r = d->residency();
+      query.gpu_resident_residues += r.resident;
+      query.gpu_uploaded_residues += r.uploaded;
+      query.gpu_kept_residues += r.kept;
+    }
     if (hybrid.gpu_jit && !devices_in_use.empty()) {
       // Every GPU's engine asked NVRTC for the same kernels; the first says what it got.
       // A failure is said once per run (the search goes on with the static kernels).

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,9 @@ struct QueryResult {
   // What --gpu-jit gave this query's real GPUs: "" = not asked; "msv_exact (compiled
   // 0.210 s)" and the like; or "static kernels: <why>" where NVRTC could not serve.
   std::string gpu_jit;
+  // The real GPUs' residues of this query: read from the resident store (kept there by an
+  // earlier query), and uploaded (of which kept for later queries). Zero without GPUs.
+  std::int64_t gpu_resident_residues = 0, gpu_uploaded_residues = 0, gpu_kept_residues = 0;
   scheduler::RunSummary schedule;  // trace and device shares of this query's run
 };
 
@@ -85,6 +89,10 @@ struct HybridOptions {
   // Feeder threads per real GPU (--gpu-feeders, [gpu] feeders), each with its own engine
   // (streams, buffers) and batches: one feeder's host work overlaps another's kernels.
   int gpu_feeders = 2;
+  // Device memory per GPU for database blocks kept on the GPU across the queries of a
+  // multi-model search (--gpu-resident, [gpu] resident; device::GpuResidentStore): bytes,
+  // 0 = off, none = half the GPU's free memory.
+  std::optional<std::uint64_t> gpu_resident;
   bool progress = false;
   bool warnings = true;  // device faults reported on stderr
   const std::atomic<bool>* stop = nullptr;

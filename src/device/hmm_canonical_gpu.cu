@@ -105,7 +105,7 @@ struct CanonicalArgs {
   const float* dd_prefix;  // [q][lane], q = 0..Q
   int Q;
   float e_loop, e_move;
-  const std::uint8_t* residues;
+  const std::uint8_t* const* target_residues;  // per target: its first residue
   const std::int64_t* offsets;
   const int* list;    // per list entry: the target (index into the uploaded batch)
   const float2* ncj;  // per list entry: (loop, move)
@@ -169,7 +169,7 @@ __global__ void __launch_bounds__(kBlockThreads) canonical_forward_kernel(Canoni
         const int target = a.list[item];
         const std::int64_t offset = a.offsets[target];
         L = static_cast<int>(a.offsets[target + 1] - offset);
-        dsq = a.residues + offset;
+        dsq = a.target_residues[target];
         loop = a.ncj[item].x;
         move = a.ncj[item].y;
         xN = 1.0f;
@@ -391,7 +391,8 @@ CanonicalForwardGpu::CanonicalForwardGpu(const ForwardScores& fwd, int multiproc
 
 CanonicalForwardGpu::~CanonicalForwardGpu() = default;
 
-void CanonicalForwardGpu::submit(int slot, cudaStream_t st, const std::uint8_t* d_residues,
+void CanonicalForwardGpu::submit(int slot, cudaStream_t st,
+                                 const std::uint8_t* const* d_target_residues,
                                  const std::int64_t* d_offsets, const std::vector<int>& lengths,
                                  const int* which, int n, cudaEvent_t start, cudaEvent_t done) {
   Impl& m = *impl_;
@@ -414,7 +415,7 @@ void CanonicalForwardGpu::submit(int slot, cudaStream_t st, const std::uint8_t* 
     a.Q = m.Q;
     a.e_loop = m.e_loop;
     a.e_move = m.e_move;
-    a.residues = d_residues;
+    a.target_residues = d_target_residues;
     a.offsets = d_offsets;
     a.list = s.targets_list.list();
     a.ncj = s.targets_list.ncj();
@@ -490,8 +491,9 @@ void CanonicalForwardGpu::submit(int slot, cudaStream_t st, const std::uint8_t* 
   }
 }
 
-const std::vector<float>& CanonicalForwardGpu::scores(int slot, const std::uint8_t* residues,
-                                                      const std::int64_t* offsets) {
+const std::vector<float>& CanonicalForwardGpu::scores(int slot,
+                                                      const std::uint8_t* const* host_residues,
+                                                      const std::vector<int>& lengths) {
   Impl& m = *impl_;
   Impl::Slot& s = m.slots[slot];
   s.scores.resize(s.n);
@@ -506,8 +508,7 @@ const std::vector<float>& CanonicalForwardGpu::scores(int slot, const std::uint8
     }
     if (!s.cpu) s.cpu = std::make_unique<CanonicalForward>(m.fwd);
     const int target = s.targets[i];
-    s.scores[i] = s.cpu->score(residues + offsets[target],
-                               static_cast<int>(offsets[target + 1] - offsets[target]));
+    s.scores[i] = s.cpu->score(host_residues[target], lengths[target]);
     ++s.cpu_targets;
   }
   return s.scores;

@@ -29,16 +29,17 @@ class CanonicalForwardGpu {
   CanonicalForwardGpu& operator=(const CanonicalForwardGpu&) = delete;
 
   // Starts the kernel on stream `st` for the targets `which` (indices into the uploaded
-  // batch: residues and offsets on the device, lengths on the host); `start` and `done`
-  // are recorded around the kernel alone.
-  void submit(int slot, cudaStream_t st, const std::uint8_t* d_residues,
+  // batch: per-target residue pointers and offsets on the device, lengths on the host); `start` and
+  // `done` are recorded around the kernel alone.
+  void submit(int slot, cudaStream_t st, const std::uint8_t* const* d_target_residues,
               const std::int64_t* d_offsets, const std::vector<int>& lengths, const int* which,
               int n, cudaEvent_t start, cudaEvent_t done);
   // After the stream has been synchronised: one canonical score (nats) per entry of
-  // `which`, finished on the host; `residues` and `offsets` are the batch's host copy, for
-  // the targets rescaled more than kCanonicalGpuRescalings times (computed on the CPU).
-  const std::vector<float>& scores(int slot, const std::uint8_t* residues,
-                                   const std::int64_t* offsets);
+  // `which`, finished on the host; `host_residues` (per target of the batch, its residues
+  // on the host) and `lengths` serve the targets rescaled more than
+  // kCanonicalGpuRescalings times (computed on the CPU).
+  const std::vector<float>& scores(int slot, const std::uint8_t* const* host_residues,
+                                   const std::vector<int>& lengths);
   // Targets of the slot's last batch that the CPU computed.
   std::int64_t cpu_targets(int slot) const;
 

@@ -43,7 +43,7 @@ struct ForwardArgs {
   const float* emis;     // [x][position]
   int Mp, chunks;
   float e_loop, e_move;
-  const std::uint8_t* residues;
+  const std::uint8_t* const* target_residues;  // per target: its first residue
   const std::int64_t* offsets;
   const int* list;    // targets
   const float2* ncj;  // per list entry: (loop, move)
@@ -77,7 +77,7 @@ __global__ void __launch_bounds__(256) forward_warp_kernel(ForwardArgs a) {
     const int target = a.list[item];
     const std::int64_t offset = a.offsets[target];
     const int L = static_cast<int>(a.offsets[target + 1] - offset);
-    const std::uint8_t* dsq = a.residues + offset;
+    const std::uint8_t* dsq = a.target_residues[target];
     const float loop = a.ncj[item].x, move = a.ncj[item].y;
     for (int q = lane; q < a.Mp; q += 32) rM[q] = rI[q] = rD[q] = 0.0f;
     float xN = 1.0f, xJ = 0.0f, xC = 0.0f, xB = move;
@@ -281,7 +281,7 @@ ForwardGpu::~ForwardGpu() {
   delete impl_;
 }
 
-void ForwardGpu::submit(int slot, cudaStream_t st, const std::uint8_t* d_residues,
+void ForwardGpu::submit(int slot, cudaStream_t st, const std::uint8_t* const* d_target_residues,
                         const std::int64_t* d_offsets, const std::vector<int>& lengths,
                         const int* which, int n, cudaEvent_t start, cudaEvent_t done) {
   Impl& m = *impl_;
@@ -300,7 +300,7 @@ void ForwardGpu::submit(int slot, cudaStream_t st, const std::uint8_t* d_residue
     a.chunks = m.chunks;
     a.e_loop = m.e_loop;
     a.e_move = m.e_move;
-    a.residues = d_residues;
+    a.target_residues = d_target_residues;
     a.offsets = d_offsets;
     a.list = s.targets_list.list();
     a.ncj = s.targets_list.ncj();

@@ -24,9 +24,9 @@ class ForwardGpu {
   ForwardGpu& operator=(const ForwardGpu&) = delete;
 
   // Starts the kernel on stream `st` for the targets `which` (indices into the uploaded
-  // batch: residues and offsets on the device, lengths on the host); `start` and `done`
-  // are recorded around the kernel alone.
-  void submit(int slot, cudaStream_t st, const std::uint8_t* d_residues,
+  // batch: per-target residue pointers and offsets on the device, lengths on the host); `start` and
+  // `done` are recorded around the kernel alone.
+  void submit(int slot, cudaStream_t st, const std::uint8_t* const* d_target_residues,
               const std::int64_t* d_offsets, const std::vector<int>& lengths, const int* which,
               int n, cudaEvent_t start, cudaEvent_t done);
   // After the stream has been synchronised: one raw score (nats) per entry of `which`.

@@ -14,6 +14,7 @@
 #include <numeric>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 
 #include "device/cuda_buffers.cuh"
 #include "device/hmm_canonical_gpu.cuh"
@@ -98,10 +99,10 @@ struct MsvFastArgs {
   const uint4* profile;  // MsvDeviceLayout::words
   int profile_vec4;      // its size in 16-byte units
   int tiles;
-  int pad_residue;  // Kp: the layout's row of kMsvPadScore
-  const std::uint8_t* residues;
-  const std::int64_t* offsets;  // n + 1
-  const int* order;             // targets, longest first
+  int pad_residue;                             // Kp: the layout's row of kMsvPadScore
+  const std::uint8_t* const* target_residues;  // per target: its first residue
+  const std::int64_t* offsets;                 // n + 1
+  const int* order;                            // targets, longest first
   int n;
   const std::uint8_t* bjbm;  // per target: (tjb(L) + tbm) & 0xff
   int base, bias, tec;
@@ -148,7 +149,7 @@ __global__ void __launch_bounds__(kMsvBlockThreads) msv_wavefront_kernel(MsvFast
   const int target = has_target ? a.order[group] : 0;
   const std::int64_t offset = has_target ? a.offsets[target] : 0;
   const int L = has_target ? static_cast<int>(a.offsets[target + 1] - offset) : 0;
-  const std::uint8_t* dsq = a.residues + offset;
+  const std::uint8_t* dsq = a.target_residues[target];
   const int xB = has_target ? max(a.base - int{a.bjbm[target]}, 0) : 0;
   const unsigned pad = static_cast<unsigned>(a.pad_residue);
   const unsigned clamp2 = pack2(kMsvClamp);
@@ -261,7 +262,7 @@ struct ViterbiArgs {
   const uint4* nodes;         // per node: bm mm im dm md mi ii dd_in (int16 each)
   int M;
   int base, e_loop, e_move, dd_bound;
-  const std::uint8_t* residues;
+  const std::uint8_t* const* target_residues;  // per target: its first residue
   const std::int64_t* offsets;
   const int* list;               // targets
   const std::int16_t* ncj_move;  // per list entry
@@ -311,7 +312,7 @@ __global__ void __launch_bounds__(kExactBlockThreads) viterbi_warp_kernel(Viterb
     const int target = a.list[item];
     const std::int64_t offset = a.offsets[target];
     const int L = static_cast<int>(a.offsets[target + 1] - offset);
-    const std::uint8_t* dsq = a.residues + offset;
+    const std::uint8_t* dsq = a.target_residues[target];
     const int ncj = a.ncj_move[item];
     for (int k = lane + 1; k <= a.M; k += 32) row[k] = make_short4(neg, neg, neg, 0);
     __syncwarp();
@@ -413,7 +414,7 @@ __global__ void __launch_bounds__(kExactBlockThreads) viterbi_strip_kernel(Viter
     const int target = a.list[item];
     const std::int64_t offset = a.offsets[target];
     const int L = static_cast<int>(a.offsets[target + 1] - offset);
-    const std::uint8_t* dsq = a.residues + offset;
+    const std::uint8_t* dsq = a.target_residues[target];
     const int ncj = a.ncj_move[item];
     int mv[S], iv[S], dv[S];
 #pragma unroll
@@ -516,7 +517,7 @@ __global__ void viterbi_thread_kernel(ViterbiArgs a) {
     const int target = a.list[item];
     const std::int64_t offset = a.offsets[target];
     const int L = static_cast<int>(a.offsets[target + 1] - offset);
-    const std::uint8_t* dsq = a.residues + offset;
+    const std::uint8_t* dsq = a.target_residues[target];
     const int ncj = a.ncj_move[item];
     for (int k = 0; k <= a.M + 1; ++k) at(k) = make_short4(neg, neg, neg, 0);
     const int xN = a.base;
@@ -617,9 +618,90 @@ void select_device(int device) {
 
 }  // namespace
 
+// ---------------------------------------------------------------- resident store
+
+struct GpuResidentStore::Impl {
+  // Device memory is taken in chunks of this size (or a block's size, if larger).
+  static constexpr std::uint64_t kChunkBytes = std::uint64_t{256} << 20;
+  // Bytes after each kept block, as after a batch's residues in the slot buffers.
+  static constexpr std::uint64_t kPadding = 16;
+  int device = 0;
+  std::uint64_t budget = 0;  // 0: half the free memory, resolved at the first block
+  mutable std::mutex mutex;  // guards everything below
+  std::vector<void*> chunks;
+  std::uint8_t* chunk_free = nullptr;
+  std::uint64_t chunk_left = 0, allocated = 0, kept = 0;
+  struct Entry {
+    std::int64_t first_sequence = 0;
+    std::size_t targets = 0;
+    std::int64_t residues = 0;
+    const std::uint8_t* data = nullptr;
+    bool ready = false;  // its upload has completed (the uploading slot has synchronised)
+  };
+  std::unordered_map<std::int64_t, Entry> entries;  // by block index
+
+  // Room for `bytes` on the device (the caller holds the mutex, the device is current);
+  // nullptr when the budget is spent or the device has no more memory.
+  std::uint8_t* take(std::uint64_t bytes) {
+    if (budget == 0) {
+      std::size_t free = 0, total = 0;
+      check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
+      budget = std::max<std::uint64_t>(free / 2, 1);
+    }
+    if (bytes > chunk_left) {
+      if (allocated >= budget || bytes > budget - allocated) return nullptr;
+      const std::uint64_t size = std::min(budget - allocated, std::max(bytes, kChunkBytes));
+      void* chunk = nullptr;
+      if (cudaMalloc(&chunk, size) != cudaSuccess) {
+        cudaGetLastError();  // out of memory: keep what is kept, take no more
+        budget = allocated;
+        return nullptr;
+      }
+      chunks.push_back(chunk);
+      chunk_free = static_cast<std::uint8_t*>(chunk);
+      chunk_left = size;
+      allocated += size;
+    }
+    std::uint8_t* at = chunk_free;
+    chunk_free += bytes;
+    chunk_left -= bytes;
+    kept += bytes - kPadding;
+    return at;
+  }
+};
+
+GpuResidentStore::GpuResidentStore(int device, std::uint64_t budget_bytes)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->device = device;
+  impl_->budget = budget_bytes;
+}
+
+GpuResidentStore::~GpuResidentStore() {
+  if (impl_->chunks.empty()) return;  // CUDA never touched
+  cudaSetDevice(impl_->device);
+  for (void* chunk : impl_->chunks) cudaFree(chunk);  // no throw from a destructor
+}
+
+int GpuResidentStore::device() const {
+  return impl_->device;
+}
+std::uint64_t GpuResidentStore::budget_bytes() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->budget;
+}
+std::uint64_t GpuResidentStore::kept_bytes() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->kept;
+}
+std::size_t GpuResidentStore::kept_blocks() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->entries.size();
+}
+
 // ---------------------------------------------------------------- engine
 
 struct HmmGpuEngine::Impl {
+  GpuResidentStore* resident = nullptr;
   int device = 0;
   std::string name;
   GpuStrategy strategy = GpuStrategy::warp_groups;
@@ -663,6 +745,15 @@ struct HmmGpuEngine::Impl {
     DeviceBuffer<std::int16_t> d_boundary, d_ncj;
     DeviceBuffer<short4> d_vit_rows;
     DeviceBuffer<std::uint8_t> d_exact_rows;  // one per slot: the slots' streams run at once
+    // Per target: where the kernels read its residues (the slot's device buffer or the
+    // resident store), and where the host reads them (wait_canonical_forward).
+    PinnedBuffer<const std::uint8_t*> target_residues;
+    DeviceBuffer<const std::uint8_t*> d_target_residues;
+    std::vector<const std::uint8_t*> host_residues;
+    std::vector<const std::uint8_t*> stored;  // per target: its place in the store, or nullptr
+    std::vector<char> served;                 // per target: read from the store as kept
+    std::vector<std::int64_t> kept_blocks;    // blocks this slot's last submit put in the store
+    bool kept_queued = false;                 // ... and their uploads were all queued
     int n = 0, vit_n = 0;
     std::vector<int> lengths;
     std::vector<std::int64_t> counts;  // order_longest_first's scratch
@@ -671,6 +762,23 @@ struct HmmGpuEngine::Impl {
   };
   // Created once the device is selected: streams and events belong to the current device.
   std::unique_ptr<Slot> slots[kSlots];
+
+  // The blocks the slot's last submit put in the store are served from now on: the slot's
+  // stream has been synchronised, their uploads are complete. Where that submit failed
+  // before queuing them all, they are dropped from the store (their memory stays unused).
+  void publish_kept(Slot& s) {
+    if (s.kept_blocks.empty()) return;
+    GpuResidentStore::Impl& r = *resident->impl_;
+    std::lock_guard lock(r.mutex);
+    for (std::int64_t index : s.kept_blocks) {
+      if (s.kept_queued) {
+        r.entries.at(index).ready = true;
+      } else {
+        r.entries.erase(index);
+      }
+    }
+    s.kept_blocks.clear();
+  }
 
   std::uint8_t bjbm(int L) {
     if (static_cast<std::size_t>(L) >= bjbm_by_length.size()) {
@@ -694,9 +802,16 @@ struct HmmGpuEngine::Impl {
   }
 };
 
-HmmGpuEngine::HmmGpuEngine(int device, const SearchProfile& profile, GpuKernelChoice choice)
+HmmGpuEngine::HmmGpuEngine(int device, const SearchProfile& profile, GpuKernelChoice choice,
+                           GpuResidentStore* resident)
     : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
+  if (resident != nullptr && resident->device() != device) {
+    throw std::invalid_argument("HmmGpuEngine: the resident store belongs to GPU " +
+                                std::to_string(resident->device()) + ", not GPU " +
+                                std::to_string(device));
+  }
+  m.resident = resident;
   m.device = device;
   m.strategy = choice.viterbi;
   const GpuKernelChoice resolved = resolve_kernel_choice(choice, profile.M);
@@ -815,7 +930,7 @@ HmmGpuEngine::~HmmGpuEngine() {
   if (impl_) {
     cudaSetDevice(impl_->device);
     for (auto& s : impl_->slots) {
-      if (s) cudaStreamSynchronize(s->stream.get());
+      if (s && cudaStreamSynchronize(s->stream.get()) == cudaSuccess) impl_->publish_kept(*s);
     }
   }
 }
@@ -835,11 +950,13 @@ const GpuJitInfo& HmmGpuEngine::jit_info() const {
 }
 
 void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::size_t count,
-                              const ParallelFor& parallel) {
+                              const ParallelFor& parallel, const GpuBlockSpan* blocks,
+                              std::size_t block_count) {
   Impl& m = *impl_;
   Impl::Slot& s = *m.slots[slot_index];
   check(cudaSetDevice(m.device), "cudaSetDevice");
   check(cudaStreamSynchronize(s.stream.get()), "cudaStreamSynchronize");  // buffers free
+  m.publish_kept(s);
   using Clock = std::chrono::steady_clock;
   const auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
   const auto started = Clock::now();
@@ -864,8 +981,53 @@ void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::siz
     s.bjbm[i] = m.bjbm(targets[i].length);
   }
   s.offsets[n] = at;
+  // The resident store: each whole block of the batch is served from it (kept earlier and
+  // uploaded completely), or kept in it now (its upload goes to the store's memory), or,
+  // when it does not fit, uploaded with the batch as without a store.
+  s.stored.assign(n, nullptr);
+  s.served.assign(n, 0);
+  s.kept_queued = false;
+  s.times.resident_residues = s.times.kept_residues = 0;
+  if (m.resident != nullptr && block_count > 0) {
+    GpuResidentStore::Impl& r = *m.resident->impl_;
+    std::lock_guard lock(r.mutex);
+    for (std::size_t b = 0; b < block_count; ++b) {
+      const GpuBlockSpan& span = blocks[b];
+      const std::size_t first = span.first_target, end = first + span.targets;
+      if (end > count) throw std::invalid_argument("submit_msv: a block past the batch's targets");
+      const std::int64_t block_residues = s.offsets[end] - s.offsets[first];
+      const std::uint8_t* base = nullptr;
+      bool served = false;
+      const auto found = r.entries.find(span.index);
+      if (found != r.entries.end()) {
+        const GpuResidentStore::Impl::Entry& e = found->second;
+        if (!e.ready || e.first_sequence != span.first_sequence || e.targets != span.targets ||
+            e.residues != block_residues) {
+          continue;  // another block of that index, or still uploading: the old way
+        }
+        base = e.data;
+        served = true;
+        s.times.resident_residues += block_residues;
+      } else {
+        std::uint8_t* room =
+            r.take(static_cast<std::uint64_t>(block_residues) + GpuResidentStore::Impl::kPadding);
+        if (room == nullptr) continue;  // does not fit: the old way
+        r.entries.emplace(span.index,
+                          GpuResidentStore::Impl::Entry{span.first_sequence, span.targets,
+                                                        block_residues, room, false});
+        s.kept_blocks.push_back(span.index);
+        base = room;
+        s.times.kept_residues += block_residues;
+      }
+      for (std::size_t i = first; i < end; ++i) {
+        s.stored[i] = base + (s.offsets[i] - s.offsets[first]);
+        s.served[i] = served;
+      }
+    }
+  }
+  s.times.uploaded_residues = static_cast<std::int64_t>(residues) - s.times.resident_residues;
   const auto copy = [&](std::size_t i) {
-    if (targets[i].length > 0)
+    if (targets[i].length > 0 && !s.served[i])
       std::memcpy(s.residues.get() + s.offsets[i], targets[i].residues, targets[i].length);
   };
   if (parallel) {
@@ -885,6 +1047,13 @@ void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::siz
   }
 
   s.d_residues.reserve(residues + 16);
+  s.target_residues.reserve(n + 1);
+  s.d_target_residues.reserve(n + 1);
+  s.host_residues.resize(n);
+  for (int i = 0; i < n; ++i) {
+    s.target_residues[i] = s.stored[i] != nullptr ? s.stored[i] : s.d_residues.get() + s.offsets[i];
+    s.host_residues[i] = s.served[i] ? targets[i].residues : s.residues.get() + s.offsets[i];
+  }
   s.d_offsets.reserve(n + 1);
   s.d_order.reserve(n + 1);
   s.d_bjbm.reserve(n + 1);
@@ -893,8 +1062,38 @@ void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::siz
   s.d_exact_count.reserve(1);
   s.d_boundary.reserve(2 * residues + 16);
   cudaStream_t st = s.stream.get();
-  check(cudaMemcpyAsync(s.d_residues.get(), s.residues.get(), residues, cudaMemcpyHostToDevice, st),
-        "H2D residues");
+  // The residues not served from the store, in runs that are contiguous both in the pinned
+  // buffer and where they go (the slot's buffer, or a block's place in the store).
+  {
+    std::int64_t run_from = 0, run_bytes = 0;
+    std::uint8_t* run_to = nullptr;
+    const auto flush = [&] {
+      if (run_bytes > 0) {
+        check(cudaMemcpyAsync(run_to, s.residues.get() + run_from,
+                              static_cast<std::size_t>(run_bytes), cudaMemcpyHostToDevice, st),
+              "H2D residues");
+      }
+      run_bytes = 0;
+    };
+    for (int i = 0; i < n; ++i) {
+      if (s.served[i]) {
+        flush();
+        continue;
+      }
+      auto* to = const_cast<std::uint8_t*>(s.target_residues[i]);
+      if (run_bytes == 0 || to != run_to + run_bytes || s.offsets[i] != run_from + run_bytes) {
+        flush();
+        run_from = s.offsets[i];
+        run_to = to;
+      }
+      run_bytes += s.lengths[i];
+    }
+    flush();
+    s.kept_queued = true;
+  }
+  check(cudaMemcpyAsync(s.d_target_residues.get(), s.target_residues.get(),
+                        n * sizeof(const std::uint8_t*), cudaMemcpyHostToDevice, st),
+        "H2D residue addresses");
   check(cudaMemcpyAsync(s.d_offsets.get(), s.offsets.get(), (n + 1) * sizeof(std::int64_t),
                         cudaMemcpyHostToDevice, st),
         "H2D offsets");
@@ -917,7 +1116,7 @@ void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::siz
     a.profile_vec4 = static_cast<int>(m.msv_layout.bytes() / sizeof(uint4));
     a.tiles = m.msv_layout.tiles;
     a.pad_residue = m.msv_layout.Kp;
-    a.residues = s.d_residues.get();
+    a.target_residues = s.d_target_residues.get();
     a.offsets = s.d_offsets.get();
     a.order = s.d_order.get();
     a.n = n;
@@ -956,7 +1155,7 @@ void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::siz
     MsvExactArgs e{};
     e.cost = m.msv_costs.get();
     e.M = m.msv.M;
-    e.residues = s.d_residues.get();
+    e.target_residues = s.d_target_residues.get();
     e.offsets = s.d_offsets.get();
     e.bjbm = s.d_bjbm.get();
     e.base = m.msv.base;
@@ -990,6 +1189,7 @@ const std::vector<FilterScore>& HmmGpuEngine::wait_msv(int slot_index) {
   Impl::Slot& s = *m.slots[slot_index];
   check(cudaSetDevice(m.device), "cudaSetDevice");
   check(cudaStreamSynchronize(s.stream.get()), "cudaStreamSynchronize msv");
+  m.publish_kept(s);
   s.times.msv_ms = s.msv_fast_done.ms_since(s.msv_start);
   s.times.msv_exact_ms = s.msv_done.ms_since(s.msv_fast_done);
   s.times.msv_exact_targets = s.exact_count[0];
@@ -1063,7 +1263,7 @@ void HmmGpuEngine::submit_viterbi(int slot_index, const int* which, std::size_t 
     a.e_loop = m.vit.e_loop;
     a.e_move = m.vit.e_move;
     a.dd_bound = m.vit.dd_bound;
-    a.residues = s.d_residues.get();
+    a.target_residues = s.d_target_residues.get();
     a.offsets = s.d_offsets.get();
     a.list = s.d_vit_list.get();
     a.ncj_move = s.d_ncj.get();
@@ -1141,8 +1341,8 @@ void HmmGpuEngine::submit_forward(int slot_index, const int* which, std::size_t 
   Impl& m = *impl_;
   Impl::Slot& s = *m.slots[slot_index];
   check(cudaSetDevice(m.device), "cudaSetDevice");
-  m.forward->submit(slot_index, s.stream.get(), s.d_residues.get(), s.d_offsets.get(), s.lengths,
-                    which, static_cast<int>(count), s.fwd_start.get(), s.fwd_done.get());
+  m.forward->submit(slot_index, s.stream.get(), s.d_target_residues.get(), s.d_offsets.get(),
+                    s.lengths, which, static_cast<int>(count), s.fwd_start.get(), s.fwd_done.get());
 }
 
 const std::vector<float>& HmmGpuEngine::wait_forward(int slot_index) {
@@ -1158,8 +1358,8 @@ void HmmGpuEngine::submit_canonical_forward(int slot_index, const int* which, st
   Impl& m = *impl_;
   Impl::Slot& s = *m.slots[slot_index];
   check(cudaSetDevice(m.device), "cudaSetDevice");
-  m.canonical->submit(slot_index, s.stream.get(), s.d_residues.get(), s.d_offsets.get(), s.lengths,
-                      which, static_cast<int>(count), s.canonical_start.get(),
+  m.canonical->submit(slot_index, s.stream.get(), s.d_target_residues.get(), s.d_offsets.get(),
+                      s.lengths, which, static_cast<int>(count), s.canonical_start.get(),
                       s.canonical_done.get());
 }
 
@@ -1170,7 +1370,7 @@ const std::vector<float>& HmmGpuEngine::wait_canonical_forward(int slot_index) {
   check(cudaStreamSynchronize(s.stream.get()), "cudaStreamSynchronize canonical forward");
   s.times.canonical_ms = s.canonical_done.ms_since(s.canonical_start);
   const std::vector<float>& scores =
-      m.canonical->scores(slot_index, s.residues.get(), s.offsets.get());
+      m.canonical->scores(slot_index, s.host_residues.data(), s.lengths);
   s.times.canonical_cpu_targets = m.canonical->cpu_targets(slot_index);
   return scores;
 }

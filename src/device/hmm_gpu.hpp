@@ -175,6 +175,45 @@ struct GpuTarget {
   int length = 0;
 };
 
+// Database blocks kept on one GPU across engines (query models): a block's residues stay
+// in device memory after its first upload, keyed by its block index, within a budget;
+// an engine given the store reads a kept block's targets from there instead of copying
+// them into pinned memory and uploading them again. Memory is taken in chunks (up to
+// 256 MiB) as blocks arrive and never given back before the store ends; a block that
+// does not fit in what is left of the budget is uploaded with its batch, as without a
+// store. Nothing is evicted. Safe for several engines and feeder threads at once (a
+// mutex guards the map; a block is served only once its upload has completed on the
+// device, which an engine's stream waits for with an event).
+// `budget_bytes` 0 means half the device's free memory when the first block arrives (the
+// engine's own buffers for a batch exist by then). Nothing touches CUDA before that.
+// Must outlive every engine that uses it.
+class GpuResidentStore {
+ public:
+  GpuResidentStore(int device, std::uint64_t budget_bytes);
+  ~GpuResidentStore();
+  GpuResidentStore(const GpuResidentStore&) = delete;
+  GpuResidentStore& operator=(const GpuResidentStore&) = delete;
+  int device() const;
+  std::uint64_t budget_bytes() const;  // 0 until resolved (auto) at the first block
+  std::uint64_t kept_bytes() const;    // residues of the kept blocks
+  std::size_t kept_blocks() const;
+
+ private:
+  friend class HmmGpuEngine;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Consecutive targets of a batch that are one whole database block, in order: `index`
+// and `first_sequence` identify the block (scheduler::Block; a block of the same index
+// but other sequences, or another residue count, is never served from the store).
+struct GpuBlockSpan {
+  std::int64_t index = 0;
+  std::int64_t first_sequence = 0;
+  std::size_t first_target = 0;  // into the batch's targets
+  std::size_t targets = 0;
+};
+
 // Wall-clock spent in the kernels of the last completed batch of a slot (CUDA events).
 struct GpuKernelTimes {
   float msv_ms = 0, msv_exact_ms = 0, viterbi_ms = 0, forward_ms = 0, canonical_ms = 0;
@@ -185,6 +224,9 @@ struct GpuKernelTimes {
   // Host seconds of the last submit_msv: copying the residues into pinned memory, and the
   // rest (offsets, order longest first, queuing the uploads and kernels).
   double submit_copy_s = 0, submit_rest_s = 0;
+  // Residues of the last submit_msv: read from the resident store (neither copied nor
+  // uploaded), uploaded, and, of those uploaded, kept in the store for later batches.
+  std::int64_t resident_residues = 0, uploaded_residues = 0, kept_residues = 0;
 };
 
 class HmmGpuEngine {
@@ -196,7 +238,10 @@ class HmmGpuEngine {
   // waiting thread sleeps instead of spinning), uploads the model's layouts.
   // `choice.msv_group_threads` other than 0, 8, 16 or 32, or `choice.msv_nodes_per_thread`
   // other than 0, 16 or 32, throws std::invalid_argument.
-  HmmGpuEngine(int device, const SearchProfile& profile, GpuKernelChoice choice);
+  // `resident`, when given (a store of the same device), keeps and serves database blocks
+  // (submit_msv's `blocks`).
+  HmmGpuEngine(int device, const SearchProfile& profile, GpuKernelChoice choice,
+               GpuResidentStore* resident = nullptr);
   HmmGpuEngine(int device, const SearchProfile& profile,
                GpuStrategy strategy = GpuStrategy::warp_groups)
       : HmmGpuEngine(device, profile, GpuKernelChoice{0, strategy}) {}
@@ -212,12 +257,17 @@ class HmmGpuEngine {
   const GpuJitInfo& jit_info() const;
 
   // Copies the targets into the slot's pinned buffer, uploads them and starts MSV;
-  // returns at once. The targets' memory may be reused after the call. `parallel`, when
-  // given, runs the copies (body(i) for i < n, in chunks) on several threads.
+  // returns at once. `parallel`, when given, runs the copies (body(i) for i < n, in
+  // chunks) on several threads. `blocks` (with a resident store) names the runs of targets
+  // that are whole database blocks: a block kept in the store is read from there (not
+  // copied, not uploaded); one that fits is kept after its upload. The targets' memory
+  // may be reused after the call, except that of targets in `blocks`, which must stay
+  // valid until the slot's next submit_msv (wait_canonical_forward may read it).
   using ParallelFor = std::function<void(std::size_t n, std::size_t chunk,
                                          const std::function<void(std::size_t)>& body)>;
   void submit_msv(int slot, const GpuTarget* targets, std::size_t count,
-                  const ParallelFor& parallel = {});
+                  const ParallelFor& parallel = {}, const GpuBlockSpan* blocks = nullptr,
+                  std::size_t block_count = 0);
   // Waits (sleeping) for the slot's MSV and returns one score per target, in order (valid
   // until the slot's next submit).
   const std::vector<FilterScore>& wait_msv(int slot);
@@ -238,7 +288,8 @@ class HmmGpuEngine {
   // equal bit for bit to CanonicalForward::score of the target: the host finishes each
   // score (the logarithms, canonical_forward_finish) and computes a target rescaled more
   // than kCanonicalGpuRescalings times with forward_canonical. Valid until the slot's next
-  // submit_msv (the slot's host copy of the residues serves those targets).
+  // submit_msv (the slot's host copy of the residues, or for a target read from the
+  // resident store the caller's residues, serves those targets).
   const std::vector<float>& wait_canonical_forward(int slot);
   GpuKernelTimes kernel_times(int slot) const;
 

@@ -35,7 +35,7 @@ constexpr int kJitMaxLength = 3072;
 struct Args {
   const Byte* cost;  // [x][k], k = 0..M
   int M;
-  const Byte* residues;
+  const Byte* const* target_residues;  // per target: its first residue
   const Int64* offsets;
   const Byte* bjbm;
   int base, bias, tec;
@@ -61,7 +61,7 @@ __device__ __forceinline__ void msv_exact_rows(const Args& a) {
       const int target = a.list[item];
       const Int64 offset = a.offsets[target];
       const int L = static_cast<int>(a.offsets[target + 1] - offset);
-      const Byte* dsq = a.residues + offset;
+      const Byte* dsq = a.target_residues[target];
       const int bjbm = a.bjbm[target];
       for (int k = lane + 1; k <= a.M; k += 32) row[k] = 0;
       __syncwarp();
@@ -109,7 +109,7 @@ __device__ __forceinline__ void msv_exact_rows(const Args& a) {
       const int target = a.list[item];
       const Int64 offset = a.offsets[target];
       const int L = static_cast<int>(a.offsets[target + 1] - offset);
-      const Byte* dsq = a.residues + offset;
+      const Byte* dsq = a.target_residues[target];
       const int bjbm = a.bjbm[target];
       int row[kChunks];  // row[c]: node c*32 + lane + 1
 #pragma unroll

@@ -351,6 +351,25 @@ void read_gpu(const toml::table& table, const EntryReader& reader, GpuConfig& gp
       gpu.jit = reader.boolean(entry);
     } else if (entry.key == "feeders") {
       gpu.feeders = static_cast<int>(integer_in(reader, entry, 1, 8));
+    } else if (entry.key == "resident") {
+      if (const auto* integer = entry.value->as_integer()) {
+        if (integer->get() < 0) {
+          reader.fail(entry, "'resident' must be >= 0, not " + std::to_string(integer->get()));
+        }
+        gpu.resident = static_cast<std::uint64_t>(integer->get());
+      } else if (const auto* text = entry.value->as_string()) {
+        const auto bytes = parse_gpu_resident(text->get());
+        if (!bytes) {
+          reader.fail(entry,
+                      "'resident' must be \"auto\" or a size such as \"512M\" or \"4G\", not '" +
+                          text->get() + "'");
+        }
+        gpu.resident = *bytes;
+      } else {
+        reader.fail(entry,
+                    "'resident' must be an integer (bytes) or a string such as \"4G\", not " +
+                        std::string(describe_type(entry.value->type())));
+      }
     } else {
       reader.fail(entry, "unknown key '" + std::string(entry.key) + "' in [gpu]");
     }
@@ -427,6 +446,9 @@ std::string to_toml(const Config& config) {
   text << "kernel_table = " << toml_string(config.gpu.kernel_table) << '\n';
   text << "jit = " << boolean(config.gpu.jit) << '\n';
   text << "feeders = " << config.gpu.feeders << '\n';
+  text << "resident = "
+       << toml_string(config.gpu.resident ? format_memory_size(*config.gpu.resident) : "auto")
+       << '\n';
   return text.str();
 }
 
@@ -450,6 +472,13 @@ std::optional<std::uint64_t> parse_memory_size(std::string_view text) {
   }
   if (value > (std::uint64_t{1} << 63 >> shift)) return std::nullopt;
   return value << shift;
+}
+
+std::optional<std::optional<std::uint64_t>> parse_gpu_resident(std::string_view text) {
+  if (text == "auto") return std::optional<std::uint64_t>{};
+  const auto bytes = parse_memory_size(text);
+  if (!bytes) return std::nullopt;
+  return std::optional<std::uint64_t>{*bytes};
 }
 
 std::string format_memory_size(std::uint64_t bytes) {

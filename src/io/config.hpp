@@ -48,6 +48,9 @@
 //   jit = false                 # run-time specialised GPU kernels (NVRTC) where one exists
 //   feeders = 2                 # 1 to 8: feeder threads per GPU, each with its own engine
 //                               # and batches, so one's host work overlaps another's kernels
+//   resident = "auto"           # per GPU, database blocks kept on it across the models of
+//                               # a multi-model search: "auto" (half the free GPU memory),
+//                               # bytes as an integer or a size string ("8G"); 0 = off
 //
 // Numbers may be written as TOML integers or floats; a TOML integer is required for cpu
 // and the counts of [scheduler].
@@ -103,7 +106,8 @@ struct SchedulerConfig {
 struct GpuConfig {
   std::string kernel_table;  // empty = default (see above)
   bool jit = false;
-  int feeders = 2;  // [1, 8]
+  int feeders = 2;                        // [1, 8]
+  std::optional<std::uint64_t> resident;  // bytes; none = "auto" (see above)
 
   friend bool operator==(const GpuConfig&, const GpuConfig&) = default;
 };
@@ -129,6 +133,9 @@ Config parse_config(std::string_view toml_text, const std::string& source_name);
 std::optional<std::uint64_t> parse_memory_size(std::string_view text);
 // The shortest such text for `bytes` ("2G", "1536M", "100001").
 std::string format_memory_size(std::uint64_t bytes);
+// The GPU resident-store budget ([gpu] resident, --gpu-resident): "auto" (an empty inner
+// value) or a memory size; nullopt when the text is neither.
+std::optional<std::optional<std::uint64_t>> parse_gpu_resident(std::string_view text);
 
 // The configuration as TOML text that parse_config reads back to an equal Config
 // (every double is written with the shortest digits that read back exactly).

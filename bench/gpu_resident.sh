@@ -25,7 +25,7 @@ one() {  # name, options...
   DUET_GPU_TIMES=1 "$duet" hmmsearch --quiet -o "$out/$name.h5" "$@" "$models" "$db" \
     2> "$out/$name.err" || { echo "$name: failed"; tail -3 "$out/$name.err"; return; }
   echo "$name ($*): wall $(( ($(date +%s%N) - t0) / 1000000 )) ms"
-  grep -o "hmmsearch GPU [0-9]*: set-up.*" "$out/$name.err" | cut -c1-500 | sed 's/^/  /'
+  grep -oE "hmmsearch GPU [0-9]+( feeder [0-9]+)?: set-up.*" "$out/$name.err" | cut -c1-500 | sed 's/^/  /'
   python3 - "$out/$name.h5" <<'PY'
 import sys, h5py
 f = h5py.File(sys.argv[1], "r")

@@ -230,6 +230,30 @@ std::int64_t integer_in(const EntryReader& reader, const Entry& entry, std::int6
   return value;
 }
 
+// A memory size: a TOML integer (bytes, >= 0) or a string such as "512M" or "4G"
+// (parse_memory_size); with `allow_auto`, also the string "auto", read as no value.
+std::optional<std::uint64_t> memory_size_in(const EntryReader& reader, const Entry& entry,
+                                            bool allow_auto) {
+  const std::string key(entry.key);
+  if (const auto* integer = entry.value->as_integer()) {
+    if (integer->get() < 0) {
+      reader.fail(entry, "'" + key + "' must be >= 0, not " + std::to_string(integer->get()));
+    }
+    return static_cast<std::uint64_t>(integer->get());
+  }
+  if (const auto* text = entry.value->as_string()) {
+    if (allow_auto && text->get() == "auto") return std::nullopt;
+    const auto bytes = parse_memory_size(text->get());
+    if (!bytes) {
+      reader.fail(entry, "'" + key + "' must be " + (allow_auto ? "\"auto\" or " : "") +
+                             "a size such as \"512M\" or \"4G\", not '" + text->get() + "'");
+    }
+    return *bytes;
+  }
+  reader.fail(entry, "'" + key + "' must be an integer (bytes) or a string such as \"4G\", not " +
+                         std::string(describe_type(entry.value->type())));
+}
+
 void read_scheduler(const toml::table& table, const EntryReader& reader,
                     SchedulerConfig& scheduler) {
   const std::vector<Entry> entries = entries_in_file_order(table);  // outlives the pointers below
@@ -266,23 +290,7 @@ void read_scheduler(const toml::table& table, const EntryReader& reader,
       scheduler.gpu_only = reader.boolean(entry);
       gpu_only = &entry;
     } else if (key == "reuse_memory") {
-      if (const auto* integer = entry.value->as_integer()) {
-        if (integer->get() < 0) {
-          reader.fail(entry, "'reuse_memory' must be >= 0, not " + std::to_string(integer->get()));
-        }
-        scheduler.reuse_memory = static_cast<std::uint64_t>(integer->get());
-      } else if (const auto* text = entry.value->as_string()) {
-        const auto bytes = parse_memory_size(text->get());
-        if (!bytes) {
-          reader.fail(entry, "'reuse_memory' must be a size such as \"512M\" or \"4G\", not '" +
-                                 text->get() + "'");
-        }
-        scheduler.reuse_memory = *bytes;
-      } else {
-        reader.fail(entry,
-                    "'reuse_memory' must be an integer (bytes) or a string such as \"4G\", not " +
-                        std::string(describe_type(entry.value->type())));
-      }
+      scheduler.reuse_memory = *memory_size_in(reader, entry, false);
     } else if (key == "reader_threads") {
       scheduler.reader_threads = static_cast<int>(integer_in(reader, entry, 0, 256));
     } else if (key == "worker_nice") {
@@ -352,24 +360,7 @@ void read_gpu(const toml::table& table, const EntryReader& reader, GpuConfig& gp
     } else if (entry.key == "feeders") {
       gpu.feeders = static_cast<int>(integer_in(reader, entry, 1, 8));
     } else if (entry.key == "resident") {
-      if (const auto* integer = entry.value->as_integer()) {
-        if (integer->get() < 0) {
-          reader.fail(entry, "'resident' must be >= 0, not " + std::to_string(integer->get()));
-        }
-        gpu.resident = static_cast<std::uint64_t>(integer->get());
-      } else if (const auto* text = entry.value->as_string()) {
-        const auto bytes = parse_gpu_resident(text->get());
-        if (!bytes) {
-          reader.fail(entry,
-                      "'resident' must be \"auto\" or a size such as \"512M\" or \"4G\", not '" +
-                          text->get() + "'");
-        }
-        gpu.resident = *bytes;
-      } else {
-        reader.fail(entry,
-                    "'resident' must be an integer (bytes) or a string such as \"4G\", not " +
-                        std::string(describe_type(entry.value->type())));
-      }
+      gpu.resident = memory_size_in(reader, entry, true);
     } else {
       reader.fail(entry, "unknown key '" + std::string(entry.key) + "' in [gpu]");
     }

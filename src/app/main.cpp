@@ -171,9 +171,11 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
                       "threads parsing the database (default: one per core, at most 4)")
           ->check(CLI::Range(0, 256));
   auto* worker_nice =
-      cmd->add_option("--worker-nice", o.worker_nice,
-                      "with GPUs, raise the CPU workers' nice value by N (0 to 19), so that GPU "
-                      "feeders and the reader get a core at once; 0 = unchanged (default 19)")
+      cmd->add_option(
+             "--worker-nice", o.worker_nice,
+             "with GPUs, raise the CPU workers' nice value by N (0 to 19), so that GPU "
+             "feeders and the reader get a core at once; 0 = unchanged (default: [scheduler] "
+             "worker_nice, else 19)")
           ->check(CLI::Range(0, 19));
   action = [=, &o]() -> int {
     // Ctrl-C from here on stops the search cleanly; no output file exists yet.

@@ -7,10 +7,12 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <thread>
 
 #include "app/run_context.hpp"
@@ -128,6 +130,39 @@ std::int64_t add_block(const scheduler::Block& block, const std::vector<TargetSc
   return passed;
 }
 
+// The CPU kernels as run_block's two passes see them. First pass (bias_score null): MSV
+// from the kernels, its score kept; a bias filter request recorded and answered with
+// +infinity, which gives a P-value of 1 and so rejects the target at the bias stage when
+// F1 < 1 (its scores are redone in the second pass). Second pass: the kept MSV score and the bias
+// score computed meanwhile; the Viterbi filter from the kernels. Run_filters decides on the same
+// numbers either way.
+class MsvThenBias final : public FilterKernels {
+ public:
+  explicit MsvThenBias(FilterKernels& kernels) : kernels_(kernels) {}
+  FilterScore msv_score{};
+  bool wants_bias = false;
+  const float* bias_score = nullptr;
+  FilterScore msv(const Residue* dsq, int L) override {
+    if (bias_score == nullptr) msv_score = kernels_.msv(dsq, L);
+    return msv_score;
+  }
+  float bias(const BiasFilterModel&, const Residue*, int) override {
+    if (bias_score != nullptr) return *bias_score;
+    wants_bias = true;
+    return std::numeric_limits<float>::infinity();
+  }
+  FilterScore viterbi(const Residue* dsq, int L) override {
+    if (bias_score == nullptr) throw std::logic_error("MsvThenBias: Viterbi before the bias");
+    return kernels_.viterbi(dsq, L);
+  }
+  float forward(const Residue*, int) override {
+    throw std::logic_error("MsvThenBias: Forward is forward_stage's");
+  }
+
+ private:
+  FilterKernels& kernels_;
+};
+
 // The CPU side: the whole cascade on one block with per-worker kernels; the post stage
 // finishes the targets a device left at Forward.
 class HmmsearchWorkload final : public scheduler::Workload {
@@ -143,15 +178,53 @@ class HmmsearchWorkload final : public scheduler::Workload {
   }
   std::int64_t cells_per_residue() const override { return profile_.M; }
   // The filters target by target, then Forward for the block's targets that reached it,
-  // several at once (forward_stage): what run_cascade gives on each.
+  // several at once (forward_stage): what run_cascade gives on each. With the bias filter
+  // on, in two passes: MSV for every target (a target that reaches the bias filter stops
+  // there, its MSV score kept), then the bias filter of those targets several at once
+  // (bias_filter_scores, bit for bit bias_filter_score) and the rest of their cascade.
   std::int64_t run_block(const scheduler::Block& block, int worker) override {
     FilterKernels& k = *kernels_[static_cast<std::size_t>(worker)];
     std::vector<TargetScores> scores(block.sequences());
     std::vector<std::size_t> at_forward;
-    for (std::size_t i = 0; i < block.sequences(); ++i) {
-      scores[i] = run_filters(profile_, settings_, k, block.sequence(i), block.length(i));
-      if (needs_forward(scores[i])) at_forward.push_back(i);
-      scheduler::help_host_loops();  // a GPU feeder's host work first (scheduler.hpp)
+    // The first pass rejects a target at the bias stage with a P-value of 1, which only
+    // an F1 below 1 rejects.
+    if (!settings_.bias_filter || !(settings_.F1 < 1.0)) {
+      for (std::size_t i = 0; i < block.sequences(); ++i) {
+        scores[i] = run_filters(profile_, settings_, k, block.sequence(i), block.length(i));
+        if (needs_forward(scores[i])) at_forward.push_back(i);
+        scheduler::help_host_loops();  // a GPU feeder's host work first (scheduler.hpp)
+      }
+    } else {
+      MsvThenBias first(k);
+      std::vector<std::size_t> at_bias;
+      std::vector<FilterScore> msv;
+      for (std::size_t i = 0; i < block.sequences(); ++i) {
+        first.wants_bias = false;
+        scores[i] = run_filters(profile_, settings_, first, block.sequence(i), block.length(i));
+        if (first.wants_bias) {
+          at_bias.push_back(i);
+          msv.push_back(first.msv_score);
+        }
+        scheduler::help_host_loops();
+      }
+      std::vector<const Residue*> dsq;
+      std::vector<int> lengths;
+      for (std::size_t i : at_bias) {
+        dsq.push_back(block.sequence(i));
+        lengths.push_back(block.length(i));
+      }
+      std::vector<float> bias(at_bias.size());
+      bias_filter_scores(profile_.bias, dsq.data(), lengths.data(), at_bias.size(), bias.data());
+      for (std::size_t j = 0; j < at_bias.size(); ++j) {
+        const std::size_t i = at_bias[j];
+        MsvThenBias second(k);
+        second.msv_score = msv[j];
+        second.bias_score = &bias[j];
+        scores[i] = run_filters(profile_, settings_, second, block.sequence(i), block.length(i));
+        scheduler::help_host_loops();
+      }
+      for (std::size_t i = 0; i < block.sequences(); ++i)
+        if (needs_forward(scores[i])) at_forward.push_back(i);
     }
     forward_stage(block, at_forward, scores, k);
     return add_block(block, scores, sink_);

@@ -13,10 +13,16 @@ namespace {
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
 // Unsigned 8-bit saturating arithmetic, as SSE's adds_epu8 / subs_epu8.
-inline int add_u8(int a, int b) { return std::min(a + b, 255); }
-inline int sub_u8(int a, int b) { return std::max(a - b, 0); }
+inline int add_u8(int a, int b) {
+  return std::min(a + b, 255);
+}
+inline int sub_u8(int a, int b) {
+  return std::max(a - b, 0);
+}
 // Signed 16-bit saturating addition, as SSE's adds_epi16.
-inline int add_i16(int a, int b) { return std::clamp(a + b, -32768, 32767); }
+inline int add_i16(int a, int b) {
+  return std::clamp(a + b, -32768, 32767);
+}
 
 }  // namespace
 
@@ -155,7 +161,8 @@ FilterScore viterbi_filter_reference(const ViterbiScores& vit, const Residue* ds
     std::swap(dp, dc);
   }
   if (xC <= neg) return {-kInf, false};
-  float score = static_cast<float>(xC) + static_cast<float>(ncj_move) - static_cast<float>(vit.base);
+  float score =
+      static_cast<float>(xC) + static_cast<float>(ncj_move) - static_cast<float>(vit.base);
   score /= vit.scale;
   score -= 3.0f;
   return {score, false};
@@ -242,6 +249,84 @@ float bias_filter_score(const BiasFilterModel& bias, const Residue* dsq, int L) 
   float score = log_score + static_cast<float>(L) * std::log(p1);
   score = score + std::log(static_cast<float>(1.0 - p1));
   return score;
+}
+
+namespace {
+
+// bias_filter_score of K targets of lengths >= 1, interleaved row by row: every target
+// goes through exactly the operations of bias_filter_score, in its order.
+template <int K>
+void bias_filter_interleaved(const BiasFilterModel& bias, const Residue* const* dsq, const int* L,
+                             float* out) {
+  float p1[K], t00[K], t01[K], s0[K], s1[K], log_score[K];
+  int longest = 0;
+  for (int k = 0; k < K; ++k) {
+    p1[k] = static_cast<float>(L[k]) / static_cast<float>(L[k] + 1);
+    t00[k] = p1[k];
+    t01[k] = 1.0f - p1[k];
+    log_score[k] = 0.0f;
+    s0[k] = bias.odds[dsq[k][0]][0] * bias.pi0;
+    s1[k] = bias.odds[dsq[k][0]][1] * bias.pi1;
+    const float top = std::max(std::max(s0[k], s1[k]), 0.0f);
+    s0[k] /= top;
+    s1[k] /= top;
+    log_score[k] += static_cast<float>(std::log(static_cast<double>(top)));
+    longest = std::max(longest, L[k]);
+  }
+  for (int i = 1; i < longest; ++i) {
+    for (int k = 0; k < K; ++k) {
+      if (i >= L[k]) continue;
+      float n0 = 0.0f;
+      n0 += s0[k] * t00[k];
+      n0 += s1[k] * bias.t10;
+      float n1 = 0.0f;
+      n1 += s0[k] * t01[k];
+      n1 += s1[k] * bias.t11;
+      n0 *= bias.odds[dsq[k][i]][0];
+      n1 *= bias.odds[dsq[k][i]][1];
+      const float top = std::max(std::max(n0, n1), 0.0f);
+      s0[k] = n0 / top;
+      s1[k] = n1 / top;
+      log_score[k] += static_cast<float>(std::log(static_cast<double>(top)));
+    }
+  }
+  for (int k = 0; k < K; ++k) {
+    float end = 0.0f;
+    end += s0[k] * 1.0f;
+    end += s1[k] * 1.0f;
+    log_score[k] += static_cast<float>(std::log(static_cast<double>(end)));
+    float score = log_score[k] + static_cast<float>(L[k]) * std::log(p1[k]);
+    out[k] = score + std::log(static_cast<float>(1.0 - p1[k]));
+  }
+}
+
+}  // namespace
+
+void bias_filter_scores(const BiasFilterModel& bias, const Residue* const* dsq, const int* L,
+                        std::size_t n, float* out) {
+  // Four at a time (two to eight gave the same speed on a Xeon), the empty ones and the
+  // rest one by one.
+  constexpr int kInterleaved = 4;
+  const Residue* group_dsq[kInterleaved];
+  int group_L[kInterleaved];
+  std::size_t group_at[kInterleaved];
+  float group_out[kInterleaved];
+  int filled = 0;
+  for (std::size_t j = 0; j < n; ++j) {
+    if (L[j] == 0) {
+      out[j] = bias_filter_score(bias, dsq[j], 0);
+      continue;
+    }
+    group_dsq[filled] = dsq[j];
+    group_L[filled] = L[j];
+    group_at[filled] = j;
+    if (++filled < kInterleaved) continue;
+    bias_filter_interleaved<kInterleaved>(bias, group_dsq, group_L, group_out);
+    for (int k = 0; k < kInterleaved; ++k) out[group_at[k]] = group_out[k];
+    filled = 0;
+  }
+  for (int k = 0; k < filled; ++k)
+    out[group_at[k]] = bias_filter_score(bias, group_dsq[k], group_L[k]);
 }
 
 float null_score(int L) {

@@ -11,6 +11,7 @@
 //   - L = 0 is allowed (the pipeline skips such targets, as HMMER does).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "core/profile.hpp"
@@ -53,6 +54,11 @@ float forward_parser_reference(const ForwardScores& fwd, const Residue* dsq, int
 // Bias filter: Forward score of the two-state composition HMM plus the null length
 // model (p7_bg_FilterScore), in nats.
 float bias_filter_score(const BiasFilterModel& bias, const Residue* dsq, int L);
+// bias_filter_score of n targets (dsq[j], L[j]) into out[j], bit for bit: the same
+// operations per target, several targets interleaved so that their recurrences (each a
+// chain of divisions, with a double logarithm per residue) overlap in the CPU.
+void bias_filter_scores(const BiasFilterModel& bias, const Residue* const* dsq, const int* L,
+                        std::size_t n, float* out);
 
 // Null model score for a target of length L (p7_bg_NullOne), in nats.
 float null_score(int L);

@@ -35,7 +35,7 @@ struct PairhmmRunOptions {
   std::int64_t block_cells = 1 << 22;
   std::size_t queue_depth = 0;
   std::size_t gpu_batch_blocks = 256;
-  int gpu_parts = 2;  // parts per GPU batch, overlapped on two streams (1: none)
+  int gpu_parts = 2;     // parts per GPU batch, overlapped on two streams (1: none)
   int worker_nice = 19;  // scheduler::SchedulerOptions::worker_nice
   // Debug settings (DUET_DEBUG_TEST_GPU, DUET_DEBUG_GPU_FAULT_EVERY): feeders of a
   // CPU-backed test-double GPU, and every Nth GPU batch failing.

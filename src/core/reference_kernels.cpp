@@ -215,46 +215,12 @@ float forward_parser_reference(const ForwardScores& fwd, const Residue* dsq, int
   return static_cast<float>(total_scale + std::log(static_cast<double>(xC * ncj.move)));
 }
 
-float bias_filter_score(const BiasFilterModel& bias, const Residue* dsq, int L) {
-  const float p1 = static_cast<float>(L) / static_cast<float>(L + 1);
-  if (L == 0) return static_cast<float>(std::log(0.0));
-  // State 0 is the background, state 1 the model's composition; both end with p = 1.
-  const float t00 = p1, t01 = 1.0f - p1;
-  float log_score = 0.0f;
-  float s0 = bias.odds[dsq[0]][0] * bias.pi0;
-  float s1 = bias.odds[dsq[0]][1] * bias.pi1;
-  float top = std::max(std::max(s0, s1), 0.0f);
-  s0 /= top;
-  s1 /= top;
-  log_score += static_cast<float>(std::log(static_cast<double>(top)));
-  for (int i = 1; i < L; ++i) {
-    float n0 = 0.0f;
-    n0 += s0 * t00;
-    n0 += s1 * bias.t10;
-    float n1 = 0.0f;
-    n1 += s0 * t01;
-    n1 += s1 * bias.t11;
-    n0 *= bias.odds[dsq[i]][0];
-    n1 *= bias.odds[dsq[i]][1];
-    top = std::max(std::max(n0, n1), 0.0f);
-    s0 = n0 / top;
-    s1 = n1 / top;
-    log_score += static_cast<float>(std::log(static_cast<double>(top)));
-  }
-  float end = 0.0f;
-  end += s0 * 1.0f;
-  end += s1 * 1.0f;
-  log_score += static_cast<float>(std::log(static_cast<double>(end)));
-  // The null model's length distribution.
-  float score = log_score + static_cast<float>(L) * std::log(p1);
-  score = score + std::log(static_cast<float>(1.0 - p1));
-  return score;
-}
-
 namespace {
 
-// bias_filter_score of K targets of lengths >= 1, interleaved row by row: every target
-// goes through exactly the operations of bias_filter_score, in its order.
+// The bias filter (p7_bg_FilterScore) of K targets of lengths >= 1, interleaved row by row
+// (each target's operations in the same order as with K = 1). State 0 is the background,
+// state 1 the model's composition; both end with p = 1; then the null model's length
+// distribution.
 template <int K>
 void bias_filter_interleaved(const BiasFilterModel& bias, const Residue* const* dsq, const int* L,
                              float* out) {
@@ -301,6 +267,13 @@ void bias_filter_interleaved(const BiasFilterModel& bias, const Residue* const* 
 }
 
 }  // namespace
+
+float bias_filter_score(const BiasFilterModel& bias, const Residue* dsq, int L) {
+  if (L == 0) return static_cast<float>(std::log(0.0));
+  float score = 0;
+  bias_filter_interleaved<1>(bias, &dsq, &L, &score);
+  return score;
+}
 
 void bias_filter_scores(const BiasFilterModel& bias, const Residue* const* dsq, const int* L,
                         std::size_t n, float* out) {

@@ -23,21 +23,19 @@ namespace {
 using duet::pairhmm::Model;
 using duet::pairhmm::Pair;
 
-// A kernel and, for intra_task, its shape ({0, 0}: chosen per batch) and arithmetic.
+// A kernel and, for intra_task, its shape ({0, 0}: chosen per batch).
 struct Variant {
   Kernel kernel;
   IntraShape shape;
-  Arithmetic arithmetic = Arithmetic::ieee;
 };
 
 std::string variant_name(const Variant& v) {
   std::string name = kernel_name(v.kernel);
   std::replace(name.begin(), name.end(), '-', '_');
   if (v.kernel == Kernel::intra_task) {
-    name += v.arithmetic == Arithmetic::ftz ? "_ftz_" : "_ieee_";
     name += v.shape.lanes > 0
                 ? std::to_string(v.shape.lanes) + "x" + std::to_string(v.shape.rows_per_lane)
-                : "auto";
+                : "_auto";
   }
   return name;
 }
@@ -46,21 +44,12 @@ class PairhmmGpuKernel : public ::testing::TestWithParam<Variant> {
  protected:
   void SetUp() override {
     if (device_count() == 0) GTEST_SKIP() << "no CUDA device";
-    if (GetParam().arithmetic == Arithmetic::ftz && !device_ftz_matches_x86(0))
-      GTEST_SKIP() << "this GPU failed the FTZ probe (PairhmmGpuArithmetic.FtzMatchesX86)";
   }
 };
 
-// The arithmetic a variant asks for, on a GPU: ftz or checked (intra_task only; the other
-// kernels check every operation themselves).
-void use_arithmetic(PairhmmGpu& gpu, const Variant& v) {
-  gpu.set_intra_shape(v.shape);
-  if (v.kernel == Kernel::intra_task) gpu.set_arithmetic(v.arithmetic);
-}
-
 void expect_canonical(const Variant& v, const Model& model, const std::vector<Pair>& pairs) {
   PairhmmGpu gpu(0);
-  use_arithmetic(gpu, v);
+  gpu.set_intra_shape(v.shape);
   const std::vector<float> sums = gpu.forward_sums(pack_pairs(model, pairs), v.kernel);
   int mismatches = 0;
   for (std::size_t i = 0; i < pairs.size(); ++i) {
@@ -118,7 +107,7 @@ TEST_P(PairhmmGpuKernel, Throughput) {
   const auto input = duet::pairhmm::read_input(test::kPairhmmData + "10s.in");
   const Model model;
   PairhmmGpu gpu(0);
-  use_arithmetic(gpu, GetParam());
+  gpu.set_intra_shape(GetParam().shape);
   for (const int copies : {1, 64}) {
     // Distinct copies (their own reads and haplotypes), as a file of 64 copies would be read.
     const std::vector<duet::pairhmm::Input> inputs(static_cast<std::size_t>(copies), input);
@@ -387,15 +376,9 @@ TEST(PairhmmGpuFeed, PartsBitForBit) {
   for (const int slots : {1, 2, 3}) {
     PairhmmGpu gpu(0, slots);
     ASSERT_EQ(gpu.slots(), slots);
-    std::vector<Variant> variants = {Variant{Kernel::intra_task, {}},
-                                     Variant{Kernel::intra_task, {8, 2}},
-                                     Variant{Kernel::inter_task, {}}};
-    if (device_ftz_matches_x86(0)) {
-      variants.push_back(Variant{Kernel::intra_task, {}, Arithmetic::ftz});
-      variants.push_back(Variant{Kernel::intra_task, {32, 4}, Arithmetic::ftz});
-    }
-    for (const Variant& v : variants) {
-      use_arithmetic(gpu, v);
+    for (const Variant v : {Variant{Kernel::intra_task, {}}, Variant{Kernel::intra_task, {8, 2}},
+                            Variant{Kernel::inter_task, {}}}) {
+      gpu.set_intra_shape(v.shape);
       const std::string what = variant_name(v) + " on " + std::to_string(slots) + " slots";
       FeedTimes times;
       expect_canonical_sums(forward_sums_in_parts(gpu, packer, pairs, uneven, v.kernel, &times),
@@ -428,40 +411,15 @@ TEST(PairhmmGpuFeed, PartsBitForBit) {
   EXPECT_THROW(gpu.finish(1, sums.data()), std::logic_error);
 }
 
-// The device's FTZ multiply and add are x86's, operation for operation, at the edge of the
-// normal range included (the canonical hmmsearch Forward kernel relies on it too, and the
-// pair-HMM intra-task kernel's ftz arithmetic runs only where this holds).
-TEST(PairhmmGpuArithmetic, FtzMatchesX86) {
-  if (device_count() == 0) GTEST_SKIP() << "no CUDA device";
-  const std::uint64_t seed = test::test_seed();
-  const FtzProbe probe = probe_ftz_arithmetic(0, seed);
-  std::cout << "[ ftz      ] " << probe.cases << " operand pairs, " << probe.edge_cases
-            << " products in [FLT_MIN - 2^-150, FLT_MIN), " << probe.mismatches
-            << " results differing from x86\n";
-  EXPECT_GT(probe.edge_cases, 1000u);
-  EXPECT_EQ(probe.mismatches, 0u);
-  EXPECT_EQ(device_ftz_matches_x86(0), probe.mismatches == 0);
-}
-
-std::vector<Variant> kernel_variants() {
-  std::vector<Variant> v = {Variant{Kernel::inter_task, {}}, Variant{Kernel::intra_checked, {}}};
-  for (const Arithmetic a : {Arithmetic::ieee, Arithmetic::ftz}) {
-    v.push_back(Variant{Kernel::intra_task, {}, a});
-    for (const IntraShape shape :
-         {IntraShape{32, 1}, IntraShape{16, 1}, IntraShape{8, 1}, IntraShape{16, 2},
-          IntraShape{8, 2}, IntraShape{4, 2}, IntraShape{8, 4}, IntraShape{4, 4}})
-      v.push_back(Variant{Kernel::intra_task, shape, a});
-  }
-  for (const IntraShape shape :
-       {IntraShape{32, 2}, IntraShape{32, 4}, IntraShape{16, 4}, IntraShape{8, 8}})
-    v.push_back(Variant{Kernel::intra_task, shape, Arithmetic::ftz});
-  return v;
-}
-
-INSTANTIATE_TEST_SUITE_P(Kernels, PairhmmGpuKernel, ::testing::ValuesIn(kernel_variants()),
-                         [](const ::testing::TestParamInfo<Variant>& v) {
-                           return variant_name(v.param);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Kernels, PairhmmGpuKernel,
+    ::testing::Values(Variant{Kernel::inter_task, {}}, Variant{Kernel::intra_task, {}},
+                      Variant{Kernel::intra_task, {32, 1}}, Variant{Kernel::intra_task, {16, 1}},
+                      Variant{Kernel::intra_task, {8, 1}}, Variant{Kernel::intra_task, {16, 2}},
+                      Variant{Kernel::intra_task, {8, 2}}, Variant{Kernel::intra_task, {4, 2}},
+                      Variant{Kernel::intra_task, {8, 4}}, Variant{Kernel::intra_task, {4, 4}},
+                      Variant{Kernel::intra_checked, {}}),
+    [](const ::testing::TestParamInfo<Variant>& v) { return variant_name(v.param); });
 
 }  // namespace
 }  // namespace duet::device::pairhmm

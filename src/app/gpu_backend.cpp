@@ -23,18 +23,9 @@ class DeviceScores final : public FilterKernels {
  public:
   FilterScore msv_score{}, viterbi_score{};
   bool have_viterbi = false, viterbi_requested = false;
-  // The bias filter's score when known (computed with other targets', or in phase one);
-  // defer_bias: none yet, the target stops at the bias stage (rejected with a P-value of
-  // 1, which only an F1 below 1 does) and bias_requested says it got there.
-  const float* bias_score = nullptr;
-  bool defer_bias = false, bias_requested = false;
+  const float* bias_score = nullptr;  // phase two: the bias filter's score from phase one
   float bias(const BiasFilterModel& model, const Residue* dsq, int L) override {
-    if (bias_score) return *bias_score;
-    if (defer_bias) {
-      bias_requested = true;
-      return std::numeric_limits<float>::infinity();
-    }
-    return bias_filter_score(model, dsq, L);
+    return bias_score ? *bias_score : bias_filter_score(model, dsq, L);
   }
   FilterScore msv(const Residue*, int) override { return msv_score; }
   FilterScore viterbi(const Residue*, int) override {
@@ -205,7 +196,6 @@ std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(
   // The cascade's host work per target (the bias filter above all) is spread over the CPU
   // workers that are free (run_host_loop_); each target's scores depend on it alone.
   constexpr std::size_t kChunk = 256;
-  constexpr std::size_t kGroup = 64;  // targets whose bias filters run together
   // Phase one per half (MSV, bias filter, Viterbi decisions) while the other half runs.
   for (int s = 0; s < device::HmmGpuEngine::kSlots; ++s) {
     Half& h = halves[s];
@@ -213,41 +203,12 @@ std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(
     times.wait_msv += since(tick);
     h.scores.resize(h.targets.size());
     std::vector<char> wants_viterbi(h.targets.size(), 0);
-    // With the bias filter on (and F1 below 1), a group's targets that reach the bias
-    // filter get it together, interleaved (bias_filter_scores, bit for bit
-    // bias_filter_score), as on the CPU workers (search.cpp).
-    const bool together = settings_.bias_filter && settings_.F1 < 1.0;
-    const std::size_t groups = (h.targets.size() + kGroup - 1) / kGroup;
-    run_host_loop_(groups, kChunk / kGroup, [&](std::size_t g) {
-      const std::size_t begin = g * kGroup, end = std::min(h.targets.size(), begin + kGroup);
-      const Residue* dsq[kGroup] = {};
-      int lengths[kGroup] = {};
-      std::size_t at_bias[kGroup];
-      std::size_t n = 0;
-      for (std::size_t i = begin; i < end; ++i) {
-        DeviceScores kernels;
-        kernels.msv_score = msv[i];
-        kernels.defer_bias = together;
-        h.scores[i] =
-            run_filters(profile_, settings_, kernels, h.targets[i].residues, h.targets[i].length);
-        wants_viterbi[i] = kernels.viterbi_requested;
-        if (kernels.bias_requested) {
-          dsq[n] = h.targets[i].residues;
-          lengths[n] = h.targets[i].length;
-          at_bias[n++] = i;
-        }
-      }
-      float bias[kGroup];
-      bias_filter_scores(profile_.bias, dsq, lengths, n, bias);
-      for (std::size_t j = 0; j < n; ++j) {
-        const std::size_t i = at_bias[j];
-        DeviceScores kernels;
-        kernels.msv_score = msv[i];
-        kernels.bias_score = &bias[j];
-        h.scores[i] =
-            run_filters(profile_, settings_, kernels, h.targets[i].residues, h.targets[i].length);
-        wants_viterbi[i] = kernels.viterbi_requested;
-      }
+    run_host_loop_(h.targets.size(), kChunk, [&](std::size_t i) {
+      DeviceScores kernels;
+      kernels.msv_score = msv[i];
+      h.scores[i] =
+          run_filters(profile_, settings_, kernels, h.targets[i].residues, h.targets[i].length);
+      wants_viterbi[i] = kernels.viterbi_requested;
     });
     for (std::size_t i = 0; i < h.targets.size(); ++i) {
       if (wants_viterbi[i]) h.viterbi.push_back(static_cast<int>(i));

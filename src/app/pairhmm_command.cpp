@@ -145,10 +145,8 @@ void add_pairhmm_command(CLI::App& app,
                   "CPU kernel: auto, scalar, avx2, avx512 (studies: avx2-skewed, avx512-skewed)")
       ->check(CLI::IsMember({"auto", "scalar", "avx2", "avx512"}));
   cmd->add_option("--gpu-kernel", o->gpu_kernel,
-                  "GPU kernel: auto, inter (a thread per pair), intra (4 to 32 lanes per pair; "
-                  "the GPU's flush-to-zero arithmetic where it is x86's), intra-ieee (studies: "
-                  "IEEE arithmetic checked near FLT_MIN)")
-      ->check(CLI::IsMember({"auto", "inter", "intra", "intra-ieee"}));
+                  "GPU kernel: auto, inter (a thread per pair), intra (4 to 32 lanes per pair)")
+      ->check(CLI::IsMember({"auto", "inter", "intra"}));
   cmd->add_flag("--no-gpu", o->no_gpu, "run on the CPU only");
   cmd->add_flag("--gpu-only", o->gpu_only, "pairs to GPUs only (the CPU redoes failed batches)")
       ->excludes("--no-gpu");

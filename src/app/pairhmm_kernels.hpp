@@ -33,8 +33,7 @@ struct GpuBackends {
   std::string kernel;                                            // name of the GPU kernel
 };
 
-// One backend per usable GPU with the kernel named by `kernel` ("auto", "inter", "intra",
-// "intra-ieee"),
+// One backend per usable GPU with the kernel named by `kernel` ("auto", "inter", "intra"),
 // each batch cut into `parts` parts overlapped on the GPU's two streams (1: none).
 // No GPU (or a build without CUDA): no backend, or a UsageError when `required`.
 GpuBackends make_gpu_backends(const pairhmm::Model& model, const std::string& kernel, int parts,

@@ -48,7 +48,6 @@
 
 #include "device/cuda_buffers.cuh"
 #include "device/forward_targets.cuh"
-#include "device/ftz_arithmetic.cuh"
 #include "device/hmm_canonical_gpu.cuh"
 #include "device/hmm_gpu.hpp"
 
@@ -67,9 +66,23 @@ constexpr std::size_t kGlobalRowBytes = std::size_t{1} << 30;
 // Vectors of a row whose inputs are loaded together, a chunk ahead of use.
 constexpr int kChunk = 4;
 
-// ---- IEEE float operations as the SSE parser does them: mul_ftz, add_ftz, div_ftz ----
-// (ftz_arithmetic.cuh)
+// ---- IEEE float operations as the SSE parser does them (round to nearest, FTZ + DAZ) ----
 
+__device__ __forceinline__ float mul_ftz(float a, float b) {
+  float r;
+  asm("mul.rn.ftz.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+__device__ __forceinline__ float add_ftz(float a, float b) {
+  float r;
+  asm("add.rn.ftz.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+__device__ __forceinline__ float div_ftz(float a, float b) {
+  float r;
+  asm("div.rn.ftz.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
 // float(1.0 / double(x)): the double division, then the conversion to float (flushed).
 __device__ __forceinline__ float reciprocal_through_double(float x) {
   const double wide = static_cast<double>(x);  // exact

@@ -5,22 +5,15 @@
 // then recomputed exactly in double and flushed as x86's FTZ does (tiny when below
 // FLT_MIN * (1 - 2^-25)), which reproduces the canonical arithmetic bit for bit.
 #include <cuda_runtime.h>
-#include <xmmintrin.h>
 
 #include <algorithm>
 #include <cfloat>
 #include <chrono>
-#include <cmath>
 #include <cstring>
-#include <iterator>
-#include <map>
-#include <mutex>
-#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "device/ftz_arithmetic.cuh"
 #include "device/pairhmm_gpu.hpp"
 
 namespace duet::device::pairhmm {
@@ -232,26 +225,14 @@ __device__ __forceinline__ bool below(float v, unsigned safe_bits_minus_one) {
 // is G * K rows, and at each step a lane computes its K cells of one column, top to bottom
 // (a row's up is the row above's new value, its diagonal the row above's previous one); only
 // the lane's first row takes its up and diagonal from the lane above (shuffle) or, lane 0,
-// from the row above the strip. The haplotype base travels down the lanes with the values. K
-// rows per lane share the per-step work (shuffles, loads, loop, the vote) among K cells;
-// small G wastes fewer lanes on the last strip and on each strip's G - 1 ramp steps. Rows
-// beyond the read get zero parameters, so they compute zeros (and never raise the flag).
-// The warp's loops run to the longest of its groups, idle lanes masked, so that every lane
-// takes part in the shuffles (and the vote).
-//
-// The row above a strip: for the first strip row 0, (0, 0, initial deletion) in every
-// column, known without memory; for a later one the previous strip's last row, which its
-// last lane stored in the pair's row buffer (column 0 is zero below row 0, so it is never
-// stored). Lane 0 loads that row one column ahead of use. A pair whose read fits in one
-// strip touches no row buffer.
-//
-// kFtz: products and sums are the GPU's FTZ operations (ftz_arithmetic.cuh), x86's
-// arithmetic where probe_ftz_arithmetic passed, and nothing is checked. Otherwise IEEE
-// operations with gradual underflow and the vote described above.
-template <int G, int K, bool kFtz>
+// from the row buffer. The haplotype base travels down the lanes with the values. K rows
+// per lane share the per-step work (vote, shuffles, loads, loop) among K cells; small G
+// wastes fewer lanes on the last strip and on each strip's G - 1 ramp steps. Rows beyond
+// the read get zero parameters, so they compute zeros and never raise the flag. The warp's
+// loops run to the longest of its groups, idle lanes masked, so that every lane takes part
+// in the shuffles and the vote.
+template <int G, int K>
 __global__ void intra_task_kernel(DevicePairs d) {
-  using detail::add_ftz;
-  using detail::mul_ftz;
   constexpr unsigned kAll = 0xffffffffu;
   constexpr int kStrip = G * K;
   const int thread = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
@@ -264,35 +245,38 @@ __global__ void intra_task_kernel(DevicePairs d) {
   float* const X = has_pair ? M + (C + 1) : nullptr;
   float* const Y = has_pair ? X + (C + 1) : nullptr;
   const std::int64_t row_offset = has_pair ? d.row_offset[p] : 0;
-  const float initial = has_pair ? d.initial_deletion[p] : 0.0f;
-  // The threshold T of the pair (checked arithmetic only).
-  unsigned safe = 0;
-  if constexpr (!kFtz) {
-    float pmin = 1.0f;
-    for (int r = lane; r < R; r += G) {
-      const float* q = d.parameters + 7 * (row_offset + r);
-      for (int k = 0; k < 7; ++k) pmin = fminf(pmin, q[k]);
+  if (has_pair) {
+    const float initial = d.initial_deletion[p];
+    for (int c = lane; c <= C; c += G) {
+      M[c] = 0.0f;
+      X[c] = 0.0f;
+      Y[c] = initial;
     }
-    for (int offset = G / 2; offset > 0; offset /= 2) {
-      pmin = fminf(pmin, __shfl_xor_sync(kAll, pmin, offset, G));
-    }
-    const double threshold = 4.0 * static_cast<double>(FLT_MIN) /
-                             (static_cast<double>(pmin) * static_cast<double>(pmin));
-    safe = (!(pmin > 0.0f) || threshold >= static_cast<double>(FLT_MAX))
-               ? 0x7f800000u - 1u
-               : __float_as_uint(__double2float_ru(threshold)) - 1u;
   }
+  // The threshold T of the pair.
+  float pmin = 1.0f;
+  for (int r = lane; r < R; r += G) {
+    const float* q = d.parameters + 7 * (row_offset + r);
+    for (int k = 0; k < 7; ++k) pmin = fminf(pmin, q[k]);
+  }
+  for (int offset = G / 2; offset > 0; offset /= 2) {
+    pmin = fminf(pmin, __shfl_xor_sync(kAll, pmin, offset, G));
+  }
+  const double threshold =
+      4.0 * static_cast<double>(FLT_MIN) / (static_cast<double>(pmin) * static_cast<double>(pmin));
+  const unsigned safe = (!(pmin > 0.0f) || threshold >= static_cast<double>(FLT_MAX))
+                            ? 0x7f800000u - 1u
+                            : __float_as_uint(__double2float_ru(threshold)) - 1u;
+  __syncwarp();
   const std::uint8_t* hap = has_pair ? d.haplotype_bases + d.column_offset[p] : nullptr;
   float sum = 0.0f;
   const int max_rows = static_cast<int>(__reduce_max_sync(kAll, static_cast<unsigned>(R)));
   for (int strip = 0; strip < max_rows; strip += kStrip) {
     const bool has_strip = strip < R;
-    const bool first = strip == 0;
-    const bool store = strip + kStrip < R;  // a later strip reads this one's last row
     const int rows_here = has_strip ? min(kStrip, R - strip) : 0;
     const int last_lane = has_strip ? (rows_here - 1) / K : -1;  // holds the strip's last row
     const int last_j = has_strip ? (rows_here - 1) % K : -1;     // at this index
-    const bool holds_sum = lane == last_lane && !store;
+    const bool holds_sum = lane == last_lane && strip + kStrip >= R;
     const bool has_rows = lane <= last_lane;
     float mm[K], gm[K], mi[K], md[K], ge[K], em[K], ex[K];
     unsigned read_base[K];
@@ -311,27 +295,18 @@ __global__ void intra_task_kernel(DevicePairs d) {
     float M_left[K], X_left[K], Y_left[K];
 #pragma unroll
     for (int j = 0; j < K; ++j) M_left[j] = X_left[j] = Y_left[j] = 0.0f;
-    // The row above the strip at column 0 (the diagonal of column 1), and lane 0's next
-    // column of it, loaded a step ahead.
-    const float row_zero_y = first ? initial : 0.0f;
-    float M_diagonal = 0, X_diagonal = 0, Y_diagonal = lane == 0 ? row_zero_y : 0.0f;
-    float M_up = 0, X_up = 0, Y_up = 0;
-    float M_next = 0, X_next = 0, Y_next = row_zero_y;
-    unsigned base = 0, base_next = 0;  // the haplotype base of this step's column, the next
-    if (lane == 0 && has_rows && C > 0) {
-      base_next = hap[0];
-      if (!first) {
-        M_next = M[1];
-        X_next = X[1];
-        Y_next = Y[1];
-      }
+    float M_diagonal = 0, X_diagonal = 0, Y_diagonal = 0, M_up = 0, X_up = 0, Y_up = 0;
+    unsigned base = 0;  // the haplotype base of this step's column
+    if (lane == 0 && has_strip) {
+      M_diagonal = M[0];
+      X_diagonal = X[0];
+      Y_diagonal = Y[0];
     }
-    bool flagged = false, pending_before = false;
-    if constexpr (!kFtz) {
-      pending_before = __any_sync(
-          kAll, below(M_diagonal, safe) || below(X_diagonal, safe) || below(Y_diagonal, safe));
-    }
+    bool flagged = below(M_diagonal, safe) || below(X_diagonal, safe) || below(Y_diagonal, safe);
+    bool pending_before = __any_sync(kAll, flagged);
+    flagged = false;
     __syncwarp();
+    if (lane == last_lane) M[0] = X[0] = Y[0] = 0.0f;  // column 0 of rows >= 1
     // Steps beyond last_lane's last column compute nothing.
     const int steps = static_cast<int>(
         __reduce_max_sync(kAll, static_cast<unsigned>(has_strip ? C + last_lane : 0)));
@@ -339,29 +314,16 @@ __global__ void intra_task_kernel(DevicePairs d) {
       const int c = step - lane + 1;
       const bool active = has_rows && c >= 1 && c <= C;
       if (lane == 0 && active) {
-        M_up = M_next;
-        X_up = X_next;
-        Y_up = Y_next;
-        base = base_next;
-        if (c < C) {
-          base_next = hap[c];
-          if (!first) {
-            M_next = M[c + 1];
-            X_next = X[c + 1];
-            Y_next = Y[c + 1];
-          }
-        }
-        if constexpr (!kFtz) {
-          flagged = flagged || below(M_up, safe) || below(X_up, safe) || below(Y_up, safe);
-        }
+        M_up = M[c];
+        X_up = X[c];
+        Y_up = Y[c];
+        base = hap[c - 1];
+        flagged = flagged || below(M_up, safe) || below(X_up, safe) || below(Y_up, safe);
       }
-      bool checked = false;
-      if constexpr (!kFtz) {
-        const bool pending = __any_sync(kAll, flagged);
-        checked = pending || pending_before;
-        pending_before = pending;
-        flagged = false;
-      }
+      const bool pending = __any_sync(kAll, flagged);
+      const bool checked = pending || pending_before;
+      pending_before = pending;
+      flagged = false;
       if (active) {
         float Md = M_diagonal, Xd = X_diagonal, Yd = Y_diagonal, Mu = M_up, Xu = X_up;
         float M_last = 0, X_last = 0, Y_last = 0;
@@ -369,15 +331,9 @@ __global__ void intra_task_kernel(DevicePairs d) {
         for (int j = 0; j < K; ++j) {
           const float e = (read_base[j] & base) ? em[j] : ex[j];
           float M_new, X_new, Y_new;
-          if constexpr (kFtz) {
-            M_new = mul_ftz(
-                add_ftz(add_ftz(mul_ftz(Md, mm[j]), mul_ftz(Xd, gm[j])), mul_ftz(Yd, gm[j])), e);
-            X_new = add_ftz(mul_ftz(Mu, mi[j]), mul_ftz(Xu, ge[j]));
-            Y_new = add_ftz(mul_ftz(M_left[j], md[j]), mul_ftz(Y_left[j], ge[j]));
-          } else if (checked || flagged) {
-            // A row's up is the row above's output of this same step, which the vote has
-            // not seen: once a row of the lane flags, the rows below it take checked
-            // products.
+          // A row's up is the row above's output of this same step, which the vote has not
+          // seen: once a row of the lane flags, the rows below it take checked products.
+          if (checked || flagged) {
             M_new = mul(__fadd_rn(__fadd_rn(mul(Md, mm[j]), mul(Xd, gm[j])), mul(Yd, gm[j])), e);
             X_new = __fadd_rn(mul(Mu, mi[j]), mul(Xu, ge[j]));
             Y_new = __fadd_rn(mul(M_left[j], md[j]), mul(Y_left[j], ge[j]));
@@ -388,9 +344,7 @@ __global__ void intra_task_kernel(DevicePairs d) {
             X_new = __fadd_rn(__fmul_rn(Mu, mi[j]), __fmul_rn(Xu, ge[j]));
             Y_new = __fadd_rn(__fmul_rn(M_left[j], md[j]), __fmul_rn(Y_left[j], ge[j]));
           }
-          if constexpr (!kFtz) {
-            flagged = flagged || below(M_new, safe) || below(X_new, safe) || below(Y_new, safe);
-          }
+          flagged = flagged || below(M_new, safe) || below(X_new, safe) || below(Y_new, safe);
           Md = M_left[j];
           Xd = X_left[j];
           Yd = Y_left[j];
@@ -406,15 +360,10 @@ __global__ void intra_task_kernel(DevicePairs d) {
           }
         }
         if (lane == last_lane) {
-          if (store) {
-            M[c] = M_last;
-            X[c] = X_last;
-            Y[c] = Y_last;
-          }
-          if (holds_sum) {
-            sum = kFtz ? add_ftz(sum, add_ftz(M_last, X_last))
-                       : __fadd_rn(sum, __fadd_rn(M_last, X_last));
-          }
+          M[c] = M_last;
+          X[c] = X_last;
+          Y[c] = Y_last;
+          if (holds_sum) sum = __fadd_rn(sum, __fadd_rn(M_last, X_last));
         }
       }
       // Hand this step's values of the lane's last row to the lane below: its up at its
@@ -445,28 +394,20 @@ __global__ void intra_task_kernel(DevicePairs d) {
 }
 
 // The intra-task shapes compiled (lanes per pair, rows per lane), each with two costs
-// measured on the H100, in cycles:
+// measured on the H100 (2026-11-22, bench/RESULTS.md), in cycles:
 // - per warp step when the GPU is full: 132 SMs x 4 schedulers x 1.98 GHz divided by the
 //   warp steps per second the shape ran 10s.in x64 at (stalls, the checked path and the
 //   memory instructions of up to 8 pairs per warp included);
 // - per step of one warp when the batch is too small to fill the GPU (10s.in once: the
-//   kernel took about this times the longest warp's steps).
-// Checked arithmetic: measured 2026-11-22 (bench/RESULTS.md); there lane 0's load of the
-// row buffer at every step, an L2 round trip after the previous strip's stores, dominated
-// the latency.
+//   kernel took about this times the longest warp's steps; lane 0's load of the row
+//   buffer at every step, an L2 round trip after the previous strip's stores, dominates).
 struct ShapeCost {
   IntraShape shape;
   double cycles_per_warp_step, latency_per_step;
 };
-constexpr ShapeCost kCheckedShapes[] = {
-    {{32, 1}, 140, 700}, {{16, 1}, 142, 700}, {{8, 1}, 202, 700},  {{16, 2}, 243, 900},
-    {{8, 2}, 256, 900},  {{4, 2}, 417, 900},  {{8, 4}, 544, 1500}, {{4, 4}, 600, 1500}};
-// FTZ arithmetic: estimates from the instructions per step (about 15 per cell and 12 per
-// step) at 70% of the issue rate, and the dependent chain of a step; not yet measured.
-constexpr ShapeCost kFtzShapes[] = {{{32, 1}, 40, 150}, {{16, 1}, 40, 150},  {{8, 1}, 45, 150},
-                                    {{32, 2}, 60, 170}, {{16, 2}, 60, 170},  {{8, 2}, 62, 170},
-                                    {{4, 2}, 80, 170},  {{32, 4}, 100, 220}, {{16, 4}, 100, 220},
-                                    {{8, 4}, 105, 220}, {{4, 4}, 130, 220},  {{8, 8}, 190, 320}};
+constexpr ShapeCost kShapes[] = {{{32, 1}, 140, 700}, {{16, 1}, 142, 700}, {{8, 1}, 202, 700},
+                                 {{16, 2}, 243, 900}, {{8, 2}, 256, 900},  {{4, 2}, 417, 900},
+                                 {{8, 4}, 544, 1500}, {{4, 4}, 600, 1500}};
 
 // Warp steps of a batch in a shape, in all and of the longest warp: the pairs of a warp
 // (32 / G consecutive ones) run each strip to the longest of them (C + last_lane steps),
@@ -474,17 +415,14 @@ constexpr ShapeCost kFtzShapes[] = {{{32, 1}, 40, 150}, {{16, 1}, 40, 150},  {{8
 struct WarpSteps {
   double total = 0, longest = 0;
 };
-template <std::size_t N>
-constexpr bool rows_per_lane_powers_of_two(const ShapeCost (&shapes)[N]) {
-  for (const ShapeCost& s : shapes) {
+constexpr bool rows_per_lane_powers_of_two() {
+  for (const ShapeCost& s : kShapes) {
     if (s.shape.rows_per_lane < 1 || (s.shape.rows_per_lane & (s.shape.rows_per_lane - 1)) != 0)
       return false;
   }
   return true;
 }
-static_assert(rows_per_lane_powers_of_two(kCheckedShapes) &&
-                  rows_per_lane_powers_of_two(kFtzShapes),
-              "warp_steps divides by K with a shift");
+static_assert(rows_per_lane_powers_of_two(), "warp_steps divides by K with a shift");
 
 // Runs for every shape on every batch the feeder sends, so kept cheap: 32-bit values and K
 // (a power of two) as a shift; with a 64-bit division by K it took about 3.5 ms per batch of
@@ -521,177 +459,54 @@ WarpSteps warp_steps(const PairBatch& b, IntraShape shape) {
 }  // namespace
 
 // The shape with the fewest estimated cycles for the batch: the larger of the full-GPU
-// issue time and the longest warp's latency. Every compiled shape of the arithmetic
-// competes.
-IntraShape choose_intra_shape(const PairBatch& b, const ParallelFor& parallel,
-                              Arithmetic arithmetic) {
+// issue time and the longest warp's latency. Every compiled shape competes: those with
+// K > 1 (and the same-step rule above) passed every bit-for-bit test on the H100
+// (2026-11-22, 08:15 UTC, bench/RESULTS.md), where 8x2 ran 10s.in x64 at 219 GCUPS against
+// 196.6 for 16x1.
+IntraShape choose_intra_shape(const PairBatch& b, const ParallelFor& parallel) {
   constexpr double kSchedulers = 132 * 4;
-  const ShapeCost* const shapes = arithmetic == Arithmetic::ftz ? kFtzShapes : kCheckedShapes;
-  const std::size_t count =
-      arithmetic == Arithmetic::ftz ? std::size(kFtzShapes) : std::size(kCheckedShapes);
-  std::vector<double> costs(count);
+  constexpr std::size_t kCount = sizeof(kShapes) / sizeof(kShapes[0]);
+  double costs[kCount];
   const auto cost_of = [&](std::size_t k) {
-    const ShapeCost& s = shapes[k];
+    const ShapeCost& s = kShapes[k];
     const WarpSteps steps = warp_steps(b, s.shape);
     costs[k] = std::max(steps.total * s.cycles_per_warp_step / kSchedulers,
                         steps.longest * s.latency_per_step);
   };
   if (parallel) {
-    parallel(count, 1, cost_of);
+    parallel(kCount, 1, cost_of);
   } else {
-    for (std::size_t k = 0; k < count; ++k) cost_of(k);
+    for (std::size_t k = 0; k < kCount; ++k) cost_of(k);
   }
   // The first shape of least cost, as in table order.
   std::size_t best = 0;
-  for (std::size_t k = 1; k < count; ++k) {
+  for (std::size_t k = 1; k < kCount; ++k) {
     if (costs[k] < costs[best]) best = k;
   }
-  return shapes[best].shape;
+  return kShapes[best].shape;
 }
 
 namespace {
 
-template <int G, int K, bool kFtz>
+template <int G, int K>
 bool launch_if(IntraShape shape, unsigned pairs, cudaStream_t s, const DevicePairs& d) {
   if (shape.lanes != G || shape.rows_per_lane != K) return false;
   constexpr unsigned kThreads = 128;
-  intra_task_kernel<G, K, kFtz><<<(pairs * G + kThreads - 1) / kThreads, kThreads, 0, s>>>(d);
+  intra_task_kernel<G, K><<<(pairs * G + kThreads - 1) / kThreads, kThreads, 0, s>>>(d);
   return true;
 }
 
-void launch_intra(IntraShape shape, Arithmetic arithmetic, unsigned pairs, cudaStream_t s,
-                  const DevicePairs& d) {
-  bool launched = false;
-  if (arithmetic == Arithmetic::ftz) {
-    launched =
-        launch_if<32, 1, true>(shape, pairs, s, d) || launch_if<16, 1, true>(shape, pairs, s, d) ||
-        launch_if<8, 1, true>(shape, pairs, s, d) || launch_if<32, 2, true>(shape, pairs, s, d) ||
-        launch_if<16, 2, true>(shape, pairs, s, d) || launch_if<8, 2, true>(shape, pairs, s, d) ||
-        launch_if<4, 2, true>(shape, pairs, s, d) || launch_if<32, 4, true>(shape, pairs, s, d) ||
-        launch_if<16, 4, true>(shape, pairs, s, d) || launch_if<8, 4, true>(shape, pairs, s, d) ||
-        launch_if<4, 4, true>(shape, pairs, s, d) || launch_if<8, 8, true>(shape, pairs, s, d);
-  } else {
-    launched =
-        launch_if<32, 1, false>(shape, pairs, s, d) ||
-        launch_if<16, 1, false>(shape, pairs, s, d) || launch_if<8, 1, false>(shape, pairs, s, d) ||
-        launch_if<16, 2, false>(shape, pairs, s, d) || launch_if<8, 2, false>(shape, pairs, s, d) ||
-        launch_if<4, 2, false>(shape, pairs, s, d) || launch_if<8, 4, false>(shape, pairs, s, d) ||
-        launch_if<4, 4, false>(shape, pairs, s, d);
-  }
+void launch_intra(IntraShape shape, unsigned pairs, cudaStream_t s, const DevicePairs& d) {
+  const bool launched =
+      launch_if<32, 1>(shape, pairs, s, d) || launch_if<16, 1>(shape, pairs, s, d) ||
+      launch_if<8, 1>(shape, pairs, s, d) || launch_if<16, 2>(shape, pairs, s, d) ||
+      launch_if<8, 2>(shape, pairs, s, d) || launch_if<4, 2>(shape, pairs, s, d) ||
+      launch_if<8, 4>(shape, pairs, s, d) || launch_if<4, 4>(shape, pairs, s, d);
   if (!launched) {
     throw std::invalid_argument("pair-HMM intra-task shape " + std::to_string(shape.lanes) + "x" +
-                                std::to_string(shape.rows_per_lane) + " is not compiled for " +
-                                arithmetic_name(arithmetic) + " arithmetic");
+                                std::to_string(shape.rows_per_lane) + " is not compiled");
   }
 }
-
-// The FTZ probe's operations on the device: out[i] = a[i] * b[i] and a[i] + b[i].
-__global__ void ftz_probe_kernel(const float* a, const float* b, float* product, float* sum,
-                                 int n) {
-  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (i >= n) return;
-  product[i] = detail::mul_ftz(a[i], b[i]);
-  sum[i] = detail::add_ftz(a[i], b[i]);
-}
-
-float float_of(std::uint32_t bits) {
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-// The host's SSE under FTZ and DAZ (MXCSR bits 15 and 6), the caller's mode restored.
-void host_ftz_operations(const std::vector<float>& a, const std::vector<float>& b,
-                         std::vector<float>& product, std::vector<float>& sum) {
-  product.resize(a.size());
-  sum.resize(a.size());
-  const unsigned saved = _mm_getcsr();
-  _mm_setcsr(saved | 0x8040u);
-  asm volatile("" ::: "memory");
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    product[i] = _mm_cvtss_f32(_mm_mul_ss(_mm_set_ss(a[i]), _mm_set_ss(b[i])));
-    sum[i] = _mm_cvtss_f32(_mm_add_ss(_mm_set_ss(a[i]), _mm_set_ss(b[i])));
-  }
-  asm volatile("" ::: "memory");
-  _mm_setcsr(saved);
-}
-
-}  // namespace
-
-FtzProbe probe_ftz_arithmetic(int device, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<float> a, b;
-  FtzProbe probe;
-  // Products around FLT_MIN: x = a random mantissa times 2^-1 to 2^-20, y near FLT_MIN / x
-  // (both normal), five neighbouring y each.
-  for (int i = 0; i < 40000; ++i) {
-    const float x =
-        std::ldexp(float_of(0x3f800000u | static_cast<std::uint32_t>(rng() & 0x7fffffu)),
-                   -1 - static_cast<int>(rng() % 20));
-    const double target = static_cast<double>(FLT_MIN) *
-                          (1.0 + (static_cast<double>(rng() % 4001) - 2000.0) * 0x1p-32);
-    float y = static_cast<float>(target / x);
-    for (int k = 0; k < 2; ++k) y = std::nextafter(y, 0.0f);
-    for (int k = 0; k < 5; ++k, y = std::nextafter(y, 1.0f)) {
-      a.push_back(x);
-      b.push_back(y);
-      const double exact = static_cast<double>(x) * static_cast<double>(y);  // exact
-      const double edge = static_cast<double>(FLT_MIN);
-      if (exact >= edge - 0x1p-150 && exact < edge) ++probe.edge_cases;
-    }
-  }
-  // Differences of neighbouring small values (exact, so tiny or zero), and random positive
-  // operands over the whole range (products that underflow deep, overflow, or neither).
-  for (int i = 0; i < 20000; ++i) {
-    const float x = float_of(0x00800000u + static_cast<std::uint32_t>(rng() % 0x01800000u));
-    a.push_back(x);
-    b.push_back(-std::nextafter(x, (rng() & 1) ? 0.0f : 1.0f));
-    a.push_back(float_of(0x00800000u + static_cast<std::uint32_t>(rng() % 0x7e800000u)));
-    b.push_back(float_of(0x00800000u + static_cast<std::uint32_t>(rng() % 0x7e800000u)));
-  }
-  probe.cases = a.size();
-  std::vector<float> expected_product, expected_sum;
-  host_ftz_operations(a, b, expected_product, expected_sum);
-  const std::size_t n = a.size();
-  std::vector<float> product(n), sum(n);
-  check(cudaSetDevice(device), "cudaSetDevice");
-  float* dev = nullptr;
-  check(cudaMalloc(&dev, 4 * n * sizeof(float)), "cudaMalloc");
-  try {
-    check(cudaMemcpy(dev, a.data(), n * sizeof(float), cudaMemcpyHostToDevice), "copy in");
-    check(cudaMemcpy(dev + n, b.data(), n * sizeof(float), cudaMemcpyHostToDevice), "copy in");
-    ftz_probe_kernel<<<static_cast<unsigned>((n + 255) / 256), 256>>>(
-        dev, dev + n, dev + 2 * n, dev + 3 * n, static_cast<int>(n));
-    check(cudaGetLastError(), "probe launch");
-    check(cudaMemcpy(product.data(), dev + 2 * n, n * sizeof(float), cudaMemcpyDeviceToHost),
-          "copy out");
-    check(cudaMemcpy(sum.data(), dev + 3 * n, n * sizeof(float), cudaMemcpyDeviceToHost),
-          "copy out");
-  } catch (...) {
-    cudaFree(dev);
-    throw;
-  }
-  cudaFree(dev);
-  for (std::size_t i = 0; i < n; ++i) {
-    probe.mismatches += std::memcmp(&product[i], &expected_product[i], sizeof(float)) != 0;
-    probe.mismatches += std::memcmp(&sum[i], &expected_sum[i], sizeof(float)) != 0;
-  }
-  return probe;
-}
-
-bool device_ftz_matches_x86(int device) {
-  static std::mutex mutex;
-  static std::map<int, bool> verdicts;
-  const std::lock_guard<std::mutex> lock(mutex);
-  const auto found = verdicts.find(device);
-  if (found != verdicts.end()) return found->second;
-  const FtzProbe probe = probe_ftz_arithmetic(device, 20261123);
-  const bool matches = probe.mismatches == 0 && probe.edge_cases > 0;
-  verdicts.emplace(device, matches);
-  return matches;
-}
-
-namespace {
 
 // Where each array of a batch lies in one allocation (host pinned and device alike), every
 // array aligned to 256 bytes.
@@ -771,7 +586,6 @@ PairhmmGpu::PairhmmGpu(int device, int slots) : state_(new State) {
         check(cudaEventCreateWithFlags(e, cudaEventBlockingSync), "event");
       }
     }
-    arithmetic_ = device_ftz_matches_x86(device) ? Arithmetic::ftz : Arithmetic::ieee;
   } catch (...) {
     release(state_->slots);
     delete state_;
@@ -789,15 +603,6 @@ std::string PairhmmGpu::name() const {
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, state_->device), "cudaGetDeviceProperties");
   return prop.name;
-}
-
-void PairhmmGpu::set_arithmetic(Arithmetic arithmetic) {
-  if (arithmetic == Arithmetic::ftz && !device_ftz_matches_x86(state_->device)) {
-    throw std::invalid_argument(
-        "pair-HMM: this GPU's flush-to-zero arithmetic differs from x86's (probe failed); "
-        "only checked arithmetic reproduces the canonical sums on it");
-  }
-  arithmetic_ = arithmetic;
 }
 
 int PairhmmGpu::slots() const {
@@ -821,7 +626,7 @@ void PairhmmGpu::submit(int slot, const PairBatch& b, Kernel kernel, const Paral
   // The intra-task shape is chosen on the host before any timing starts.
   IntraShape shape = shape_;
   if (kernel == Kernel::intra_task && shape.lanes <= 0 && n > 0)
-    shape = choose_intra_shape(b, parallel, arithmetic_);
+    shape = choose_intra_shape(b, parallel);
   if (kernel == Kernel::intra_task && n > 0) last_shape_ = shape;
   sl.pairs = n;
   sl.staging = 0;
@@ -921,7 +726,7 @@ void PairhmmGpu::submit(int slot, const PairBatch& b, Kernel kernel, const Paral
     intra_checked_kernel<<<static_cast<unsigned>((n * 32 + kThreads - 1) / kThreads), kThreads, 0,
                            s>>>(d);
   } else {
-    launch_intra(shape, arithmetic_, static_cast<unsigned>(n), s, d);
+    launch_intra(shape, static_cast<unsigned>(n), s, d);
   }
   check(cudaGetLastError(), "kernel launch");
   check(cudaEventRecord(sl.kernel_end, s), "event");

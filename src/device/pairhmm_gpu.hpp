@@ -3,12 +3,9 @@
 //
 // Contract: the canonical float sum of every pair, bit for bit that of
 // duet::pairhmm::forward_sum<float> (core/pairhmm_model.hpp): the same order of operations,
-// no fused multiply-add, and x86's flush-to-zero reproduced exactly. Two ways to the last
-// (Arithmetic): the GPU's own flush-to-zero operations (PTX mul.rn.ftz, add.rn.ftz), used
-// where probe_ftz_arithmetic finds them equal to x86's on the device, operation for
-// operation, at the edge of the normal range included; or IEEE arithmetic with gradual
-// underflow, a result at or below FLT_MIN re-decided from the exact value. The host turns
-// sums into likelihoods (double fallback included).
+// no fused multiply-add, and x86's flush-to-zero reproduced exactly (IEEE arithmetic, then a
+// result at or below FLT_MIN is re-decided from the exact value). The host turns sums into
+// likelihoods (double fallback included).
 //
 // Three kernels, selectable for throughput studies:
 // - inter_task: one thread per pair, row by row (Ren et al.'s inter-task design);
@@ -16,8 +13,7 @@
 //   rows along anti-diagonals, values passed between lanes by warp shuffles (their
 //   intra-task design, with a group of lanes for a block); plain IEEE products while the
 //   warp's values stay far from FLT_MIN, checked ones near it (one vote per step decides;
-//   see pairhmm_gpu.cu for why that is exact), or with Arithmetic::ftz the GPU's
-//   flush-to-zero operations and no check at all; the shape is chosen per batch;
+//   see pairhmm_gpu.cu for why that is exact); the shape is chosen per batch;
 // - intra_checked: a warp per pair, 32 rows per strip, checking every product and sum for a
 //   tiny result (the first intra-task kernel, kept to measure against; the app does not
 //   offer it).
@@ -50,31 +46,10 @@ struct PairBatch {
 };
 
 // The intra-task kernel's shape: lanes per pair (4 to 32) and read rows per lane. Compiled:
-// 32x1, 16x1, 8x1, 16x2, 8x2, 4x2, 8x4, 4x4; with Arithmetic::ftz also 32x2, 32x4, 16x4
-// and 8x8.
+// 32x1, 16x1, 8x1, 16x2, 8x2, 4x2, 8x4, 4x4.
 struct IntraShape {
   int lanes = 0, rows_per_lane = 0;
 };
-
-// How the intra-task kernel reproduces x86's flush-to-zero: ftz, the GPU's own FTZ
-// operations (where the device's probe passed); ieee, IEEE operations with a warp vote
-// and exact re-decisions near FLT_MIN (any device).
-enum class Arithmetic { ftz, ieee };
-const char* arithmetic_name(Arithmetic arithmetic);  // "ftz", "ieee"
-
-// The device's FTZ multiply and add against the host's SSE under MXCSR FTZ and DAZ, on
-// products and differences whose exact values lie around FLT_MIN (both sides of the
-// rounding boundaries where "tiny" can be decided differently: before rounding, after
-// rounding to the subnormal grid, or after rounding with an unbounded exponent as x86
-// does) and on random operands over the whole range. `edge_cases`: the products whose
-// exact value lies in [FLT_MIN - 2^-150, FLT_MIN), where only x86's rule flushes some and
-// keeps others. Throws std::runtime_error on a CUDA failure.
-struct FtzProbe {
-  std::size_t cases = 0, edge_cases = 0, mismatches = 0;
-};
-FtzProbe probe_ftz_arithmetic(int device, std::uint64_t seed);
-// The probe's verdict for a device, run once per device and process (fixed seed).
-bool device_ftz_matches_x86(int device);
 
 // Runs body(i) for i < n, in chunks, on several threads (a scheduler's host-loop runner).
 using ParallelFor = std::function<void(std::size_t n, std::size_t chunk,
@@ -83,8 +58,7 @@ using ParallelFor = std::function<void(std::size_t n, std::size_t chunk,
 // The intra-task shape with the fewest estimated cycles for a batch (a table of measured
 // costs per warp step, see pairhmm_gpu.cu); host code, needs no device. With `parallel`,
 // the shapes are costed on several threads (the same choice).
-IntraShape choose_intra_shape(const PairBatch& batch, const ParallelFor& parallel = {},
-                              Arithmetic arithmetic = Arithmetic::ieee);
+IntraShape choose_intra_shape(const PairBatch& batch, const ParallelFor& parallel = {});
 
 // CUDA devices usable (0 without a driver or device).
 int device_count();
@@ -112,11 +86,6 @@ class PairhmmGpu {
   // std::invalid_argument (at the next submit) for a shape not compiled.
   void set_intra_shape(IntraShape shape) { shape_ = shape; }
   IntraShape last_intra_shape() const { return last_shape_; }
-  // intra_task's arithmetic: ftz where the device passed probe_ftz_arithmetic (the
-  // default), else ieee. Forcing ftz on a device that failed the probe throws
-  // std::invalid_argument.
-  void set_arithmetic(Arithmetic arithmetic);
-  Arithmetic arithmetic() const { return arithmetic_; }
 
   // Sums of every pair of the batch, on slot 0 (submit then finish). Throws
   // std::runtime_error on any CUDA failure. kernel_seconds: time of the kernel alone;
@@ -141,7 +110,6 @@ class PairhmmGpu {
   struct State;
   State* state_;
   IntraShape shape_{}, last_shape_{};
-  Arithmetic arithmetic_ = Arithmetic::ieee;
 };
 
 }  // namespace duet::device::pairhmm

@@ -18,10 +18,6 @@ const char* kernel_name(Kernel kernel) {
   return "?";
 }
 
-const char* arithmetic_name(Arithmetic arithmetic) {
-  return arithmetic == Arithmetic::ftz ? "ftz" : "ieee";
-}
-
 PairPacker::PairPacker(const duet::pairhmm::Model& model)
     : min_base_quality_(static_cast<std::size_t>(
           std::clamp(model.options().min_base_quality, 0, duet::pairhmm::Model::kMaxQuality))),

@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
   int failures = 0;
   std::vector<float> sums(pairs.size());
   for (const PairhmmVariant& v : duet::simd::pairhmm::kPairhmmVariants) {
-    if (v.lanes == 1) continue;
+    if (v.isa == duet::simd::pairhmm::PairhmmIsa::scalar) continue;
     if (!isas.empty() && isas.find("," + std::string(v.name) + ",") == std::string::npos) continue;
     if (!duet::simd::pairhmm::cpu_supports(v.isa)) {
       std::printf("%-24s %10s %10s\n", std::string(v.name).c_str(), "-", "no CPU");
@@ -115,7 +115,8 @@ int main(int argc, char** argv) {
       continue;
     }
     const double s = best_seconds(repeats, [&] { v.function(model, pairs, sums.data()); });
-    const std::string name = std::string(v.name) + " x" + std::to_string(v.lanes);
+    const std::string name = std::string(v.name) + " x" +
+                             std::to_string(v.diagonal_rows > 0 ? v.diagonal_rows : v.lanes);
     std::printf("%-24s %10.4f %10.3f\n", name.c_str(), s, static_cast<double>(cells) / s * 1e-9);
   }
 

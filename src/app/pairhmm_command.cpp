@@ -22,6 +22,7 @@
 #include "core/error.hpp"
 #include "core/pairhmm_input.hpp"
 #include "core/pairhmm_model.hpp"
+#include "host_simd/pairhmm_simd.hpp"
 #include "io/hdf5_file.hpp"
 
 namespace duet::app {
@@ -141,9 +142,12 @@ void add_pairhmm_command(CLI::App& app,
   cmd->add_option("--min-base-quality", o->min_base_quality,
                   "read base qualities below this are raised to it (default 6)")
       ->check(CLI::Range(0, 93));
+  std::vector<std::string> isas = {"auto"};
+  for (const auto& v : simd::pairhmm::kPairhmmVariants) isas.emplace_back(v.name);
   cmd->add_option("--isa", o->isa,
-                  "CPU kernel: auto, scalar, avx2, avx512 (studies: avx2-skewed, avx512-skewed)")
-      ->check(CLI::IsMember({"auto", "scalar", "avx2", "avx512"}));
+                  "CPU kernel: auto, scalar, avx2, avx512 (studies: avx2-skewed, avx512-skewed, "
+                  "avx2-diagonal, avx512-diagonal)")
+      ->check(CLI::IsMember(isas));
   cmd->add_option("--gpu-kernel", o->gpu_kernel,
                   "GPU kernel: auto, inter (a thread per pair), intra (4 to 32 lanes per pair)")
       ->check(CLI::IsMember({"auto", "inter", "intra"}));

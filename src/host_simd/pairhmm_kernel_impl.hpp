@@ -88,6 +88,18 @@ inline void store_finished(float* out, Floats sums, Ints row, Ints lane_rows) {
   const Ints done = simde_mm256_cmpeq_epi32(row, lane_rows);
   simde_mm256_maskstore_ps(out, done, sums);
 }
+// The anti-diagonal kernel's lane moves, their index vectors made once (outside its
+// loops): shift_in gives lane i - 1 of v in lane i and *first in lane 0; store_last_lane
+// writes lane W - 1 of v to at[W - 1], nothing else.
+struct LaneMoves {
+  Ints up = simde_mm256_setr_epi32(0, 0, 1, 2, 3, 4, 5, 6);
+  Ints last = simde_mm256_setr_epi32(0, 0, 0, 0, 0, 0, 0, -1);
+  Floats shift_in(Floats v, const float* first) const {
+    return simde_mm256_blend_ps(simde_mm256_permutevar8x32_ps(v, up),
+                                simde_mm256_broadcast_ss(first), 0x01);
+  }
+  void store_last_lane(float* at, Floats v) const { simde_mm256_maskstore_ps(at, last, v); }
+};
 #elif DUET_PAIRHMM_VECTOR_BITS == 512
 using Floats = simde__m512;
 using Ints = simde__m512i;
@@ -138,6 +150,17 @@ inline void store_finished(float* out, Floats sums, Ints row, Ints lane_rows) {
   const simde__mmask16 done = simde_mm512_cmpeq_epi32_mask(row, lane_rows);
   simde_mm512_storeu_ps(out, simde_mm512_mask_mov_ps(simde_mm512_loadu_ps(out), done, sums));
 }
+struct LaneMoves {
+  Ints up = simde_mm512_setr_epi32(16, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14);
+  Ints last = simde_mm512_set1_epi32(15);
+  Floats shift_in(Floats v, const float* first) const {
+    return simde_mm512_permutex2var_ps(v, up, simde_mm512_set1_ps(*first));
+  }
+  void store_last_lane(float* at, Floats v) const {
+    const Floats moved = simde_mm512_permutexvar_ps(last, v);
+    simde_mm_store_ss(at + (W - 1), simde_mm512_castps512_ps128(moved));
+  }
+};
 #endif
 
 // Rows r0 + 1 .. r0 + K over every column, K rows at a time ("a strip"), column by column:
@@ -357,7 +380,87 @@ void forward_group_of(const PairGroupView& g) {
   }
 }
 
+// The anti-diagonal (intra-pair) kernel: one pair, W consecutive read rows per strip, one
+// row per lane; at step t lane i computes row r0 + 1 + i at column t - i, so a step is an
+// anti-diagonal of the strip and its W cells are independent. A lane's upper neighbour is
+// lane i - 1's cell of the step before (lane 0: the row above the strip, from the row
+// buffer), its diagonal neighbour lane i - 1's cell two steps before (the upper vector of
+// the step before), its left neighbour its own cell of the step before. Cells left of
+// column 1 come out zero (every input is zero there), cells right of column C are never
+// read by a cell inside. Lane W - 1 stores the strip's last row into the row buffer, W - 1
+// columns behind lane 0's reads of it. The last strip stops when the lane of row R leaves
+// column C, having summed M + X of its columns left to right.
+float forward_pair_diagonal_of(const DiagonalPairView& p) {
+  const int C = p.columns;
+  // The row buffer (columns 0..C, then zeros to C + W - 1), W - 1 floats of room before
+  // it for store_last_lane's addressing.
+  const int stride = C + 2 * W;
+  float* const BM = p.work + (W - 1);
+  float* const BX = BM + stride;
+  float* const BY = BX + stride;
+  for (int c = -(W - 1); c < stride - (W - 1); ++c) {
+    BM[c] = 0.0f;
+    BX[c] = 0.0f;
+    BY[c] = c >= 0 && c <= C ? p.initial_deletion : 0.0f;
+  }
+  const int strips = (p.rows + W - 1) / W;
+  const int last_lane = (p.rows - 1) % W;  // the lane of row R in the last strip
+  alignas(64) float lanes[W];
+  float sum = 0.0f;
+  const LaneMoves moves;
+  for (int s = 0; s < strips; ++s) {
+    const float* const q = p.parameters + static_cast<std::ptrdiff_t>(s) * W;
+    const auto row = [&](int k) {
+      return load(q + static_cast<std::ptrdiff_t>(k) * p.padded_rows);
+    };
+    const Floats mm = row(kMatchToMatch), gm = row(kIndelToMatch), mi = row(kMatchToInsertion),
+                 md = row(kMatchToDeletion), ge = row(kGapExtension), em = row(kEmissionMatch),
+                 ex = row(kEmissionMismatch);
+    const Ints read_base =
+        read_key(load_ints(reinterpret_cast<const std::int32_t*>(q) + kReadBase * p.padded_rows));
+    const bool last = s == strips - 1;
+    const int steps = last ? C + last_lane : C + W - 1;
+    // The step before the first: no cells (zero), and the upper vector of step 0, whose
+    // lane 0 (row r0 at column 0) is lane 0's diagonal at step 1.
+    Floats M_before = zeros(), X_before = zeros(), Y_before = zeros();
+    Floats M_up = moves.shift_in(zeros(), BM), X_up = moves.shift_in(zeros(), BX),
+           Y_up = moves.shift_in(zeros(), BY);
+    Floats S = zeros();
+    for (int t = 1; t <= steps; ++t) {
+      const Floats M_diagonal = M_up, X_diagonal = X_up, Y_diagonal = Y_up;
+      M_up = moves.shift_in(M_before, BM + t);
+      X_up = moves.shift_in(X_before, BX + t);
+      Y_up = moves.shift_in(Y_before, BY + t);
+      const Floats e = emission(read_base, haplotype_key(load_ints(p.haplotype + C - t)), em, ex);
+      const Floats M_new =
+          mul(add(add(mul(M_diagonal, mm), mul(X_diagonal, gm)), mul(Y_diagonal, gm)), e);
+      const Floats X_new = add(mul(M_up, mi), mul(X_up, ge));
+      const Floats Y_new = add(mul(M_before, md), mul(Y_before, ge));
+      if (last) S = add(S, add(M_new, X_new));
+      if (t >= W) {  // lane W - 1 is at column t - W + 1 >= 1
+        moves.store_last_lane(BM + t - 2 * (W - 1), M_new);
+        moves.store_last_lane(BX + t - 2 * (W - 1), X_new);
+        moves.store_last_lane(BY + t - 2 * (W - 1), Y_new);
+      }
+      M_before = M_new;
+      X_before = X_new;
+      Y_before = Y_new;
+    }
+    // Column 0 of rows >= 1 is zero.
+    BM[0] = BX[0] = BY[0] = 0.0f;
+    if (last) {
+      store(lanes, S);
+      sum = lanes[last_lane];
+    }
+  }
+  return sum;
+}
+
 }  // namespace
+
+float forward_pair_diagonal(const DiagonalPairView& p) {
+  return forward_pair_diagonal_of(p);
+}
 
 void forward_group(const PairGroupView& g) {
   forward_group_of<false>(g);

@@ -222,6 +222,69 @@ void forward_sums_inter_pair(void (*kernel)(const PairGroupView&), const Model& 
   }
 }
 
+// The anti-diagonal kernels: each pair alone, its read's rows in the [parameter][row]
+// layout (made once per run of pairs of one read) and its haplotype reversed, padded.
+struct DiagonalWorkspace {
+  AlignedFloats parameters, work;
+  std::vector<std::int32_t> haplotype;
+  std::vector<RowParameters<float>> one_read;
+};
+
+template <int W>
+void forward_sums_diagonal(float (*kernel)(const DiagonalPairView&), const Model& model,
+                           std::span<const Pair> pairs, float* sums) {
+  thread_local DiagonalWorkspace ws;
+  const FlushToZero flush_to_zero;
+  const duet::pairhmm::Read* packed_read = nullptr;
+  DiagonalPairView p;
+  for (std::size_t i = 0; i < pairs.size(); ++i) {
+    const Pair& pair = pairs[i];
+    const int R = pair.rows(), C = pair.columns();
+    if (R == 0 || C == 0) {  // nothing to vectorise: the canonical computation itself
+      sums[i] = duet::pairhmm::forward_sum<float>(model, pair);
+      continue;
+    }
+    if (pair.read != packed_read) {
+      packed_read = pair.read;
+      p.rows = R;
+      p.padded_rows = (R + W - 1) / W * W;
+      const auto padded = static_cast<std::size_t>(p.padded_rows);
+      float* parameters = ws.parameters.get(kParameters * padded);
+      std::fill(parameters, parameters + kParameters * padded, 0.0f);
+      model.rows(*pair.read, ws.one_read);
+      for (std::size_t r = 0; r < static_cast<std::size_t>(R); ++r) {
+        const RowParameters<float>& q = ws.one_read[r];
+        parameters[kMatchToMatch * padded + r] = q.match_to_match;
+        parameters[kIndelToMatch * padded + r] = q.indel_to_match;
+        parameters[kMatchToInsertion * padded + r] = q.match_to_insertion;
+        parameters[kMatchToDeletion * padded + r] = q.match_to_deletion;
+        parameters[kGapExtension * padded + r] = q.gap_extension;
+        parameters[kEmissionMatch * padded + r] = q.emission_match;
+        parameters[kEmissionMismatch * padded + r] = q.emission_mismatch;
+        const std::int32_t base = pair.read->bases[r];
+        if (base > 15)
+          throw std::invalid_argument(
+              "pair-HMM SIMD kernels: a base code above 15 (not a BaseCode)");
+        std::memcpy(&parameters[kReadBase * padded + r], &base, sizeof(float));
+      }
+      p.parameters = parameters;
+    }
+    const auto columns = static_cast<std::size_t>(C);
+    ws.haplotype.assign(columns + 2 * (W - 1), 0);
+    for (std::size_t j = 0; j < columns; ++j) {
+      const std::int32_t base = pair.haplotype->bases[columns - 1 - j];
+      if (base > 15)
+        throw std::invalid_argument("pair-HMM SIMD kernels: a base code above 15 (not a BaseCode)");
+      ws.haplotype[W - 1 + j] = base;
+    }
+    p.columns = C;
+    p.haplotype = ws.haplotype.data() + (W - 1);
+    p.initial_deletion = Model::initial_deletion_float(C);
+    p.work = ws.work.get(diagonal_work_floats(C, W));
+    sums[i] = kernel(p);
+  }
+}
+
 }  // namespace
 
 // Lanes idle where a pair is smaller than its group's largest read and haplotype, so
@@ -326,6 +389,14 @@ void forward_sums_avx512_skewed_grouped(const Model& model, std::span<const Pair
   forward_sums_inter_pair<avx512::kLanes, true>(&avx512::forward_group_skewed, model, pairs, sums);
 }
 
+void forward_sums_avx2_diagonal(const Model& model, std::span<const Pair> pairs, float* sums) {
+  forward_sums_diagonal<avx2::kLanes>(&avx2::forward_pair_diagonal, model, pairs, sums);
+}
+
+void forward_sums_avx512_diagonal(const Model& model, std::span<const Pair> pairs, float* sums) {
+  forward_sums_diagonal<avx512::kLanes>(&avx512::forward_pair_diagonal, model, pairs, sums);
+}
+
 bool cpu_supports(PairhmmIsa isa) {
   __builtin_cpu_init();
   switch (isa) {
@@ -359,7 +430,8 @@ const PairhmmVariant& pairhmm_variant(std::string_view name) {
     return v;
   }
   throw UsageError("--isa " + std::string(name) +
-                   ": no such pair-HMM kernel (scalar, avx2, avx512, avx2-skewed, avx512-skewed)");
+                   ": no such pair-HMM kernel (scalar, avx2, avx512, avx2-skewed, avx512-skewed, "
+                   "avx2-diagonal, avx512-diagonal)");
 }
 
 }  // namespace duet::simd::pairhmm

@@ -30,13 +30,14 @@ enum class PairhmmIsa { scalar, avx2, avx512 };
 struct PairhmmVariant {
   PairhmmIsa isa;
   std::string_view name;  // "scalar", "avx2", "avx512"
-  int lanes;              // pairs computed at once
+  int lanes;              // pairs computed at once (1: the scalar or an anti-diagonal kernel)
   int element_bits;       // 32: float
   duet::pairhmm::ForwardSumsFunction function;
   // The same kernel on pairs already grouped: pairs[k * lanes, k * lanes + lanes) is
   // group k (only the last may be partial). Same sums whatever the grouping.
   duet::pairhmm::ForwardSumsFunction grouped;
-  bool study = false;  // kept for measurements: never chosen by "auto"
+  bool study = false;     // kept for measurements: never chosen by "auto"
+  int diagonal_rows = 0;  // anti-diagonal kernels: read rows per vector (lanes is 1)
 };
 
 // Pairs grouped at once by a kernel (and by group_pairs' callers: a multiple of every
@@ -60,6 +61,12 @@ void forward_sums_avx2_skewed(const duet::pairhmm::Model& model,
                               std::span<const duet::pairhmm::Pair> pairs, float* sums);
 void forward_sums_avx512_skewed(const duet::pairhmm::Model& model,
                                 std::span<const duet::pairhmm::Pair> pairs, float* sums);
+// Anti-diagonal (intra-pair) vectorisation, a study: one pair at a time, W read rows per
+// strip, a step computing the W cells of an anti-diagonal (GKL's layout); the same sums.
+void forward_sums_avx2_diagonal(const duet::pairhmm::Model& model,
+                                std::span<const duet::pairhmm::Pair> pairs, float* sums);
+void forward_sums_avx512_diagonal(const duet::pairhmm::Model& model,
+                                  std::span<const duet::pairhmm::Pair> pairs, float* sums);
 // The grouped forms (see PairhmmVariant::grouped).
 void forward_sums_avx2_grouped(const duet::pairhmm::Model& model,
                                std::span<const duet::pairhmm::Pair> pairs, float* sums);
@@ -70,7 +77,7 @@ void forward_sums_avx2_skewed_grouped(const duet::pairhmm::Model& model,
 void forward_sums_avx512_skewed_grouped(const duet::pairhmm::Model& model,
                                         std::span<const duet::pairhmm::Pair> pairs, float* sums);
 
-inline constexpr std::array<PairhmmVariant, 5> kPairhmmVariants{{
+inline constexpr std::array<PairhmmVariant, 7> kPairhmmVariants{{
     {PairhmmIsa::scalar, "scalar", 1, 32, &duet::pairhmm::forward_sums_scalar,
      &duet::pairhmm::forward_sums_scalar},
     {PairhmmIsa::avx2, "avx2", 8, 32, &forward_sums_avx2, &forward_sums_avx2_grouped},
@@ -79,6 +86,10 @@ inline constexpr std::array<PairhmmVariant, 5> kPairhmmVariants{{
      &forward_sums_avx2_skewed_grouped, true},
     {PairhmmIsa::avx512, "avx512-skewed", 16, 32, &forward_sums_avx512_skewed,
      &forward_sums_avx512_skewed_grouped, true},
+    {PairhmmIsa::avx2, "avx2-diagonal", 1, 32, &forward_sums_avx2_diagonal,
+     &forward_sums_avx2_diagonal, true, 8},
+    {PairhmmIsa::avx512, "avx512-diagonal", 1, 32, &forward_sums_avx512_diagonal,
+     &forward_sums_avx512_diagonal, true, 16},
 }};
 
 bool cpu_supports(PairhmmIsa isa);

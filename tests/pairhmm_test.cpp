@@ -268,6 +268,7 @@ TEST(PairhmmCommand, IdenticalWhateverTheSplit) {
       {"--cpu 2 --block-cells 5000", ""},
       {"--cpu 2 --block-cells 7000 --isa " + std::string(simd::pairhmm::cpu_supports(simd::pairhmm::PairhmmIsa::avx2) ? "avx2" : "scalar"), ""},
       {"--cpu 3 --block-cells 20000 --isa scalar", ""},
+      {"--cpu 2 --block-cells 9000 --isa " + std::string(simd::pairhmm::cpu_supports(simd::pairhmm::PairhmmIsa::avx2) ? "avx2-diagonal" : "scalar"), ""},
       {"--cpu 2 --block-cells 10000", "DUET_DEBUG_TEST_GPU=1"},
       {"--cpu 1 --block-cells 10000 --gpu-batch-blocks 3", "DUET_DEBUG_TEST_GPU=2 DUET_DEBUG_GPU_FAULT_EVERY=2"},
       {"--cpu 1 --block-cells 30000 --policy static --static-cpu-fraction 0.3", "DUET_DEBUG_TEST_GPU=1"},

@@ -186,44 +186,34 @@ class HmmsearchWorkload final : public scheduler::Workload {
     FilterKernels& k = *kernels_[static_cast<std::size_t>(worker)];
     std::vector<TargetScores> scores(block.sequences());
     std::vector<std::size_t> at_forward;
-    // The first pass rejects a target at the bias stage with a P-value of 1, which only
-    // an F1 below 1 rejects.
-    if (!settings_.bias_filter || !(settings_.F1 < 1.0)) {
+    if (!bias_together_applies(settings_)) {
       for (std::size_t i = 0; i < block.sequences(); ++i) {
         scores[i] = run_filters(profile_, settings_, k, block.sequence(i), block.length(i));
         if (needs_forward(scores[i])) at_forward.push_back(i);
         scheduler::help_host_loops();  // a GPU feeder's host work first (scheduler.hpp)
       }
     } else {
-      MsvThenBias first(k);
-      std::vector<std::size_t> at_bias;
-      std::vector<FilterScore> msv;
-      for (std::size_t i = 0; i < block.sequences(); ++i) {
-        first.wants_bias = false;
-        scores[i] = run_filters(profile_, settings_, first, block.sequence(i), block.length(i));
-        if (first.wants_bias) {
-          at_bias.push_back(i);
-          msv.push_back(first.msv_score);
-        }
-        scheduler::help_host_loops();
+      const std::size_t n = block.sequences();
+      std::vector<const Residue*> dsq(n);
+      std::vector<int> lengths(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        dsq[i] = block.sequence(i);
+        lengths[i] = block.length(i);
       }
-      std::vector<const Residue*> dsq;
-      std::vector<int> lengths;
-      for (std::size_t i : at_bias) {
-        dsq.push_back(block.sequence(i));
-        lengths.push_back(block.length(i));
-      }
-      std::vector<float> bias(at_bias.size());
-      bias_filter_scores(profile_.bias, dsq.data(), lengths.data(), at_bias.size(), bias.data());
-      for (std::size_t j = 0; j < at_bias.size(); ++j) {
-        const std::size_t i = at_bias[j];
-        MsvThenBias second(k);
-        second.msv_score = msv[j];
-        second.bias_score = &bias[j];
-        scores[i] = run_filters(profile_, settings_, second, block.sequence(i), block.length(i));
-        scheduler::help_host_loops();
-      }
-      for (std::size_t i = 0; i < block.sequences(); ++i)
+      std::vector<FilterScore> msv(n);  // the first pass' MSV scores, for the second
+      run_with_bias_together(
+          profile_.bias, n, dsq.data(), lengths.data(), [&](std::size_t i, const float* bias) {
+            MsvThenBias kernels(k);
+            if (bias != nullptr) {
+              kernels.msv_score = msv[i];
+              kernels.bias_score = bias;
+            }
+            scores[i] = run_filters(profile_, settings_, kernels, dsq[i], lengths[i]);
+            if (bias == nullptr) msv[i] = kernels.msv_score;
+            scheduler::help_host_loops();
+            return kernels.wants_bias;
+          });
+      for (std::size_t i = 0; i < n; ++i)
         if (needs_forward(scores[i])) at_forward.push_back(i);
     }
     forward_stage(block, at_forward, scores, k);

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <limits>
 #include <span>
+#include <vector>
 
 #include "core/forward_canonical.hpp"
 #include "core/profile.hpp"
@@ -112,6 +113,34 @@ void run_forward_stage(const SearchProfile& profile, const CascadeSettings& sett
 void run_forward_stages(const SearchProfile& profile, const CascadeSettings& settings,
                         FilterKernels& kernels, std::span<const ForwardTarget> targets,
                         std::span<TargetScores* const> outs);
+
+// Several targets' cascades with their bias filters computed together (bias_filter_scores,
+// bit for bit bias_filter_score, several targets interleaved). run(i, bias) runs target i's
+// cascade: with bias == nullptr (the first pass) its bias filter must give +infinity and
+// run must return whether the target asked for it, which stops the target there with a
+// P-value of 1; with a score, its bias filter gives *bias (the second pass, only for the
+// targets that asked). That stop is a rejection only when F1 < 1 with the bias filter on:
+// callers use this when bias_together_applies, else run every target once with its own
+// bias filter.
+inline bool bias_together_applies(const CascadeSettings& settings) {
+  return settings.bias_filter && settings.F1 < 1.0;
+}
+template <class Run>
+void run_with_bias_together(const BiasFilterModel& model, std::size_t n, const Residue* const* dsq,
+                            const int* L, Run&& run) {
+  std::vector<std::size_t> asked;
+  std::vector<const Residue*> asked_dsq;
+  std::vector<int> asked_L;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!run(i, static_cast<const float*>(nullptr))) continue;
+    asked.push_back(i);
+    asked_dsq.push_back(dsq[i]);
+    asked_L.push_back(L[i]);
+  }
+  std::vector<float> bias(asked.size());
+  bias_filter_scores(model, asked_dsq.data(), asked_L.data(), asked.size(), bias.data());
+  for (std::size_t j = 0; j < asked.size(); ++j) run(asked[j], &bias[j]);
+}
 
 // The margin (nats) added to an inexact Forward score (a SIMD or GPU parser known to be
 // within absolute_tolerance + relative_tolerance * |score| of forward_parser_reference)

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 
 #include "core/alphabet.hpp"
@@ -266,6 +267,98 @@ TEST(Reference, SsvShortcutAgreesWithMsv) {
     EXPECT_GT(conclusive, 100) << name;
   }
   EXPECT_GT(below_floor, 0);
+}
+
+// run_with_bias_together (the first pass stops at the bias filter, the bias filters of the
+// targets that asked are computed together, their second pass finishes them) gives every
+// target run_filters' scores, bit for bit: random targets with planted consensus (they pass
+// MSV) and biased stretches, on the tutorial models, at two F1 thresholds.
+TEST(Reference, BiasTogetherGivesRunFiltersScores) {
+  // The reference kernels seen through the two passes: MSV kept from the first, the bias
+  // filter deferred (+infinity) there and given in the second.
+  class TwoPass final : public FilterKernels {
+   public:
+    explicit TwoPass(FilterKernels& inner) : inner_(inner) {}
+    FilterScore msv_score{};
+    const float* bias_score = nullptr;
+    bool asked = false;
+    FilterScore msv(const Residue* dsq, int L) override {
+      if (bias_score == nullptr) msv_score = inner_.msv(dsq, L);
+      return msv_score;
+    }
+    float bias(const BiasFilterModel&, const Residue*, int) override {
+      if (bias_score != nullptr) return *bias_score;
+      asked = true;
+      return std::numeric_limits<float>::infinity();
+    }
+    FilterScore viterbi(const Residue* dsq, int L) override { return inner_.viterbi(dsq, L); }
+    float forward(const Residue* dsq, int L) override { return inner_.forward(dsq, L); }
+
+   private:
+    FilterKernels& inner_;
+  };
+  const auto same = [](float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; };
+  const std::uint64_t seed = test::test_seed();
+  std::mt19937_64 rng(seed);
+  for (const char* name : {"globins4", "fn3", "Pkinase"}) {
+    const HmmModel hmm =
+        read_hmm_file(std::string("/usr/share/doc/hmmer/examples/tutorial/") + name + ".hmm")[0];
+    const SearchProfile sp = build_search_profile(hmm, Background::for_alphabet(Alphabet::amino()));
+    ReferenceKernels kernels(sp);
+    std::vector<std::vector<Residue>> seqs(60);
+    for (std::size_t n = 0; n < seqs.size(); ++n) {
+      std::vector<Residue>& s = seqs[n];
+      s.resize(1 + rng() % 400);
+      const Residue biased = static_cast<Residue>(rng() % 20);
+      for (auto& x : s) x = static_cast<Residue>(n % 4 == 1 && rng() % 2 ? biased : rng() % 20);
+      if (n % 3 == 0) {  // a stretch of consensus
+        for (int k = 1; k <= hmm.M && k < static_cast<int>(s.size()); ++k)
+          if (rng() % 5 != 0)
+            s[static_cast<std::size_t>(k) - 1] = Alphabet::amino().digitize(hmm.consensus[k]);
+      }
+    }
+    std::vector<const Residue*> dsq;
+    std::vector<int> L;
+    for (const auto& s : seqs) {
+      dsq.push_back(s.data());
+      L.push_back(static_cast<int>(s.size()));
+    }
+    for (const double F1 : {0.02, 0.5}) {
+      CascadeSettings settings;
+      settings.F1 = F1;
+      ASSERT_TRUE(bias_together_applies(settings));
+      std::vector<TargetScores> got(seqs.size());
+      std::vector<FilterScore> msv(seqs.size());
+      std::size_t second = 0;
+      run_with_bias_together(sp.bias, seqs.size(), dsq.data(), L.data(),
+                             [&](std::size_t i, const float* bias) {
+                               TwoPass two(kernels);
+                               if (bias != nullptr) {
+                                 two.msv_score = msv[i];
+                                 two.bias_score = bias;
+                                 ++second;
+                               }
+                               got[i] = run_filters(sp, settings, two, dsq[i], L[i]);
+                               if (bias == nullptr) msv[i] = two.msv_score;
+                               return two.asked;
+                             });
+      int past_bias = 0;
+      for (std::size_t i = 0; i < seqs.size(); ++i) {
+        const TargetScores want = run_filters(sp, settings, kernels, dsq[i], L[i]);
+        const TargetScores& t = got[i];
+        EXPECT_EQ(t.stage, want.stage) << name << " target " << i;
+        EXPECT_TRUE(same(t.filter_nats, want.filter_nats)) << name << " target " << i;
+        EXPECT_TRUE(same(t.msv_bits, want.msv_bits)) << name << " target " << i;
+        EXPECT_TRUE(same(t.viterbi_bits, want.viterbi_bits) ||
+                    (std::isnan(t.viterbi_bits) && std::isnan(want.viterbi_bits)))
+            << name << " target " << i;
+        EXPECT_EQ(t.pvalue, want.pvalue) << name << " target " << i;
+        past_bias += want.stage != Stage::msv && want.stage != Stage::bias;
+      }
+      EXPECT_GT(second, 0u) << name << " F1 " << F1;  // some targets took the second pass
+      EXPECT_GT(past_bias, 0) << name << " F1 " << F1;
+    }
+  }
 }
 
 // bias_filter_scores (several targets interleaved) gives bias_filter_score's floats bit

@@ -17,6 +17,8 @@ fi
 model=$1 db=$2 rounds=$3
 shift 3
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=rounds_common.sh
+source "$here/rounds_common.sh"
 out=$(mktemp -d)
 query=$(awk '/^NAME /{print $2; exit}' "$model")
 for round in $(seq "$rounds"); do
@@ -40,10 +42,5 @@ PY
     fi
   done
 done
-first=${1%%|*}
-for run in "${@:2}"; do
-  name=${run%%|*}
-  printf '%-24s ' "$name"
-  python3 "$here/compare_results.py" "$out/$first.h5" "$out/$name.h5" 2>&1 | tail -1
-done
+compare_with_first "$out" "$@"
 rm -rf "$out"

@@ -17,6 +17,8 @@ fi
 input=$1 rounds=$2
 shift 2
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=rounds_common.sh
+source "$here/rounds_common.sh"
 out=$(mktemp -d)
 for round in $(seq "$rounds"); do
   echo "== round $round"
@@ -47,10 +49,5 @@ if all(k in g for k in ('cpu', 'gpu', 'hybrid')):
         hybrid / (cpu + gpu), hybrid, cpu, gpu))
 PY
 done
-first=${1%%|*}
-for run in "${@:2}"; do
-  name=${run%%|*}
-  printf '%-24s ' "$name"
-  python3 "$here/compare_results.py" "$out/$first.h5" "$out/$name.h5" 2>&1 | tail -1
-done
+compare_with_first "$out" "$@"
 rm -rf "$out"

@@ -274,29 +274,6 @@ TEST(Reference, SsvShortcutAgreesWithMsv) {
 // target run_filters' scores, bit for bit: random targets with planted consensus (they pass
 // MSV) and biased stretches, on the tutorial models, at two F1 thresholds.
 TEST(Reference, BiasTogetherGivesRunFiltersScores) {
-  // The reference kernels seen through the two passes: MSV kept from the first, the bias
-  // filter deferred (+infinity) there and given in the second.
-  class TwoPass final : public FilterKernels {
-   public:
-    explicit TwoPass(FilterKernels& inner) : inner_(inner) {}
-    FilterScore msv_score{};
-    const float* bias_score = nullptr;
-    bool asked = false;
-    FilterScore msv(const Residue* dsq, int L) override {
-      if (bias_score == nullptr) msv_score = inner_.msv(dsq, L);
-      return msv_score;
-    }
-    float bias(const BiasFilterModel&, const Residue*, int) override {
-      if (bias_score != nullptr) return *bias_score;
-      asked = true;
-      return std::numeric_limits<float>::infinity();
-    }
-    FilterScore viterbi(const Residue* dsq, int L) override { return inner_.viterbi(dsq, L); }
-    float forward(const Residue* dsq, int L) override { return inner_.forward(dsq, L); }
-
-   private:
-    FilterKernels& inner_;
-  };
   const auto same = [](float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; };
   const std::uint64_t seed = test::test_seed();
   std::mt19937_64 rng(seed);
@@ -332,7 +309,7 @@ TEST(Reference, BiasTogetherGivesRunFiltersScores) {
       std::size_t second = 0;
       run_with_bias_together(sp.bias, seqs.size(), dsq.data(), L.data(),
                              [&](std::size_t i, const float* bias) {
-                               TwoPass two(kernels);
+                               MsvThenBias two(kernels);
                                if (bias != nullptr) {
                                  two.msv_score = msv[i];
                                  two.bias_score = bias;
@@ -340,7 +317,7 @@ TEST(Reference, BiasTogetherGivesRunFiltersScores) {
                                }
                                got[i] = run_filters(sp, settings, two, dsq[i], L[i]);
                                if (bias == nullptr) msv[i] = two.msv_score;
-                               return two.asked;
+                               return two.wants_bias;
                              });
       int past_bias = 0;
       for (std::size_t i = 0; i < seqs.size(); ++i) {

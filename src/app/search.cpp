@@ -130,39 +130,6 @@ std::int64_t add_block(const scheduler::Block& block, const std::vector<TargetSc
   return passed;
 }
 
-// The CPU kernels as run_block's two passes see them. First pass (bias_score null): MSV
-// from the kernels, its score kept; a bias filter request recorded and answered with
-// +infinity, which gives a P-value of 1 and so rejects the target at the bias stage when
-// F1 < 1 (its scores are redone in the second pass). Second pass: the kept MSV score and the bias
-// score computed meanwhile; the Viterbi filter from the kernels. Run_filters decides on the same
-// numbers either way.
-class MsvThenBias final : public FilterKernels {
- public:
-  explicit MsvThenBias(FilterKernels& kernels) : kernels_(kernels) {}
-  FilterScore msv_score{};
-  bool wants_bias = false;
-  const float* bias_score = nullptr;
-  FilterScore msv(const Residue* dsq, int L) override {
-    if (bias_score == nullptr) msv_score = kernels_.msv(dsq, L);
-    return msv_score;
-  }
-  float bias(const BiasFilterModel&, const Residue*, int) override {
-    if (bias_score != nullptr) return *bias_score;
-    wants_bias = true;
-    return std::numeric_limits<float>::infinity();
-  }
-  FilterScore viterbi(const Residue* dsq, int L) override {
-    if (bias_score == nullptr) throw std::logic_error("MsvThenBias: Viterbi before the bias");
-    return kernels_.viterbi(dsq, L);
-  }
-  float forward(const Residue*, int) override {
-    throw std::logic_error("MsvThenBias: Forward is forward_stage's");
-  }
-
- private:
-  FilterKernels& kernels_;
-};
-
 // The CPU side: the whole cascade on one block with per-worker kernels; the post stage
 // finishes the targets a device left at Forward.
 class HmmsearchWorkload final : public scheduler::Workload {

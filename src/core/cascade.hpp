@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <limits>
 #include <span>
+#include <stdexcept>
 #include <vector>
 
 #include "core/forward_canonical.hpp"
@@ -125,6 +126,38 @@ void run_forward_stages(const SearchProfile& profile, const CascadeSettings& set
 inline bool bias_together_applies(const CascadeSettings& settings) {
   return settings.bias_filter && settings.F1 < 1.0;
 }
+
+// A target's kernels as run_with_bias_together's two passes see them. First pass
+// (bias_score null): MSV from `kernels`, its score kept in msv_score; the bias filter
+// answered with +infinity and recorded in wants_bias. Second pass (the caller sets
+// msv_score to the first pass' and bias_score): that MSV score, that bias score, the
+// Viterbi filter from `kernels`. Forward is not a filter's: forward() throws.
+class MsvThenBias final : public FilterKernels {
+ public:
+  explicit MsvThenBias(FilterKernels& kernels) : kernels_(kernels) {}
+  FilterScore msv_score{};
+  bool wants_bias = false;
+  const float* bias_score = nullptr;
+  FilterScore msv(const Residue* dsq, int L) override {
+    if (bias_score == nullptr) msv_score = kernels_.msv(dsq, L);
+    return msv_score;
+  }
+  float bias(const BiasFilterModel&, const Residue*, int) override {
+    if (bias_score != nullptr) return *bias_score;
+    wants_bias = true;
+    return std::numeric_limits<float>::infinity();
+  }
+  FilterScore viterbi(const Residue* dsq, int L) override {
+    if (bias_score == nullptr) throw std::logic_error("MsvThenBias: Viterbi before the bias");
+    return kernels_.viterbi(dsq, L);
+  }
+  float forward(const Residue*, int) override {
+    throw std::logic_error("MsvThenBias: Forward is the Forward stage's");
+  }
+
+ private:
+  FilterKernels& kernels_;
+};
 template <class Run>
 void run_with_bias_together(const BiasFilterModel& model, std::size_t n, const Residue* const* dsq,
                             const int* L, Run&& run) {

@@ -115,18 +115,6 @@ void run_forward_stages(const SearchProfile& profile, const CascadeSettings& set
                         FilterKernels& kernels, std::span<const ForwardTarget> targets,
                         std::span<TargetScores* const> outs);
 
-// Several targets' cascades with their bias filters computed together (bias_filter_scores,
-// bit for bit bias_filter_score, several targets interleaved). run(i, bias) runs target i's
-// cascade: with bias == nullptr (the first pass) its bias filter must give +infinity and
-// run must return whether the target asked for it, which stops the target there with a
-// P-value of 1; with a score, its bias filter gives *bias (the second pass, only for the
-// targets that asked). That stop is a rejection only when F1 < 1 with the bias filter on:
-// callers use this when bias_together_applies, else run every target once with its own
-// bias filter.
-inline bool bias_together_applies(const CascadeSettings& settings) {
-  return settings.bias_filter && settings.F1 < 1.0;
-}
-
 // A target's kernels as run_with_bias_together's two passes see them. First pass
 // (bias_score null): MSV from `kernels`, its score kept in msv_score; the bias filter
 // answered with +infinity and recorded in wants_bias. Second pass (the caller sets
@@ -158,6 +146,19 @@ class MsvThenBias final : public FilterKernels {
  private:
   FilterKernels& kernels_;
 };
+
+// Several targets' cascades with their bias filters computed together (bias_filter_scores,
+// bit for bit bias_filter_score, several targets interleaved). run(i, bias) runs target i's
+// cascade: with bias == nullptr (the first pass) its bias filter must give +infinity and
+// run must return whether the target asked for it, which stops the target there with a
+// P-value of 1; with a score, its bias filter gives *bias (the second pass, only for the
+// targets that asked). That stop is a rejection only when F1 < 1 with the bias filter on:
+// callers use this when bias_together_applies, else run every target once with its own
+// bias filter.
+inline bool bias_together_applies(const CascadeSettings& settings) {
+  return settings.bias_filter && settings.F1 < 1.0;
+}
+
 template <class Run>
 void run_with_bias_together(const BiasFilterModel& model, std::size_t n, const Residue* const* dsq,
                             const int* L, Run&& run) {

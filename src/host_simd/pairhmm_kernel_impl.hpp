@@ -380,6 +380,8 @@ void forward_group_of(const PairGroupView& g) {
   }
 }
 
+}  // namespace
+
 // The anti-diagonal (intra-pair) kernel: one pair, W consecutive read rows per strip, one
 // row per lane; at step t lane i computes row r0 + 1 + i at column t - i, so a step is an
 // anti-diagonal of the strip and its W cells are independent. A lane's upper neighbour is
@@ -390,7 +392,7 @@ void forward_group_of(const PairGroupView& g) {
 // read by a cell inside. Lane W - 1 stores the strip's last row into the row buffer, W - 1
 // columns behind lane 0's reads of it. The last strip stops when the lane of row R leaves
 // column C, having summed M + X of its columns left to right.
-float forward_pair_diagonal_of(const DiagonalPairView& p) {
+float forward_pair_diagonal(const DiagonalPairView& p) {
   const int C = p.columns;
   // The row buffer (columns 0..C, then zeros to C + W - 1), W - 1 floats of room before
   // it for store_last_lane's addressing.
@@ -437,7 +439,7 @@ float forward_pair_diagonal_of(const DiagonalPairView& p) {
       const Floats X_new = add(mul(M_up, mi), mul(X_up, ge));
       const Floats Y_new = add(mul(M_before, md), mul(Y_before, ge));
       if (last) S = add(S, add(M_new, X_new));
-      if (t >= W) {  // lane W - 1 is at column t - W + 1 >= 1
+      if (!last && t >= W) {  // lane W - 1 is at column t - W + 1 >= 1; the next strip reads it
         moves.store_last_lane(BM + t - 2 * (W - 1), M_new);
         moves.store_last_lane(BX + t - 2 * (W - 1), X_new);
         moves.store_last_lane(BY + t - 2 * (W - 1), Y_new);
@@ -454,12 +456,6 @@ float forward_pair_diagonal_of(const DiagonalPairView& p) {
     }
   }
   return sum;
-}
-
-}  // namespace
-
-float forward_pair_diagonal(const DiagonalPairView& p) {
-  return forward_pair_diagonal_of(p);
 }
 
 void forward_group(const PairGroupView& g) {

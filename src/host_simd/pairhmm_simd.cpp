@@ -63,6 +63,13 @@ struct Workspace {
   std::vector<std::size_t> order;  // the pairs group by group (group_pairs)
 };
 
+// The kernels' emission keys cover the four-bit codes of BaseCode (what the readers make):
+// `codes`, the codes of a call or-ed together, must stay below 16.
+void require_base_codes(unsigned codes) {
+  if (codes > 15)
+    throw std::invalid_argument("pair-HMM SIMD kernels: a base code above 15 (not a BaseCode)");
+}
+
 // The rows of every pair's read, computed once per read of the call: a pair whose read is
 // the previous pair's (the batch format's order) or one seen before (grouped pairs) shares
 // its rows.
@@ -96,9 +103,7 @@ void read_rows(const Model& model, std::span<const Pair> pairs, Workspace& ws) {
       std::memcpy(&row.entry[kReadBase], &base, sizeof(float));
     }
   }
-  // The kernels' emission keys cover the four-bit codes of BaseCode (what the readers make).
-  if (codes > 15)
-    throw std::invalid_argument("pair-HMM SIMD kernels: a base code above 15 (not a BaseCode)");
+  require_base_codes(codes);
 }
 
 // Packs pairs[members] into the inter-pair layout of W lanes, row by row: each packed row
@@ -252,6 +257,7 @@ void forward_sums_diagonal(float (*kernel)(const DiagonalPairView&), const Model
       float* parameters = ws.parameters.get(kParameters * padded);
       std::fill(parameters, parameters + kParameters * padded, 0.0f);
       model.rows(*pair.read, ws.one_read);
+      unsigned codes = 0;  // the read's base codes, or-ed
       for (std::size_t r = 0; r < static_cast<std::size_t>(R); ++r) {
         const RowParameters<float>& q = ws.one_read[r];
         parameters[kMatchToMatch * padded + r] = q.match_to_match;
@@ -262,21 +268,20 @@ void forward_sums_diagonal(float (*kernel)(const DiagonalPairView&), const Model
         parameters[kEmissionMatch * padded + r] = q.emission_match;
         parameters[kEmissionMismatch * padded + r] = q.emission_mismatch;
         const std::int32_t base = pair.read->bases[r];
-        if (base > 15)
-          throw std::invalid_argument(
-              "pair-HMM SIMD kernels: a base code above 15 (not a BaseCode)");
+        codes |= pair.read->bases[r];
         std::memcpy(&parameters[kReadBase * padded + r], &base, sizeof(float));
       }
+      require_base_codes(codes);
       p.parameters = parameters;
     }
     const auto columns = static_cast<std::size_t>(C);
     ws.haplotype.assign(columns + 2 * (W - 1), 0);
+    unsigned codes = 0;  // the haplotype's base codes, or-ed
     for (std::size_t j = 0; j < columns; ++j) {
-      const std::int32_t base = pair.haplotype->bases[columns - 1 - j];
-      if (base > 15)
-        throw std::invalid_argument("pair-HMM SIMD kernels: a base code above 15 (not a BaseCode)");
-      ws.haplotype[W - 1 + j] = base;
+      codes |= pair.haplotype->bases[columns - 1 - j];
+      ws.haplotype[W - 1 + j] = pair.haplotype->bases[columns - 1 - j];
     }
+    require_base_codes(codes);
     p.columns = C;
     p.haplotype = ws.haplotype.data() + (W - 1);
     p.initial_deletion = Model::initial_deletion_float(C);

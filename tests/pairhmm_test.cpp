@@ -27,7 +27,8 @@ TEST(PairhmmGkl, ReferenceMatchesGklExpectations) {
   const Model model;
   const auto pairs = input.pair_list();
   for (std::size_t i = 0; i < pairs.size(); ++i) {
-    EXPECT_NEAR(reference_log10_likelihood(model, pairs[i]), input.expected[i], 1e-5) << "case " << i;
+    EXPECT_NEAR(reference_log10_likelihood(model, pairs[i]), input.expected[i], 1e-5)
+        << "case " << i;
   }
 }
 
@@ -59,9 +60,11 @@ TEST(PairhmmModel, BaseQualityFloorIsConfigurable) {
   const Pair pair{&read, &input.batches[0].haplotypes[0]};
   const Model floor6, floor0(ModelOptions{0}), floor2(ModelOptions{2});
   Input raised = input;
-  std::fill(raised.batches[0].reads[0].base_quality.begin(), raised.batches[0].reads[0].base_quality.end(), std::uint8_t{6});
+  std::fill(raised.batches[0].reads[0].base_quality.begin(),
+            raised.batches[0].reads[0].base_quality.end(), std::uint8_t{6});
   const Pair raised_pair{&raised.batches[0].reads[0], &raised.batches[0].haplotypes[0]};
-  EXPECT_EQ(reference_log10_likelihood(floor6, pair), reference_log10_likelihood(floor0, raised_pair));
+  EXPECT_EQ(reference_log10_likelihood(floor6, pair),
+            reference_log10_likelihood(floor0, raised_pair));
   EXPECT_EQ(reference_log10_likelihood(floor0, pair), reference_log10_likelihood(floor2, pair));
   EXPECT_NE(reference_log10_likelihood(floor0, pair), reference_log10_likelihood(floor6, pair));
 }
@@ -88,7 +91,8 @@ TEST(PairhmmModel, CanonicalAgreesWithReferenceOnRandomPairs) {
       EXPECT_NEAR(l.log10, reference, 1e-4) << pair.rows() << "x" << pair.columns();
     }
   }
-  std::cout << "[ pairs    ] " << in_float << " in float, " << in_double << " recomputed in double\n";
+  std::cout << "[ pairs    ] " << in_float << " in float, " << in_double
+            << " recomputed in double\n";
   EXPECT_GT(in_double, 0);
   EXPECT_GT(in_float, 0);
 }
@@ -103,17 +107,21 @@ TEST(PairhmmModel, EdgeSizes) {
   for (const Haplotype* h : {&one, &n, &mismatch}) {
     const Pair pair{&read, h};
     const double reference = reference_log10_likelihood(model, pair);
-    EXPECT_NEAR(finish_likelihood(model, pair, forward_sum<float>(model, pair)).log10, reference, 1e-6);
+    EXPECT_NEAR(finish_likelihood(model, pair, forward_sum<float>(model, pair)).log10, reference,
+                1e-6);
   }
   // 1x1: the only path starts in row 0's deletion state (K / C with C = 1) and enters the
   // match state through indel-to-match, 1 - 10^-1 for gap-continuation quality 10.
-  EXPECT_NEAR(reference_log10_likelihood(model, Pair{&read, &one}), std::log10(0.9 * (1 - 1e-4)), 1e-12);
-  EXPECT_NEAR(reference_log10_likelihood(model, Pair{&read, &mismatch}), std::log10(0.9 * 1e-4 / 3), 1e-12);
+  EXPECT_NEAR(reference_log10_likelihood(model, Pair{&read, &one}), std::log10(0.9 * (1 - 1e-4)),
+              1e-12);
+  EXPECT_NEAR(reference_log10_likelihood(model, Pair{&read, &mismatch}), std::log10(0.9 * 1e-4 / 3),
+              1e-12);
 }
 
 // ---- readers ----
 
-void expect_input_error(const std::string& text, const std::string& expected, Format format = Format::automatic) {
+void expect_input_error(const std::string& text, const std::string& expected,
+                        Format format = Format::automatic) {
   TempDir dir;
   const std::string path = dir.file("pairs.txt");
   test::write_file(path, text);
@@ -160,22 +168,30 @@ TEST(PairhmmReaders, GklRoundTripsThroughBatchText) {
 TEST(PairhmmReaders, BadInputNamesFileAndLine) {
   const std::string ok_gkl = "ACGT ACG III III III +++ -1.5\n";
   expect_input_error("", "", Format::gkl);  // empty: file named, no line
-  expect_input_error("# comment\n" + ok_gkl + "ACGT ACG III III III\n", "3: expected 6 or 7 columns");
+  expect_input_error("# comment\n" + ok_gkl + "ACGT ACG III III III\n",
+                     "3: expected 6 or 7 columns");
   expect_input_error(ok_gkl + "ACGT AXG III III III +++\n", "2: illegal base 'X' in read");
   expect_input_error(ok_gkl + "ACGU ACG III III III +++\n", "2: illegal base 'U' in haplotype");
-  expect_input_error(ok_gkl + "ACGT ACG II III III +++\n", "2: base qualities has 2 characters for a read of 3");
-  expect_input_error(ok_gkl + "ACGT ACG III III III ++\n", "2: gap-continuation qualities has 2 characters");
-  expect_input_error(ok_gkl + "ACGT ACG III I\x7fI III +++\n", "2: illegal quality character in insertion qualities");
-  expect_input_error(ok_gkl + "ACGT ACG III III III +++ -1.5x\n", "2: expected log10 likelihood is not a number");
+  expect_input_error(ok_gkl + "ACGT ACG II III III +++\n",
+                     "2: base qualities has 2 characters for a read of 3");
+  expect_input_error(ok_gkl + "ACGT ACG III III III ++\n",
+                     "2: gap-continuation qualities has 2 characters");
+  expect_input_error(ok_gkl + "ACGT ACG III I\x7fI III +++\n",
+                     "2: illegal quality character in insertion qualities");
+  expect_input_error(ok_gkl + "ACGT ACG III III III +++ -1.5x\n",
+                     "2: expected log10 likelihood is not a number");
   const std::string read = "ACG III III III +++\n";
-  expect_input_error("1 1\n" + read + "ACGT\n2 x\n", "4: expected a positive number of haplotypes, found 'x'");
+  expect_input_error("1 1\n" + read + "ACGT\n2 x\n",
+                     "4: expected a positive number of haplotypes, found 'x'");
   expect_input_error("1 1\n" + read + "ACGT\n0 1\n", "4: expected a positive number of reads");
   expect_input_error("2 1\n" + read + "ACGT\n", "3: expected a read line with 5 columns");
-  expect_input_error("1 2\n" + read + "ACGT\n", "3: unexpected end of file: expected a haplotype line");
+  expect_input_error("1 2\n" + read + "ACGT\n",
+                     "3: unexpected end of file: expected a haplotype line");
   expect_input_error("1 1\n" + read + "ACGT ACGT\n", "3: expected a haplotype line with 1 column");
   expect_input_error("1 1\nACG III III III\nACGT\n", "2: expected a read line with 5 columns");
   expect_input_error("1 1\n" + read + "ACGT\nACGT\n", "4: expected a batch header 'R H'");
-  expect_input_error("1 1\nacg III III III +++\nACGT\n", "2: illegal base 'a' in read", Format::batch);
+  expect_input_error("1 1\nacg III III III +++\nACGT\n", "2: illegal base 'a' in read",
+                     Format::batch);
   try {
     read_input("/nonexistent/pairs.txt");
     ADD_FAILURE();
@@ -189,7 +205,8 @@ TEST(PairhmmReaders, BadInputNamesFileAndLine) {
 const std::string kDuet = DUET_BINARY;
 
 // Runs duet expecting failure: one error line naming `must_contain`, nothing left behind.
-void expect_command_failure(const TempDir& dir, const std::string& args, const std::string& must_contain) {
+void expect_command_failure(const TempDir& dir, const std::string& args,
+                            const std::string& must_contain) {
   const auto r = test::run_command(kDuet + " " + args);
   EXPECT_NE(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("duet: error: "), std::string::npos) << r.output;
@@ -202,14 +219,18 @@ void expect_command_failure(const TempDir& dir, const std::string& args, const s
 
 TEST(PairhmmCommand, BadInput) {
   TempDir dir;
-  test::write_file(dir.file("bad.in"), "1 1\nACG III III III +++\nACGT\n1 1\nACG III III III +++\nAC#T\n");
+  test::write_file(dir.file("bad.in"),
+                   "1 1\nACG III III III +++\nACGT\n1 1\nACG III III III +++\nAC#T\n");
   expect_command_failure(dir, "pairhmm -o " + dir.file("o.h5") + " " + dir.file("bad.in"),
                          dir.file("bad.in") + ":6: illegal base '#' in haplotype");
-  expect_command_failure(dir, "pairhmm -o " + dir.file("o.h5") + " " + dir.file("missing.in"), "missing.in");
-  expect_command_failure(dir, "pairhmm --format gkl -o " + dir.file("o.h5") + " " + dir.file("bad.in"),
+  expect_command_failure(dir, "pairhmm -o " + dir.file("o.h5") + " " + dir.file("missing.in"),
+                         "missing.in");
+  expect_command_failure(dir,
+                         "pairhmm --format gkl -o " + dir.file("o.h5") + " " + dir.file("bad.in"),
                          dir.file("bad.in") + ":1: expected 6 or 7 columns");
   test::write_file(dir.file("ok.in"), "1 1\nACG III III III +++\nACGT\n");
-  expect_command_failure(dir, "pairhmm -o " + dir.file("no/such/folder/o.h5") + " " + dir.file("ok.in"), "o.h5");
+  expect_command_failure(
+      dir, "pairhmm -o " + dir.file("no/such/folder/o.h5") + " " + dir.file("ok.in"), "o.h5");
 }
 
 struct CommandResults {
@@ -217,7 +238,8 @@ struct CommandResults {
   std::vector<std::uint8_t> in_double;
 };
 
-CommandResults run_and_read(const TempDir& dir, const std::string& args, const std::string& env = "") {
+CommandResults run_and_read(const TempDir& dir, const std::string& args,
+                            const std::string& env = "") {
   const std::string out = dir.file("out.h5");
   const auto r = test::run_command(env + " " + kDuet + " pairhmm --quiet -o " + out + " " + args);
   EXPECT_EQ(r.status, 0) << r.output;
@@ -266,18 +288,28 @@ TEST(PairhmmCommand, IdenticalWhateverTheSplit) {
   const std::vector<std::pair<std::string, std::string>> runs = {
       {"--cpu 1 --block-cells 1000000000", ""},
       {"--cpu 2 --block-cells 5000", ""},
-      {"--cpu 2 --block-cells 7000 --isa " + std::string(simd::pairhmm::cpu_supports(simd::pairhmm::PairhmmIsa::avx2) ? "avx2" : "scalar"), ""},
+      {"--cpu 2 --block-cells 7000 --isa " +
+           std::string(simd::pairhmm::cpu_supports(simd::pairhmm::PairhmmIsa::avx2) ? "avx2"
+                                                                                    : "scalar"),
+       ""},
       {"--cpu 3 --block-cells 20000 --isa scalar", ""},
-      {"--cpu 2 --block-cells 9000 --isa " + std::string(simd::pairhmm::cpu_supports(simd::pairhmm::PairhmmIsa::avx2) ? "avx2-diagonal" : "scalar"), ""},
+      {"--cpu 2 --block-cells 9000 --isa " +
+           std::string(simd::pairhmm::cpu_supports(simd::pairhmm::PairhmmIsa::avx2)
+                           ? "avx2-diagonal"
+                           : "scalar"),
+       ""},
       {"--cpu 2 --block-cells 10000", "DUET_DEBUG_TEST_GPU=1"},
-      {"--cpu 1 --block-cells 10000 --gpu-batch-blocks 3", "DUET_DEBUG_TEST_GPU=2 DUET_DEBUG_GPU_FAULT_EVERY=2"},
-      {"--cpu 1 --block-cells 30000 --policy static --static-cpu-fraction 0.3", "DUET_DEBUG_TEST_GPU=1"},
+      {"--cpu 1 --block-cells 10000 --gpu-batch-blocks 3",
+       "DUET_DEBUG_TEST_GPU=2 DUET_DEBUG_GPU_FAULT_EVERY=2"},
+      {"--cpu 1 --block-cells 30000 --policy static --static-cpu-fraction 0.3",
+       "DUET_DEBUG_TEST_GPU=1"},
       {"--block-cells 30000 --gpu-only", "DUET_DEBUG_TEST_GPU=1"},
   };
   for (const auto& [args, env] : runs) {
     const CommandResults r = run_and_read(dir, args + " " + path, env);
     ASSERT_EQ(r.log10.size(), canonical.size()) << args;
-    EXPECT_EQ(std::memcmp(r.log10.data(), canonical.data(), canonical.size() * sizeof(double)), 0) << env << " " << args;
+    EXPECT_EQ(std::memcmp(r.log10.data(), canonical.data(), canonical.size() * sizeof(double)), 0)
+        << env << " " << args;
     EXPECT_EQ(r.in_double, canonical_double) << args;
   }
 }

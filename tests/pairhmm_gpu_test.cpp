@@ -10,6 +10,9 @@
 #include <functional>
 #include <random>
 #include <thread>
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
 
 #include "core/pairhmm_model.hpp"
 #include "device/pairhmm_gpu_feed.hpp"
@@ -23,18 +26,21 @@ namespace {
 using duet::pairhmm::Model;
 using duet::pairhmm::Pair;
 
-// A kernel and, for intra_task, its shape ({0, 0}: chosen per batch).
+// A kernel and, for intra_task, its shape ({0, 0}: chosen per batch) and arithmetic.
 struct Variant {
   Kernel kernel;
   IntraShape shape;
+  Arithmetic arithmetic = Arithmetic::automatic;
 };
 
 std::string variant_name(const Variant& v) {
   std::string name = kernel_name(v.kernel);
   std::replace(name.begin(), name.end(), '-', '_');
   if (v.kernel == Kernel::intra_task) {
+    if (v.arithmetic != Arithmetic::automatic)
+      name += std::string("_") + arithmetic_name(v.arithmetic);
     name += v.shape.lanes > 0
-                ? std::to_string(v.shape.lanes) + "x" + std::to_string(v.shape.rows_per_lane)
+                ? "_" + std::to_string(v.shape.lanes) + "x" + std::to_string(v.shape.rows_per_lane)
                 : "_auto";
   }
   return name;
@@ -44,12 +50,17 @@ class PairhmmGpuKernel : public ::testing::TestWithParam<Variant> {
  protected:
   void SetUp() override {
     if (device_count() == 0) GTEST_SKIP() << "no CUDA device";
+    // Forcing ftz where the device's FTZ differs from x86's would rightly give other sums.
+    if (GetParam().arithmetic == Arithmetic::ftz && !ftz_matches_canonical(0))
+      GTEST_SKIP()
+          << "this GPU's flush-to-zero arithmetic fails the probe (the kernel is not used)";
   }
 };
 
 void expect_canonical(const Variant& v, const Model& model, const std::vector<Pair>& pairs) {
   PairhmmGpu gpu(0);
   gpu.set_intra_shape(v.shape);
+  gpu.set_arithmetic(v.arithmetic);
   const std::vector<float> sums = gpu.forward_sums(pack_pairs(model, pairs), v.kernel);
   int mismatches = 0;
   for (std::size_t i = 0; i < pairs.size(); ++i) {
@@ -108,6 +119,7 @@ TEST_P(PairhmmGpuKernel, Throughput) {
   const Model model;
   PairhmmGpu gpu(0);
   gpu.set_intra_shape(GetParam().shape);
+  gpu.set_arithmetic(GetParam().arithmetic);
   for (const int copies : {1, 64}) {
     // Distinct copies (their own reads and haplotypes), as a file of 64 copies would be read.
     const std::vector<duet::pairhmm::Input> inputs(static_cast<std::size_t>(copies), input);
@@ -124,7 +136,8 @@ TEST_P(PairhmmGpuKernel, Throughput) {
     std::cout << "[ gcups    ] " << gpu.name() << " " << variant_name(GetParam())
               << (GetParam().kernel == Kernel::intra_task
                       ? " (" + std::to_string(gpu.last_intra_shape().lanes) + " lanes x " +
-                            std::to_string(gpu.last_intra_shape().rows_per_lane) + " rows)"
+                            std::to_string(gpu.last_intra_shape().rows_per_lane) + " rows, " +
+                            arithmetic_name(gpu.arithmetic_used()) + ")"
                       : std::string())
               << ": 10s.in x" << copies << " (" << batch.cells << " cells): kernel "
               << cells / kernel / 1e9 << " GCUPS, with transfers "
@@ -181,24 +194,70 @@ TEST(PairhmmGpuLayout, ReadsAndHaplotypesOnce) {
 }
 
 // The shape choice (host only, runs without a device): on 10s.in the shapes that ran
-// fastest when forced on the H100 (bench/RESULTS.md): 32x1 for the file alone (too few
-// warps to fill the GPU: the longest warp decides), 8x2 for 64 copies of it; reads of at
-// most 8 rows never take 32-row strips.
+// fastest when forced on the H100 (bench/RESULTS.md): with ieee arithmetic 32x1 for the
+// file alone (too few warps to fill the GPU: the longest warp decides) and 8x2 for 64
+// copies of it; with ftz 32x4 and 8x8; reads of at most 8 rows never take 32-row strips.
 TEST(PairhmmGpuShape, ChoosesTheMeasuredBest) {
   const auto input = duet::pairhmm::read_input(test::kPairhmmData + "10s.in");
   std::vector<Pair> pairs = input.pair_list();
-  const IntraShape once = choose_intra_shape(pack_pairs(Model{}, pairs));
-  EXPECT_EQ(once.lanes, 32);
-  EXPECT_EQ(once.rows_per_lane, 1);
+  const PairBatch once = pack_pairs(Model{}, pairs);
   const auto list = input.pair_list();
   for (int copy = 1; copy < 64; ++copy) pairs.insert(pairs.end(), list.begin(), list.end());
-  const IntraShape many = choose_intra_shape(pack_pairs(Model{}, pairs));
-  EXPECT_EQ(many.lanes, 8);
-  EXPECT_EQ(many.rows_per_lane, 2);
+  const PairBatch many = pack_pairs(Model{}, pairs);
+  const auto expect_shape = [](IntraShape shape, int lanes, int rows, const char* what) {
+    EXPECT_EQ(shape.lanes, lanes) << what;
+    EXPECT_EQ(shape.rows_per_lane, rows) << what;
+  };
+  expect_shape(choose_intra_shape(once, Arithmetic::ieee), 32, 1, "ieee, x1");
+  expect_shape(choose_intra_shape(many, Arithmetic::ieee), 8, 2, "ieee, x64");
+  expect_shape(choose_intra_shape(once, Arithmetic::ftz), 32, 4, "ftz, x1");
+  expect_shape(choose_intra_shape(many, Arithmetic::ftz), 8, 8, "ftz, x64");
   std::mt19937_64 rng(test::test_seed());
   const auto short_reads = test::random_input(rng, 2000, 8, 4, 4);
-  const IntraShape short_shape = choose_intra_shape(pack_pairs(Model{}, short_reads.pair_list()));
-  EXPECT_LE(short_shape.lanes * short_shape.rows_per_lane, 16);
+  for (const Arithmetic a : {Arithmetic::ieee, Arithmetic::ftz}) {
+    const IntraShape short_shape =
+        choose_intra_shape(pack_pairs(Model{}, short_reads.pair_list()), a);
+    EXPECT_LE(short_shape.lanes * short_shape.rows_per_lane, 16) << arithmetic_name(a);
+  }
+}
+
+// The probe's cases (host only): both sides of x86's rule in the window below FLT_MIN, many
+// of each; and this machine's own SSE, with flush to zero set, gives the canonical product
+// and sum on every case (the rule core/pairhmm_model.cpp writes is x86's).
+TEST(PairhmmGpuArithmetic, ProbeCasesCoverBothSidesOfX86sRule) {
+  const FtzCases cases = ftz_probe_cases();
+  std::cout << cases.a.size() << " cases, " << cases.window << " products in the window, "
+            << cases.window_flushed << " of them flushed\n";
+  EXPECT_GE(cases.window_flushed, 1000u);
+  EXPECT_GE(cases.window - cases.window_flushed, 1000u);
+#if defined(__x86_64__) || defined(__i386__)
+  const unsigned saved = _mm_getcsr();
+  _mm_setcsr(saved | 0x8000u);  // FTZ
+  std::size_t products = 0, sums = 0;
+  for (std::size_t i = 0; i < cases.a.size(); ++i) {
+    const float p = _mm_cvtss_f32(_mm_mul_ss(_mm_set_ss(cases.a[i]), _mm_set_ss(cases.b[i])));
+    const float s = _mm_cvtss_f32(_mm_add_ss(_mm_set_ss(cases.a[i]), _mm_set_ss(cases.b[i])));
+    const float cp = duet::pairhmm::canonical_product(cases.a[i], cases.b[i]);
+    const float cs = duet::pairhmm::canonical_sum(cases.a[i], cases.b[i]);
+    products += std::memcmp(&p, &cp, sizeof(float)) != 0;
+    sums += std::memcmp(&s, &cs, sizeof(float)) != 0;
+  }
+  _mm_setcsr(saved);
+  EXPECT_EQ(products, 0u);
+  EXPECT_EQ(sums, 0u);
+#endif
+}
+
+// The probe on the device: prints what it found, and the automatic arithmetic follows it.
+TEST(PairhmmGpuArithmetic, AutomaticFollowsTheProbe) {
+  if (device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  const FtzProbe probe = probe_ftz_arithmetic(0);
+  std::cout << "[ probe    ] " << probe.cases << " cases: " << probe.product_mismatches
+            << " products and " << probe.sum_mismatches << " sums differ from the canonical ones\n";
+  EXPECT_EQ(probe.cases, ftz_probe_cases().a.size());
+  EXPECT_EQ(ftz_matches_canonical(0), probe.matches());
+  const PairhmmGpu gpu(0);
+  EXPECT_EQ(gpu.arithmetic_used(), probe.matches() ? Arithmetic::ftz : Arithmetic::ieee);
 }
 
 // The feeder's parts (host only): part ends non-decreasing, the last one at the last pair,
@@ -376,9 +435,11 @@ TEST(PairhmmGpuFeed, PartsBitForBit) {
   for (const int slots : {1, 2, 3}) {
     PairhmmGpu gpu(0, slots);
     ASSERT_EQ(gpu.slots(), slots);
-    for (const Variant v : {Variant{Kernel::intra_task, {}}, Variant{Kernel::intra_task, {8, 2}},
-                            Variant{Kernel::inter_task, {}}}) {
+    for (const Variant v :
+         {Variant{Kernel::intra_task, {}}, Variant{Kernel::intra_task, {8, 2}},
+          Variant{Kernel::intra_task, {8, 2}, Arithmetic::ieee}, Variant{Kernel::inter_task, {}}}) {
       gpu.set_intra_shape(v.shape);
+      gpu.set_arithmetic(v.arithmetic);
       const std::string what = variant_name(v) + " on " + std::to_string(slots) + " slots";
       FeedTimes times;
       expect_canonical_sums(forward_sums_in_parts(gpu, packer, pairs, uneven, v.kernel, &times),
@@ -412,13 +473,24 @@ TEST(PairhmmGpuFeed, PartsBitForBit) {
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    Kernels, PairhmmGpuKernel,
-    ::testing::Values(Variant{Kernel::inter_task, {}}, Variant{Kernel::intra_task, {}},
-                      Variant{Kernel::intra_task, {32, 1}}, Variant{Kernel::intra_task, {16, 1}},
-                      Variant{Kernel::intra_task, {8, 1}}, Variant{Kernel::intra_task, {16, 2}},
-                      Variant{Kernel::intra_task, {8, 2}}, Variant{Kernel::intra_task, {4, 2}},
-                      Variant{Kernel::intra_task, {8, 4}}, Variant{Kernel::intra_task, {4, 4}},
-                      Variant{Kernel::intra_checked, {}}),
+    Kernels, PairhmmGpuKernel, ::testing::ValuesIn([] {
+      std::vector<Variant> v = {{Kernel::inter_task, {}},
+                                {Kernel::intra_task, {}},
+                                {Kernel::intra_task, {}, Arithmetic::ieee},
+                                {Kernel::intra_task, {}, Arithmetic::ftz},
+                                {Kernel::intra_checked, {}}};
+      for (const IntraShape shape :
+           {IntraShape{32, 1}, IntraShape{16, 1}, IntraShape{8, 1}, IntraShape{16, 2},
+            IntraShape{8, 2}, IntraShape{4, 2}, IntraShape{8, 4}, IntraShape{4, 4}}) {
+        v.push_back({Kernel::intra_task, shape, Arithmetic::ieee});
+        v.push_back({Kernel::intra_task, shape, Arithmetic::ftz});
+      }
+      for (const IntraShape shape :
+           {IntraShape{32, 2}, IntraShape{32, 4}, IntraShape{16, 4}, IntraShape{8, 8}}) {
+        v.push_back({Kernel::intra_task, shape, Arithmetic::ftz});
+      }
+      return v;
+    }()),
     [](const ::testing::TestParamInfo<Variant>& v) { return variant_name(v.param); });
 
 }  // namespace

@@ -149,8 +149,10 @@ void add_pairhmm_command(CLI::App& app,
                   "avx2-diagonal, avx512-diagonal)")
       ->check(CLI::IsMember(isas));
   cmd->add_option("--gpu-kernel", o->gpu_kernel,
-                  "GPU kernel: auto, inter (a thread per pair), intra (4 to 32 lanes per pair)")
-      ->check(CLI::IsMember({"auto", "inter", "intra"}));
+                  "GPU kernel: auto, inter (a thread per pair), intra (4 to 32 lanes per pair; "
+                  "the GPU's flush-to-zero arithmetic where it passes a probe), intra-ieee "
+                  "(intra with checked IEEE arithmetic)")
+      ->check(CLI::IsMember({"auto", "inter", "intra", "intra-ieee"}));
   cmd->add_flag("--no-gpu", o->no_gpu, "run on the CPU only");
   cmd->add_flag("--gpu-only", o->gpu_only, "pairs to GPUs only (the CPU redoes failed batches)")
       ->excludes("--no-gpu");

@@ -41,15 +41,20 @@ namespace {
 // GPU runs the one before); the sums are delivered only once the whole batch succeeded.
 class PairhmmGpuBackend final : public scheduler::GpuBackend {
  public:
-  PairhmmGpuBackend(const pairhmm::Model& model, device::pairhmm::Kernel kernel, int device,
-                    int parts, SumsConsumer consumer, std::span<const pairhmm::Pair> pairs)
+  PairhmmGpuBackend(const pairhmm::Model& model, device::pairhmm::Kernel kernel,
+                    device::pairhmm::Arithmetic arithmetic, int device, int parts,
+                    SumsConsumer consumer, std::span<const pairhmm::Pair> pairs)
       : packer_(model),
         kernel_(kernel),
         gpu_(device, 2),
         device_(device),
         parts_(parts),
         consumer_(std::move(consumer)),
-        pairs_(pairs) {}
+        pairs_(pairs) {
+    gpu_.set_arithmetic(arithmetic);
+  }
+  // The intra-task kernel's arithmetic on this GPU (probes the device once).
+  device::pairhmm::Arithmetic arithmetic() const { return gpu_.arithmetic_used(); }
   std::string name() const override {
     return "GPU " + std::to_string(device_) + " (" + gpu_.name() + ")";
   }
@@ -125,14 +130,22 @@ GpuBackends make_gpu_backends(const pairhmm::Model& model, const std::string& ke
     if (required) throw UsageError("--gpu-only: no CUDA device found");
     return {};
   }
-  // The default is the intra-task kernel (a warp per pair), the faster one measured.
+  // The default is the intra-task kernel (lanes of a warp per pair), the faster one measured,
+  // in the GPU's own flush-to-zero arithmetic where the device passes the probe.
   const auto k =
       kernel == "inter" ? device::pairhmm::Kernel::inter_task : device::pairhmm::Kernel::intra_task;
+  const auto arithmetic = kernel == "intra-ieee" ? device::pairhmm::Arithmetic::ieee
+                                                 : device::pairhmm::Arithmetic::automatic;
   GpuBackends found;
   found.kernel = std::string(device::pairhmm::kernel_name(k)) + "-task float";
   for (int d = 0; d < devices; ++d) {
-    found.backends.push_back(
-        std::make_unique<PairhmmGpuBackend>(model, k, d, parts, consumer, pairs));
+    auto backend =
+        std::make_unique<PairhmmGpuBackend>(model, k, arithmetic, d, parts, consumer, pairs);
+    if (k == device::pairhmm::Kernel::intra_task && d == 0) {
+      found.kernel += std::string(", ") + device::pairhmm::arithmetic_name(backend->arithmetic()) +
+                      " arithmetic";
+    }
+    found.backends.push_back(std::move(backend));
   }
   return found;
 }

@@ -48,6 +48,9 @@ std::size_t triangle_index(int max_quality, int min_quality) {
 
 }  // namespace
 
+float canonical_product(float a, float b) { return mul(a, b); }
+float canonical_sum(float a, float b) { return add(a, b); }
+
 double approximate_log10_sum(double a, double b) {
   const double small = std::min(a, b), big = std::max(a, b);
   if (small == -std::numeric_limits<double>::infinity()) return big;

@@ -84,6 +84,11 @@ class Model {
 // 1e-4 (index rounded to nearest), exactly max(a, b) when |a-b| >= 8.
 double approximate_log10_sum(double a, double b);
 
+// One canonical float product or sum (flush to zero as defined above), for checking another
+// arithmetic (a GPU's) against the definition.
+float canonical_product(float a, float b);
+float canonical_sum(float a, float b);
+
 // The scalar reference: double, whole matrices, K = 2^1020, for clarity only. Returns the
 // log10 likelihood.
 double reference_log10_likelihood(const Model& model, const Pair& pair);

@@ -48,6 +48,7 @@
 
 #include "device/cuda_buffers.cuh"
 #include "device/forward_targets.cuh"
+#include "device/ftz_arithmetic.cuh"
 #include "device/hmm_canonical_gpu.cuh"
 #include "device/hmm_gpu.hpp"
 
@@ -68,16 +69,7 @@ constexpr int kChunk = 4;
 
 // ---- IEEE float operations as the SSE parser does them (round to nearest, FTZ + DAZ) ----
 
-__device__ __forceinline__ float mul_ftz(float a, float b) {
-  float r;
-  asm("mul.rn.ftz.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-  return r;
-}
-__device__ __forceinline__ float add_ftz(float a, float b) {
-  float r;
-  asm("add.rn.ftz.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-  return r;
-}
+// mul_ftz and add_ftz: device/ftz_arithmetic.cuh.
 __device__ __forceinline__ float div_ftz(float a, float b) {
   float r;
   asm("div.rn.ftz.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));

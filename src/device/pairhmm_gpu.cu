@@ -1,9 +1,13 @@
 // The pair-HMM GPU kernels and their host side (see pairhmm_gpu.hpp).
 //
-// Exactness: products and sums use __fmul_rn / __fadd_rn (never fused, IEEE with gradual
-// underflow since the build keeps -ftz=false); a result at or below FLT_MIN in magnitude is
-// then recomputed exactly in double and flushed as x86's FTZ does (tiny when below
-// FLT_MIN * (1 - 2^-25)), which reproduces the canonical arithmetic bit for bit.
+// Exactness, two arithmetics:
+// - ieee (every kernel): products and sums use __fmul_rn / __fadd_rn (never fused, IEEE
+//   with gradual underflow since the build keeps -ftz=false); a result at or below FLT_MIN
+//   in magnitude is then recomputed exactly in double and flushed as x86's FTZ does (tiny
+//   when below FLT_MIN * (1 - 2^-25)), which reproduces the canonical arithmetic bit for bit;
+// - ftz (intra_ftz_kernel): the GPU's own mul.rn.ftz / add.rn.ftz, used only where a probe
+//   (ftz_matches_canonical, pairhmm_gpu_layout.cpp) found them equal to the canonical
+//   operations on operands on both sides of x86's rule.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -14,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "device/ftz_arithmetic.cuh"
 #include "device/pairhmm_gpu.hpp"
 
 namespace duet::device::pairhmm {
@@ -393,6 +398,164 @@ __global__ void intra_task_kernel(DevicePairs d) {
   if (lane == 0 && has_pair) d.sums[p] = sum;
 }
 
+// The intra-task kernel in the GPU's own flush-to-zero arithmetic (mul_ftz, add_ftz), used
+// where probe_ftz_arithmetic finds it equal to the canonical one: no vote, no threshold, no
+// checked products. The same lanes, rows per lane and strips as intra_task_kernel, and:
+// - the first strip reads no row buffer (the row above it is row 0: M = X = 0, Y = K / C in
+//   every column) and the pair's scratch is never initialised; the last strip of a pair
+//   stores nothing (no strip reads it);
+// - lane 0 loads the row above and the haplotype base one column ahead of use (loading the
+//   bases 16 at a time, 16 columns ahead, was measured slower: bench/RESULTS.md);
+// - later strips start from a zero diagonal (column 0 of rows >= 1 is zero), so the row
+//   buffer holds columns 1..C only.
+template <int G, int K>
+__global__ void intra_ftz_kernel(DevicePairs d) {
+  constexpr unsigned kAll = 0xffffffffu;
+  constexpr int kStrip = G * K;
+  const int thread = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if ((thread / 32) * (32 / G) >= d.pairs) return;  // the whole warp has no pair
+  const int p = thread / G;
+  const int lane = static_cast<int>(threadIdx.x % G);
+  const bool has_pair = p < d.pairs;
+  const int R = has_pair ? d.rows[p] : 0, C = has_pair ? d.columns[p] : 0;
+  float* const M = has_pair ? d.scratch + 3 * d.scratch_offset[p] : nullptr;
+  float* const X = has_pair ? M + (C + 1) : nullptr;
+  float* const Y = has_pair ? X + (C + 1) : nullptr;
+  const std::int64_t row_offset = has_pair ? d.row_offset[p] : 0;
+  const float initial = has_pair ? d.initial_deletion[p] : 0.0f;
+  const std::uint8_t* hap = has_pair ? d.haplotype_bases + d.column_offset[p] : nullptr;
+  float sum = 0.0f;
+  const int max_rows = static_cast<int>(__reduce_max_sync(kAll, static_cast<unsigned>(R)));
+  for (int strip = 0; strip < max_rows; strip += kStrip) {
+    const bool has_strip = strip < R;
+    const bool first = strip == 0;
+    const bool stores = strip + kStrip < R;  // a later strip reads this one's last row
+    const int rows_here = has_strip ? min(kStrip, R - strip) : 0;
+    const int last_lane = has_strip ? (rows_here - 1) / K : -1;  // holds the strip's last row
+    const int last_j = has_strip ? (rows_here - 1) % K : -1;     // at this index
+    const bool holds_sum = lane == last_lane && !stores;
+    const bool has_rows = lane <= last_lane;
+    float mm[K], gm[K], mi[K], md[K], ge[K], em[K], ex[K];
+    unsigned read_base[K];
+#pragma unroll
+    for (int j = 0; j < K; ++j) {
+      const int r = strip + lane * K + j;  // 0-based
+      mm[j] = gm[j] = mi[j] = md[j] = ge[j] = em[j] = ex[j] = 0.0f;
+      read_base[j] = 0;
+      if (r < R) {
+        const float* q = d.parameters + 7 * (row_offset + r);
+        mm[j] = q[0], gm[j] = q[1], mi[j] = q[2], md[j] = q[3], ge[j] = q[4], em[j] = q[5],
+        ex[j] = q[6];
+        read_base[j] = d.read_bases[row_offset + r];
+      }
+    }
+    float M_left[K], X_left[K], Y_left[K];
+#pragma unroll
+    for (int j = 0; j < K; ++j) M_left[j] = X_left[j] = Y_left[j] = 0.0f;
+    // The row above at column 0 (the diagonal of column 1): row 0's in the first strip.
+    float M_diagonal = 0, X_diagonal = 0, Y_diagonal = (lane == 0 && first) ? initial : 0.0f;
+    float M_up = 0, X_up = 0, Y_up = 0;
+    unsigned base = 0;  // the haplotype base of this step's column
+    // Lane 0: the row above and the base at the next column.
+    float M_next = 0, X_next = 0, Y_next = first ? initial : 0.0f;
+    unsigned base_next = 0;
+    if (lane == 0 && has_strip) {
+      if (!first) {
+        M_next = M[1];
+        X_next = X[1];
+        Y_next = Y[1];
+      }
+      base_next = hap[0];
+    }
+    // Steps beyond last_lane's last column compute nothing.
+    const int steps = static_cast<int>(
+        __reduce_max_sync(kAll, static_cast<unsigned>(has_strip ? C + last_lane : 0)));
+    for (int step = 0; step < steps; ++step) {
+      const int c = step - lane + 1;
+      const bool active = has_rows && c >= 1 && c <= C;
+      if (lane == 0) {
+        M_up = M_next;
+        X_up = X_next;
+        Y_up = Y_next;
+        base = base_next;
+        if (has_rows && c < C) {  // lane 0's c is step + 1
+          if (!first) {
+            M_next = M[c + 1];
+            X_next = X[c + 1];
+            Y_next = Y[c + 1];
+          }
+          base_next = hap[c];
+        }
+      }
+      if (active) {
+        float Md = M_diagonal, Xd = X_diagonal, Yd = Y_diagonal, Mu = M_up, Xu = X_up;
+        float M_last = 0, X_last = 0, Y_last = 0;
+#pragma unroll
+        for (int j = 0; j < K; ++j) {
+          const float e = (read_base[j] & base) ? em[j] : ex[j];
+          const float M_new = mul_ftz(
+              add_ftz(add_ftz(mul_ftz(Md, mm[j]), mul_ftz(Xd, gm[j])), mul_ftz(Yd, gm[j])), e);
+          const float X_new = add_ftz(mul_ftz(Mu, mi[j]), mul_ftz(Xu, ge[j]));
+          const float Y_new = add_ftz(mul_ftz(M_left[j], md[j]), mul_ftz(Y_left[j], ge[j]));
+          Md = M_left[j];
+          Xd = X_left[j];
+          Yd = Y_left[j];
+          Mu = M_new;
+          Xu = X_new;
+          M_left[j] = M_new;
+          X_left[j] = X_new;
+          Y_left[j] = Y_new;
+          if (j == last_j) {
+            M_last = M_new;
+            X_last = X_new;
+            Y_last = Y_new;
+          }
+        }
+        if (lane == last_lane) {
+          if (stores) {
+            M[c] = M_last;
+            X[c] = X_last;
+            Y[c] = Y_last;
+          }
+          if (holds_sum) sum = add_ftz(sum, add_ftz(M_last, X_last));
+        }
+      }
+      // Hand this step's values of the lane's last row to the lane below: its up at its
+      // next column, and its diagonal one step later.
+      const float M_from_above = __shfl_up_sync(kAll, M_left[K - 1], 1, G);
+      const float X_from_above = __shfl_up_sync(kAll, X_left[K - 1], 1, G);
+      const float Y_from_above = __shfl_up_sync(kAll, Y_left[K - 1], 1, G);
+      const unsigned base_from_above = __shfl_up_sync(kAll, base, 1, G);
+      if (lane > 0) {
+        M_diagonal = M_up;
+        X_diagonal = X_up;
+        Y_diagonal = Y_up;
+        M_up = M_from_above;
+        X_up = X_from_above;
+        Y_up = Y_from_above;
+        base = base_from_above;
+      } else if (active) {
+        M_diagonal = M_up;
+        X_diagonal = X_up;
+        Y_diagonal = Y_up;
+      }
+    }
+    __syncwarp();
+  }
+  // The lane of row R holds the sum.
+  sum = __shfl_sync(kAll, sum, R > 0 ? ((R - 1) % kStrip) / K : 0, G);
+  if (lane == 0 && has_pair) d.sums[p] = sum;
+}
+
+// Runs the GPU's flush-to-zero product and sum on operand pairs (the probe).
+__global__ void ftz_probe_kernel(const float* a, const float* b, float* products, float* sums,
+                                 int n) {
+  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i >= n) return;
+  products[i] = mul_ftz(a[i], b[i]);
+  sums[i] = add_ftz(a[i], b[i]);
+}
+
 // The intra-task shapes compiled (lanes per pair, rows per lane), each with two costs
 // measured on the H100 (2026-11-22, bench/RESULTS.md), in cycles:
 // - per warp step when the GPU is full: 132 SMs x 4 schedulers x 1.98 GHz divided by the
@@ -408,6 +571,12 @@ struct ShapeCost {
 constexpr ShapeCost kShapes[] = {{{32, 1}, 140, 700}, {{16, 1}, 142, 700}, {{8, 1}, 202, 700},
                                  {{16, 2}, 243, 900}, {{8, 2}, 256, 900},  {{4, 2}, 417, 900},
                                  {{8, 4}, 544, 1500}, {{4, 4}, 600, 1500}};
+// The shapes of intra_ftz_kernel and their costs in the same units, fitted to its first
+// run on the H100 (2026-11-24, bench/RESULTS.md).
+constexpr ShapeCost kFtzShapes[] = {{{32, 1}, 92, 394},  {{16, 1}, 100, 309}, {{8, 1}, 182, 363},
+                                    {{32, 2}, 132, 538}, {{16, 2}, 155, 410}, {{8, 2}, 175, 427},
+                                    {{4, 2}, 362, 423},  {{32, 4}, 189, 726}, {{16, 4}, 213, 632},
+                                    {{8, 4}, 226, 533},  {{4, 4}, 342, 495},  {{8, 8}, 337, 702}};
 
 // Warp steps of a batch in a shape, in all and of the longest warp: the pairs of a warp
 // (32 / G consecutive ones) run each strip to the longest of them (C + last_lane steps),
@@ -415,14 +584,16 @@ constexpr ShapeCost kShapes[] = {{{32, 1}, 140, 700}, {{16, 1}, 142, 700}, {{8, 
 struct WarpSteps {
   double total = 0, longest = 0;
 };
-constexpr bool rows_per_lane_powers_of_two() {
-  for (const ShapeCost& s : kShapes) {
+template <std::size_t N>
+constexpr bool rows_per_lane_powers_of_two(const ShapeCost (&shapes)[N]) {
+  for (const ShapeCost& s : shapes) {
     if (s.shape.rows_per_lane < 1 || (s.shape.rows_per_lane & (s.shape.rows_per_lane - 1)) != 0)
       return false;
   }
   return true;
 }
-static_assert(rows_per_lane_powers_of_two(), "warp_steps divides by K with a shift");
+static_assert(rows_per_lane_powers_of_two(kShapes) && rows_per_lane_powers_of_two(kFtzShapes),
+              "warp_steps divides by K with a shift");
 
 // Runs for every shape on every batch the feeder sends, so kept cheap: 32-bit values and K
 // (a power of two) as a shift; with a 64-bit division by K it took about 3.5 ms per batch of
@@ -463,12 +634,16 @@ WarpSteps warp_steps(const PairBatch& b, IntraShape shape) {
 // K > 1 (and the same-step rule above) passed every bit-for-bit test on the H100
 // (2026-11-22, 08:15 UTC, bench/RESULTS.md), where 8x2 ran 10s.in x64 at 219 GCUPS against
 // 196.6 for 16x1.
-IntraShape choose_intra_shape(const PairBatch& b, const ParallelFor& parallel) {
+IntraShape choose_intra_shape(const PairBatch& b, Arithmetic arithmetic,
+                              const ParallelFor& parallel) {
   constexpr double kSchedulers = 132 * 4;
-  constexpr std::size_t kCount = sizeof(kShapes) / sizeof(kShapes[0]);
-  double costs[kCount];
+  const bool ftz = arithmetic == Arithmetic::ftz;
+  const ShapeCost* const shapes = ftz ? kFtzShapes : kShapes;
+  const std::size_t kCount = ftz ? std::size(kFtzShapes) : std::size(kShapes);
+  constexpr std::size_t kMost = std::max(std::size(kFtzShapes), std::size(kShapes));
+  double costs[kMost];
   const auto cost_of = [&](std::size_t k) {
-    const ShapeCost& s = kShapes[k];
+    const ShapeCost& s = shapes[k];
     const WarpSteps steps = warp_steps(b, s.shape);
     costs[k] = std::max(steps.total * s.cycles_per_warp_step / kSchedulers,
                         steps.longest * s.latency_per_step);
@@ -483,7 +658,7 @@ IntraShape choose_intra_shape(const PairBatch& b, const ParallelFor& parallel) {
   for (std::size_t k = 1; k < kCount; ++k) {
     if (costs[k] < costs[best]) best = k;
   }
-  return kShapes[best].shape;
+  return shapes[best].shape;
 }
 
 namespace {
@@ -496,16 +671,38 @@ bool launch_if(IntraShape shape, unsigned pairs, cudaStream_t s, const DevicePai
   return true;
 }
 
+template <int G, int K>
+bool launch_ftz_if(IntraShape shape, unsigned pairs, cudaStream_t s, const DevicePairs& d) {
+  if (shape.lanes != G || shape.rows_per_lane != K) return false;
+  constexpr unsigned kThreads = 128;
+  intra_ftz_kernel<G, K><<<(pairs * G + kThreads - 1) / kThreads, kThreads, 0, s>>>(d);
+  return true;
+}
+
+[[noreturn]] void not_compiled(IntraShape shape, const char* arithmetic) {
+  throw std::invalid_argument("pair-HMM intra-task shape " + std::to_string(shape.lanes) + "x" +
+                              std::to_string(shape.rows_per_lane) + " is not compiled for " +
+                              arithmetic + " arithmetic");
+}
+
+void launch_intra_ftz(IntraShape shape, unsigned pairs, cudaStream_t s, const DevicePairs& d) {
+  const bool launched =
+      launch_ftz_if<32, 1>(shape, pairs, s, d) || launch_ftz_if<16, 1>(shape, pairs, s, d) ||
+      launch_ftz_if<8, 1>(shape, pairs, s, d) || launch_ftz_if<32, 2>(shape, pairs, s, d) ||
+      launch_ftz_if<16, 2>(shape, pairs, s, d) || launch_ftz_if<8, 2>(shape, pairs, s, d) ||
+      launch_ftz_if<4, 2>(shape, pairs, s, d) || launch_ftz_if<32, 4>(shape, pairs, s, d) ||
+      launch_ftz_if<16, 4>(shape, pairs, s, d) || launch_ftz_if<8, 4>(shape, pairs, s, d) ||
+      launch_ftz_if<4, 4>(shape, pairs, s, d) || launch_ftz_if<8, 8>(shape, pairs, s, d);
+  if (!launched) not_compiled(shape, "ftz");
+}
+
 void launch_intra(IntraShape shape, unsigned pairs, cudaStream_t s, const DevicePairs& d) {
   const bool launched =
       launch_if<32, 1>(shape, pairs, s, d) || launch_if<16, 1>(shape, pairs, s, d) ||
       launch_if<8, 1>(shape, pairs, s, d) || launch_if<16, 2>(shape, pairs, s, d) ||
       launch_if<8, 2>(shape, pairs, s, d) || launch_if<4, 2>(shape, pairs, s, d) ||
       launch_if<8, 4>(shape, pairs, s, d) || launch_if<4, 4>(shape, pairs, s, d);
-  if (!launched) {
-    throw std::invalid_argument("pair-HMM intra-task shape " + std::to_string(shape.lanes) + "x" +
-                                std::to_string(shape.rows_per_lane) + " is not compiled");
-  }
+  if (!launched) not_compiled(shape, "ieee");
 }
 
 // Where each array of a batch lies in one allocation (host pinned and device alike), every
@@ -609,6 +806,39 @@ int PairhmmGpu::slots() const {
   return static_cast<int>(state_->slots.size());
 }
 
+Arithmetic PairhmmGpu::arithmetic_used() const {
+  if (arithmetic_ != Arithmetic::automatic) return arithmetic_;
+  return ftz_matches_canonical(state_->device) ? Arithmetic::ftz : Arithmetic::ieee;
+}
+
+void device_ftz_operations(int device, const std::vector<float>& a, const std::vector<float>& b,
+                           std::vector<float>& products, std::vector<float>& sums) {
+  if (a.size() != b.size()) throw std::invalid_argument("device_ftz_operations: sizes differ");
+  const std::size_t n = a.size();
+  products.assign(n, 0.0f);
+  sums.assign(n, 0.0f);
+  if (n == 0) return;
+  check(cudaSetDevice(device), "cudaSetDevice");
+  float* buffer = nullptr;
+  check(cudaMalloc(&buffer, 4 * n * sizeof(float)), "cudaMalloc");
+  try {
+    check(cudaMemcpy(buffer, a.data(), n * sizeof(float), cudaMemcpyHostToDevice), "copy in");
+    check(cudaMemcpy(buffer + n, b.data(), n * sizeof(float), cudaMemcpyHostToDevice), "copy in");
+    constexpr unsigned kThreads = 256;
+    ftz_probe_kernel<<<static_cast<unsigned>((n + kThreads - 1) / kThreads), kThreads>>>(
+        buffer, buffer + n, buffer + 2 * n, buffer + 3 * n, static_cast<int>(n));
+    check(cudaGetLastError(), "probe launch");
+    check(cudaMemcpy(products.data(), buffer + 2 * n, n * sizeof(float), cudaMemcpyDeviceToHost),
+          "copy out");
+    check(cudaMemcpy(sums.data(), buffer + 3 * n, n * sizeof(float), cudaMemcpyDeviceToHost),
+          "copy out");
+  } catch (...) {
+    cudaFree(buffer);
+    throw;
+  }
+  cudaFree(buffer);
+}
+
 namespace {
 Slot& slot_at(std::vector<Slot>& slots, int slot) {
   if (slot < 0 || static_cast<std::size_t>(slot) >= slots.size()) {
@@ -624,9 +854,10 @@ void PairhmmGpu::submit(int slot, const PairBatch& b, Kernel kernel, const Paral
   check(cudaSetDevice(state_->device), "cudaSetDevice");
   const std::size_t n = b.pairs();
   // The intra-task shape is chosen on the host before any timing starts.
+  const Arithmetic arithmetic = arithmetic_used();
   IntraShape shape = shape_;
   if (kernel == Kernel::intra_task && shape.lanes <= 0 && n > 0)
-    shape = choose_intra_shape(b, parallel);
+    shape = choose_intra_shape(b, arithmetic, parallel);
   if (kernel == Kernel::intra_task && n > 0) last_shape_ = shape;
   sl.pairs = n;
   sl.staging = 0;
@@ -725,6 +956,8 @@ void PairhmmGpu::submit(int slot, const PairBatch& b, Kernel kernel, const Paral
   } else if (kernel == Kernel::intra_checked) {
     intra_checked_kernel<<<static_cast<unsigned>((n * 32 + kThreads - 1) / kThreads), kThreads, 0,
                            s>>>(d);
+  } else if (arithmetic == Arithmetic::ftz) {
+    launch_intra_ftz(shape, static_cast<unsigned>(n), s, d);
   } else {
     launch_intra(shape, static_cast<unsigned>(n), s, d);
   }

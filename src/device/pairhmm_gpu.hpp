@@ -3,17 +3,20 @@
 //
 // Contract: the canonical float sum of every pair, bit for bit that of
 // duet::pairhmm::forward_sum<float> (core/pairhmm_model.hpp): the same order of operations,
-// no fused multiply-add, and x86's flush-to-zero reproduced exactly (IEEE arithmetic, then a
-// result at or below FLT_MIN is re-decided from the exact value). The host turns sums into
+// no fused multiply-add, and x86's flush-to-zero reproduced exactly (the GPU's own FTZ
+// where a probe shows it equal, else IEEE arithmetic with results near FLT_MIN re-decided
+// from the exact value). The host turns sums into
 // likelihoods (double fallback included).
 //
 // Three kernels, selectable for throughput studies:
 // - inter_task: one thread per pair, row by row (Ren et al.'s inter-task design);
-// - intra_task: G lanes per pair (4 to 32), each owning K read rows (1 to 4), strips of G K
+// - intra_task: G lanes per pair (4 to 32), each owning K read rows (1 to 8), strips of G K
 //   rows along anti-diagonals, values passed between lanes by warp shuffles (their
-//   intra-task design, with a group of lanes for a block); plain IEEE products while the
-//   warp's values stay far from FLT_MIN, checked ones near it (one vote per step decides;
-//   see pairhmm_gpu.cu for why that is exact); the shape is chosen per batch;
+//   intra-task design, with a group of lanes for a block); the shape is chosen per batch.
+//   Two arithmetics: ftz, the GPU's own flush-to-zero products and sums, where a probe at
+//   first use finds them equal to the canonical ones (ftz_matches_canonical); else ieee,
+//   plain IEEE products while the warp's values stay far from FLT_MIN and checked ones near
+//   it (one vote per step decides; see pairhmm_gpu.cu for why that is exact);
 // - intra_checked: a warp per pair, 32 rows per strip, checking every product and sum for a
 //   tiny result (the first intra-task kernel, kept to measure against; the app does not
 //   offer it).
@@ -46,10 +49,23 @@ struct PairBatch {
 };
 
 // The intra-task kernel's shape: lanes per pair (4 to 32) and read rows per lane. Compiled:
-// 32x1, 16x1, 8x1, 16x2, 8x2, 4x2, 8x4, 4x4.
+// 32x1, 16x1, 8x1, 16x2, 8x2, 4x2, 8x4, 4x4; for ftz also 32x2, 32x4, 16x4, 8x8.
 struct IntraShape {
   int lanes = 0, rows_per_lane = 0;
 };
+
+// The intra-task kernel's float arithmetic (see above); automatic: ftz where the device
+// passes the probe, else ieee.
+enum class Arithmetic { automatic, ftz, ieee };
+const char* arithmetic_name(Arithmetic arithmetic);  // "auto", "ftz", "ieee"
+
+// Whether the device's mul.rn.ftz and add.rn.ftz give canonical_product and canonical_sum
+// (core/pairhmm_model.hpp) bit for bit on every case of ftz_probe_cases
+// (pairhmm_gpu_layout.hpp); probed once per device and process, then remembered.
+bool ftz_matches_canonical(int device);
+// The probe's device side: mul.rn.ftz and add.rn.ftz of each operand pair (a[i], b[i]).
+void device_ftz_operations(int device, const std::vector<float>& a, const std::vector<float>& b,
+                           std::vector<float>& products, std::vector<float>& sums);
 
 // Runs body(i) for i < n, in chunks, on several threads (a scheduler's host-loop runner).
 using ParallelFor = std::function<void(std::size_t n, std::size_t chunk,
@@ -58,7 +74,8 @@ using ParallelFor = std::function<void(std::size_t n, std::size_t chunk,
 // The intra-task shape with the fewest estimated cycles for a batch (a table of measured
 // costs per warp step, see pairhmm_gpu.cu); host code, needs no device. With `parallel`,
 // the shapes are costed on several threads (the same choice).
-IntraShape choose_intra_shape(const PairBatch& batch, const ParallelFor& parallel = {});
+IntraShape choose_intra_shape(const PairBatch& batch, Arithmetic arithmetic,
+                              const ParallelFor& parallel = {});
 
 // CUDA devices usable (0 without a driver or device).
 int device_count();
@@ -86,6 +103,11 @@ class PairhmmGpu {
   // std::invalid_argument (at the next submit) for a shape not compiled.
   void set_intra_shape(IntraShape shape) { shape_ = shape; }
   IntraShape last_intra_shape() const { return last_shape_; }
+  // intra_task: its arithmetic (automatic by default). Forcing ftz on a device that fails
+  // the probe gives sums that may differ from the canonical ones (for studies and tests).
+  void set_arithmetic(Arithmetic arithmetic) { arithmetic_ = arithmetic; }
+  // The arithmetic the intra-task kernel runs with (automatic resolved; may run the probe).
+  Arithmetic arithmetic_used() const;
 
   // Sums of every pair of the batch, on slot 0 (submit then finish). Throws
   // std::runtime_error on any CUDA failure. kernel_seconds: time of the kernel alone;
@@ -110,6 +132,7 @@ class PairhmmGpu {
   struct State;
   State* state_;
   IntraShape shape_{}, last_shape_{};
+  Arithmetic arithmetic_ = Arithmetic::automatic;
 };
 
 }  // namespace duet::device::pairhmm

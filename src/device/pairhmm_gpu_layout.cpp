@@ -2,6 +2,12 @@
 #include "device/pairhmm_gpu_layout.hpp"
 
 #include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <random>
 #include <unordered_map>
 
 namespace duet::device::pairhmm {
@@ -16,6 +22,96 @@ const char* kernel_name(Kernel kernel) {
       return "intra-checked";
   }
   return "?";
+}
+
+const char* arithmetic_name(Arithmetic arithmetic) {
+  switch (arithmetic) {
+    case Arithmetic::automatic:
+      return "auto";
+    case Arithmetic::ftz:
+      return "ftz";
+    case Arithmetic::ieee:
+      return "ieee";
+  }
+  return "?";
+}
+
+FtzCases ftz_probe_cases() {
+  constexpr double kMin = 0x1p-126, kWindowLow = kMin - 0x1p-150;
+  constexpr double kTiny = kMin * (1.0 - 0x1p-25);  // the canonical rule's boundary
+  FtzCases cases;
+  std::mt19937_64 rng(20261124);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  const auto add = [&](float a, float b) {
+    cases.a.push_back(a);
+    cases.b.push_back(b);
+    const double product = std::fabs(static_cast<double>(a) * static_cast<double>(b));
+    if (product >= kWindowLow && product < kMin) {
+      ++cases.window;
+      cases.window_flushed += product < kTiny;
+    }
+  };
+  // b near target / a, and its neighbours: a * b lands within a few 2^-150 of the target.
+  const auto aim = [&](float a, double target) {
+    const float b = static_cast<float>(target / static_cast<double>(a));
+    if (!std::isnormal(b)) return;
+    float lower = b, upper = b;
+    add(a, b);
+    for (int k = 0; k < 2; ++k) {
+      lower = std::nextafter(lower, 0.0f);
+      upper = std::nextafter(upper, 1.0f);
+      add(a, lower);
+      add(a, upper);
+    }
+  };
+  const auto random_float = [&](int lowest_exponent, int highest_exponent) {
+    std::uniform_int_distribution<int> exponent(lowest_exponent, highest_exponent);
+    return static_cast<float>(std::ldexp(1.0 + unit(rng), exponent(rng)));
+  };
+  // Aimed at the window: 20,000 targets, five products each.
+  for (int i = 0; i < 20000; ++i) aim(random_float(-100, 0), kWindowLow + unit(rng) * 0x1p-150);
+  // Products across the subnormal range and just above it (2^-150 to 2^-120).
+  for (int i = 0; i < 20000; ++i)
+    aim(random_float(-60, 10),
+        std::ldexp(1.0 + unit(rng), -150 + static_cast<int>(unit(rng) * 30)));
+  // Sums of both signs near FLT_MIN (differences that are tiny, or just not).
+  for (int i = 0; i < 20000; ++i) {
+    const float a = static_cast<float>(kMin * (1.0 + 3.0 * unit(rng)));
+    const float b = -static_cast<float>(kMin * (1.0 + 3.0 * unit(rng)));
+    add(a, b);
+  }
+  // Ordinary values, zeros and FLT_MIN itself.
+  for (int i = 0; i < 20000; ++i) add(random_float(-126, 20), random_float(-126, 20));
+  for (const float v : {0.0f, -0.0f, FLT_MIN, -FLT_MIN, 1.0f, 0x1p120f}) {
+    for (const float w : {0.0f, -0.0f, FLT_MIN, 0.5f, 1.0f, 0x1p-120f}) add(v, w);
+  }
+  return cases;
+}
+
+FtzProbe probe_ftz_arithmetic(int device) {
+  const FtzCases cases = ftz_probe_cases();
+  std::vector<float> products, sums;
+  device_ftz_operations(device, cases.a, cases.b, products, sums);
+  FtzProbe probe;
+  probe.cases = cases.a.size();
+  for (std::size_t i = 0; i < cases.a.size(); ++i) {
+    const float product = duet::pairhmm::canonical_product(cases.a[i], cases.b[i]);
+    const float sum = duet::pairhmm::canonical_sum(cases.a[i], cases.b[i]);
+    probe.product_mismatches += std::memcmp(&product, &products[i], sizeof(float)) != 0;
+    probe.sum_mismatches += std::memcmp(&sum, &sums[i], sizeof(float)) != 0;
+  }
+  return probe;
+}
+
+bool ftz_matches_canonical(int device) {
+  static std::mutex mutex;
+  static std::map<int, bool> found;
+  const std::lock_guard<std::mutex> lock(mutex);
+  const auto known = found.find(device);
+  if (known != found.end()) return known->second;
+  const bool matches = probe_ftz_arithmetic(device).matches();
+  found.emplace(device, matches);
+  return matches;
 }
 
 PairPacker::PairPacker(const duet::pairhmm::Model& model)

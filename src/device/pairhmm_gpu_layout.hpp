@@ -39,6 +39,27 @@ class PairPacker {
   std::vector<float> match_to_match_;  // [insertion * kQualities + deletion]
 };
 
+// Operand pairs on which a GPU's flush-to-zero product and sum are checked against the
+// canonical ones: products aimed at [FLT_MIN - 2^-150, FLT_MIN) (where x86's rule, tiny
+// after rounding with an unbounded exponent, differs from "tiny before rounding" and from
+// "subnormal after rounding": about half of them flushed by it), products across the
+// subnormal range and around it, sums of values of both signs near FLT_MIN, and ordinary
+// values. Deterministic (a fixed seed).
+struct FtzCases {
+  std::vector<float> a, b;
+  std::size_t window = 0;          // products in [FLT_MIN - 2^-150, FLT_MIN)
+  std::size_t window_flushed = 0;  // of those, the ones the canonical rule flushes to zero
+};
+FtzCases ftz_probe_cases();
+
+// The probe on a device: how many cases gave another product or sum than the canonical one
+// (bit for bit, the sign of zero included).
+struct FtzProbe {
+  std::size_t cases = 0, product_mismatches = 0, sum_mismatches = 0;
+  bool matches() const { return product_mismatches == 0 && sum_mismatches == 0; }
+};
+FtzProbe probe_ftz_arithmetic(int device);
+
 PairBatch pack_pairs(const duet::pairhmm::Model& model, std::span<const duet::pairhmm::Pair> pairs);
 // The same into `out`, whose vectors are cleared and refilled (their capacity reused).
 void pack_pairs(const duet::pairhmm::Model& model, std::span<const duet::pairhmm::Pair> pairs,

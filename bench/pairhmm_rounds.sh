@@ -37,7 +37,7 @@ print('%-24s %.2f GCUPS (CPU %.2f, GPU %.2f), GPU share of cells %.2f, scheduler
     sys.argv[2], gcups, r['cpu_cells_per_second'] / 1e9, r['gpu_cells_per_second'] / 1e9,
     1 - r['cpu_cell_share'], r['scheduler_seconds']))
 with open(sys.argv[3], 'a') as f:
-    f.write('%s %r\n' % (sys.argv[2], gcups))
+    f.write('%s %.6f\n' % (sys.argv[2], gcups))
 PY
   done
   python3 - "$out/gcups" <<'PY'

@@ -156,13 +156,15 @@ TEST(PairhmmGpuLayout, ReadsAndHaplotypesOnce) {
   pairs.insert(pairs.end(), once.rbegin(), once.rend());  // every read and haplotype again
   const Model model;
   const PairBatch b = pack_pairs(model, pairs);
+  const std::vector<float> parameters = row_parameters(b);
   std::int64_t rows = 0, columns = 0;
   for (const auto& batch : input.batches) {
     for (const auto& r : batch.reads) rows += r.length();
     for (const auto& h : batch.haplotypes) columns += h.length();
   }
   EXPECT_EQ(static_cast<std::int64_t>(b.read_bases.size()), rows);
-  EXPECT_EQ(static_cast<std::int64_t>(b.parameters.size()), 7 * rows);
+  EXPECT_EQ(static_cast<std::int64_t>(b.qualities.size()), rows);
+  EXPECT_EQ(static_cast<std::int64_t>(parameters.size()), 7 * rows);
   EXPECT_EQ(static_cast<std::int64_t>(b.haplotype_bases.size()), columns);
   ASSERT_EQ(b.pairs(), pairs.size());
   std::vector<duet::pairhmm::RowParameters<float>> expected;
@@ -177,7 +179,7 @@ TEST(PairhmmGpuLayout, ReadsAndHaplotypesOnce) {
     for (int r = 0; r < p.rows(); ++r) {
       const auto at = static_cast<std::size_t>(b.row_offset[i] + r);
       ASSERT_EQ(b.read_bases[at], p.read->bases[static_cast<std::size_t>(r)]) << "pair " << i;
-      const float* q = &b.parameters[7 * at];
+      const float* q = &parameters[7 * at];
       const auto& e = expected[static_cast<std::size_t>(r)];
       const float want[7] = {e.match_to_match,    e.indel_to_match, e.match_to_insertion,
                              e.match_to_deletion, e.gap_extension,  e.emission_match,
@@ -292,7 +294,8 @@ TEST(PairhmmGpuFeed, SplitByCells) {
   EXPECT_EQ(split_by_cells({}, 3), (std::vector<std::size_t>{0, 0, 0}));
 }
 
-// The packer's rows (from float tables by quality) are bit for bit Model::rows<float>, for
+// The rows the device expands from the packer's quality words and float tables
+// (row_parameters: expand_row, as the device) are bit for bit Model::rows<float>, for
 // several minimum base qualities.
 TEST(PairhmmGpuLayout, PackerRowsAreTheModelRows) {
   std::mt19937_64 rng(test::test_seed());
@@ -302,6 +305,7 @@ TEST(PairhmmGpuLayout, PackerRowsAreTheModelRows) {
   for (const int min_base_quality : {0, 6, 30, 93}) {
     const Model model(duet::pairhmm::ModelOptions{min_base_quality});
     const PairBatch b = pack_pairs(model, pairs);
+    const std::vector<float> parameters = row_parameters(b);
     for (std::size_t i = 0; i < pairs.size(); ++i) {
       model.rows(*pairs[i].read, expected);
       for (std::size_t r = 0; r < expected.size(); ++r) {
@@ -309,7 +313,7 @@ TEST(PairhmmGpuLayout, PackerRowsAreTheModelRows) {
         const float want[7] = {e.match_to_match,    e.indel_to_match, e.match_to_insertion,
                                e.match_to_deletion, e.gap_extension,  e.emission_match,
                                e.emission_mismatch};
-        ASSERT_EQ(std::memcmp(&b.parameters[7 * (static_cast<std::size_t>(b.row_offset[i]) + r)],
+        ASSERT_EQ(std::memcmp(&parameters[7 * (static_cast<std::size_t>(b.row_offset[i]) + r)],
                               want, sizeof(want)),
                   0)
             << "minimum base quality " << min_base_quality << ", pair " << i << ", row " << r;
@@ -327,7 +331,8 @@ TEST(PairhmmGpuLayout, PackIntoReusedBatch) {
   PairBatch reused = pack_pairs(model, large.pair_list());
   pack_pairs(model, small.pair_list(), reused);
   const PairBatch fresh = pack_pairs(model, small.pair_list());
-  EXPECT_EQ(reused.parameters, fresh.parameters);
+  EXPECT_EQ(reused.qualities, fresh.qualities);
+  EXPECT_EQ(reused.tables, fresh.tables);
   EXPECT_EQ(reused.read_bases, fresh.read_bases);
   EXPECT_EQ(reused.haplotype_bases, fresh.haplotype_bases);
   EXPECT_EQ(reused.rows, fresh.rows);
@@ -374,7 +379,8 @@ TEST(PairhmmGpuLayout, PackInPiecesGivesEveryPairTheSameData) {
     EXPECT_EQ(joined.initial_deletion, serial.initial_deletion);
     EXPECT_EQ(joined.cells, serial.cells);
     EXPECT_EQ(joined.scratch_columns, serial.scratch_columns);
-    EXPECT_EQ(joined.parameters.size(), 7 * joined.read_bases.size());
+    EXPECT_EQ(joined.qualities.size(), joined.read_bases.size());
+    EXPECT_EQ(joined.tables, serial.tables);
     for (std::size_t i = 0; i < pairs.size(); ++i) {
       const auto rows = static_cast<std::size_t>(serial.rows[i]);
       const auto columns = static_cast<std::size_t>(serial.columns[i]);
@@ -387,9 +393,8 @@ TEST(PairhmmGpuLayout, PackInPiecesGivesEveryPairTheSameData) {
       ASSERT_TRUE(std::equal(serial.read_bases.begin() + r0, serial.read_bases.begin() + r0 + rows,
                              joined.read_bases.begin() + r1))
           << "pieces of " << piece << ", pair " << i;
-      ASSERT_TRUE(std::equal(serial.parameters.begin() + 7 * r0,
-                             serial.parameters.begin() + 7 * (r0 + rows),
-                             joined.parameters.begin() + 7 * r1))
+      ASSERT_TRUE(std::equal(serial.qualities.begin() + r0, serial.qualities.begin() + r0 + rows,
+                             joined.qualities.begin() + r1))
           << "pieces of " << piece << ", pair " << i;
       ASSERT_TRUE(std::equal(serial.haplotype_bases.begin() + c0,
                              serial.haplotype_bases.begin() + c0 + columns,

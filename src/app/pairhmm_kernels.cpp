@@ -74,7 +74,7 @@ class PairhmmGpuBackend final : public scheduler::GpuBackend {
     }
     const std::vector<std::size_t> ends = device::pairhmm::split_by_cells(batch_, parts_);
     const std::vector<float> sums = device::pairhmm::forward_sums_in_parts(
-        gpu_, packer_, batch_, ends, kernel_, &feed_, run_host_loop_);
+        gpu_, packer_, batch_, ends, kernel_, &feed_, run_host_loop_, 4096, &buffers_);
     const auto t1 = Clock::now();
     std::vector<scheduler::GpuBlockOutcome> outcomes;
     std::size_t at = 0;
@@ -95,17 +95,19 @@ class PairhmmGpuBackend final : public scheduler::GpuBackend {
     if (std::getenv("DUET_PAIRHMM_GPU_TIMES") == nullptr) return;
     std::fprintf(stderr,
                  "pairhmm GPU %d: %lld batches, %lld parts; feeder %.3f s: pack %.3f s, submit "
-                 "(staging, launch) %.3f s, waiting for the GPU %.3f s, rest %.3f s; results "
+                 "%.3f s (shape choice %.3f s, staging %.3f s), waiting for the GPU %.3f s, "
+                 "rest %.3f s; results "
                  "%.3f s; GPU events: kernels %.3f s, copies and staging %.3f s; %.1f MB "
                  "uploaded\n",
                  device_, static_cast<long long>(batches_), static_cast<long long>(feed_.parts),
-                 forward_, feed_.pack, feed_.submit, feed_.wait,
+                 forward_, feed_.pack, feed_.submit, feed_.choice, feed_.staging, feed_.wait,
                  forward_ - feed_.pack - feed_.submit - feed_.wait, results_, feed_.kernel,
                  feed_.transfer, static_cast<double>(feed_.upload_bytes) / 1e6);
   }
 
  private:
   device::pairhmm::PairPacker packer_;
+  device::pairhmm::FeedBuffers buffers_;  // packing buffers kept between batches
   device::pairhmm::Kernel kernel_;
   device::pairhmm::PairhmmGpu gpu_;
   int device_, parts_;

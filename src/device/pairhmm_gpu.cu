@@ -547,6 +547,13 @@ __global__ void intra_ftz_kernel(DevicePairs d) {
   if (lane == 0 && has_pair) d.sums[p] = sum;
 }
 
+// Each row's seven parameters from its quality word (expand_row, pairhmm_gpu.hpp).
+__global__ void expand_rows_kernel(const std::uint32_t* qualities, const float* tables,
+                                   float* parameters, std::size_t rows) {
+  const std::size_t r = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (r < rows) expand_row(qualities[r], tables, parameters + 7 * r);
+}
+
 // Runs the GPU's flush-to-zero product and sum on operand pairs (the probe).
 __global__ void ftz_probe_kernel(const float* a, const float* b, float* products, float* sums,
                                  int n) {
@@ -596,8 +603,12 @@ static_assert(rows_per_lane_powers_of_two(kShapes) && rows_per_lane_powers_of_tw
               "warp_steps divides by K with a shift");
 
 // Runs for every shape on every batch the feeder sends, so kept cheap: 32-bit values and K
-// (a power of two) as a shift; with a 64-bit division by K it took about 3.5 ms per batch of
-// 7,640 pairs on the development machine, more than packing the batch.
+// (a power of two) as a shift (with a 64-bit division by K it took about 3.5 ms per batch of
+// 7,640 pairs on the development machine, more than packing the batch); and a batch of more
+// than kSampledPairs pairs is sampled: one run of 32 consecutive pairs (whole warps for
+// every shape) in `every`, the total scaled by `every`. The longest warp only matters for
+// batches too small to fill the GPU, which are counted whole.
+constexpr std::size_t kSampledPairs = 16384;
 WarpSteps warp_steps(const PairBatch& b, IntraShape shape) {
   const std::size_t per_warp = static_cast<std::size_t>(32 / shape.lanes);
   const std::int32_t strip = shape.lanes * shape.rows_per_lane;
@@ -605,25 +616,30 @@ WarpSteps warp_steps(const PairBatch& b, IntraShape shape) {
   while ((1 << shift) < shape.rows_per_lane) ++shift;
   const std::int32_t* const rows = b.rows.data();
   const std::int32_t* const columns = b.columns.data();
+  const std::size_t every = std::max<std::size_t>(1, b.pairs() / kSampledPairs);
   WarpSteps steps;
-  for (std::size_t first = 0; first < b.pairs(); first += per_warp) {
-    const std::size_t end = std::min(b.pairs(), first + per_warp);
-    std::int32_t max_rows = 0;
-    std::int64_t warp = 0;
-    for (std::size_t i = first; i < end; ++i) max_rows = std::max(max_rows, rows[i]);
-    for (std::int32_t start = 0; start < max_rows; start += strip) {
-      std::int32_t longest = 0;  // pairs without rows in this strip add nothing
-      for (std::size_t i = first; i < end; ++i) {
-        const std::int32_t left = rows[i] - start;
-        const std::int32_t here = std::min(std::max(left, 1), strip);
-        const std::int32_t pair_steps = left > 0 ? columns[i] + ((here - 1) >> shift) : 0;
-        longest = std::max(longest, pair_steps);
+  for (std::size_t run = 0; run < b.pairs(); run += 32 * every) {
+    const std::size_t run_end = std::min(b.pairs(), run + 32);
+    for (std::size_t first = run; first < run_end; first += per_warp) {
+      const std::size_t end = std::min(run_end, first + per_warp);
+      std::int32_t max_rows = 0;
+      std::int64_t warp = 0;
+      for (std::size_t i = first; i < end; ++i) max_rows = std::max(max_rows, rows[i]);
+      for (std::int32_t start = 0; start < max_rows; start += strip) {
+        std::int32_t longest = 0;  // pairs without rows in this strip add nothing
+        for (std::size_t i = first; i < end; ++i) {
+          const std::int32_t left = rows[i] - start;
+          const std::int32_t here = std::min(std::max(left, 1), strip);
+          const std::int32_t pair_steps = left > 0 ? columns[i] + ((here - 1) >> shift) : 0;
+          longest = std::max(longest, pair_steps);
+        }
+        warp += longest;
       }
-      warp += longest;
+      steps.total += static_cast<double>(warp);
+      steps.longest = std::max(steps.longest, static_cast<double>(warp));
     }
-    steps.total += static_cast<double>(warp);
-    steps.longest = std::max(steps.longest, static_cast<double>(warp));
   }
+  steps.total *= static_cast<double>(every);
   return steps;
 }
 
@@ -747,7 +763,7 @@ struct Slot {
   std::size_t host_bytes = 0, buffers_bytes = 0;
   bool busy = false;
   std::size_t pairs = 0, sums_at = 0;  // of the batch in flight: sums in the pinned buffer
-  double staging = 0;                  // host seconds spent staging it
+  double staging = 0, choice = 0;      // host seconds spent staging it, choosing its shape
 };
 
 struct PairhmmGpu::State {
@@ -856,9 +872,12 @@ void PairhmmGpu::submit(int slot, const PairBatch& b, Kernel kernel, const Paral
   // The intra-task shape is chosen on the host before any timing starts.
   const Arithmetic arithmetic = arithmetic_used();
   IntraShape shape = shape_;
+  const auto choice_start = std::chrono::steady_clock::now();
   if (kernel == Kernel::intra_task && shape.lanes <= 0 && n > 0)
     shape = choose_intra_shape(b, arithmetic, parallel);
   if (kernel == Kernel::intra_task && n > 0) last_shape_ = shape;
+  sl.choice =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - choice_start).count();
   sl.pairs = n;
   sl.staging = 0;
   if (n == 0) {  // nothing to run: finish returns at once
@@ -868,8 +887,12 @@ void PairhmmGpu::submit(int slot, const PairBatch& b, Kernel kernel, const Paral
   const auto staging_start = std::chrono::steady_clock::now();
   // Staged (pinned, copied in): the inputs; then the sums (copied out); the scratch lives
   // on the device only.
+  if (b.tables.size() != kRowTableFloats) {
+    throw std::invalid_argument("PairhmmGpu::submit: the batch has no row tables");
+  }
   Arena in;
-  const Section parameters = in.add<float>(b.parameters.size()),
+  const Section qualities = in.add<std::uint32_t>(b.qualities.size()),
+                tables = in.add<float>(b.tables.size()),
                 read_bases = in.add<std::uint8_t>(b.read_bases.size()),
                 haplotype_bases = in.add<std::uint8_t>(b.haplotype_bases.size()),
                 rows = in.add<std::int32_t>(n), columns = in.add<std::int32_t>(n),
@@ -880,6 +903,7 @@ void PairhmmGpu::submit(int slot, const PairBatch& b, Kernel kernel, const Paral
   const Section sums_d = all.add<float>(n);
   const std::size_t staged_bytes = all.bytes;
   const Section scratch = all.add<float>(3 * static_cast<std::size_t>(b.scratch_columns));
+  const Section parameters = all.add<float>(7 * b.read_rows());  // expanded on the device
   if (sl.host_bytes < staged_bytes) {
     cudaFreeHost(sl.host);
     sl.host = nullptr;
@@ -911,7 +935,8 @@ void PairhmmGpu::submit(int slot, const PairBatch& b, Kernel kernel, const Paral
                         std::min(kPiece, to.bytes - done)});
     }
   };
-  stage(parameters, b.parameters);
+  stage(qualities, b.qualities);
+  stage(tables, b.tables);
   stage(read_bases, b.read_bases);
   stage(haplotype_bases, b.haplotype_bases);
   stage(rows, b.rows);
@@ -951,6 +976,12 @@ void PairhmmGpu::submit(int slot, const PairBatch& b, Kernel kernel, const Paral
                       static_cast<int>(n)};
   check(cudaEventRecord(sl.kernel_start, s), "event");
   constexpr int kThreads = 128;
+  if (b.read_rows() > 0) {
+    expand_rows_kernel<<<static_cast<unsigned>((b.read_rows() + kThreads - 1) / kThreads), kThreads,
+                         0, s>>>(at<const std::uint32_t>(dev, qualities),
+                                 at<const float>(dev, tables), at<float>(dev, parameters),
+                                 b.read_rows());
+  }
   if (kernel == Kernel::inter_task) {
     inter_task_kernel<<<static_cast<unsigned>((n + kThreads - 1) / kThreads), kThreads, 0, s>>>(d);
   } else if (kernel == Kernel::intra_checked) {
@@ -985,7 +1016,9 @@ void PairhmmGpu::finish(int slot, float* sums, SlotTimes* times) {
   float total = 0, compute = 0;
   check(cudaEventElapsedTime(&compute, sl.kernel_start, sl.kernel_end), "timing");
   check(cudaEventElapsedTime(&total, sl.start, sl.end), "timing");
-  if (times) *times = SlotTimes{sl.staging, compute / 1e3, (total - compute) / 1e3 + sl.staging};
+  if (times) {
+    *times = SlotTimes{sl.staging, compute / 1e3, (total - compute) / 1e3 + sl.staging, sl.choice};
+  }
 }
 
 void PairhmmGpu::abandon() noexcept {

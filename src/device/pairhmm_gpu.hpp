@@ -32,21 +32,58 @@ namespace duet::device::pairhmm {
 enum class Kernel { inter_task, intra_task, intra_checked };
 const char* kernel_name(Kernel kernel);  // "inter", "intra", "intra-checked"
 
-// Pairs in the device layout. Each distinct read's rows (7 floats per row in the order of
-// simd::pairhmm::RowParameter: mm, gm, mi, md, ge, match, mismatch, and its bases) and each
-// distinct haplotype's bases are stored once per batch; a pair is a record pointing at its
-// read (row_offset, in rows) and its haplotype (column_offset, in bases), so pairs of one
-// read share its rows. scratch_offset: where the pair's three rows of columns + 1 floats
-// start in the device's scratch (in units of three floats; scratch_columns in all).
+// Pairs in the device layout. Each distinct read's rows and each distinct haplotype's bases
+// are stored once per batch; a pair is a record pointing at its read (row_offset, in rows)
+// and its haplotype (column_offset, in bases), so pairs of one read share its rows.
+// scratch_offset: where the pair's three rows of columns + 1 floats start in the device's
+// scratch (in units of three floats; scratch_columns in all).
+//
+// A row is its base (read_bases) and one quality word (qualities: base quality, already
+// raised to the minimum, | insertion << 8 | deletion << 16 | gap continuation << 24); the
+// device expands each word into the row's seven float parameters by table lookups
+// (expand_row, `tables`: the packer's float tables, kRowTableFloats of them), the same
+// floats Model::rows<float> gives, 5 bytes a row to copy instead of 29.
+inline constexpr std::uint32_t kRowQualities = 128;  // qualities 0..127 (Model::kMaxQuality)
+// tables: error(q), 1 - error(q), error(q) / 3, each for q < 128, then match-to-match by
+// [insertion * 128 + deletion].
+inline constexpr std::size_t kRowTableFloats = 3 * kRowQualities + kRowQualities * kRowQualities;
 struct PairBatch {
-  std::vector<float> parameters;
+  std::vector<std::uint32_t> qualities;
+  std::vector<float> tables;
   std::vector<std::uint8_t> read_bases, haplotype_bases;
   std::vector<std::int32_t> rows, columns;
   std::vector<std::int64_t> row_offset, column_offset, scratch_offset;
   std::vector<float> initial_deletion;
   std::int64_t cells = 0, scratch_columns = 0;
   std::size_t pairs() const { return rows.size(); }
+  std::size_t read_rows() const { return qualities.size(); }
 };
+
+#if defined(__CUDACC__)
+#define DUET_PAIRHMM_HOST_DEVICE __host__ __device__
+#else
+#define DUET_PAIRHMM_HOST_DEVICE
+#endif
+// A row's seven parameters from its quality word, in the order of simd::pairhmm::
+// RowParameter (mm, gm, mi, md, ge, match, mismatch); the device's expansion and the host's
+// (row_parameters in pairhmm_gpu_layout.hpp) are this one function.
+DUET_PAIRHMM_HOST_DEVICE inline void expand_row(std::uint32_t word, const float* tables,
+                                                float* out) {
+  const std::uint32_t base = word & 0xffu, insertion = (word >> 8) & 0xffu,
+                      deletion = (word >> 16) & 0xffu, gap = word >> 24;
+  const float* const error = tables;
+  const float* const correct = tables + kRowQualities;
+  const float* const third = tables + 2 * kRowQualities;
+  const float* const match_to_match = tables + 3 * kRowQualities;
+  out[0] = match_to_match[insertion * kRowQualities + deletion];
+  out[1] = correct[gap];
+  out[2] = error[insertion];
+  out[3] = error[deletion];
+  out[4] = error[gap];
+  out[5] = correct[base];
+  out[6] = third[base];
+}
+#undef DUET_PAIRHMM_HOST_DEVICE
 
 // The intra-task kernel's shape: lanes per pair (4 to 32) and read rows per lane. Compiled:
 // 32x1, 16x1, 8x1, 16x2, 8x2, 4x2, 8x4, 4x4; for ftz also 32x2, 32x4, 16x4, 8x8.
@@ -81,9 +118,10 @@ IntraShape choose_intra_shape(const PairBatch& batch, Arithmetic arithmetic,
 int device_count();
 
 // Seconds one batch took: the host's copy into the pinned buffer (staging), the kernel
-// alone (CUDA events), and the copies in and out with staging (transfer).
+// alone (CUDA events), the copies in and out with staging (transfer), and the host's
+// choice of the intra-task shape (choice).
 struct SlotTimes {
-  double staging = 0, kernel = 0, transfer = 0;
+  double staging = 0, kernel = 0, transfer = 0, choice = 0;
 };
 
 // A GPU with `slots` slots, each with its own stream, pinned staging buffer and device

@@ -29,7 +29,7 @@ std::vector<float> forward_sums_in_parts(PairhmmGpu& gpu, const PairPacker& pack
                                          std::span<const duet::pairhmm::Pair> pairs,
                                          std::span<const std::size_t> ends, Kernel kernel,
                                          FeedTimes* times, const PairPacker::ParallelFor& parallel,
-                                         std::size_t piece_pairs) {
+                                         std::size_t piece_pairs, FeedBuffers* buffers) {
   using Clock = std::chrono::steady_clock;
   const auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
   if (ends.empty() || ends.back() != pairs.size()) {
@@ -49,9 +49,13 @@ std::vector<float> forward_sums_in_parts(PairhmmGpu& gpu, const PairPacker& pack
     t.wait += seconds(Clock::now() - t0);
     t.kernel += st.kernel;
     t.transfer += st.transfer;
+    t.choice += st.choice;
+    t.staging += st.staging;
   };
-  PairBatch packed;               // reused: its vectors keep their capacity
-  std::vector<PairBatch> pieces;  // the pieces of a part packed in parallel
+  FeedBuffers own;
+  FeedBuffers& use = buffers != nullptr ? *buffers : own;
+  PairBatch& packed = use.packed;  // reused: its vectors keep their capacity
+  std::vector<PairBatch>& pieces = use.pieces;
   try {
     std::size_t begin = 0;
     for (std::size_t k = 0; k < ends.size(); ++k) {
@@ -70,7 +74,8 @@ std::vector<float> forward_sums_in_parts(PairhmmGpu& gpu, const PairPacker& pack
       t.pack += seconds(t1 - t0);
       t.submit += seconds(Clock::now() - t2);
       t.parts += 1;
-      t.upload_bytes += packed.parameters.size() * sizeof(float) + packed.read_bases.size() +
+      t.upload_bytes += packed.qualities.size() * sizeof(std::uint32_t) +
+                        packed.tables.size() * sizeof(float) + packed.read_bases.size() +
                         packed.haplotype_bases.size() + packed.pairs() * 36;
       begin = ends[k];
     }
@@ -87,6 +92,8 @@ std::vector<float> forward_sums_in_parts(PairhmmGpu& gpu, const PairPacker& pack
     times->parts += t.parts;
     times->pack += t.pack;
     times->submit += t.submit;
+    times->choice += t.choice;
+    times->staging += t.staging;
     times->wait += t.wait;
     times->kernel += t.kernel;
     times->transfer += t.transfer;

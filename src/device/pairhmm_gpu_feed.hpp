@@ -20,6 +20,7 @@ struct FeedTimes {
   std::int64_t parts = 0;           // parts submitted (empty ones included)
   double pack = 0;                  // host: pack_pairs
   double submit = 0;                // host: shape choice, staging into pinned memory, launches
+  double choice = 0, staging = 0;   // of submit: the shape choice, the staging
   double wait = 0;                  // host: blocked in finish, waiting for the GPU
   double kernel = 0, transfer = 0;  // GPU events per part, summed
   std::size_t upload_bytes = 0;     // bytes of the packed parts (what is copied in)
@@ -30,18 +31,27 @@ struct FeedTimes {
 // cells, or fewer pairs than parts). parts < 1 counts as 1.
 std::vector<std::size_t> split_by_cells(std::span<const duet::pairhmm::Pair> pairs, int parts);
 
+// What the host packs parts into, kept between calls by a caller that feeds many batches:
+// the vectors keep their capacity, so that packing does not fault in fresh memory for
+// every batch.
+struct FeedBuffers {
+  PairBatch packed;
+  std::vector<PairBatch> pieces;  // the pieces of a part packed in parallel
+};
+
 // The canonical float sums of `pairs` (sums[i] for pairs[i]), computed part by part:
 // part k is pairs[ends[k-1], ends[k]) (from 0 for k = 0). Each part is packed (packer) on the host
 // and submitted to the next slot of the GPU, waiting for that slot's previous part first, so
 // that packing and staging part k + 1 overlaps the copies and the kernel of part k. On any
 // failure the GPU's slots are abandoned and the exception propagates (no sums). With
 // `parallel`, each part is packed in pieces of `piece_pairs` pairs on several threads
-// (PairPacker::pack).
+// (PairPacker::pack). `buffers`: where to pack (none: buffers of this call only).
 std::vector<float> forward_sums_in_parts(PairhmmGpu& gpu, const PairPacker& packer,
                                          std::span<const duet::pairhmm::Pair> pairs,
                                          std::span<const std::size_t> ends, Kernel kernel,
                                          FeedTimes* times = nullptr,
                                          const PairPacker::ParallelFor& parallel = {},
-                                         std::size_t piece_pairs = 4096);
+                                         std::size_t piece_pairs = 4096,
+                                         FeedBuffers* buffers = nullptr);
 
 }  // namespace duet::device::pairhmm

@@ -115,24 +115,37 @@ bool ftz_matches_canonical(int device) {
 }
 
 PairPacker::PairPacker(const duet::pairhmm::Model& model)
-    : min_base_quality_(static_cast<std::size_t>(
+    : min_base_quality_(static_cast<std::uint32_t>(
           std::clamp(model.options().min_base_quality, 0, duet::pairhmm::Model::kMaxQuality))),
-      match_to_match_(static_cast<std::size_t>(kQualities) * kQualities) {
+      tables_(kRowTableFloats) {
+  float* const error = tables_.data();
+  float* const correct = error + kQualities;
+  float* const third = correct + kQualities;
+  float* const match_to_match = third + kQualities;
   for (int q = 0; q < kQualities; ++q) {
     const double e = model.error_probability(q);
     const auto at = static_cast<std::size_t>(q);
-    error_[at] = static_cast<float>(e);
-    correct_[at] = static_cast<float>(1.0 - e);
-    third_[at] = static_cast<float>(e / 3.0);
+    error[at] = static_cast<float>(e);
+    correct[at] = static_cast<float>(1.0 - e);
+    third[at] = static_cast<float>(e / 3.0);
     for (int d = 0; d < kQualities; ++d) {
-      match_to_match_[at * kQualities + static_cast<std::size_t>(d)] =
+      match_to_match[at * kQualities + static_cast<std::size_t>(d)] =
           static_cast<float>(model.match_to_match(q, d));
     }
   }
 }
 
+std::vector<float> row_parameters(const PairBatch& b) {
+  std::vector<float> out(7 * b.read_rows());
+  for (std::size_t r = 0; r < b.read_rows(); ++r) {
+    expand_row(b.qualities[r], b.tables.data(), out.data() + 7 * r);
+  }
+  return out;
+}
+
 void PairPacker::pack(std::span<const duet::pairhmm::Pair> pairs, PairBatch& b) const {
-  b.parameters.clear();
+  b.qualities.clear();
+  b.tables = tables_;
   b.read_bases.clear();
   b.haplotype_bases.clear();
   b.rows.clear();
@@ -161,21 +174,14 @@ void PairPacker::pack(std::span<const duet::pairhmm::Pair> pairs, PairBatch& b) 
       auto [read, new_read] =
           read_at.try_emplace(p.read, static_cast<std::int64_t>(b.read_bases.size()));
       if (new_read) {
-        // The order of simd::pairhmm::RowParameter: mm, gm, mi, md, ge, match, mismatch.
-        const std::size_t length = r.bases.size(), first = b.parameters.size();
-        b.parameters.resize(first + 7 * length);
-        float* q = b.parameters.data() + first;
-        for (std::size_t i = 0; i < length; ++i, q += 7) {
-          const std::size_t base = std::max<std::size_t>(r.base_quality[i], min_base_quality_);
-          const std::size_t insertion = r.insertion_quality[i], deletion = r.deletion_quality[i],
-                            gap = r.gcp_quality[i];
-          q[0] = match_to_match_[insertion * kQualities + deletion];
-          q[1] = correct_[gap];
-          q[2] = error_[insertion];
-          q[3] = error_[deletion];
-          q[4] = error_[gap];
-          q[5] = correct_[base];
-          q[6] = third_[base];
+        const std::size_t length = r.bases.size(), first = b.qualities.size();
+        b.qualities.resize(first + length);
+        std::uint32_t* q = b.qualities.data() + first;
+        for (std::size_t i = 0; i < length; ++i) {
+          const std::uint32_t base = std::max<std::uint32_t>(r.base_quality[i], min_base_quality_);
+          q[i] = base | static_cast<std::uint32_t>(r.insertion_quality[i]) << 8 |
+                 static_cast<std::uint32_t>(r.deletion_quality[i]) << 16 |
+                 static_cast<std::uint32_t>(r.gcp_quality[i]) << 24;
         }
         b.read_bases.insert(b.read_bases.end(), r.bases.begin(), r.bases.end());
       }
@@ -228,7 +234,8 @@ void PairPacker::pack(std::span<const duet::pairhmm::Pair> pairs, PairBatch& out
     out.cells += p.cells;
   }
   const Base& total = base[count];
-  out.parameters.resize(7 * total.reads);
+  out.qualities.resize(total.reads);
+  out.tables = tables_;
   out.read_bases.resize(total.reads);
   out.haplotype_bases.resize(total.haplotypes);
   out.rows.resize(total.pairs);
@@ -241,7 +248,7 @@ void PairPacker::pack(std::span<const duet::pairhmm::Pair> pairs, PairBatch& out
   parallel(count, 1, [&](std::size_t k) {
     const PairBatch& p = pieces[k];
     const Base& at = base[k];
-    std::copy(p.parameters.begin(), p.parameters.end(), out.parameters.begin() + 7 * at.reads);
+    std::copy(p.qualities.begin(), p.qualities.end(), out.qualities.begin() + at.reads);
     std::copy(p.read_bases.begin(), p.read_bases.end(), out.read_bases.begin() + at.reads);
     std::copy(p.haplotype_bases.begin(), p.haplotype_bases.end(),
               out.haplotype_bases.begin() + at.haplotypes);

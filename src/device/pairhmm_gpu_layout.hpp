@@ -14,7 +14,7 @@ namespace duet::device::pairhmm {
 
 // Packs pairs into the device layout. The float row parameters come from tables by quality
 // built once from the model: the same doubles Model::rows<float> computes, rounded once, so
-// the rows are bit for bit those of Model::rows<float>, written straight into the batch.
+// the rows the device expands are bit for bit those of Model::rows<float>.
 class PairPacker {
  public:
   explicit PairPacker(const duet::pairhmm::Model& model);
@@ -33,10 +33,11 @@ class PairPacker {
 
  private:
   static constexpr int kQualities = duet::pairhmm::Model::kMaxQuality + 1;
-  std::size_t min_base_quality_;  // within [0, kMaxQuality]
-  // error: err(q); correct: 1 - err(q); third: err(q) / 3; each rounded once to float.
-  std::array<float, kQualities> error_{}, correct_{}, third_{};
-  std::vector<float> match_to_match_;  // [insertion * kQualities + deletion]
+  static_assert(kQualities == kRowQualities, "one quality byte per table index");
+  std::uint32_t min_base_quality_;  // within [0, kMaxQuality]
+  // PairBatch::tables: err(q), 1 - err(q), err(q) / 3, each rounded once to float, then
+  // match-to-match by [insertion * kQualities + deletion].
+  std::vector<float> tables_;
 };
 
 // Operand pairs on which a GPU's flush-to-zero product and sum are checked against the
@@ -59,6 +60,10 @@ struct FtzProbe {
   bool matches() const { return product_mismatches == 0 && sum_mismatches == 0; }
 };
 FtzProbe probe_ftz_arithmetic(int device);
+
+// The seven float parameters of every row of the batch (7 * read_rows() floats), as the
+// device expands them (expand_row): for tests.
+std::vector<float> row_parameters(const PairBatch& batch);
 
 PairBatch pack_pairs(const duet::pairhmm::Model& model, std::span<const duet::pairhmm::Pair> pairs);
 // The same into `out`, whose vectors are cleared and refilled (their capacity reused).

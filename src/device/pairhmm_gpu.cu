@@ -608,7 +608,7 @@ static_assert(rows_per_lane_powers_of_two(kShapes) && rows_per_lane_powers_of_tw
 // than kSampledPairs pairs is sampled: one run of 32 consecutive pairs (whole warps for
 // every shape) in `every`, the total scaled by `every`. The longest warp only matters for
 // batches too small to fill the GPU, which are counted whole.
-constexpr std::size_t kSampledPairs = 16384;
+constexpr std::size_t kSampledPairs = 2048;
 WarpSteps warp_steps(const PairBatch& b, IntraShape shape) {
   const std::size_t per_warp = static_cast<std::size_t>(32 / shape.lanes);
   const std::int32_t strip = shape.lanes * shape.rows_per_lane;

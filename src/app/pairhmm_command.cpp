@@ -137,7 +137,9 @@ void add_pairhmm_command(CLI::App& app,
                   "input format: gkl, batch or auto (default: from the first line)")
       ->check(CLI::IsMember({"gkl", "batch", "auto"}));
   cmd->add_option("-o,--out", o->out, "HDF5 result file (default duet.h5)");
-  cmd->add_option("--cpu", o->cpu, "CPU worker threads (default: one per core)")
+  cmd->add_option("--cpu", o->cpu,
+                  "CPU worker threads (default: one per core; 2 with --gpu-only, where they only "
+                  "help the GPU feeders)")
       ->check(CLI::Range(0, 4096));
   cmd->add_option("--min-base-quality", o->min_base_quality,
                   "read base qualities below this are raised to it (default 6)")

@@ -201,7 +201,14 @@ PairhmmRun run_pairhmm(const pairhmm::Input& input, const pairhmm::Model& model,
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
   scheduler::SchedulerOptions s;
-  s.cpu_workers = options.cpu_workers > 0 ? options.cpu_workers : std::max(1, cores - gpus);
+  // GPU-only: the CPU workers only help the feeders' host loops and redo failed batches;
+  // more of them made the run slower (H100, 16 cores, 1,024 copies of 10s.in: 16 workers
+  // 70 to 105 GCUPS, 2 workers 140 to 174, bench/RESULTS.md), so two unless --cpu says.
+  constexpr int kGpuOnlyWorkers = 2;
+  const int default_workers = options.gpu == PairhmmRunOptions::Gpu::only
+                                  ? std::min(kGpuOnlyWorkers, cores)
+                                  : std::max(1, cores - gpus);
+  s.cpu_workers = options.cpu_workers > 0 ? options.cpu_workers : default_workers;
   s.queue_depth = options.queue_depth;
   s.gpu_batch_blocks = options.gpu_batch_blocks;
   s.gpu_batch_residues = std::int64_t{1} << 40;  // batches bounded by their number of blocks

@@ -138,8 +138,8 @@ void add_pairhmm_command(CLI::App& app,
       ->check(CLI::IsMember({"gkl", "batch", "auto"}));
   cmd->add_option("-o,--out", o->out, "HDF5 result file (default duet.h5)");
   cmd->add_option("--cpu", o->cpu,
-                  "CPU worker threads (default: one per core; 2 with --gpu-only, where they only "
-                  "help the GPU feeders)")
+                  "CPU worker threads (default: one per core, less 4 per GPU left to its "
+                  "feeder; 2 with --gpu-only, where they only help the GPU feeders)")
       ->check(CLI::Range(0, 4096));
   cmd->add_option("--min-base-quality", o->min_base_quality,
                   "read base qualities below this are raised to it (default 6)")

@@ -203,11 +203,13 @@ PairhmmRun run_pairhmm(const pairhmm::Input& input, const pairhmm::Model& model,
   scheduler::SchedulerOptions s;
   // GPU-only: the CPU workers only help the feeders' host loops and redo failed batches;
   // more of them made the run slower (H100, 16 cores, 1,024 copies of 10s.in: 16 workers
-  // 70 to 105 GCUPS, 2 workers 140 to 174, bench/RESULTS.md), so two unless --cpu says.
-  constexpr int kGpuOnlyWorkers = 2;
+  // 70 to 111 GCUPS, 2 workers 140 to 185, bench/RESULTS.md), so two unless --cpu says.
+  // Hybrid: four cores per GPU left to its feeder's packing (same machine and input: 12
+  // workers 158 to 212 GCUPS against 143 to 187 with 15); measured on that machine only.
+  constexpr int kGpuOnlyWorkers = 2, kCoresPerFeeder = 4;
   const int default_workers = options.gpu == PairhmmRunOptions::Gpu::only
                                   ? std::min(kGpuOnlyWorkers, cores)
-                                  : std::max(1, cores - gpus);
+                                  : std::max(1, cores - kCoresPerFeeder * gpus);
   s.cpu_workers = options.cpu_workers > 0 ? options.cpu_workers : default_workers;
   s.queue_depth = options.queue_depth;
   s.gpu_batch_blocks = options.gpu_batch_blocks;

@@ -27,7 +27,7 @@ inline constexpr std::int64_t kCellsPerUnit = 256;
 
 struct PairhmmRunOptions {
   enum class Gpu { auto_detect, off, only } gpu = Gpu::auto_detect;
-  int cpu_workers = 0;              // 0: one per core, less the GPU feeders (GPU-only: 2)
+  int cpu_workers = 0;              // 0: one per core less 4 per GPU (GPU-only: 2)
   std::string isa = "auto";         // CPU kernel: auto, scalar, avx2, avx512
   std::string gpu_kernel = "auto";  // auto, inter (a thread per pair), intra (a warp per pair)
   scheduler::SplitPolicy policy = scheduler::SplitPolicy::dynamic;

@@ -226,6 +226,57 @@ __device__ __forceinline__ bool below(float v, unsigned safe_bits_minus_one) {
   return __float_as_uint(v) - 1u < safe_bits_minus_one;
 }
 
+// The parameters and bases of a lane's K rows, from 0-based row `first` of the read (rows
+// beyond the read get zeros: they compute zeros).
+template <int K>
+__device__ __forceinline__ void load_lane_rows(const DevicePairs& d, std::int64_t row_offset,
+                                               int first, int R, float (&mm)[K], float (&gm)[K],
+                                               float (&mi)[K], float (&md)[K], float (&ge)[K],
+                                               float (&em)[K], float (&ex)[K],
+                                               unsigned (&read_base)[K]) {
+#pragma unroll
+  for (int j = 0; j < K; ++j) {
+    const int r = first + j;
+    mm[j] = gm[j] = mi[j] = md[j] = ge[j] = em[j] = ex[j] = 0.0f;
+    read_base[j] = 0;
+    if (r < R) {
+      const float* q = d.parameters + 7 * (row_offset + r);
+      mm[j] = q[0], gm[j] = q[1], mi[j] = q[2], md[j] = q[3], ge[j] = q[4], em[j] = q[5],
+      ex[j] = q[6];
+      read_base[j] = d.read_bases[row_offset + r];
+    }
+  }
+}
+
+// The end of a step: this step's values of the lane's last row go to the lane below (its
+// up at its next column, its diagonal one step later), with the haplotype base; lane 0,
+// whose row above is the row buffer, moves its up to its diagonal when it computed. Every
+// lane of the warp calls it.
+template <int G>
+__device__ __forceinline__ void hand_down(float M_last_row, float X_last_row, float Y_last_row,
+                                          int lane, bool active, float& M_diagonal,
+                                          float& X_diagonal, float& Y_diagonal, float& M_up,
+                                          float& X_up, float& Y_up, unsigned& base) {
+  constexpr unsigned kAll = 0xffffffffu;
+  const float M_from_above = __shfl_up_sync(kAll, M_last_row, 1, G);
+  const float X_from_above = __shfl_up_sync(kAll, X_last_row, 1, G);
+  const float Y_from_above = __shfl_up_sync(kAll, Y_last_row, 1, G);
+  const unsigned base_from_above = __shfl_up_sync(kAll, base, 1, G);
+  if (lane > 0) {
+    M_diagonal = M_up;
+    X_diagonal = X_up;
+    Y_diagonal = Y_up;
+    M_up = M_from_above;
+    X_up = X_from_above;
+    Y_up = Y_from_above;
+    base = base_from_above;
+  } else if (active) {
+    M_diagonal = M_up;
+    X_diagonal = X_up;
+    Y_diagonal = Y_up;
+  }
+}
+
 // G lanes per pair (32 / G pairs per warp), each lane owning K consecutive rows: a strip
 // is G * K rows, and at each step a lane computes its K cells of one column, top to bottom
 // (a row's up is the row above's new value, its diagonal the row above's previous one); only
@@ -285,18 +336,7 @@ __global__ void intra_task_kernel(DevicePairs d) {
     const bool has_rows = lane <= last_lane;
     float mm[K], gm[K], mi[K], md[K], ge[K], em[K], ex[K];
     unsigned read_base[K];
-#pragma unroll
-    for (int j = 0; j < K; ++j) {
-      const int r = strip + lane * K + j;  // 0-based
-      mm[j] = gm[j] = mi[j] = md[j] = ge[j] = em[j] = ex[j] = 0.0f;
-      read_base[j] = 0;
-      if (r < R) {
-        const float* q = d.parameters + 7 * (row_offset + r);
-        mm[j] = q[0], gm[j] = q[1], mi[j] = q[2], md[j] = q[3], ge[j] = q[4], em[j] = q[5],
-        ex[j] = q[6];
-        read_base[j] = d.read_bases[row_offset + r];
-      }
-    }
+    load_lane_rows<K>(d, row_offset, strip + lane * K, R, mm, gm, mi, md, ge, em, ex, read_base);
     float M_left[K], X_left[K], Y_left[K];
 #pragma unroll
     for (int j = 0; j < K; ++j) M_left[j] = X_left[j] = Y_left[j] = 0.0f;
@@ -371,25 +411,8 @@ __global__ void intra_task_kernel(DevicePairs d) {
           if (holds_sum) sum = __fadd_rn(sum, __fadd_rn(M_last, X_last));
         }
       }
-      // Hand this step's values of the lane's last row to the lane below: its up at its
-      // next column, and its diagonal one step later.
-      const float M_from_above = __shfl_up_sync(kAll, M_left[K - 1], 1, G);
-      const float X_from_above = __shfl_up_sync(kAll, X_left[K - 1], 1, G);
-      const float Y_from_above = __shfl_up_sync(kAll, Y_left[K - 1], 1, G);
-      const unsigned base_from_above = __shfl_up_sync(kAll, base, 1, G);
-      if (lane > 0) {
-        M_diagonal = M_up;
-        X_diagonal = X_up;
-        Y_diagonal = Y_up;
-        M_up = M_from_above;
-        X_up = X_from_above;
-        Y_up = Y_from_above;
-        base = base_from_above;
-      } else if (active) {
-        M_diagonal = M_up;
-        X_diagonal = X_up;
-        Y_diagonal = Y_up;
-      }
+      hand_down<G>(M_left[K - 1], X_left[K - 1], Y_left[K - 1], lane, active, M_diagonal,
+                   X_diagonal, Y_diagonal, M_up, X_up, Y_up, base);
     }
     __syncwarp();
   }
@@ -437,18 +460,7 @@ __global__ void intra_ftz_kernel(DevicePairs d) {
     const bool has_rows = lane <= last_lane;
     float mm[K], gm[K], mi[K], md[K], ge[K], em[K], ex[K];
     unsigned read_base[K];
-#pragma unroll
-    for (int j = 0; j < K; ++j) {
-      const int r = strip + lane * K + j;  // 0-based
-      mm[j] = gm[j] = mi[j] = md[j] = ge[j] = em[j] = ex[j] = 0.0f;
-      read_base[j] = 0;
-      if (r < R) {
-        const float* q = d.parameters + 7 * (row_offset + r);
-        mm[j] = q[0], gm[j] = q[1], mi[j] = q[2], md[j] = q[3], ge[j] = q[4], em[j] = q[5],
-        ex[j] = q[6];
-        read_base[j] = d.read_bases[row_offset + r];
-      }
-    }
+    load_lane_rows<K>(d, row_offset, strip + lane * K, R, mm, gm, mi, md, ge, em, ex, read_base);
     float M_left[K], X_left[K], Y_left[K];
 #pragma unroll
     for (int j = 0; j < K; ++j) M_left[j] = X_left[j] = Y_left[j] = 0.0f;
@@ -520,25 +532,8 @@ __global__ void intra_ftz_kernel(DevicePairs d) {
           if (holds_sum) sum = add_ftz(sum, add_ftz(M_last, X_last));
         }
       }
-      // Hand this step's values of the lane's last row to the lane below: its up at its
-      // next column, and its diagonal one step later.
-      const float M_from_above = __shfl_up_sync(kAll, M_left[K - 1], 1, G);
-      const float X_from_above = __shfl_up_sync(kAll, X_left[K - 1], 1, G);
-      const float Y_from_above = __shfl_up_sync(kAll, Y_left[K - 1], 1, G);
-      const unsigned base_from_above = __shfl_up_sync(kAll, base, 1, G);
-      if (lane > 0) {
-        M_diagonal = M_up;
-        X_diagonal = X_up;
-        Y_diagonal = Y_up;
-        M_up = M_from_above;
-        X_up = X_from_above;
-        Y_up = Y_from_above;
-        base = base_from_above;
-      } else if (active) {
-        M_diagonal = M_up;
-        X_diagonal = X_up;
-        Y_diagonal = Y_up;
-      }
+      hand_down<G>(M_left[K - 1], X_left[K - 1], Y_left[K - 1], lane, active, M_diagonal,
+                   X_diagonal, Y_diagonal, M_up, X_up, Y_up, base);
     }
     __syncwarp();
   }

@@ -76,12 +76,24 @@ class PairhmmGpuBackend final : public scheduler::GpuBackend {
     const std::vector<float> sums = device::pairhmm::forward_sums_in_parts(
         gpu_, packer_, batch_, ends, kernel_, &feed_, run_host_loop_, 4096, &buffers_);
     const auto t1 = Clock::now();
+    // The blocks' likelihoods (a log10 each, and the double pass of any pair that needs
+    // it) on the free CPU workers too: disjoint blocks write disjoint result slots.
     std::vector<scheduler::GpuBlockOutcome> outcomes;
+    std::vector<std::size_t> starts;
     std::size_t at = 0;
     for (const scheduler::BlockPtr& b : blocks) {
-      consumer_(b->first_sequence, std::span<const float>(sums).subspan(at, b->sequences()));
+      starts.push_back(at);
       at += b->sequences();
       outcomes.push_back({false, static_cast<std::int64_t>(b->sequences())});
+    }
+    const auto deliver = [&](std::size_t k) {
+      const scheduler::BlockPtr& b = blocks[k];
+      consumer_(b->first_sequence, std::span<const float>(sums).subspan(starts[k], b->sequences()));
+    };
+    if (run_host_loop_) {
+      run_host_loop_(blocks.size(), 1, deliver);
+    } else {
+      for (std::size_t k = 0; k < blocks.size(); ++k) deliver(k);
     }
     const auto t2 = Clock::now();
     batches_ += 1;

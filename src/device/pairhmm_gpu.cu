@@ -277,6 +277,28 @@ __device__ __forceinline__ void hand_down(float M_last_row, float X_last_row, fl
   }
 }
 
+// After row j of a lane computed its cell of this step: the row below takes this row's
+// previous values as its diagonal and the new ones as its up; the new ones become the
+// row's left; the strip's last row (last_j) keeps them for the row buffer and the sum.
+__device__ __forceinline__ void next_row(int j, int last_j, float M_new, float X_new, float Y_new,
+                                         float& M_left, float& X_left, float& Y_left, float& Md,
+                                         float& Xd, float& Yd, float& Mu, float& Xu, float& M_last,
+                                         float& X_last, float& Y_last) {
+  Md = M_left;
+  Xd = X_left;
+  Yd = Y_left;
+  Mu = M_new;
+  Xu = X_new;
+  M_left = M_new;
+  X_left = X_new;
+  Y_left = Y_new;
+  if (j == last_j) {
+    M_last = M_new;
+    X_last = X_new;
+    Y_last = Y_new;
+  }
+}
+
 // G lanes per pair (32 / G pairs per warp), each lane owning K consecutive rows: a strip
 // is G * K rows, and at each step a lane computes its K cells of one column, top to bottom
 // (a row's up is the row above's new value, its diagonal the row above's previous one); only
@@ -390,19 +412,8 @@ __global__ void intra_task_kernel(DevicePairs d) {
             Y_new = __fadd_rn(__fmul_rn(M_left[j], md[j]), __fmul_rn(Y_left[j], ge[j]));
           }
           flagged = flagged || below(M_new, safe) || below(X_new, safe) || below(Y_new, safe);
-          Md = M_left[j];
-          Xd = X_left[j];
-          Yd = Y_left[j];
-          Mu = M_new;
-          Xu = X_new;
-          M_left[j] = M_new;
-          X_left[j] = X_new;
-          Y_left[j] = Y_new;
-          if (j == last_j) {
-            M_last = M_new;
-            X_last = X_new;
-            Y_last = Y_new;
-          }
+          next_row(j, last_j, M_new, X_new, Y_new, M_left[j], X_left[j], Y_left[j], Md, Xd, Yd, Mu,
+                   Xu, M_last, X_last, Y_last);
         }
         if (lane == last_lane) {
           M[c] = M_last;
@@ -509,19 +520,8 @@ __global__ void intra_ftz_kernel(DevicePairs d) {
               add_ftz(add_ftz(mul_ftz(Md, mm[j]), mul_ftz(Xd, gm[j])), mul_ftz(Yd, gm[j])), e);
           const float X_new = add_ftz(mul_ftz(Mu, mi[j]), mul_ftz(Xu, ge[j]));
           const float Y_new = add_ftz(mul_ftz(M_left[j], md[j]), mul_ftz(Y_left[j], ge[j]));
-          Md = M_left[j];
-          Xd = X_left[j];
-          Yd = Y_left[j];
-          Mu = M_new;
-          Xu = X_new;
-          M_left[j] = M_new;
-          X_left[j] = X_new;
-          Y_left[j] = Y_new;
-          if (j == last_j) {
-            M_last = M_new;
-            X_last = X_new;
-            Y_last = Y_new;
-          }
+          next_row(j, last_j, M_new, X_new, Y_new, M_left[j], X_left[j], Y_left[j], Md, Xd, Yd, Mu,
+                   Xu, M_last, X_last, Y_last);
         }
         if (lane == last_lane) {
           if (stores) {

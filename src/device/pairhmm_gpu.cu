@@ -108,123 +108,26 @@ __global__ void inter_task_kernel(DevicePairs d) {
   d.sums[p] = sum;
 }
 
-// One warp per pair. Strips of 32 rows: lane t owns row strip_start + t and at step s
-// computes its column c = s - t + 1, so a step is an anti-diagonal of the strip. The row
-// above (lane t - 1) hands over its values of the previous step by a shuffle; lane 0 reads
-// the row above the strip from the pair's row buffer, which lane 31 writes for the next
-// strip. The lane owning the read's last row accumulates the sum column by column, in the
-// canonical order. Every product and sum is checked for a tiny result (the first intra-task
-// kernel, kept for comparison: intra_checked).
-__global__ void intra_checked_kernel(DevicePairs d) {
-  const int warp = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) / 32);
-  const int lane = static_cast<int>(threadIdx.x % 32);
-  if (warp >= d.pairs) return;
-  const int p = warp;
-  const int R = d.rows[p], C = d.columns[p];
-  float* const M = d.scratch + 3 * d.scratch_offset[p];
-  float* const X = M + (C + 1);
-  float* const Y = X + (C + 1);
-  const float initial = d.initial_deletion[p];
-  for (int c = lane; c <= C; c += 32) {
-    M[c] = 0.0f;
-    X[c] = 0.0f;
-    Y[c] = initial;
-  }
-  __syncwarp();
-  const std::uint8_t* hap = d.haplotype_bases + d.column_offset[p];
-  float sum = 0.0f;
-  for (int strip = 0; strip < R; strip += 32) {
-    const int r = strip + lane + 1;  // this lane's row (1-based); beyond R: idle
-    const bool active_row = r <= R;
-    float mm = 0, gm = 0, mi = 0, md = 0, ge = 0, em = 0, ex = 0;
-    std::uint8_t read_base = 0;
-    if (active_row) {
-      const float* q = d.parameters + 7 * (d.row_offset[p] + r - 1);
-      mm = q[0], gm = q[1], mi = q[2], md = q[3], ge = q[4], em = q[5], ex = q[6];
-      read_base = d.read_bases[d.row_offset[p] + r - 1];
-    }
-    const int last_lane = min(31, R - strip - 1);
-    // Row above at the previous column (diagonal) and at this column (up); own left.
-    float M_diagonal = 0, X_diagonal = 0, Y_diagonal = 0, M_up = 0, X_up = 0, Y_up = 0;
-    float M_left = 0, X_left = 0, Y_left = 0;
-    if (lane == 0) {
-      M_diagonal = M[0];
-      X_diagonal = X[0];
-      Y_diagonal = Y[0];
-    }
-    __syncwarp();
-    if (lane == last_lane) M[0] = X[0] = Y[0] = 0.0f;  // column 0 of rows >= 1
-    for (int step = 0; step < C + 31; ++step) {
-      const int c = step - lane + 1;
-      const bool active = active_row && c >= 1 && c <= C;
-      if (lane == 0 && active) {
-        M_up = M[c];
-        X_up = X[c];
-        Y_up = Y[c];
-      }
-      float M_new = 0, X_new = 0, Y_new = 0;
-      if (active) {
-        const float e = (read_base & hap[c - 1]) ? em : ex;
-        M_new = mul(add(add(mul(M_diagonal, mm), mul(X_diagonal, gm)), mul(Y_diagonal, gm)), e);
-        X_new = add(mul(M_up, mi), mul(X_up, ge));
-        Y_new = add(mul(M_left, md), mul(Y_left, ge));
-        M_left = M_new;
-        X_left = X_new;
-        Y_left = Y_new;
-        if (r == R) sum = add(sum, add(M_new, X_new));
-        if (lane == last_lane) {
-          M[c] = M_new;
-          X[c] = X_new;
-          Y[c] = Y_new;
-        }
-      }
-      // Hand this step's values to the row below: its up at its next column, and its
-      // diagonal one step later.
-      const float M_from_above = __shfl_up_sync(0xffffffffu, M_left, 1);
-      const float X_from_above = __shfl_up_sync(0xffffffffu, X_left, 1);
-      const float Y_from_above = __shfl_up_sync(0xffffffffu, Y_left, 1);
-      if (lane > 0) {
-        M_diagonal = M_up;
-        X_diagonal = X_up;
-        Y_diagonal = Y_up;
-        M_up = M_from_above;
-        X_up = X_from_above;
-        Y_up = Y_from_above;
-      } else if (active) {
-        M_diagonal = M_up;
-        X_diagonal = X_up;
-        Y_diagonal = Y_up;
-      }
-    }
-    __syncwarp();
-  }
-  // The lane of row R holds the sum.
-  const int owner = (R - 1) % 32;
-  sum = __shfl_sync(0xffffffffu, sum, owner);
-  if (lane == 0) d.sums[p] = sum;
-}
-
-// The intra-task kernel: the warp and strip scheme of intra_checked_kernel, with the
-// per-operation tiny checks replaced by one warp vote per step.
-//
-// Why that is exact: every stored value (and every input: K / C, zeros, parameters) is
-// zero or at least FLT_MIN, and all values are non-negative, so a sum of them is zero or at
-// least FLT_MIN: sums never need a check (add() would return the IEEE sum). Only products
-// can be tiny. Let pmin be the pair's smallest parameter (all seven of every row) and
-// T = 4 FLT_MIN / pmin^2. When every input of a cell (diagonal, up, left) is zero or at
-// least T, every product of the cell is zero or at least 4 FLT_MIN / pmin (the emission
-// product: at least 4 FLT_MIN (1 - 2^-24)), so plain IEEE arithmetic gives the canonical
-// result. A lane flags a step whose outputs (or, lane 0, the values read from the row
-// buffer) are nonzero and below T; the warp votes, and the next two steps (the flagged
-// values are used as up and left at the next step and as diagonal at the one after) run
-// the checked products. With K rows per lane, a row's up comes from the row above in the
-// same step, before any vote: a lane whose earlier row flagged in this step computes its
-// remaining rows with checked products (a lane-local branch). "Almost never" is not
-// measured: how often the checked path runs on real data is unknown.
-__device__ __forceinline__ bool below(float v, unsigned safe_bits_minus_one) {
-  // v >= 0: nonzero and below T, as one unsigned compare on the bit patterns.
-  return __float_as_uint(v) - 1u < safe_bits_minus_one;
-}
+// A lane's pair (G lanes per pair, 32 / G pairs per warp; a lane of the warp's last group
+// may have none): its sizes, its three scratch rows and where its read's rows start.
+template <int G>
+struct LanePair {
+  int p, lane;
+  bool has_pair;
+  int R, C;
+  float *M, *X, *Y;
+  std::int64_t row_offset;
+  __device__ __forceinline__ LanePair(const DevicePairs& d, int thread)
+      : p(thread / G),
+        lane(static_cast<int>(threadIdx.x % G)),
+        has_pair(p < d.pairs),
+        R(has_pair ? d.rows[p] : 0),
+        C(has_pair ? d.columns[p] : 0),
+        M(has_pair ? d.scratch + 3 * d.scratch_offset[p] : nullptr),
+        X(has_pair ? M + (C + 1) : nullptr),
+        Y(has_pair ? X + (C + 1) : nullptr),
+        row_offset(has_pair ? d.row_offset[p] : 0) {}
+};
 
 // The parameters and bases of a lane's K rows, from 0-based row `first` of the read (rows
 // beyond the read get zeros: they compute zeros).
@@ -299,6 +202,112 @@ __device__ __forceinline__ void next_row(int j, int last_j, float M_new, float X
   }
 }
 
+// One warp per pair. Strips of 32 rows: lane t owns row strip_start + t and at step s
+// computes its column c = s - t + 1, so a step is an anti-diagonal of the strip. The row
+// above (lane t - 1) hands over its values of the previous step by a shuffle; lane 0 reads
+// the row above the strip from the pair's row buffer, which lane 31 writes for the next
+// strip. The lane owning the read's last row accumulates the sum column by column, in the
+// canonical order. Every product and sum is checked for a tiny result (the first intra-task
+// kernel, kept for comparison: intra_checked).
+__global__ void intra_checked_kernel(DevicePairs d) {
+  const int warp = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) / 32);
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  if (warp >= d.pairs) return;
+  const int p = warp;
+  const int R = d.rows[p], C = d.columns[p];
+  float* const M = d.scratch + 3 * d.scratch_offset[p];
+  float* const X = M + (C + 1);
+  float* const Y = X + (C + 1);
+  const float initial = d.initial_deletion[p];
+  for (int c = lane; c <= C; c += 32) {
+    M[c] = 0.0f;
+    X[c] = 0.0f;
+    Y[c] = initial;
+  }
+  __syncwarp();
+  const std::uint8_t* hap = d.haplotype_bases + d.column_offset[p];
+  float sum = 0.0f;
+  for (int strip = 0; strip < R; strip += 32) {
+    const int r = strip + lane + 1;  // this lane's row (1-based); beyond R: idle
+    const bool active_row = r <= R;
+    float mm = 0, gm = 0, mi = 0, md = 0, ge = 0, em = 0, ex = 0;
+    std::uint8_t read_base = 0;
+    if (active_row) {
+      const float* q = d.parameters + 7 * (d.row_offset[p] + r - 1);
+      mm = q[0], gm = q[1], mi = q[2], md = q[3], ge = q[4], em = q[5], ex = q[6];
+      read_base = d.read_bases[d.row_offset[p] + r - 1];
+    }
+    const int last_lane = min(31, R - strip - 1);
+    // Row above at the previous column (diagonal) and at this column (up); own left.
+    float M_diagonal = 0, X_diagonal = 0, Y_diagonal = 0, M_up = 0, X_up = 0, Y_up = 0;
+    float M_left = 0, X_left = 0, Y_left = 0;
+    if (lane == 0) {
+      M_diagonal = M[0];
+      X_diagonal = X[0];
+      Y_diagonal = Y[0];
+    }
+    __syncwarp();
+    if (lane == last_lane) M[0] = X[0] = Y[0] = 0.0f;  // column 0 of rows >= 1
+    for (int step = 0; step < C + 31; ++step) {
+      const int c = step - lane + 1;
+      const bool active = active_row && c >= 1 && c <= C;
+      if (lane == 0 && active) {
+        M_up = M[c];
+        X_up = X[c];
+        Y_up = Y[c];
+      }
+      float M_new = 0, X_new = 0, Y_new = 0;
+      if (active) {
+        const float e = (read_base & hap[c - 1]) ? em : ex;
+        M_new = mul(add(add(mul(M_diagonal, mm), mul(X_diagonal, gm)), mul(Y_diagonal, gm)), e);
+        X_new = add(mul(M_up, mi), mul(X_up, ge));
+        Y_new = add(mul(M_left, md), mul(Y_left, ge));
+        M_left = M_new;
+        X_left = X_new;
+        Y_left = Y_new;
+        if (r == R) sum = add(sum, add(M_new, X_new));
+        if (lane == last_lane) {
+          M[c] = M_new;
+          X[c] = X_new;
+          Y[c] = Y_new;
+        }
+      }
+      // Hand this step's values to the row below: its up at its next column, and its
+      // diagonal one step later.
+      unsigned unused_base = 0;  // this kernel reads the haplotype base per lane
+      hand_down<32>(M_left, X_left, Y_left, lane, active, M_diagonal, X_diagonal, Y_diagonal, M_up,
+                    X_up, Y_up, unused_base);
+    }
+    __syncwarp();
+  }
+  // The lane of row R holds the sum.
+  const int owner = (R - 1) % 32;
+  sum = __shfl_sync(0xffffffffu, sum, owner);
+  if (lane == 0) d.sums[p] = sum;
+}
+
+// The intra-task kernel: the warp and strip scheme of intra_checked_kernel, with the
+// per-operation tiny checks replaced by one warp vote per step.
+//
+// Why that is exact: every stored value (and every input: K / C, zeros, parameters) is
+// zero or at least FLT_MIN, and all values are non-negative, so a sum of them is zero or at
+// least FLT_MIN: sums never need a check (add() would return the IEEE sum). Only products
+// can be tiny. Let pmin be the pair's smallest parameter (all seven of every row) and
+// T = 4 FLT_MIN / pmin^2. When every input of a cell (diagonal, up, left) is zero or at
+// least T, every product of the cell is zero or at least 4 FLT_MIN / pmin (the emission
+// product: at least 4 FLT_MIN (1 - 2^-24)), so plain IEEE arithmetic gives the canonical
+// result. A lane flags a step whose outputs (or, lane 0, the values read from the row
+// buffer) are nonzero and below T; the warp votes, and the next two steps (the flagged
+// values are used as up and left at the next step and as diagonal at the one after) run
+// the checked products. With K rows per lane, a row's up comes from the row above in the
+// same step, before any vote: a lane whose earlier row flagged in this step computes its
+// remaining rows with checked products (a lane-local branch). "Almost never" is not
+// measured: how often the checked path runs on real data is unknown.
+__device__ __forceinline__ bool below(float v, unsigned safe_bits_minus_one) {
+  // v >= 0: nonzero and below T, as one unsigned compare on the bit patterns.
+  return __float_as_uint(v) - 1u < safe_bits_minus_one;
+}
+
 // G lanes per pair (32 / G pairs per warp), each lane owning K consecutive rows: a strip
 // is G * K rows, and at each step a lane computes its K cells of one column, top to bottom
 // (a row's up is the row above's new value, its diagonal the row above's previous one); only
@@ -315,14 +324,7 @@ __global__ void intra_task_kernel(DevicePairs d) {
   constexpr int kStrip = G * K;
   const int thread = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
   if ((thread / 32) * (32 / G) >= d.pairs) return;  // the whole warp has no pair
-  const int p = thread / G;
-  const int lane = static_cast<int>(threadIdx.x % G);
-  const bool has_pair = p < d.pairs;
-  const int R = has_pair ? d.rows[p] : 0, C = has_pair ? d.columns[p] : 0;
-  float* const M = has_pair ? d.scratch + 3 * d.scratch_offset[p] : nullptr;
-  float* const X = has_pair ? M + (C + 1) : nullptr;
-  float* const Y = has_pair ? X + (C + 1) : nullptr;
-  const std::int64_t row_offset = has_pair ? d.row_offset[p] : 0;
+  const auto [p, lane, has_pair, R, C, M, X, Y, row_offset] = LanePair<G>(d, thread);
   if (has_pair) {
     const float initial = d.initial_deletion[p];
     for (int c = lane; c <= C; c += G) {
@@ -448,14 +450,7 @@ __global__ void intra_ftz_kernel(DevicePairs d) {
   constexpr int kStrip = G * K;
   const int thread = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
   if ((thread / 32) * (32 / G) >= d.pairs) return;  // the whole warp has no pair
-  const int p = thread / G;
-  const int lane = static_cast<int>(threadIdx.x % G);
-  const bool has_pair = p < d.pairs;
-  const int R = has_pair ? d.rows[p] : 0, C = has_pair ? d.columns[p] : 0;
-  float* const M = has_pair ? d.scratch + 3 * d.scratch_offset[p] : nullptr;
-  float* const X = has_pair ? M + (C + 1) : nullptr;
-  float* const Y = has_pair ? X + (C + 1) : nullptr;
-  const std::int64_t row_offset = has_pair ? d.row_offset[p] : 0;
+  const auto [p, lane, has_pair, R, C, M, X, Y, row_offset] = LanePair<G>(d, thread);
   const float initial = has_pair ? d.initial_deletion[p] : 0.0f;
   const std::uint8_t* hap = has_pair ? d.haplotype_bases + d.column_offset[p] : nullptr;
   float sum = 0.0f;

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "device/cuda_buffers.cuh"
 #include "device/ftz_arithmetic.cuh"
 #include "device/pairhmm_gpu.hpp"
 
@@ -128,6 +129,32 @@ struct LanePair {
         Y(has_pair ? X + (C + 1) : nullptr),
         row_offset(has_pair ? d.row_offset[p] : 0) {}
 };
+
+// A lane's part in a strip of G K rows starting at 0-based row `strip` of its pair's R rows:
+// whether the pair has rows there, whether a later strip reads this one's last row (which
+// the lane last_lane holds, at its row last_j), whether this lane adds the sum (the strip
+// holds row R), and whether it has rows of its own.
+template <int G, int K>
+struct LaneStrip {
+  bool has_strip, stores;
+  int last_lane, last_j;
+  bool holds_sum, has_rows;
+  __device__ __forceinline__ LaneStrip(int strip, int R, int lane)
+      : has_strip(strip < R),
+        stores(strip + G * K < R),
+        last_lane(has_strip ? (min(G * K, R - strip) - 1) / K : -1),
+        last_j(has_strip ? (min(G * K, R - strip) - 1) % K : -1),
+        holds_sum(lane == last_lane && !stores),
+        has_rows(lane <= last_lane) {}
+};
+
+// The lane of row R holds the pair's sum; lane 0 writes it. Every lane of the warp calls it.
+template <int G, int K>
+__device__ __forceinline__ void write_sum(const DevicePairs& d, int p, bool has_pair, int R,
+                                          int lane, float sum) {
+  sum = __shfl_sync(0xffffffffu, sum, R > 0 ? ((R - 1) % (G * K)) / K : 0, G);
+  if (lane == 0 && has_pair) d.sums[p] = sum;
+}
 
 // The parameters and bases of a lane's K rows, from 0-based row `first` of the read (rows
 // beyond the read get zeros: they compute zeros).
@@ -352,12 +379,8 @@ __global__ void intra_task_kernel(DevicePairs d) {
   float sum = 0.0f;
   const int max_rows = static_cast<int>(__reduce_max_sync(kAll, static_cast<unsigned>(R)));
   for (int strip = 0; strip < max_rows; strip += kStrip) {
-    const bool has_strip = strip < R;
-    const int rows_here = has_strip ? min(kStrip, R - strip) : 0;
-    const int last_lane = has_strip ? (rows_here - 1) / K : -1;  // holds the strip's last row
-    const int last_j = has_strip ? (rows_here - 1) % K : -1;     // at this index
-    const bool holds_sum = lane == last_lane && strip + kStrip >= R;
-    const bool has_rows = lane <= last_lane;
+    const auto [has_strip, stores, last_lane, last_j, holds_sum, has_rows] =
+        LaneStrip<G, K>(strip, R, lane);
     float mm[K], gm[K], mi[K], md[K], ge[K], em[K], ex[K];
     unsigned read_base[K];
     load_lane_rows<K>(d, row_offset, strip + lane * K, R, mm, gm, mi, md, ge, em, ex, read_base);
@@ -429,9 +452,7 @@ __global__ void intra_task_kernel(DevicePairs d) {
     }
     __syncwarp();
   }
-  // The lane of row R holds the sum.
-  sum = __shfl_sync(kAll, sum, R > 0 ? ((R - 1) % kStrip) / K : 0, G);
-  if (lane == 0 && has_pair) d.sums[p] = sum;
+  write_sum<G, K>(d, p, has_pair, R, lane, sum);
 }
 
 // The intra-task kernel in the GPU's own flush-to-zero arithmetic (mul_ftz, add_ftz), used
@@ -456,14 +477,9 @@ __global__ void intra_ftz_kernel(DevicePairs d) {
   float sum = 0.0f;
   const int max_rows = static_cast<int>(__reduce_max_sync(kAll, static_cast<unsigned>(R)));
   for (int strip = 0; strip < max_rows; strip += kStrip) {
-    const bool has_strip = strip < R;
     const bool first = strip == 0;
-    const bool stores = strip + kStrip < R;  // a later strip reads this one's last row
-    const int rows_here = has_strip ? min(kStrip, R - strip) : 0;
-    const int last_lane = has_strip ? (rows_here - 1) / K : -1;  // holds the strip's last row
-    const int last_j = has_strip ? (rows_here - 1) % K : -1;     // at this index
-    const bool holds_sum = lane == last_lane && !stores;
-    const bool has_rows = lane <= last_lane;
+    const auto [has_strip, stores, last_lane, last_j, holds_sum, has_rows] =
+        LaneStrip<G, K>(strip, R, lane);
     float mm[K], gm[K], mi[K], md[K], ge[K], em[K], ex[K];
     unsigned read_base[K];
     load_lane_rows<K>(d, row_offset, strip + lane * K, R, mm, gm, mi, md, ge, em, ex, read_base);
@@ -532,9 +548,7 @@ __global__ void intra_ftz_kernel(DevicePairs d) {
     }
     __syncwarp();
   }
-  // The lane of row R holds the sum.
-  sum = __shfl_sync(kAll, sum, R > 0 ? ((R - 1) % kStrip) / K : 0, G);
-  if (lane == 0 && has_pair) d.sums[p] = sum;
+  write_sum<G, K>(d, p, has_pair, R, lane, sum);
 }
 
 // Each row's seven parameters from its quality word (expand_row, pairhmm_gpu.hpp).
@@ -669,20 +683,23 @@ IntraShape choose_intra_shape(const PairBatch& b, Arithmetic arithmetic,
 
 namespace {
 
-template <int G, int K>
+// Launches the G x K kernel of the arithmetic (kFtz: intra_ftz_kernel) when the shape is
+// G x K.
+template <int G, int K, bool kFtz = false>
 bool launch_if(IntraShape shape, unsigned pairs, cudaStream_t s, const DevicePairs& d) {
   if (shape.lanes != G || shape.rows_per_lane != K) return false;
   constexpr unsigned kThreads = 128;
-  intra_task_kernel<G, K><<<(pairs * G + kThreads - 1) / kThreads, kThreads, 0, s>>>(d);
+  const unsigned blocks = (pairs * G + kThreads - 1) / kThreads;
+  if constexpr (kFtz) {
+    intra_ftz_kernel<G, K><<<blocks, kThreads, 0, s>>>(d);
+  } else {
+    intra_task_kernel<G, K><<<blocks, kThreads, 0, s>>>(d);
+  }
   return true;
 }
-
 template <int G, int K>
 bool launch_ftz_if(IntraShape shape, unsigned pairs, cudaStream_t s, const DevicePairs& d) {
-  if (shape.lanes != G || shape.rows_per_lane != K) return false;
-  constexpr unsigned kThreads = 128;
-  intra_ftz_kernel<G, K><<<(pairs * G + kThreads - 1) / kThreads, kThreads, 0, s>>>(d);
-  return true;
+  return launch_if<G, K, true>(shape, pairs, s, d);
 }
 
 [[noreturn]] void not_compiled(IntraShape shape, const char* arithmetic) {
@@ -825,24 +842,19 @@ void device_ftz_operations(int device, const std::vector<float>& a, const std::v
   sums.assign(n, 0.0f);
   if (n == 0) return;
   check(cudaSetDevice(device), "cudaSetDevice");
-  float* buffer = nullptr;
-  check(cudaMalloc(&buffer, 4 * n * sizeof(float)), "cudaMalloc");
-  try {
-    check(cudaMemcpy(buffer, a.data(), n * sizeof(float), cudaMemcpyHostToDevice), "copy in");
-    check(cudaMemcpy(buffer + n, b.data(), n * sizeof(float), cudaMemcpyHostToDevice), "copy in");
-    constexpr unsigned kThreads = 256;
-    ftz_probe_kernel<<<static_cast<unsigned>((n + kThreads - 1) / kThreads), kThreads>>>(
-        buffer, buffer + n, buffer + 2 * n, buffer + 3 * n, static_cast<int>(n));
-    check(cudaGetLastError(), "probe launch");
-    check(cudaMemcpy(products.data(), buffer + 2 * n, n * sizeof(float), cudaMemcpyDeviceToHost),
-          "copy out");
-    check(cudaMemcpy(sums.data(), buffer + 3 * n, n * sizeof(float), cudaMemcpyDeviceToHost),
-          "copy out");
-  } catch (...) {
-    cudaFree(buffer);
-    throw;
-  }
-  cudaFree(buffer);
+  detail::DeviceBuffer<float> memory;  // a, b, products, sums
+  memory.reserve(4 * n);
+  float* const buffer = memory.get();
+  check(cudaMemcpy(buffer, a.data(), n * sizeof(float), cudaMemcpyHostToDevice), "copy in");
+  check(cudaMemcpy(buffer + n, b.data(), n * sizeof(float), cudaMemcpyHostToDevice), "copy in");
+  constexpr unsigned kThreads = 256;
+  ftz_probe_kernel<<<static_cast<unsigned>((n + kThreads - 1) / kThreads), kThreads>>>(
+      buffer, buffer + n, buffer + 2 * n, buffer + 3 * n, static_cast<int>(n));
+  check(cudaGetLastError(), "probe launch");
+  check(cudaMemcpy(products.data(), buffer + 2 * n, n * sizeof(float), cudaMemcpyDeviceToHost),
+        "copy out");
+  check(cudaMemcpy(sums.data(), buffer + 3 * n, n * sizeof(float), cudaMemcpyDeviceToHost),
+        "copy out");
 }
 
 namespace {
@@ -860,7 +872,8 @@ void PairhmmGpu::submit(int slot, const PairBatch& b, Kernel kernel, const Paral
   check(cudaSetDevice(state_->device), "cudaSetDevice");
   const std::size_t n = b.pairs();
   // The intra-task shape is chosen on the host before any timing starts.
-  const Arithmetic arithmetic = arithmetic_used();
+  const Arithmetic arithmetic =
+      kernel == Kernel::intra_task ? arithmetic_used() : Arithmetic::automatic;
   IntraShape shape = shape_;
   const auto choice_start = std::chrono::steady_clock::now();
   if (kernel == Kernel::intra_task && shape.lanes <= 0 && n > 0)

@@ -144,8 +144,13 @@ std::vector<float> row_parameters(const PairBatch& b) {
 }
 
 void PairPacker::pack(std::span<const duet::pairhmm::Pair> pairs, PairBatch& b) const {
-  b.qualities.clear();
+  pack_records(pairs, b);
   b.tables = tables_;
+}
+
+void PairPacker::pack_records(std::span<const duet::pairhmm::Pair> pairs, PairBatch& b) const {
+  b.qualities.clear();
+  b.tables.clear();
   b.read_bases.clear();
   b.haplotype_bases.clear();
   b.rows.clear();
@@ -217,7 +222,7 @@ void PairPacker::pack(std::span<const duet::pairhmm::Pair> pairs, PairBatch& out
   if (pieces.size() < count) pieces.resize(count);
   parallel(count, 1, [&](std::size_t k) {
     const std::size_t first = k * piece_pairs;
-    pack(pairs.subspan(first, std::min(piece_pairs, pairs.size() - first)), pieces[k]);
+    pack_records(pairs.subspan(first, std::min(piece_pairs, pairs.size() - first)), pieces[k]);
   });
   // Where each piece goes in the joined batch.
   struct Base {

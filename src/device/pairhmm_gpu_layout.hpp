@@ -32,6 +32,8 @@ class PairPacker {
             std::size_t piece_pairs = 4096) const;
 
  private:
+  // pack() without the tables (the pieces of a parallel pack; the joined batch gets them).
+  void pack_records(std::span<const duet::pairhmm::Pair> pairs, PairBatch& out) const;
   static constexpr int kQualities = duet::pairhmm::Model::kMaxQuality + 1;
   static_assert(kQualities == kRowQualities, "one quality byte per table index");
   std::uint32_t min_base_quality_;  // within [0, kMaxQuality]

@@ -19,7 +19,8 @@ const std::vector<double>& jacobian_table() {
   static const std::vector<double> table = [] {
     const int size = static_cast<int>(kJacobianTolerance / kJacobianStep) + 1;
     std::vector<double> t(static_cast<std::size_t>(size));
-    for (int k = 0; k < size; ++k) t[static_cast<std::size_t>(k)] = std::log10(1.0 + std::pow(10.0, -k * kJacobianStep));
+    for (int k = 0; k < size; ++k)
+      t[static_cast<std::size_t>(k)] = std::log10(1.0 + std::pow(10.0, -k * kJacobianStep));
     return t;
   }();
   return table;
@@ -34,13 +35,22 @@ const std::vector<double>& jacobian_table() {
 // rounded once.
 constexpr double kTiny = 0x1p-126 * (1.0 - 0x1p-25);
 float flush_to_zero(double exact) {
-  return std::fabs(exact) < kTiny ? std::copysign(0.0f, static_cast<float>(exact)) : static_cast<float>(exact);
+  return std::fabs(exact) < kTiny ? std::copysign(0.0f, static_cast<float>(exact))
+                                  : static_cast<float>(exact);
 }
-float mul(float a, float b) { return flush_to_zero(static_cast<double>(a) * static_cast<double>(b)); }
-float add(float a, float b) { return flush_to_zero(static_cast<double>(a) + static_cast<double>(b)); }
+float mul(float a, float b) {
+  return flush_to_zero(static_cast<double>(a) * static_cast<double>(b));
+}
+float add(float a, float b) {
+  return flush_to_zero(static_cast<double>(a) + static_cast<double>(b));
+}
 // Double: IEEE arithmetic, subnormals kept.
-double mul(double a, double b) { return a * b; }
-double add(double a, double b) { return a + b; }
+double mul(double a, double b) {
+  return a * b;
+}
+double add(double a, double b) {
+  return a + b;
+}
 
 std::size_t triangle_index(int max_quality, int min_quality) {
   return static_cast<std::size_t>(max_quality * (max_quality + 1) / 2 + min_quality);
@@ -48,8 +58,12 @@ std::size_t triangle_index(int max_quality, int min_quality) {
 
 }  // namespace
 
-float canonical_product(float a, float b) { return mul(a, b); }
-float canonical_sum(float a, float b) { return add(a, b); }
+float canonical_product(float a, float b) {
+  return mul(a, b);
+}
+float canonical_sum(float a, float b) {
+  return add(a, b);
+}
 
 double approximate_log10_sum(double a, double b) {
   const double small = std::min(a, b), big = std::max(a, b);
@@ -63,7 +77,8 @@ double approximate_log10_sum(double a, double b) {
 
 Model::Model(ModelOptions options) : options_(options) {
   error_probability_.resize(kMaxQuality + 1);
-  for (int q = 0; q <= kMaxQuality; ++q) error_probability_[static_cast<std::size_t>(q)] = std::pow(10.0, -q / 10.0);
+  for (int q = 0; q <= kMaxQuality; ++q)
+    error_probability_[static_cast<std::size_t>(q)] = std::pow(10.0, -q / 10.0);
   match_to_match_.resize(triangle_index(kMaxQuality, kMaxQuality) + 1);
   for (int high = 0; high <= kMaxQuality; ++high)
     for (int low = 0; low <= high; ++low) {
@@ -108,7 +123,8 @@ double reference_log10_likelihood(const Model& model, const Pair& pair) {
 
   for (int r = 1; r <= R; ++r) {
     const int i = r - 1;  // read position of row r
-    const double base_error = model.error_probability(std::max<int>(read.base_quality[i], model.options().min_base_quality));
+    const double base_error = model.error_probability(
+        std::max<int>(read.base_quality[i], model.options().min_base_quality));
     const double gap_error = model.error_probability(read.gcp_quality[i]);
     const double mm = model.match_to_match(read.insertion_quality[i], read.deletion_quality[i]);
     const double gm = 1.0 - gap_error;
@@ -146,10 +162,12 @@ T forward_sum(const Model& model, const Pair& pair) {
     M_row[0] = X_row[0] = Y_row[0] = T(0);
     for (int c = 1; c <= C; ++c) {
       const T emission = bases_match(read_base, haplotype.bases[static_cast<std::size_t>(c - 1)])
-                             ? p.emission_match : p.emission_mismatch;
-      M_row[c] = mul(add(add(mul(M_prev[c - 1], p.match_to_match), mul(X_prev[c - 1], p.indel_to_match)),
-                         mul(Y_prev[c - 1], p.indel_to_match)),
-                     emission);
+                             ? p.emission_match
+                             : p.emission_mismatch;
+      M_row[c] =
+          mul(add(add(mul(M_prev[c - 1], p.match_to_match), mul(X_prev[c - 1], p.indel_to_match)),
+                  mul(Y_prev[c - 1], p.indel_to_match)),
+              emission);
       X_row[c] = add(mul(M_prev[c], p.match_to_insertion), mul(X_prev[c], p.gap_extension));
       Y_row[c] = add(mul(M_row[c - 1], p.match_to_deletion), mul(Y_row[c - 1], p.gap_extension));
     }
@@ -173,7 +191,9 @@ Likelihood finish_likelihood(const Model& model, const Pair& pair, float float_s
     const double sum = forward_sum<double>(model, pair);
     return {std::log10(sum) - std::log10(kDoubleInitialConstant), true};
   }
-  return {std::log10(static_cast<double>(float_sum)) - std::log10(static_cast<double>(kFloatInitialConstant)), false};
+  return {std::log10(static_cast<double>(float_sum)) -
+              std::log10(static_cast<double>(kFloatInitialConstant)),
+          false};
 }
 
 }  // namespace duet::pairhmm

@@ -22,9 +22,9 @@
 // accumulated left to right over c = 1..C as sum += (M + X), with flush to zero: a result
 // tiny after rounding (below FLT_MIN) becomes zero (x86 FTZ; GKL runs with FTZ too; far
 // from the optimal path values do become that small, and subnormal arithmetic is many times
-// slower). Every kernel (scalar, SIMD, GPU) reproduces this float sum bit for bit. When the sum is below 1e-28 the pair is
-// recomputed in double (K = 2^1020) by forward_sum<double>. The log10 is taken in double on
-// the host by finish_likelihood, so reported values do not depend on the kernel.
+// slower). Every kernel (scalar, SIMD, GPU) reproduces this float sum bit for bit. When the sum is
+// below 1e-28 the pair is recomputed in double (K = 2^1020) by forward_sum<double>. The log10 is
+// taken in double on the host by finish_likelihood, so reported values do not depend on the kernel.
 // The probabilities are computed in double and rounded once to float for the float pass.
 #pragma once
 
@@ -58,7 +58,9 @@ class Model {
   explicit Model(ModelOptions options = {});
   const ModelOptions& options() const { return options_; }
 
-  double error_probability(int quality) const { return error_probability_[static_cast<std::size_t>(quality)]; }
+  double error_probability(int quality) const {
+    return error_probability_[static_cast<std::size_t>(quality)];
+  }
   // GATK's matchToMatchProb: from the table built with the approximate log-sum.
   double match_to_match(int insertion_quality, int deletion_quality) const;
 

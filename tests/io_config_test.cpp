@@ -276,8 +276,9 @@ const ConfigErrorCase kConfigErrors[] = {
     {"F1_zero", "[hmmsearch]\nF1 = 0\n", 2, "'F1' must be in (0, 1], not 0"},
     {"F2_above_one", "[hmmsearch]\nF2 = 1.5\n", 2, "'F2' must be in (0, 1], not 1.5"},
     {"F3_negative", "[hmmsearch]\nF3 = -1e-5\n", 2, "'F3' must be in (0, 1], not -1e-05"},
-    {"cpu_negative", "[run]\ncpu = -1\n", 2, "'cpu' must be >= 0, not -1"},
-    {"cpu_too_large", "[run]\ncpu = 3000000000\n", 2, "'cpu' must be at most 2147483647"},
+    {"cpu_negative", "[run]\ncpu = -1\n", 2, "'cpu' must be in [0, 1024], not -1"},
+    {"cpu_too_large", "[run]\ncpu = 3000000000\n", 2, "'cpu' must be in [0, 1024], not 3000000000"},
+    {"cpu_above_limit", "[run]\ncpu = 1025\n", 2, "'cpu' must be in [0, 1024], not 1025"},
     {"isa_unknown", "[run]\nisa = \"neon\"\n", 2,
      "'isa' must be one of auto, scalar, sse4.1, avx2, avx512, not 'neon'"},
     {"isa_wrong_case", "[run]\nisa = \"AVX2\"\n", 2, "'isa' must be one of"},
@@ -454,7 +455,7 @@ TEST(IoConfig, ToTomlRoundTripsEveryField) {
   config.search.max = true;
   config.search.nobias = true;
   config.search.nonull2 = true;
-  config.run.cpu = std::numeric_limits<int>::max();
+  config.run.cpu = kMaxCpuWorkers;
   config.run.out = "dir with space/\"quoted\" \\ back\tslash\x01\x7f.h5";
   config.run.tblout = "r\xC3\xA9sultats/\xCE\xB1\xCE\xB2.tbl";  // UTF-8
   config.run.isa = "sse4.1";
@@ -507,7 +508,7 @@ TEST(IoConfig, ToTomlRoundTripsRandomConfigs) {
     config.search.max = coin(random);
     config.search.nobias = coin(random);
     config.search.nonull2 = coin(random);
-    config.run.cpu = std::uniform_int_distribution<int>(0, std::numeric_limits<int>::max())(random);
+    config.run.cpu = std::uniform_int_distribution<int>(0, kMaxCpuWorkers)(random);
     config.run.out = "out" + std::to_string(i) + ".h5";
     config.run.quiet = coin(random);
     config.scheduler.policy = coin(random) ? "static" : "dynamic";

@@ -564,7 +564,8 @@ TEST(IoHdf5Reader, MissingOrForeignFileIsInputError) {
 TEST_F(IoHdf5, WritesGoToTemporaryFileUntilCommit) {
   Hdf5Writer writer(path_);
   EXPECT_EQ(writer.final_path(), path_);
-  EXPECT_EQ(writer.temporary_path(), path_ + ".tmp-" + std::to_string(::getpid()));
+  const std::string prefix = path_ + ".tmp-" + std::to_string(::getpid()) + "-";
+  EXPECT_EQ(writer.temporary_path().rfind(prefix, 0), 0u) << writer.temporary_path();
   writer.write("/x", std::vector<std::int32_t>{1, 2, 3});
   EXPECT_FALSE(fs::exists(path_));
   EXPECT_TRUE(fs::exists(writer.temporary_path()));
@@ -631,27 +632,34 @@ TEST_F(IoHdf5, ExistingFileIsUntouchedWithoutCommit) {
   EXPECT_EQ(folder_entries(folder_.path()), std::vector<std::string>{"out.h5"});
 }
 
-TEST_F(IoHdf5, SecondWriterForSamePathIsRefused) {
+TEST_F(IoHdf5, TwoWritersForOnePathHaveTheirOwnTemporaryFiles) {
   Hdf5Writer first(path_);
+  Hdf5Writer second(path_);
+  EXPECT_NE(first.temporary_path(), second.temporary_path());
   first.write("/x", std::vector<std::int32_t>{1});
-  EXPECT_THROW(Hdf5Writer second(path_), InputError);
-  first.write("/y", std::vector<std::int32_t>{2});
+  second.write("/y", std::vector<std::int32_t>{2});
   first.commit();
+  second.commit();  // the last commit is the file
   const Hdf5Reader reader(path_);
-  EXPECT_EQ(reader.read_int32("/x"), std::vector<std::int32_t>{1});
+  EXPECT_FALSE(reader.exists("/x"));
   EXPECT_EQ(reader.read_int32("/y"), std::vector<std::int32_t>{2});
+  EXPECT_EQ(folder_entries(folder_.path()), std::vector<std::string>{"out.h5"});
 }
 
-TEST_F(IoHdf5, StaleTemporaryFileIsReplaced) {
-  const std::string stale = path_ + ".tmp-" + std::to_string(::getpid());
+// A temporary file left by a crashed process that had this process id is not ours: it is
+// neither reused nor removed.
+TEST_F(IoHdf5, StaleTemporaryFileIsLeftAlone) {
+  const std::string stale = path_ + ".tmp-" + std::to_string(::getpid()) + "-0";
   std::ofstream(stale) << "left by a crashed process with the same id\n";
   {
     Hdf5Writer writer(path_);
+    EXPECT_NE(writer.temporary_path(), stale);
     writer.write("/x", std::vector<std::int32_t>{1});
     writer.commit();
   }
   EXPECT_EQ(Hdf5Reader(path_).read_int32("/x"), std::vector<std::int32_t>{1});
-  EXPECT_EQ(folder_entries(folder_.path()), std::vector<std::string>{"out.h5"});
+  EXPECT_EQ(folder_entries(folder_.path()),
+            (std::vector<std::string>{"out.h5", fs::path(stale).filename().string()}));
 }
 
 // ---- output that cannot be created ----

@@ -26,37 +26,37 @@
 #include "app/synth_command.hpp"
 #include "app/tune_command.hpp"
 #include "core/error.hpp"
-#include "core/fasta_reader.hpp"
 #include "core/hmm.hpp"
+#include "core/input_file.hpp"
 #include "device/gpu_info.hpp"
 #include "host_simd/simd_kernels.hpp"
 #include "io/config.hpp"
 #include "io/hdf5_file.hpp"
 #include "io/kernel_table.hpp"
+#include "io/output_file.hpp"
 #include "scheduler/thread_cpu.hpp"
 
 namespace {
 
 using namespace duet;
 
-// Thrown when SIGINT stopped the search: exit status 130, no output files.
+// Thrown when a signal (SIGINT, SIGTERM, SIGHUP) stopped the run: exit status 128 + the
+// signal, no output file changed.
 struct Interrupted {};
 
-// Writes a text file through a temporary file renamed on success.
-void write_text_file_atomically(const std::string& path,
-                                const std::function<void(std::ostream&)>& fill) {
-  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp);
-    if (!out) throw InputError(path, 0, "cannot create output file (does its folder exist?)");
-    fill(out);
-    out.flush();
-    if (!out) {
-      std::filesystem::remove(tmp);
-      throw InputError(path, 0, "write failed");
-    }
-  }
-  std::filesystem::rename(tmp, path);
+// Writes a text output into its temporary file; OutputSet::commit_all makes it visible.
+void write_text_output(io::OutputFile& output, const std::function<void(std::ostream&)>& fill) {
+  std::ofstream out(output.create_temporary(), std::ios::trunc);
+  if (!out) throw InputError(output.path(), 0, "cannot create output file");
+  fill(out);
+  out.flush();
+  if (!out) throw InputError(output.path(), 0, "cannot write (is the disk full?)");
+}
+
+// A number given on the command line, checked as the configuration file's
+// (app::check_option_number).
+void check_number(const CLI::Option* option, std::string_view key, double value) {
+  if (option->count() != 0) app::check_option_number(option->get_name(), key, value);
 }
 
 struct HmmsearchOptions {
@@ -135,10 +135,10 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
                 "kernels cached in $DUET_JIT_CACHE, else $XDG_CACHE_HOME/duet/jit, else "
                 "~/.cache/duet/jit) where one exists, now the exact MSV re-run; same "
                 "results (default: [gpu] jit, else off)");
-  cmd->add_option("--gpu-feeders", o.gpu_feeders,
-                  "feeder threads per GPU, each with its own batches in flight, so that one's "
-                  "host work overlaps another's kernels (default: [gpu] feeders, else 2)")
-      ->check(CLI::Range(1, 8));
+  auto* gpu_feeders =
+      cmd->add_option("--gpu-feeders", o.gpu_feeders,
+                      "feeder threads per GPU, each with its own batches in flight, so that one's "
+                      "host work overlaps another's kernels (default: [gpu] feeders, else 2)");
   // Scheduler settings ([scheduler] in the configuration; these override it).
   auto* policy =
       cmd->add_option(
@@ -147,39 +147,48 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
              "from measured throughput)")
           ->check(CLI::IsMember({"dynamic", "static", "adaptive"}));
   auto* static_cpu_fraction = cmd->add_option("--static-cpu-fraction", o.static_cpu_fraction,
-                                              "static policy: share of residues for the CPU")
-                                  ->check(CLI::Range(0.0, 1.0));
+                                              "static policy: share of residues for the CPU");
   auto* block_residues =
-      cmd->add_option("--block-residues", o.block_residues, "residues per block (default 1048576)")
-          ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 32));
+      cmd->add_option("--block-residues", o.block_residues, "residues per block (default 1048576)");
   auto* queue_depth = cmd->add_option("--queue-depth", o.queue_depth,
                                       "blocks waiting in the queue (memory budget; 0 = 2 per "
-                                      "worker and 2 GPU batches per GPU)")
-                          ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 20));
+                                      "worker and 2 GPU batches per GPU)");
   auto* gpu_batch_blocks = cmd->add_option("--gpu-batch-blocks", o.gpu_batch_blocks,
-                                           "blocks per GPU batch (default 128)")
-                               ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
+                                           "blocks per GPU batch (default 128)");
   auto* gpu_batch_residues = cmd->add_option("--gpu-batch-residues", o.gpu_batch_residues,
-                                             "residue budget of a GPU batch (default 134217728)")
-                                 ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
+                                             "residue budget of a GPU batch (default 134217728)");
   auto* reuse_memory =
       cmd->add_option("--reuse-memory", o.reuse_memory,
                       "memory for parsed blocks kept across query models, e.g. 512M, 4G; 0 = "
                       "re-read the database for each model (default 2G)");
   auto* reader_threads =
       cmd->add_option("--reader-threads", o.reader_threads,
-                      "threads parsing the database (default: one per core, at most 4)")
-          ->check(CLI::Range(0, 256));
-  auto* worker_nice =
-      cmd->add_option(
-             "--worker-nice", o.worker_nice,
-             "with GPUs, raise the CPU workers' nice value by N (0 to 19), so that GPU "
-             "feeders and the reader get a core at once; 0 = unchanged (default: [scheduler] "
-             "worker_nice, else 19)")
-          ->check(CLI::Range(0, 19));
+                      "threads parsing the database (default: one per core, at most 4)");
+  auto* worker_nice = cmd->add_option(
+      "--worker-nice", o.worker_nice,
+      "with GPUs, raise the CPU workers' nice value by N (0 to 19), so that GPU "
+      "feeders and the reader get a core at once; 0 = unchanged (default: [scheduler] "
+      "worker_nice, else 19)");
   action = [=, &o]() -> int {
-    // Ctrl-C from here on stops the search cleanly; no output file exists yet.
-    app::install_interrupt_handler();
+    // A signal from here on stops the run cleanly; no output file exists yet.
+    app::install_signal_handlers();
+    // Every number given is checked as the configuration file's is.
+    check_number(E, "E", o.E);
+    check_number(T, "T", o.T);
+    check_number(Z, "Z", o.Z);
+    check_number(F1, "F1", o.F1);
+    check_number(F2, "F2", o.F2);
+    check_number(F3, "F3", o.F3);
+    check_number(cpu, "cpu", o.cpu);
+    check_number(static_cpu_fraction, "static_cpu_fraction", o.static_cpu_fraction);
+    check_number(block_residues, "block_residues", static_cast<double>(o.block_residues));
+    check_number(queue_depth, "queue_depth", static_cast<double>(o.queue_depth));
+    check_number(gpu_batch_blocks, "gpu_batch_blocks", static_cast<double>(o.gpu_batch_blocks));
+    check_number(gpu_batch_residues, "gpu_batch_residues",
+                 static_cast<double>(o.gpu_batch_residues));
+    check_number(reader_threads, "reader_threads", o.reader_threads);
+    check_number(worker_nice, "worker_nice", o.worker_nice);
+    check_number(gpu_feeders, "gpu_feeders", o.gpu_feeders);
     io::Config config = o.config_path.empty() ? io::Config{} : io::load_config(o.config_path);
     (void)config_opt;
     auto& s = config.search;
@@ -228,11 +237,6 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
                          "' is not auto or a size such as 512M or 8G");
       config.gpu.resident = *budget;
     }
-    if (s.E <= 0) throw UsageError("-E must be positive");
-    if (s.Z && *s.Z <= 0) throw UsageError("-Z must be positive");
-    for (double f : {s.F1, s.F2, s.F3})
-      if (f <= 0) throw UsageError("--F1, --F2 and --F3 must be positive");
-    if (config.run.cpu < 0) throw UsageError("--cpu must be 0 or more");
     const simd::Isa isa = simd::isa_from_name(config.run.isa);  // clear error if the CPU lacks it
 
     app::RunInfo info;
@@ -242,19 +246,21 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
     info.isa = std::string(simd::isa_name(isa));
     info.started = app::now_iso8601();
 
-    // Everything that can be checked before the search is checked first: the output
-    // file can be created, the model file parses, the database opens.
-    io::Hdf5Writer h5(config.run.out);
-    if (!config.run.tblout.empty()) {
-      const auto folder = std::filesystem::path(config.run.tblout).parent_path();
-      if (!folder.empty() && !std::filesystem::is_directory(folder)) {
-        throw InputError(config.run.tblout, 0, "cannot create output file: folder does not exist");
-      }
-    }
+    // Everything that can be checked before the search is checked first: the outputs
+    // can be created and are neither inputs nor each other, the model file parses, the
+    // database opens (once: a FIFO or pipe cannot be opened twice).
+    io::OutputSet outputs(
+        {o.hmm_path, o.database_path, o.config_path, o.gpu_kernel_table, config.gpu.kernel_table});
+    io::OutputFile& h5_output = outputs.add(config.run.out, "-o");
+    io::OutputFile* tbl_output =
+        config.run.tblout.empty() ? nullptr : &outputs.add(config.run.tblout, "--tblout");
     app::phase_time("checked options");
     const std::vector<HmmModel> models = read_hmm_file(o.hmm_path);
     app::phase_time("read models");
-    { FastaReader probe(o.database_path, *models.front().alphabet); }
+    const InputFile database(o.database_path, &app::g_interrupted);
+    if (app::g_interrupted.load()) throw Interrupted{};
+    io::Hdf5Writer h5(h5_output);
+    app::phase_time("opened inputs");
 
     app::HybridOptions hybrid = app::hybrid_options(config);
     hybrid.gpu_devices = o.gpus;
@@ -288,17 +294,20 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
     app::SearchRun run;
     {
       app::ResultStream stream(h5, groups);
-      run = app::run_hmmsearch(models, o.database_path, config, hybrid, &stream);
+      run = app::run_hmmsearch(models, database, config, hybrid, &stream);
     }
     app::phase_time("search returned");
     if (run.stopped || app::g_interrupted.load()) throw Interrupted{};
     app::write_hdf5(h5, run, config, info);
+    h5.close();
     app::phase_time("wrote HDF5");
-    if (!config.run.tblout.empty()) {
-      write_text_file_atomically(config.run.tblout,
-                                 [&](std::ostream& os) { app::write_tblout(os, run, info); });
+    if (tbl_output != nullptr) {
+      write_text_output(*tbl_output, [&](std::ostream& os) { app::write_tblout(os, run, info); });
     }
-    h5.commit();
+    app::phase_time("wrote tables");
+    // Every output at once, and only now that all of them are written.
+    if (app::g_interrupted.load()) throw Interrupted{};
+    outputs.commit_all();
     app::phase_time("committed output");
     if (!config.run.quiet) {
       app::write_text_report(std::cout, run, config, info);
@@ -347,9 +356,19 @@ int run_info() {
   return 0;
 }
 
+// The message and exit status of a run stopped by a signal (app::stop_exit_status).
+int report_stop() {
+  std::cerr << "duet: " << app::stop_reason() << "; no output written\n";
+  return app::stop_exit_status();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  // HDF5 must not register its exit handler: after a write fails (a full disk) it would
+  // close the failed file again at exit and crash. duet closes or discards every file it
+  // opens itself.
+  H5dont_atexit();
   app::phase_time("main");
   std::atexit([] {
     app::phase_time("exit");
@@ -389,15 +408,18 @@ int main(int argc, char** argv) {
       if (command->parsed()) return action();
     return hmmsearch_action();
   } catch (const Interrupted&) {
-    std::cerr << "duet: interrupted; no output written\n";
-    return 130;
+    return report_stop();
   } catch (const InputError& e) {
+    // A signal makes blocked reads and opens fail; the signal is the reason, not them.
+    if (app::g_interrupted.load()) return report_stop();
     std::cerr << "duet: error: " << e.what() << "\n";
     return 1;
   } catch (const UsageError& e) {
+    if (app::g_interrupted.load()) return report_stop();
     std::cerr << "duet: error: " << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {
+    if (app::g_interrupted.load()) return report_stop();
     std::cerr << "duet: error: " << e.what() << "\n";
     return 1;
   }

@@ -15,6 +15,7 @@
 #include <iostream>
 #include <memory>
 #include <thread>
+#include <tuple>
 
 #include "app/pairhmm_workload.hpp"
 #include "app/run_context.hpp"
@@ -24,6 +25,7 @@
 #include "core/pairhmm_model.hpp"
 #include "host_simd/pairhmm_simd.hpp"
 #include "io/hdf5_file.hpp"
+#include "io/output_file.hpp"
 
 namespace duet::app {
 
@@ -137,13 +139,13 @@ void add_pairhmm_command(CLI::App& app,
                   "input format: gkl, batch or auto (default: from the first line)")
       ->check(CLI::IsMember({"gkl", "batch", "auto"}));
   cmd->add_option("-o,--out", o->out, "HDF5 result file (default duet.h5)");
-  cmd->add_option("--cpu", o->cpu,
-                  "CPU worker threads (default: one per core, less 4 per GPU left to its "
-                  "feeder; 2 with --gpu-only, where they only help the GPU feeders)")
-      ->check(CLI::Range(0, 4096));
-  cmd->add_option("--min-base-quality", o->min_base_quality,
-                  "read base qualities below this are raised to it (default 6)")
-      ->check(CLI::Range(0, 93));
+  auto* cpu = cmd->add_option("--cpu", o->cpu,
+                              "CPU worker threads (default: one per core, less 4 per GPU left "
+                              "to its feeder; 2 with --gpu-only, where they only help the GPU "
+                              "feeders)");
+  auto* min_base_quality =
+      cmd->add_option("--min-base-quality", o->min_base_quality,
+                      "read base qualities below this are raised to it (default 6)");
   std::vector<std::string> isas = {"auto"};
   for (const auto& v : simd::pairhmm::kPairhmmVariants) isas.emplace_back(v.name);
   cmd->add_option("--isa", o->isa,
@@ -160,9 +162,8 @@ void add_pairhmm_command(CLI::App& app,
       ->excludes("--no-gpu");
   cmd->add_option("--policy", o->policy, "CPU/GPU split: dynamic (self-scheduling) or static")
       ->check(CLI::IsMember({"dynamic", "static"}));
-  cmd->add_option("--static-cpu-fraction", o->static_cpu_fraction,
-                  "static policy: share of cells for the CPU")
-      ->check(CLI::Range(0.0, 1.0));
+  auto* static_cpu_fraction = cmd->add_option("--static-cpu-fraction", o->static_cpu_fraction,
+                                              "static policy: share of cells for the CPU");
   cmd->add_option("--block-cells", o->block_cells, "DP cells per block of pairs (default 4194304)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
   cmd->add_option("--queue-depth", o->queue_depth,
@@ -183,76 +184,101 @@ void add_pairhmm_command(CLI::App& app,
     for (int i = 0; i < argc; ++i) s += (i ? " " : "") + std::string(argv[i]);
     return s;
   }();
-  commands.emplace_back(cmd, [o, command_line]() -> int {
-    const std::string started = now_iso8601();
-    using Clock = std::chrono::steady_clock;
-    const auto t0 = Clock::now();
-    // The output file can be created, the input parses: checked before any work.
-    io::Hdf5Writer h5(o->out);
-    const pairhmm::Input input = pairhmm::read_input(o->input, pairhmm::parse_format(o->format));
-    const auto t1 = Clock::now();
-    const pairhmm::Model model(pairhmm::ModelOptions{o->min_base_quality});
+  commands.emplace_back(
+      cmd, [o, command_line, cpu, min_base_quality, static_cpu_fraction]() -> int {
+        // A signal from here on stops the run cleanly; no output file exists yet.
+        install_signal_handlers();
+        const std::string started = now_iso8601();
+        using Clock = std::chrono::steady_clock;
+        const auto t0 = Clock::now();
+        // Numbers are checked with the rules of the configuration's keys.
+        for (const auto& [option, key, value] :
+             {std::tuple{cpu, "cpu", static_cast<double>(o->cpu)},
+              std::tuple{min_base_quality, "min_base_quality",
+                         static_cast<double>(o->min_base_quality)},
+              std::tuple{static_cpu_fraction, "static_cpu_fraction", o->static_cpu_fraction}}) {
+          if (option->count() != 0) check_option_number(option->get_name(), key, value);
+        }
+        // The output can be created and is not the input, the input parses: checked before any
+        // work.
+        io::OutputSet outputs({o->input});
+        io::Hdf5Writer h5(outputs.add(o->out, "-o"));
+        phase_time("checked options");
+        const pairhmm::Input input =
+            pairhmm::read_input(o->input, pairhmm::parse_format(o->format));
+        phase_time("read input");
+        const auto t1 = Clock::now();
+        const pairhmm::Model model(pairhmm::ModelOptions{o->min_base_quality});
 
-    PairhmmRunOptions r;
-    r.gpu = o->no_gpu     ? PairhmmRunOptions::Gpu::off
-            : o->gpu_only ? PairhmmRunOptions::Gpu::only
-                          : PairhmmRunOptions::Gpu::auto_detect;
-    r.cpu_workers = o->cpu;
-    r.isa = o->isa;
-    r.gpu_kernel = o->gpu_kernel;
-    r.policy = o->policy == "static" ? scheduler::SplitPolicy::static_fraction
-                                     : scheduler::SplitPolicy::dynamic;
-    r.static_cpu_fraction = o->static_cpu_fraction;
-    r.block_cells = o->block_cells;
-    r.queue_depth = o->queue_depth;
-    r.gpu_batch_blocks = o->gpu_batch_blocks;
-    r.gpu_parts = o->gpu_parts;
-    r.worker_nice = o->worker_nice;
-    r.test_gpus = debug_setting("DUET_DEBUG_TEST_GPU");
-    r.fault_every = debug_setting("DUET_DEBUG_GPU_FAULT_EVERY");
-    if (r.test_gpus > 0 && r.gpu != PairhmmRunOptions::Gpu::off) {
-      std::cerr
-          << "duet: warning: DUET_DEBUG_TEST_GPU: the GPU is a TEST DOUBLE running CPU kernels; "
-             "the output file records it\n";
-    }
-    r.progress = !o->quiet && ::isatty(STDERR_FILENO);
-    r.stop = &g_interrupted;
-    install_interrupt_handler();
-    const PairhmmRun run = run_pairhmm(input, model, r);
-    if (run.stopped || g_interrupted.load()) {
-      std::cerr << "duet: interrupted; no output written\n";
-      return 130;
-    }
-    const auto t2 = Clock::now();
-    write_results(h5, input, run, *o, command_line, started);
-    h5.commit();
-    // DUET_PAIRHMM_TIMES=1: where the command's wall time went, on stderr (throughput
-    // studies: the scheduler's time is what the GCUPS figure counts).
-    if (std::getenv("DUET_PAIRHMM_TIMES") != nullptr) {
-      const auto seconds = [](Clock::duration d) {
-        return std::chrono::duration<double>(d).count();
-      };
-      std::fprintf(stderr,
-                   "pairhmm times: read input %.3f s, run %.3f s (scheduler %.3f s, of it making "
-                   "blocks %.3f s on the reader thread), write results %.3f s, total %.3f s\n",
-                   seconds(t1 - t0), run.seconds, run.schedule.seconds, run.block_seconds,
-                   seconds(Clock::now() - t2), seconds(Clock::now() - t0));
-    }
-    if (!o->quiet) {
-      std::printf("# pairhmm: %lld pairs in %zu batches, %.3g cells, %lld computed in double\n",
-                  static_cast<long long>(run.pairs), input.batches.size(),
-                  static_cast<double>(run.cells), static_cast<long long>(run.pairs_in_double));
-      std::printf("# kernels: CPU %s x %d workers, GPU %s\n", run.cpu_kernel.c_str(),
-                  run.schedule.cpu_workers,
-                  run.gpu_kernel.empty() ? "none" : run.gpu_kernel.c_str());
-      std::printf("# %.3f s, %.3f GCUPS overall\n", run.schedule.seconds,
-                  run.schedule.seconds > 0
-                      ? static_cast<double>(run.cells) / run.schedule.seconds / 1e9
-                      : 0.0);
-      std::printf("# results written to %s\n", o->out.c_str());
-    }
-    return 0;
-  });
+        PairhmmRunOptions r;
+        r.gpu = o->no_gpu     ? PairhmmRunOptions::Gpu::off
+                : o->gpu_only ? PairhmmRunOptions::Gpu::only
+                              : PairhmmRunOptions::Gpu::auto_detect;
+        r.cpu_workers = o->cpu;
+        r.isa = o->isa;
+        r.gpu_kernel = o->gpu_kernel;
+        r.policy = o->policy == "static" ? scheduler::SplitPolicy::static_fraction
+                                         : scheduler::SplitPolicy::dynamic;
+        r.static_cpu_fraction = o->static_cpu_fraction;
+        r.block_cells = o->block_cells;
+        r.queue_depth = o->queue_depth;
+        r.gpu_batch_blocks = o->gpu_batch_blocks;
+        r.gpu_parts = o->gpu_parts;
+        r.worker_nice = o->worker_nice;
+        r.test_gpus = debug_setting("DUET_DEBUG_TEST_GPU");
+        r.fault_every = debug_setting("DUET_DEBUG_GPU_FAULT_EVERY");
+        if (r.test_gpus > 0 && r.gpu != PairhmmRunOptions::Gpu::off) {
+          std::cerr << "duet: warning: DUET_DEBUG_TEST_GPU: the GPU is a TEST DOUBLE running CPU "
+                       "kernels; "
+                       "the output file records it\n";
+        }
+        r.progress = !o->quiet && ::isatty(STDERR_FILENO);
+        r.stop = &g_interrupted;
+        phase_time("search starts");
+        const PairhmmRun run = run_pairhmm(input, model, r);
+        phase_time("search returned");
+        if (run.stopped || g_interrupted.load()) {
+          std::cerr << "duet: " << stop_reason() << "; no output written\n";
+          return stop_exit_status();
+        }
+        const auto t2 = Clock::now();
+        write_results(h5, input, run, *o, command_line, started);
+        h5.close();
+        phase_time("wrote HDF5");
+        if (g_interrupted.load()) {
+          std::cerr << "duet: " << stop_reason() << "; no output written\n";
+          return stop_exit_status();
+        }
+        outputs.commit_all();
+        phase_time("committed output");
+        // DUET_PAIRHMM_TIMES=1: where the command's wall time went, on stderr (throughput
+        // studies: the scheduler's time is what the GCUPS figure counts).
+        if (std::getenv("DUET_PAIRHMM_TIMES") != nullptr) {
+          const auto seconds = [](Clock::duration d) {
+            return std::chrono::duration<double>(d).count();
+          };
+          std::fprintf(
+              stderr,
+              "pairhmm times: read input %.3f s, run %.3f s (scheduler %.3f s, of it making "
+              "blocks %.3f s on the reader thread), write results %.3f s, total %.3f s\n",
+              seconds(t1 - t0), run.seconds, run.schedule.seconds, run.block_seconds,
+              seconds(Clock::now() - t2), seconds(Clock::now() - t0));
+        }
+        if (!o->quiet) {
+          std::printf("# pairhmm: %lld pairs in %zu batches, %.3g cells, %lld computed in double\n",
+                      static_cast<long long>(run.pairs), input.batches.size(),
+                      static_cast<double>(run.cells), static_cast<long long>(run.pairs_in_double));
+          std::printf("# kernels: CPU %s x %d workers, GPU %s\n", run.cpu_kernel.c_str(),
+                      run.schedule.cpu_workers,
+                      run.gpu_kernel.empty() ? "none" : run.gpu_kernel.c_str());
+          std::printf("# %.3f s, %.3f GCUPS overall\n", run.schedule.seconds,
+                      run.schedule.seconds > 0
+                          ? static_cast<double>(run.cells) / run.schedule.seconds / 1e9
+                          : 0.0);
+          std::printf("# results written to %s\n", o->out.c_str());
+        }
+        return 0;
+      });
 }
 
 }  // namespace duet::app

@@ -358,6 +358,13 @@ class TestDoubleGpu final : public scheduler::GpuBackend {
 SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& database_path,
                         const io::Config& config, const HybridOptions& hybrid,
                         TargetStream* stream) {
+  const InputFile database(database_path, hybrid.stop);
+  return run_hmmsearch(models, database, config, hybrid, stream);
+}
+
+SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& database,
+                        const io::Config& config, const HybridOptions& hybrid,
+                        TargetStream* stream) {
   using Clock = std::chrono::steady_clock;
   const auto run_start = Clock::now();
   // GPUs: the debug test double, or the real ones of a CUDA build (gpu_backend.hpp).
@@ -411,6 +418,7 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& 
   reader.block_residues = hybrid.block_residues;
   reader.threads = hybrid.reader_threads;
   reader.consumers = options.cpu_workers + feeders;
+  reader.stop = hybrid.stop;
   const std::uint64_t reuse = models.size() > 1 ? hybrid.reuse_memory : 0;
   std::unique_ptr<scheduler::BlockStore> store;
 #ifdef DUET_HAVE_CUDA
@@ -428,11 +436,17 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& 
     run.gpu_kernel_table = kernel_table ? hybrid.gpu_kernel_table : "built-in rule";
   for (const HmmModel& hmm : models) {
     if (!store || &store->alphabet() != hmm.alphabet) {
+      if (store && !database.rereadable()) {
+        throw InputError(database.path(), 0,
+                         "cannot be read twice (a pipe or FIFO), and the models are of two "
+                         "alphabets, each needing its own pass: give a regular file");
+      }
 #ifdef DUET_HAVE_CUDA
       resident.clear();  // blocks of another alphabet's codes
 #endif
       store.reset();  // frees what a store of another alphabet kept
-      store = std::make_unique<scheduler::BlockStore>(database_path, *hmm.alphabet, reader, reuse);
+      store = std::make_unique<scheduler::BlockStore>(database, *hmm.alphabet, reader, reuse,
+                                                      models.size() > 1);
 #ifdef DUET_HAVE_CUDA
       for (int d : devices) {
         if (keep_resident)

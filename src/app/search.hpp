@@ -11,6 +11,7 @@
 
 #include "core/cascade.hpp"
 #include "core/hmm.hpp"
+#include "core/input_file.hpp"
 #include "io/config.hpp"
 #include "scheduler/scheduler.hpp"
 
@@ -129,6 +130,11 @@ class TargetStream {
 // double) is a UsageError. `stream`, when given, sees every query's records as they are
 // merged.
 SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& database_path,
+                        const io::Config& config, const HybridOptions& hybrid = {},
+                        TargetStream* stream = nullptr);
+// The same on a database opened once by the caller (a FIFO or pipe is read only once:
+// scheduler::BlockStore says when that is enough).
+SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& database,
                         const io::Config& config, const HybridOptions& hybrid = {},
                         TargetStream* stream = nullptr);
 

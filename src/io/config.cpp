@@ -131,35 +131,22 @@ class EntryReader {
     return value;
   }
 
-  double positive_number(const Entry& entry) const {
+  // A number within the range of its key (number_problem).
+  double ranged_number(const Entry& entry) const {
     const double value = number(entry);
-    if (!(value > 0.0)) {
-      fail(entry, quoted(entry) + " must be > 0, not " + shortest_decimal(value));
-    }
+    const std::string problem = number_problem(entry.key, value);
+    if (!problem.empty()) fail(entry, quoted(entry) + " " + problem);
     return value;
   }
 
-  // A number in (0, 1]: a P-value threshold.
-  double fraction(const Entry& entry) const {
-    const double value = number(entry);
-    if (!(value > 0.0 && value <= 1.0)) {
-      fail(entry, quoted(entry) + " must be in (0, 1], not " + shortest_decimal(value));
-    }
-    return value;
-  }
-
-  // A TOML integer in [0, INT_MAX].
-  int count(const Entry& entry) const {
+  // A TOML integer within the range of its key (number_problem).
+  std::int64_t ranged_integer(const Entry& entry) const {
     const auto* integer = entry.value->as_integer();
     if (integer == nullptr) fail_type(entry, "an integer");
     const std::int64_t value = integer->get();
-    if (value < 0) fail(entry, quoted(entry) + " must be >= 0, not " + std::to_string(value));
-    if (value > std::numeric_limits<int>::max()) {
-      fail(entry, quoted(entry) + " must be at most " +
-                      std::to_string(std::numeric_limits<int>::max()) + ", not " +
-                      std::to_string(value));
-    }
-    return static_cast<int>(value);
+    const std::string problem = number_problem(entry.key, static_cast<double>(value));
+    if (!problem.empty()) fail(entry, quoted(entry) + " " + problem);
+    return value;
   }
 
   bool boolean(const Entry& entry) const {
@@ -214,20 +201,38 @@ class EntryReader {
 
 constexpr std::array<std::string_view, 3> kPolicyNames = {"dynamic", "static", "adaptive"};
 
-// A TOML integer in [low, high].
-std::int64_t integer_in(const EntryReader& reader, const Entry& entry, std::int64_t low,
-                        std::int64_t high) {
-  const auto* integer = entry.value->as_integer();
-  if (integer == nullptr) {
-    reader.fail(entry, "'" + std::string(entry.key) + "' must be an integer, not " +
-                           std::string(describe_type(entry.value->type())));
-  }
-  const std::int64_t value = integer->get();
-  if (value < low || value > high) {
-    reader.fail(entry, "'" + std::string(entry.key) + "' must be in [" + std::to_string(low) +
-                           ", " + std::to_string(high) + "], not " + std::to_string(value));
-  }
-  return value;
+// The range of each numeric setting (number_problem): [low, high], either end open where
+// said; integers only where `integer`.
+struct NumberRange {
+  std::string_view key;
+  double low, high;
+  bool low_open = false, high_open = false, integer = false;
+};
+constexpr double kNoLimit = std::numeric_limits<double>::max();
+constexpr std::array<NumberRange, 17> kNumberRanges = {{
+    {"E", 0.0, kNoLimit, true},
+    {"T", -kNoLimit, kNoLimit},
+    {"Z", 0.0, kNoLimit, true},
+    {"F1", 0.0, 1.0, true},
+    {"F2", 0.0, 1.0, true},
+    {"F3", 0.0, 1.0, true},
+    {"cpu", 0.0, kMaxCpuWorkers, false, false, true},
+    {"static_cpu_fraction", 0.0, 1.0},
+    {"block_residues", 1.0, 4294967296.0, false, false, true},
+    {"queue_depth", 0.0, 1048576.0, false, false, true},
+    {"gpu_batch_blocks", 1.0, 1048576.0, false, false, true},
+    {"gpu_batch_residues", 1.0, 1099511627776.0, false, false, true},
+    {"reader_threads", 0.0, 256.0, false, false, true},
+    {"worker_nice", 0.0, 19.0, false, false, true},
+    {"feeders", 1.0, 8.0, false, false, true},
+    {"gpu_feeders", 1.0, 8.0, false, false, true},
+    {"min_base_quality", 0.0, 93.0, false, false, true},
+}};
+
+const NumberRange& number_range(std::string_view key) {
+  for (const NumberRange& range : kNumberRanges)
+    if (range.key == key) return range;
+  throw std::logic_error("number_problem: no range for '" + std::string(key) + "'");
 }
 
 // A memory size: a TOML integer (bytes, >= 0) or a string such as "512M" or "4G"
@@ -269,20 +274,15 @@ void read_scheduler(const toml::table& table, const EntryReader& reader,
       }
       scheduler.policy = value;
     } else if (key == "static_cpu_fraction") {
-      const double value = reader.number(entry);
-      if (!(value >= 0.0 && value <= 1.0)) {
-        reader.fail(entry,
-                    "'static_cpu_fraction' must be in [0, 1], not " + shortest_decimal(value));
-      }
-      scheduler.static_cpu_fraction = value;
+      scheduler.static_cpu_fraction = reader.ranged_number(entry);
     } else if (key == "block_residues") {
-      scheduler.block_residues = integer_in(reader, entry, 1, std::int64_t{1} << 32);
+      scheduler.block_residues = reader.ranged_integer(entry);
     } else if (key == "queue_depth") {
-      scheduler.queue_depth = integer_in(reader, entry, 0, std::int64_t{1} << 20);
+      scheduler.queue_depth = reader.ranged_integer(entry);
     } else if (key == "gpu_batch_blocks") {
-      scheduler.gpu_batch_blocks = integer_in(reader, entry, 1, std::int64_t{1} << 20);
+      scheduler.gpu_batch_blocks = reader.ranged_integer(entry);
     } else if (key == "gpu_batch_residues") {
-      scheduler.gpu_batch_residues = integer_in(reader, entry, 1, std::int64_t{1} << 40);
+      scheduler.gpu_batch_residues = reader.ranged_integer(entry);
     } else if (key == "no_gpu") {
       scheduler.no_gpu = reader.boolean(entry);
       no_gpu = &entry;
@@ -292,9 +292,9 @@ void read_scheduler(const toml::table& table, const EntryReader& reader,
     } else if (key == "reuse_memory") {
       scheduler.reuse_memory = *memory_size_in(reader, entry, false);
     } else if (key == "reader_threads") {
-      scheduler.reader_threads = static_cast<int>(integer_in(reader, entry, 0, 256));
+      scheduler.reader_threads = static_cast<int>(reader.ranged_integer(entry));
     } else if (key == "worker_nice") {
-      scheduler.worker_nice = static_cast<int>(integer_in(reader, entry, 0, 19));
+      scheduler.worker_nice = static_cast<int>(reader.ranged_integer(entry));
     } else {
       reader.fail(entry, "unknown key '" + std::string(key) + "' in [scheduler]");
     }
@@ -309,17 +309,17 @@ void read_search(const toml::table& table, const EntryReader& reader, SearchConf
   for (const Entry& entry : entries_in_file_order(table)) {
     const std::string_view key = entry.key;
     if (key == "E") {
-      search.E = reader.positive_number(entry);
+      search.E = reader.ranged_number(entry);
     } else if (key == "T") {
-      search.T = reader.number(entry);
+      search.T = reader.ranged_number(entry);
     } else if (key == "Z") {
-      search.Z = reader.positive_number(entry);
+      search.Z = reader.ranged_number(entry);
     } else if (key == "F1") {
-      search.F1 = reader.fraction(entry);
+      search.F1 = reader.ranged_number(entry);
     } else if (key == "F2") {
-      search.F2 = reader.fraction(entry);
+      search.F2 = reader.ranged_number(entry);
     } else if (key == "F3") {
-      search.F3 = reader.fraction(entry);
+      search.F3 = reader.ranged_number(entry);
     } else if (key == "max") {
       search.max = reader.boolean(entry);
     } else if (key == "nobias") {
@@ -336,7 +336,7 @@ void read_run(const toml::table& table, const EntryReader& reader, RunConfig& ru
   for (const Entry& entry : entries_in_file_order(table)) {
     const std::string_view key = entry.key;
     if (key == "cpu") {
-      run.cpu = reader.count(entry);
+      run.cpu = static_cast<int>(reader.ranged_integer(entry));
     } else if (key == "out") {
       run.out = reader.non_empty_string(entry);
     } else if (key == "tblout") {
@@ -358,7 +358,7 @@ void read_gpu(const toml::table& table, const EntryReader& reader, GpuConfig& gp
     } else if (entry.key == "jit") {
       gpu.jit = reader.boolean(entry);
     } else if (entry.key == "feeders") {
-      gpu.feeders = static_cast<int>(integer_in(reader, entry, 1, 8));
+      gpu.feeders = static_cast<int>(reader.ranged_integer(entry));
     } else if (entry.key == "resident") {
       gpu.resident = memory_size_in(reader, entry, true);
     } else {
@@ -368,6 +368,28 @@ void read_gpu(const toml::table& table, const EntryReader& reader, GpuConfig& gp
 }
 
 }  // namespace
+
+std::string number_problem(std::string_view key, double value) {
+  const NumberRange& range = number_range(key);
+  const bool whole = std::isfinite(value) && value == std::floor(value) && std::fabs(value) < 1e18;
+  const std::string shown = range.integer && whole ? std::to_string(static_cast<long long>(value))
+                                                   : shortest_decimal(value);
+  if (!std::isfinite(value)) return "must be a finite number, not " + shown;
+  if (range.integer && value != std::floor(value)) return "must be an integer, not " + shown;
+  const bool above_low = range.low_open ? value > range.low : value >= range.low;
+  const bool below_high = range.high_open ? value < range.high : value <= range.high;
+  if (above_low && below_high) return "";
+  const auto bound = [](double b) {
+    return b == std::floor(b) && std::fabs(b) < 1e15 ? std::to_string(static_cast<long long>(b))
+                                                     : shortest_decimal(b);
+  };
+  if (range.high == kNoLimit) {
+    return std::string("must be ") + (range.low_open ? "> " : ">= ") + bound(range.low) + ", not " +
+           shown;
+  }
+  return std::string("must be in ") + (range.low_open ? "(" : "[") + bound(range.low) + ", " +
+         bound(range.high) + (range.high_open ? ")" : "]") + ", not " + shown;
+}
 
 Config load_config(const std::string& path) {
   return parse_config(read_input_file(path, "configuration file"), path);

@@ -18,7 +18,7 @@
 //   nonull2 = false
 //
 //   [run]
-//   cpu = 0                # >= 0; 0 = one worker thread per core
+//   cpu = 0                # 0 to 1024 (kMaxCpuWorkers); 0 = one worker thread per core
 //   out = "duet.h5"        # not empty
 //   tblout = ""            # empty = no table output
 //   isa = "auto"           # auto, scalar, sse4.1, avx2, avx512
@@ -120,6 +120,17 @@ struct Config {
 
   friend bool operator==(const Config&, const Config&) = default;
 };
+
+// The most CPU worker threads a run may ask for ([run] cpu, --cpu): more is refused before
+// any work starts, rather than failing when the threads are made.
+inline constexpr int kMaxCpuWorkers = 1024;
+
+// The allowed values of a numeric setting, named by its TOML key ("E", "F1", "cpu",
+// "static_cpu_fraction", "block_residues"...). The TOML reader and the command line check
+// their numbers with this one function, so that both are exactly as strict. Returns ""
+// when `value` is allowed, else the problem ("must be > 0, not nan"; NaN and infinities
+// are never allowed). An unknown key is a std::logic_error.
+std::string number_problem(std::string_view key, double value);
 
 // Reads and checks the TOML file at `path`.
 Config load_config(const std::string& path);

@@ -69,6 +69,16 @@ std::string hdf5_error_detail() {
         return 0;
       },
       &detail);
+  // A failed system call: HDF5's description is a dump of its arguments ("file write
+  // failed: time = ..., errno = 28, error message = 'No space left on device', ...");
+  // the system's message is what the user needs.
+  const std::string marker = "error message = '";
+  const auto at = detail.find(marker);
+  if (at != std::string::npos) {
+    const auto begin = at + marker.size();
+    const auto end = detail.find('\'', begin);
+    if (end != std::string::npos) return detail.substr(begin, end - begin);
+  }
   return detail;
 }
 
@@ -376,61 +386,35 @@ T read_number_attribute(hid_t file, const std::string& file_name, const std::str
 
 // ---- Hdf5Writer ----
 
-Hdf5Writer::Hdf5Writer(std::string final_path)
-    : final_path_(std::move(final_path)),
-      temporary_path_(final_path_ + ".tmp-" + std::to_string(::getpid())) {
-  turn_off_hdf5_error_printing();
-  const auto cannot_create = [this](const std::string& reason) {
-    return InputError(final_path_, 0, "cannot create output file: " + reason);
-  };
-  if (final_path_.empty()) throw cannot_create("no file name given");
-  fs::path folder = fs::path(final_path_).parent_path();
-  if (folder.empty()) folder = ".";
-  std::error_code error;
-  const fs::file_status folder_status = fs::status(folder, error);
-  if (error && error != std::errc::no_such_file_or_directory) {
-    throw cannot_create("folder '" + folder.string() + "': " + error.message());
-  }
-  if (!fs::exists(folder_status)) {
-    throw cannot_create("folder '" + folder.string() + "' does not exist");
-  }
-  if (!fs::is_directory(folder_status)) {
-    throw cannot_create("'" + folder.string() + "' is not a folder");
-  }
-  if (fs::is_directory(final_path_, error)) throw cannot_create("it is a folder");
+Hdf5Writer::Hdf5Writer(OutputFile& output) : output_(&output), final_path_(output.path()) {
+  open_temporary();
+}
 
-  // Closing the file closes anything still open in it, so commit() renames a whole file.
+Hdf5Writer::Hdf5Writer(std::string final_path)
+    : owned_output_(std::make_unique<OutputFile>(std::move(final_path))),
+      output_(owned_output_.get()),
+      final_path_(output_->path()) {
+  open_temporary();
+}
+
+void Hdf5Writer::open_temporary() {
+  turn_off_hdf5_error_printing();
+  temporary_path_ = output_->create_temporary();
+  // Closing the file closes anything still open in it, so close() leaves a whole file.
   const Id access(check(H5Pcreate(H5P_FILE_ACCESS), final_path_, "create", temporary_path_),
                   H5Pclose);
   check(H5Pset_fclose_degree(access.get(), H5F_CLOSE_STRONG), final_path_, "create",
         temporary_path_);
-
-  // Create the temporary file first with the system call: its reason for failing
-  // ("Permission denied", "Read-only file system") is clearer than HDF5's.
-  const int descriptor =
-      ::open(temporary_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-  const bool created_here = descriptor >= 0;
-  if (!created_here && errno != EEXIST) {
-    throw cannot_create(std::generic_category().message(errno));
-  }
-  if (created_here) ::close(descriptor);
-  // A temporary file that was already there is either left by an earlier process with
-  // the same id, and is replaced, or open in another writer of this process, and HDF5
-  // refuses to truncate it.
   file_ = H5Fcreate(temporary_path_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access.get());
   if (file_ < 0) {
-    const std::string detail = hdf5_error_detail();
-    if (created_here) fs::remove(temporary_path_, error);
-    throw cannot_create(detail);
+    throw InputError(final_path_, 0, "cannot create output file: " + hdf5_error_detail());
   }
 }
 
 Hdf5Writer::~Hdf5Writer() {
+  // A close that fails (a full disk) leaves nothing to undo: the temporary file is the
+  // OutputFile's to delete.
   if (file_ >= 0) H5Fclose(file_);
-  if (!committed_) {
-    std::error_code error;
-    fs::remove(temporary_path_, error);
-  }
 }
 
 void Hdf5Writer::create_group(const std::string& path) {
@@ -659,26 +643,22 @@ void Hdf5Writer::set_attribute(const std::string& object_path, const std::string
                          &value);
 }
 
-void Hdf5Writer::commit() {
+void Hdf5Writer::close() {
   turn_off_hdf5_error_printing();
-  require_open(file_, final_path_, "commit", temporary_path_);
-  check(H5Fflush(file_, H5F_SCOPE_GLOBAL), final_path_, "flush", temporary_path_);
+  require_open(file_, final_path_, "close", temporary_path_);
+  const herr_t flushed = H5Fflush(file_, H5F_SCOPE_GLOBAL);
+  const std::string flush_detail = flushed < 0 ? hdf5_error_detail() : "";
   const herr_t closed = H5Fclose(file_);
   file_ = -1;
+  if (flushed < 0) fail(final_path_, "write", temporary_path_, flush_detail);
   if (closed < 0) fail(final_path_, "close", temporary_path_, hdf5_error_detail());
-  // The contents reach the disk before the rename makes them visible under the final
-  // name, so that after a crash the final name holds the old file or the whole new one.
-  const int descriptor = ::open(temporary_path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (descriptor < 0 || ::fsync(descriptor) != 0) {
-    const int error = errno;
-    if (descriptor >= 0) ::close(descriptor);
-    fail(final_path_, "write", temporary_path_, std::generic_category().message(error));
-  }
-  ::close(descriptor);
-  if (std::rename(temporary_path_.c_str(), final_path_.c_str()) != 0) {
-    fail(final_path_, "rename onto it", temporary_path_, std::generic_category().message(errno));
-  }
-  committed_ = true;
+}
+
+void Hdf5Writer::commit() {
+  if (!owned_output_) throw std::logic_error("Hdf5Writer::commit: the OutputSet commits");
+  close();
+  owned_output_->sync();
+  owned_output_->commit();
 }
 
 // ---- Hdf5Reader ----

@@ -1,8 +1,9 @@
 // HDF5 files over the HDF5 C API: Hdf5Writer writes 1-D datasets and scalar attributes
-// into a temporary file that commit() renames onto the final path, so that a run that
-// fails never leaves a partial output file nor touches an earlier one; Hdf5Reader reads
-// them back. Every HDF5 failure becomes a std::runtime_error naming the file and the
-// object path; HDF5's own printing of errors to stderr is switched off.
+// into the temporary file of an OutputFile (io/output_file.hpp), committed onto the final
+// path only when the run succeeds, so that a run that fails never leaves a partial output
+// file nor touches an earlier one; Hdf5Reader reads them back. Every HDF5 failure becomes a
+// std::runtime_error naming the file and the object path; HDF5's own printing of errors to stderr
+// is switched off.
 //
 // Object paths are absolute or relative to the root group ("/hits/score", "hits/score").
 // Each object is opened and closed within one call, so the classes hold only the file,
@@ -12,10 +13,13 @@
 #include <concepts>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
+
+#include "io/output_file.hpp"
 
 namespace duet::io {
 
@@ -25,12 +29,15 @@ concept OtherInteger = std::integral<T> && !std::same_as<T, bool> && !std::same_
 
 class Hdf5Writer {
  public:
-  // Creates "<final_path>.tmp-<pid>" in the same folder (at most one writer per final
-  // path in a process). If the folder does not exist or is not writable, throws
-  // duet::InputError(final_path, 0, "cannot create output file: <reason>") before anything
-  // is written. An existing file at final_path is untouched until commit().
+  // Writes into the temporary file of `output`, which commits it (with the run's other
+  // outputs, OutputSet::commit_all) once close() succeeded. Throws duet::InputError(path,
+  // 0, "cannot create output file: <reason>") when the temporary file cannot be created.
+  explicit Hdf5Writer(OutputFile& output);
+  // A writer with an OutputFile of its own, committed by commit(): the checks of
+  // OutputFile(final_path) come first. An existing file at final_path is untouched until
+  // commit().
   explicit Hdf5Writer(std::string final_path);
-  ~Hdf5Writer();  // not committed: closes and deletes the temporary file
+  ~Hdf5Writer();  // not committed: closes the file; an owned OutputFile deletes it
   Hdf5Writer(const Hdf5Writer&) = delete;
   Hdf5Writer& operator=(const Hdf5Writer&) = delete;
 
@@ -107,11 +114,18 @@ class Hdf5Writer {
     set_attribute(object_path, name, static_cast<std::int64_t>(value));
   }
 
-  // Flushes and closes the file, then renames it onto final_path (atomic on POSIX file
-  // systems: readers see the old file or the new one). No other call may follow.
+  // Flushes and closes the file (a full disk fails here or earlier, as a
+  // std::runtime_error naming the file and the system's reason). No write may follow.
+  void close();
+  // close(), then commits the writer's own OutputFile: flushed to disk and renamed onto
+  // final_path (atomic on POSIX file systems: readers see the old file or the new one).
+  // Only for a writer made from a path. No other call may follow.
   void commit();
 
  private:
+  void open_temporary();
+  std::unique_ptr<OutputFile> owned_output_;  // the writer made from a path
+  OutputFile* output_ = nullptr;
   std::string final_path_;
   std::string temporary_path_;
   std::int64_t file_ = -1;  // HDF5 file id (hid_t); -1 once closed

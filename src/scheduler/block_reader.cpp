@@ -3,6 +3,7 @@
 #include "scheduler/block_reader.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,11 +12,14 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <chrono>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <utility>
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "scheduler/thread_cpu.hpp"
 
 namespace duet::scheduler {
@@ -52,6 +56,25 @@ std::size_t last_record_start(const char* text, std::size_t size) {
   return 0;
 }
 
+// The signal that wakes the source thread from a blocked read when the reader stops:
+// SIGURG, ignored by default, so that one arriving late does no harm.
+constexpr int kWakeSignal = SIGURG;
+
+// A handler that does nothing, installed without SA_RESTART: the blocked read returns
+// EINTR instead of being restarted.
+extern "C" void on_wake_signal(int) {}
+
+void install_wake_handler() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction action {};
+    action.sa_handler = on_wake_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = 0;
+    ::sigaction(kWakeSignal, &action, nullptr);
+  });
+}
+
 std::int64_t count_newlines(const char* text, std::size_t size) {
   return static_cast<std::int64_t>(std::count(text, text + size, '\n'));
 }
@@ -60,7 +83,11 @@ std::int64_t count_newlines(const char* text, std::size_t size) {
 
 BlockReader::BlockReader(const std::string& path, const Alphabet& alphabet,
                          const ReaderOptions& options)
-    : path_(path),
+    : BlockReader(InputFile(path), alphabet, options) {}
+
+BlockReader::BlockReader(const InputFile& file, const Alphabet& alphabet,
+                         const ReaderOptions& options)
+    : path_(file.path()),
       alphabet_(alphabet),
       table_(alphabet),
       digitize_(best_digitizer(options.simd)),
@@ -76,12 +103,11 @@ BlockReader::BlockReader(const std::string& path, const Alphabet& alphabet,
     threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u));
   max_chunks_ = static_cast<std::int64_t>(threads) + 2;
   start_offset_ = options.start.byte;
+  stop_ = options.stop;
+  const std::string& path = path_;
 
-  // Opening: TextReader's checks and messages.
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw InputError(path, 0, "is a folder, not a file");
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw InputError(path, 0, std::string("cannot open: ") + std::strerror(errno));
+  // The file was opened once, by InputFile; this reader reads a duplicate of it.
+  const int fd = file.duplicate();
   struct stat st {};
   unsigned char magic[2] = {0, 0};
   const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
@@ -122,6 +148,7 @@ BlockReader::BlockReader(const std::string& path, const Alphabet& alphabet,
     ThreadCpuAccount account("reader (file)");
     read_chunks();
   });
+  source_thread_ = threads_.back().native_handle();
   for (int t = 0; t < threads; ++t) {
     threads_.emplace_back([this] {
       ThreadCpuAccount account("reader (parsers)");
@@ -138,6 +165,20 @@ BlockReader::~BlockReader() {
   source_wait_.notify_all();
   parser_wait_.notify_all();
   consumer_wait_.notify_all();
+  if (gz_ != nullptr && !threads_.empty()) {
+    // The source thread may be blocked reading a pipe whose writer has stalled: a signal
+    // makes the read return (EINTR), and it then sees that the reader stops. Repeated,
+    // because a signal sent just before the read begins is lost.
+    install_wake_handler();
+    for (;;) {
+      {
+        std::lock_guard lock(mutex_);
+        if (source_done_) break;
+      }
+      ::pthread_kill(source_thread_, kWakeSignal);
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
   for (std::thread& t : threads_) t.join();
   if (gz_ != nullptr) gzclose(static_cast<gzFile>(gz_));
   if (map_ != nullptr) ::munmap(const_cast<char*>(map_), map_size_);
@@ -479,9 +520,14 @@ BlockPtr BlockReader::next() {
     bool end = false;
     {
       std::unique_lock lock(mutex_);
-      consumer_wait_.wait(lock, [&] {
+      const auto ready = [&] {
         return parsed_.count(next_chunk_) > 0 || (source_done_ && next_chunk_ >= chunks_read_);
-      });
+      };
+      // A pipe whose writer stalls may keep the next chunk from coming: a stop request is
+      // looked at while waiting, and ends the blocks handed out.
+      while (!consumer_wait_.wait_for(lock, std::chrono::milliseconds(50), ready)) {
+        if (stop_ != nullptr && stop_->load()) return nullptr;
+      }
       const auto it = parsed_.find(next_chunk_);
       if (it == parsed_.end()) {
         end = true;

@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "core/alphabet.hpp"
+#include "core/input_file.hpp"
 #include "scheduler/block.hpp"
 #include "scheduler/digitize.hpp"
 
@@ -73,12 +74,18 @@ struct ReaderOptions {
   std::size_t chunk_bytes = 0;  // bytes read at once; 0 = 4 x block_residues within [8, 64] MiB
   bool simd = true;             // false: the scalar digitizer (tests compare the two)
   ReadStart start;
+  // Set: next() returns nullptr once it is true, even while waiting for input that does
+  // not come (a stalled pipe); the pass is then incomplete.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 class BlockReader {
  public:
   // Opens the file (InputError when it cannot be opened, as TextReader) and starts reading.
   BlockReader(const std::string& path, const Alphabet& alphabet, const ReaderOptions& options);
+  // Reads a file opened earlier (a duplicate of its descriptor): a FIFO or pipe is opened
+  // once, by the caller, and a regular file read again from its start.
+  BlockReader(const InputFile& file, const Alphabet& alphabet, const ReaderOptions& options);
   BlockReader(const std::string& path, const Alphabet& alphabet, std::size_t block_residues)
       : BlockReader(path, alphabet, options_for(block_residues)) {}
   ~BlockReader();  // stops and joins the reader's threads
@@ -173,6 +180,8 @@ class BlockReader {
   bool failed_ = false;
 
   std::vector<std::thread> threads_;
+  std::thread::native_handle_type source_thread_{};  // woken by a signal when stopping
+  const std::atomic<bool>* stop_ = nullptr;
 };
 
 }  // namespace duet::scheduler

@@ -4,14 +4,31 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "core/error.hpp"
+
 namespace duet::scheduler {
 
-BlockStore::BlockStore(std::string path, const Alphabet& alphabet, const ReaderOptions& reader,
-                       std::uint64_t reuse_bytes)
-    : path_(std::move(path)),
+namespace {
+
+InputError cannot_keep_all(const std::string& path, std::uint64_t reuse_bytes) {
+  return InputError(path, 0,
+                    "cannot be read twice (a pipe or FIFO), and searching several models needs "
+                    "all of it in memory, more than --reuse-memory (" +
+                        std::to_string(reuse_bytes) +
+                        " bytes) allows: raise --reuse-memory, or give a regular file");
+}
+
+}  // namespace
+
+BlockStore::BlockStore(const InputFile& file, const Alphabet& alphabet, const ReaderOptions& reader,
+                       std::uint64_t reuse_bytes, bool several_passes)
+    : file_(&file),
+      path_(file.path()),
       alphabet_(alphabet),
       reader_options_(reader),
       reuse_bytes_(reuse_bytes) {
+  must_keep_all_ = several_passes && !file.rereadable();
+  if (must_keep_all_ && reuse_bytes_ == 0) throw cannot_keep_all(path_, reuse_bytes_);
   keeping_ = reuse_bytes_ > 0;
 }
 
@@ -29,7 +46,7 @@ BlockStore::Pass::Pass(BlockStore& store) : store_(store), first_(!store.first_p
     throw std::logic_error("BlockStore: a store fed by a BlockSource has one pass");
   store.first_pass_done_ = true;
   if (first_ && store.source_ == nullptr) {
-    reader_ = std::make_unique<BlockReader>(store.path_, store.alphabet_, store.reader_options_);
+    reader_ = std::make_unique<BlockReader>(*store.file_, store.alphabet_, store.reader_options_);
   }
 }
 
@@ -54,6 +71,7 @@ BlockPtr BlockStore::Pass::next() {
         s.kept_.push_back(block);
         s.kept_bytes_ += bytes;
       } else {
+        if (s.must_keep_all_) throw cannot_keep_all(s.path_, s.reuse_bytes_);
         s.keeping_ = false;
         s.resume_ = {block->file_offset, block->first_line, block->index, block->first_sequence};
         s.kept_fraction_ = reader_->fraction_handed_out();
@@ -66,7 +84,7 @@ BlockPtr BlockStore::Pass::next() {
   if (!reader_) {
     ReaderOptions options = s.reader_options_;
     if (!s.kept_.empty()) options.start = s.resume_;
-    reader_ = std::make_unique<BlockReader>(s.path_, s.alphabet_, options);
+    reader_ = std::make_unique<BlockReader>(*s.file_, s.alphabet_, options);
   }
   return reader_->next();
 }

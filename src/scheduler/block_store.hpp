@@ -41,8 +41,13 @@ class BlockSource {
 
 class BlockStore {
  public:
-  BlockStore(std::string path, const Alphabet& alphabet, const ReaderOptions& reader,
-             std::uint64_t reuse_bytes);
+  // The database `file`, for one pass or, with `several_passes`, for more. A file that
+  // cannot be read twice (a pipe or FIFO: InputFile::rereadable) is read once: for several
+  // passes, every block must then be kept, and a store that cannot keep them all (a budget
+  // of 0, or a database larger than it) throws InputError naming the file and what to do:
+  // at once for 0, else as the first pass reaches the budget.
+  BlockStore(const InputFile& file, const Alphabet& alphabet, const ReaderOptions& reader,
+             std::uint64_t reuse_bytes, bool several_passes);
   // A store of one pass over `source` (a second begin_pass throws std::logic_error).
   BlockStore(BlockSource& source, const Alphabet& alphabet);
 
@@ -78,8 +83,10 @@ class BlockStore {
   bool all_kept() const { return all_kept_; }
 
  private:
+  const InputFile* file_ = nullptr;
   std::string path_;
-  BlockSource* source_ = nullptr;  // set: blocks from the source, not from path_
+  BlockSource* source_ = nullptr;  // set: blocks from the source, not from file_
+  bool must_keep_all_ = false;     // several passes over a file that cannot be read twice
   const Alphabet& alphabet_;
   ReaderOptions reader_options_;
   std::uint64_t reuse_bytes_;

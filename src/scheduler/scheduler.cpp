@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <exception>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #include "scheduler/block_queue.hpp"
@@ -319,18 +320,32 @@ RunSummary run_blocks(BlockStore& store, Workload& workload, std::span<GpuBacken
   };
 
   std::vector<std::thread> threads;
-  threads.emplace_back(guarded([&] {
+  // A thread the system cannot make (too many asked for, a process limit) fails the run
+  // like any other error: the threads already made are stopped and joined below.
+  bool start_failed = false;
+  const auto start = [&](auto&& body) {
+    if (start_failed) return;
+    try {
+      threads.emplace_back(guarded(std::forward<decltype(body)>(body)));
+    } catch (const std::system_error& e) {
+      start_failed = true;
+      shared.fail(std::make_exception_ptr(
+          std::runtime_error("cannot start a scheduler thread (" + std::to_string(threads.size()) +
+                             " running): " + e.what() + "; ask for fewer with --cpu")));
+    }
+  };
+  start([&] {
     ThreadCpuAccount account("reader (hand-out)");
     read_blocks(shared, pass, options, feeders > 0, blocks_read, reused);
-  }));
+  });
   for (int g = 0; g < feeders; ++g) {
     const int worker = workers + g;
-    threads.emplace_back(guarded([&, g, worker] {
+    start([&, g, worker] {
       ThreadCpuAccount account("GPU feeders");
       gpu_feeder(shared, *gpus[static_cast<std::size_t>(g)], cells_per_residue, worker,
                  static_cast<std::size_t>(g), options, traces[static_cast<std::size_t>(worker)],
                  faults[static_cast<std::size_t>(g)]);
-    }));
+    });
   }
   std::mutex progress_mutex;
   std::condition_variable progress_done;
@@ -346,11 +361,11 @@ RunSummary run_blocks(BlockStore& store, Workload& workload, std::span<GpuBacken
     });
   }
   for (int w = 0; w < workers; ++w) {
-    threads.emplace_back(guarded([&, w] {
+    start([&, w] {
       ThreadCpuAccount account("CPU workers");
       if (feeders > 0) lower_worker_priority(options.worker_nice);
       cpu_worker(shared, workload, w, options, traces[static_cast<std::size_t>(w)]);
-    }));
+    });
   }
   for (auto& t : threads) t.join();
   if (progress.joinable()) {
@@ -433,7 +448,9 @@ RunSummary run_blocks(const std::string& database, const Alphabet& alphabet, Wor
   ReaderOptions reader;
   reader.block_residues = options.block_residues;
   reader.threads = options.reader_threads;
-  BlockStore store(database, alphabet, reader, 0);
+  reader.stop = options.stop;
+  const InputFile file(database, options.stop);
+  BlockStore store(file, alphabet, reader, 0, false);
   return run_blocks(store, workload, gpus, options);
 }
 

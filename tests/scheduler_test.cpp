@@ -23,6 +23,7 @@
 #include <random>
 #include <stdexcept>
 #include <thread>
+#include <tuple>
 
 #include "app/report.hpp"
 #include "app/result_stream.hpp"
@@ -607,6 +608,7 @@ TEST(SchedulerReuse, ResultsIdenticalWithAndWithoutReusedBlocks) {
     h.test_gpus = test_gpus;
     h.block_residues = static_cast<std::size_t>(scaled(10000));
     h.reuse_memory = reuse;
+    h.models_per_pass = 1;  // a pass per model, so that later passes reuse blocks
     return app::run_hmmsearch(models, db_path, config, h);
   };
   const app::SearchRun reread = run(0, 0, db);
@@ -636,6 +638,51 @@ TEST(SchedulerReuse, ResultsIdenticalWithAndWithoutReusedBlocks) {
       for (const auto& q : part.queries)
         EXPECT_EQ(q.schedule.residues, reread.queries[0].counts.residues) << what;
     }
+  }
+}
+
+// Without GPUs, a pass runs a group of models, a CPU worker running each block against all
+// of them: results are identical to one pass per model, whatever the group size, the
+// worker count and the block size; the pass's trace rows are with its first model.
+TEST(SchedulerModelGroups, ResultsIdenticalToOnePassPerModel) {
+  test::TempDir dir;
+  const std::string db = test::database_prefix(dir, scaled(700));
+  const std::string hmm = dir.file("five.hmm");
+  test::run_command(
+      "cat /usr/share/doc/hmmer/examples/tutorial/globins4.hmm "
+      "/usr/share/doc/hmmer/examples/tutorial/fn3.hmm "
+      "/usr/share/doc/hmmer/examples/tutorial/Pkinase.hmm "
+      "/usr/share/doc/hmmer/examples/tutorial/fn3.hmm "
+      "/usr/share/doc/hmmer/examples/tutorial/globins4.hmm > " +
+      hmm);
+  const std::vector<HmmModel> models = read_hmm_file(hmm);
+  ASSERT_EQ(models.size(), 5u);
+  auto run = [&](std::size_t per_pass, int workers, std::size_t block_residues) {
+    app::HybridOptions h;
+    h.gpu = app::HybridOptions::Gpu::off;
+    h.block_residues = block_residues;
+    h.models_per_pass = per_pass;
+    return app::run_hmmsearch(models, db, relaxed_config(workers), h);
+  };
+  const app::SearchRun single = run(1, 2, static_cast<std::size_t>(scaled(10000)));
+  for (const auto& q : single.queries) EXPECT_EQ(q.pass_models, 1u);
+  for (const auto& [per_pass, workers, block] :
+       std::vector<std::tuple<std::size_t, int, std::size_t>>{
+           {2, 2, static_cast<std::size_t>(scaled(10000))},
+           {0, 3, static_cast<std::size_t>(scaled(3000))},
+           {5, 1, std::size_t{1} << 20}}) {
+    const std::string what = "models per pass " + std::to_string(per_pass) + ", workers " +
+                             std::to_string(workers) + ", block " + std::to_string(block);
+    const app::SearchRun grouped = run(per_pass, workers, block);
+    test::expect_identical(single, grouped, what);
+    const std::size_t expected = per_pass == 2 ? 2 : 5;
+    EXPECT_EQ(grouped.queries[0].pass_models, expected) << what;
+    EXPECT_EQ(grouped.queries[1].pass_first, 0u) << what;
+    EXPECT_EQ(grouped.queries[4].pass_first, per_pass == 2 ? 4u : 0u) << what;
+    EXPECT_FALSE(grouped.queries[0].schedule.trace.empty()) << what;
+    EXPECT_TRUE(grouped.queries[1].schedule.trace.empty()) << what;
+    for (const auto& q : grouped.queries)
+      EXPECT_EQ(q.counts.residues, single.queries[0].counts.residues) << what;
   }
 }
 

@@ -90,7 +90,7 @@ std::vector<Row> rows_from_result(const std::string& h5_path) {
     row.field["wall_seconds"] = fixed(wall, 4);
     row.gcups = wall > 0 ? residues * M / wall / 1e9 : NAN;
     row.field["gcups"] = fixed(row.gcups);
-    if (h5.exists(t)) {
+    if (h5.exists(t + "/device")) {  // rows (a later model of a pass has none)
       const auto device = h5.read_uint8(t + "/device");
       const auto stage = h5.read_strings(t + "/stage");
       const auto cells = h5.read_int64(t + "/cells");

@@ -42,6 +42,15 @@ void write_trace(io::Hdf5Writer& file, const SearchRun& run) {
   for (std::size_t qi = 0; qi < run.queries.size(); ++qi) {
     const scheduler::RunSummary& s = run.queries[qi].schedule;
     const std::string g = "/trace/" + query_group_name(run, qi);
+    const std::size_t first = run.queries[qi].pass_first;
+    if (first != qi) {
+      // A later model of a pass: the pass's rows and figures are with its first model.
+      file.create_group(g);
+      file.set_attribute(g, "trace_in", "/trace/" + query_group_name(run, first));
+      file.set_attribute(g, "models_in_pass", run.queries[qi].pass_models);
+      file.set_attribute(g, "wall_seconds", s.seconds);
+      continue;
+    }
     feeder_residues.resize(static_cast<std::size_t>(s.gpu_feeders), 0);
     feeder_cells.resize(static_cast<std::size_t>(s.gpu_feeders), 0);
     feeder_seconds.resize(static_cast<std::size_t>(s.gpu_feeders), 0);
@@ -54,6 +63,7 @@ void write_trace(io::Hdf5Writer& file, const SearchRun& run) {
       }
     }
     write_trace_rows(file, g, s.trace, "sequences", true);
+    file.set_attribute(g, "models_in_pass", run.queries[qi].pass_models);
     file.set_attribute(
         g, "stage_names",
         std::string("all: every stage; post: CPU-only stages after a device (sequences, residues "

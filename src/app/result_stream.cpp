@@ -1,6 +1,7 @@
 #include "app/result_stream.hpp"
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <utility>
 
@@ -13,19 +14,13 @@ namespace {
 // Rows gathered before they are appended: few HDF5 calls per column, little memory.
 constexpr std::size_t kRowsPerAppend = 4096;
 
-// One query's open columns and the rows not yet appended to them.
+// One query's columns and the rows not yet written to them. A query with fewer rows than
+// kRowsPerAppend is written at its end as small contiguous datasets (a chunked, compressed
+// dataset costs a whole chunk, which dominates the writing of small results); a larger
+// one goes to appendable datasets as its rows come.
 class QueryColumns {
  public:
-  QueryColumns(io::Hdf5Writer& file, const std::string& group)
-      : index_(file.appendable(group + "/index")),
-        name_(file.appendable(group + "/name")),
-        description_(file.appendable(group + "/description")),
-        length_(file.appendable(group + "/length")),
-        msv_(file.appendable(group + "/msv_bits")),
-        viterbi_(file.appendable(group + "/viterbi_bits")),
-        forward_(file.appendable(group + "/forward_bits")),
-        pvalue_(file.appendable(group + "/pvalue")),
-        stage_(file.appendable(group + "/stage")) {}
+  QueryColumns(io::Hdf5Writer& file, const std::string& group) : file_(file), group_(group) {}
 
   // Takes the job's own copy of the records: their strings move into the columns.
   void add(std::vector<TargetRecord>&& records) {
@@ -40,20 +35,43 @@ class QueryColumns {
       pvalues_.push_back(t.scores.pvalue);
       stages_.push_back(static_cast<std::uint8_t>(t.scores.stage));
     }
-    if (index_rows_.size() >= kRowsPerAppend) flush();
+    if (index_rows_.size() >= kRowsPerAppend) append();
   }
 
-  // Appends what is gathered (also when nothing is: the first call creates the columns).
-  void flush() {
-    index_.append(index_rows_);
-    name_.append(names_);
-    description_.append(descriptions_);
-    length_.append(lengths_);
-    msv_.append(msv_rows_);
-    viterbi_.append(viterbi_rows_);
-    forward_.append(forward_rows_);
-    pvalue_.append(pvalues_);
-    stage_.append(stages_);
+  // Writes what is gathered: the query is complete.
+  void finish() {
+    if (columns_.empty()) {
+      file_.write(group_ + "/index", index_rows_);
+      file_.write(group_ + "/name", names_);
+      file_.write(group_ + "/description", descriptions_);
+      file_.write(group_ + "/length", lengths_);
+      file_.write(group_ + "/msv_bits", msv_rows_);
+      file_.write(group_ + "/viterbi_bits", viterbi_rows_);
+      file_.write(group_ + "/forward_bits", forward_rows_);
+      file_.write(group_ + "/pvalue", pvalues_);
+      file_.write(group_ + "/stage", stages_);
+      return;
+    }
+    append();
+    columns_.clear();  // closes the datasets
+  }
+
+ private:
+  // Appends what is gathered, creating the appendable datasets the first time.
+  void append() {
+    if (columns_.empty()) {
+      for (const std::string& name : ResultStream::column_names())
+        columns_.push_back(file_.appendable(group_ + "/" + name));
+    }
+    columns_[0].append(index_rows_);
+    columns_[1].append(names_);
+    columns_[2].append(descriptions_);
+    columns_[3].append(lengths_);
+    columns_[4].append(msv_rows_);
+    columns_[5].append(viterbi_rows_);
+    columns_[6].append(forward_rows_);
+    columns_[7].append(pvalues_);
+    columns_[8].append(stages_);
     index_rows_.clear();
     names_.clear();
     descriptions_.clear();
@@ -65,9 +83,9 @@ class QueryColumns {
     stages_.clear();
   }
 
- private:
-  io::Hdf5Writer::Appendable index_, name_, description_, length_, msv_, viterbi_, forward_,
-      pvalue_, stage_;
+  io::Hdf5Writer& file_;
+  std::string group_;
+  std::vector<io::Hdf5Writer::Appendable> columns_;  // in column_names() order, once appended
   std::vector<std::int64_t> index_rows_;
   std::vector<std::string> names_, descriptions_;
   std::vector<std::int32_t> lengths_;
@@ -104,6 +122,7 @@ ResultStream::~ResultStream() {
 void ResultStream::begin_query(std::size_t query) {
   {
     std::lock_guard lock(mutex_);
+    if (error_) std::rethrow_exception(error_);
     jobs_.push_back(Job{Job::Kind::begin, query, {}});
   }
   work_.notify_one();
@@ -122,10 +141,12 @@ void ResultStream::targets(std::size_t query, const std::vector<TargetRecord>& b
 void ResultStream::end_query(std::size_t query) {
   {
     std::lock_guard lock(mutex_);
+    if (error_) std::rethrow_exception(error_);
     jobs_.push_back(Job{Job::Kind::end, query, {}});
   }
   work_.notify_one();
-  wait_idle();
+  // The writer goes on with this query while the next pass runs; the last query waits.
+  if (query + 1 == groups_.size()) wait_idle();
 }
 
 void ResultStream::wait_idle() {
@@ -135,8 +156,8 @@ void ResultStream::wait_idle() {
 }
 
 void ResultStream::run() {
-  std::unique_ptr<QueryColumns> open;
-  std::size_t open_query = 0;
+  // The queries begun and not yet ended: the models of one pass are open together.
+  std::map<std::size_t, std::unique_ptr<QueryColumns>> open;
   for (;;) {
     Job job;
     {
@@ -153,22 +174,21 @@ void ResultStream::run() {
     try {
       switch (job.kind) {
         case Job::Kind::begin:
-          open.reset();
-          open = std::make_unique<QueryColumns>(file_, groups_.at(job.query));
-          open_query = job.query;
+          open[job.query] = std::make_unique<QueryColumns>(file_, groups_.at(job.query));
           break;
         case Job::Kind::targets:
-          if (open && open_query == job.query) open->add(std::move(job.records));
+          if (auto it = open.find(job.query); it != open.end())
+            it->second->add(std::move(job.records));
           break;
         case Job::Kind::end:
-          if (open && open_query == job.query) {
-            open->flush();
-            open.reset();  // closes the datasets
+          if (auto it = open.find(job.query); it != open.end()) {
+            it->second->finish();
+            open.erase(it);
           }
           break;
       }
     } catch (...) {
-      open.reset();
+      open.clear();
       std::lock_guard lock(mutex_);
       error_ = std::current_exception();
       jobs_.clear();

@@ -35,7 +35,9 @@ class ResultStream final : public TargetStream {
   void begin_query(std::size_t query) override;
   // Copies the records; returns without waiting for the write.
   void targets(std::size_t query, const std::vector<TargetRecord>& block) override;
-  // Waits until the query's columns are written and closed; rethrows a write error.
+  // Queues the closing of the query's columns; for the last query (of group_paths),
+  // waits until every column is written and closed. Rethrows a write error met so far
+  // (begin_query too).
   void end_query(std::size_t query) override;
 
   // The columns it writes (the rest of a query's group is write_hdf5's).

@@ -94,6 +94,13 @@ void finish_query(QueryResult& query, const io::SearchConfig& config) {
 
 namespace {
 
+// A pass without GPUs runs at most this many models (HybridOptions::models_per_pass), and
+// models of at most this many nodes in all: the kernels of a group (per worker) stay small,
+// and results are written group by group, so memory does not grow with the number of
+// models.
+constexpr std::size_t kModelsPerPass = 64;
+constexpr std::int64_t kNodesPerPass = 32768;
+
 // One block's records (targets that passed MSV) and pipeline counts.
 struct BlockRecords {
   std::vector<TargetRecord> targets;
@@ -129,32 +136,61 @@ std::int64_t add_block(const scheduler::Block& block, const std::vector<TargetSc
   return passed;
 }
 
-// The CPU side: the whole cascade on one block with per-worker kernels; the post stage
-// finishes the targets a device left at Forward.
+// One model of a pass: its profile, where its block records go, and its SIMD kernels per
+// worker, made by the worker that first needs them.
+struct ModelInPass {
+  const SearchProfile* profile = nullptr;
+  scheduler::ResultSink<BlockRecords>* sink = nullptr;
+  std::vector<std::unique_ptr<FilterKernels>> kernels;  // per worker; null until used
+};
+
+// The CPU side: the whole cascade on one block, for every model of the pass in turn while
+// the block is in cache, with per-worker kernels; the post stage finishes the targets a
+// device left at Forward (a pass with GPUs has one model).
 class HmmsearchWorkload final : public scheduler::Workload {
  public:
-  HmmsearchWorkload(const SearchProfile& profile, const CascadeSettings& settings, int threads,
-                    simd::Isa isa, scheduler::ResultSink<BlockRecords>& sink)
-      : profile_(profile), settings_(settings), isa_(isa), sink_(sink) {
-    // One set of SIMD kernels (striped profiles, DP rows) per worker thread.
-    for (int i = 0; i < threads; ++i) {
-      kernels_.push_back(std::make_unique<simd::SimdFilterKernels>(
-          profile, isa, simd::ForwardGate::from(settings)));
-    }
+  HmmsearchWorkload(std::vector<ModelInPass> models, const CascadeSettings& settings, int threads,
+                    simd::Isa isa)
+      : models_(std::move(models)),
+        profile_(*models_.front().profile),
+        settings_(settings),
+        isa_(isa),
+        sink_(*models_.front().sink) {
+    for (ModelInPass& m : models_) m.kernels.resize(static_cast<std::size_t>(threads));
   }
-  std::int64_t cells_per_residue() const override { return profile_.M; }
+  std::int64_t cells_per_residue() const override {
+    std::int64_t cells = 0;
+    for (const ModelInPass& m : models_) cells += m.profile->M;
+    return cells;
+  }
+  // The block against each model in turn; returns the targets that passed every filter,
+  // summed over the models.
+  std::int64_t run_block(const scheduler::Block& block, int worker) override {
+    std::int64_t passed = 0;
+    for (ModelInPass& m : models_) {
+      std::unique_ptr<FilterKernels>& k = m.kernels[static_cast<std::size_t>(worker)];
+      if (!k) {
+        k = std::make_unique<simd::SimdFilterKernels>(*m.profile, isa_,
+                                                      simd::ForwardGate::from(settings_));
+      }
+      passed += run_model(*m.profile, *k, *m.sink, block);
+    }
+    return passed;
+  }
+
+ private:
   // The filters target by target, then Forward for the block's targets that reached it,
   // several at once (forward_stage): what run_cascade gives on each. With the bias filter
   // on, in two passes: MSV for every target (a target that reaches the bias filter stops
   // there, its MSV score kept), then the bias filter of those targets several at once
   // (bias_filter_scores, bit for bit bias_filter_score) and the rest of their cascade.
-  std::int64_t run_block(const scheduler::Block& block, int worker) override {
-    FilterKernels& k = *kernels_[static_cast<std::size_t>(worker)];
+  std::int64_t run_model(const SearchProfile& profile, FilterKernels& k,
+                         scheduler::ResultSink<BlockRecords>& sink, const scheduler::Block& block) {
     std::vector<TargetScores> scores(block.sequences());
     std::vector<std::size_t> at_forward;
     if (!bias_together_applies(settings_)) {
       for (std::size_t i = 0; i < block.sequences(); ++i) {
-        scores[i] = run_filters(profile_, settings_, k, block.sequence(i), block.length(i));
+        scores[i] = run_filters(profile, settings_, k, block.sequence(i), block.length(i));
         if (needs_forward(scores[i])) at_forward.push_back(i);
         scheduler::help_host_loops();  // a GPU feeder's host work first (scheduler.hpp)
       }
@@ -168,13 +204,13 @@ class HmmsearchWorkload final : public scheduler::Workload {
       }
       std::vector<FilterScore> msv(n);  // the first pass' MSV scores, for the second
       run_with_bias_together(
-          profile_.bias, n, dsq.data(), lengths.data(), [&](std::size_t i, const float* bias) {
+          profile.bias, n, dsq.data(), lengths.data(), [&](std::size_t i, const float* bias) {
             MsvThenBias kernels(k);
             if (bias != nullptr) {
               kernels.msv_score = msv[i];
               kernels.bias_score = bias;
             }
-            scores[i] = run_filters(profile_, settings_, kernels, dsq[i], lengths[i]);
+            scores[i] = run_filters(profile, settings_, kernels, dsq[i], lengths[i]);
             if (bias == nullptr) msv[i] = kernels.msv_score;
             scheduler::help_host_loops();
             return kernels.wants_bias;
@@ -182,9 +218,11 @@ class HmmsearchWorkload final : public scheduler::Workload {
       for (std::size_t i = 0; i < n; ++i)
         if (needs_forward(scores[i])) at_forward.push_back(i);
     }
-    forward_stage(block, at_forward, scores, k);
-    return add_block(block, scores, sink_);
+    forward_stage(profile, block, at_forward, scores, k);
+    return add_block(block, scores, sink);
   }
+
+ public:
   // Forward for the targets a device left there (needs_forward), the other scores as the
   // device computed them.
   std::int64_t run_post(const scheduler::Block& block, int worker) override {
@@ -201,7 +239,13 @@ class HmmsearchWorkload final : public scheduler::Workload {
     for (std::size_t i = 0; i < block.sequences(); ++i) {
       if (deferred[i]) at_forward.push_back(i);
     }
-    forward_stage(block, at_forward, scores, *kernels_[static_cast<std::size_t>(worker)]);
+    // A pass with GPUs has one model (run_hmmsearch).
+    std::unique_ptr<FilterKernels>& k = models_.front().kernels[static_cast<std::size_t>(worker)];
+    if (!k) {
+      k = std::make_unique<simd::SimdFilterKernels>(profile_, isa_,
+                                                    simd::ForwardGate::from(settings_));
+    }
+    forward_stage(profile_, block, at_forward, scores, *k);
     return add_block(block, scores, sink_);
   }
   scheduler::StageWork post_work(const scheduler::Block& block) const override {
@@ -250,8 +294,9 @@ class HmmsearchWorkload final : public scheduler::Workload {
   // run_forward_stage for the block's targets `at` (in block order), kForwardPack at a
   // time, longest first so that the targets of a pack have similar lengths (the kernel
   // computes several side by side).
-  void forward_stage(const scheduler::Block& block, std::vector<std::size_t> at,
-                     std::vector<TargetScores>& scores, FilterKernels& k) {
+  void forward_stage(const SearchProfile& profile, const scheduler::Block& block,
+                     std::vector<std::size_t> at, std::vector<TargetScores>& scores,
+                     FilterKernels& k) {
     std::stable_sort(at.begin(), at.end(), [&](std::size_t a, std::size_t b) {
       return block.length(a) > block.length(b);
     });
@@ -265,16 +310,18 @@ class HmmsearchWorkload final : public scheduler::Workload {
         targets.push_back({block.sequence(at[j]), block.length(at[j])});
         outs.push_back(&scores[at[j]]);
       }
-      run_forward_stages(profile_, settings_, k, targets, outs);
+      run_forward_stages(profile, settings_, k, targets, outs);
       scheduler::help_host_loops();
     }
   }
 
+  std::vector<ModelInPass> models_;
+  // The first model: the only one of a pass with GPUs, which the post stage and the GPU
+  // backends' host work serve.
   const SearchProfile& profile_;
   CascadeSettings settings_;
   simd::Isa isa_;
   scheduler::ResultSink<BlockRecords>& sink_;
-  std::vector<std::unique_ptr<FilterKernels>> kernels_;
   std::vector<std::unique_ptr<FilterKernels>> spare_kernels_;  // forward_on_any_thread's pool
   mutable std::mutex mutex_;
   std::map<std::int64_t, std::pair<std::vector<TargetScores>, std::vector<bool>>> partial_;
@@ -434,7 +481,24 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
   [[maybe_unused]] bool jit_failure_said = false;  // CUDA builds only
   if (!devices.empty())
     run.gpu_kernel_table = kernel_table ? hybrid.gpu_kernel_table : "built-in rule";
-  for (const HmmModel& hmm : models) {
+  // The passes: a pass runs a group of models over the database. Without GPUs, a CPU
+  // worker runs each block against every model of the group while the block is in cache,
+  // so that per-pass costs (threads, hand-out, the kept blocks' walk) are shared by the
+  // group; with GPUs (whose backends serve one model) a pass is one model.
+  const bool grouped = gpus == 0;
+  const std::size_t models_per_pass =
+      hybrid.models_per_pass > 0 ? hybrid.models_per_pass : kModelsPerPass;
+  for (std::size_t first = 0; first < models.size();) {
+    std::size_t last = first + 1;  // the group: models [first, last)
+    if (grouped) {
+      std::int64_t cells = models[first].M;
+      while (last < models.size() && models[last].alphabet == models[first].alphabet &&
+             last - first < models_per_pass && cells + models[last].M <= kNodesPerPass) {
+        cells += models[last].M;
+        ++last;
+      }
+    }
+    const HmmModel& hmm = models[first];
     if (!store || &store->alphabet() != hmm.alphabet) {
       if (store && !database.rereadable()) {
         throw InputError(database.path(), 0,
@@ -457,28 +521,42 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
     }
     const auto query_start = Clock::now();
     const Background bg = Background::for_alphabet(*hmm.alphabet);
-    const SearchProfile profile = build_search_profile(hmm, bg);
-    QueryResult query;
-    query.name = hmm.name;
-    query.accession = hmm.accession;
-    query.description = hmm.description;
-    query.M = hmm.M;
-
-    const std::size_t query_index = run.queries.size();
-    if (stream != nullptr) stream->begin_query(query_index);
-    scheduler::ResultSink<BlockRecords> sink(
-        [&query, stream, query_index](std::int64_t, BlockRecords&& block) {
-          if (stream != nullptr) stream->targets(query_index, block.targets);
-          PipelineCounts& c = query.counts;
-          c.targets += block.counts.targets;
-          c.residues += block.counts.residues;
-          c.passed_msv += block.counts.passed_msv;
-          c.passed_bias += block.counts.passed_bias;
-          c.passed_viterbi += block.counts.passed_viterbi;
-          c.passed_forward += block.counts.passed_forward;
-          for (auto& t : block.targets) query.targets.push_back(std::move(t));
-        });
-    HmmsearchWorkload workload(profile, settings, options.cpu_workers + feeders, isa, sink);
+    const std::size_t group = last - first;
+    std::vector<SearchProfile> profiles;
+    profiles.reserve(group);
+    std::vector<QueryResult> queries(group);
+    std::vector<std::unique_ptr<scheduler::ResultSink<BlockRecords>>> sinks;
+    std::vector<ModelInPass> in_pass;
+    for (std::size_t j = 0; j < group; ++j) {
+      const HmmModel& model = models[first + j];
+      profiles.push_back(build_search_profile(model, bg));
+      QueryResult& query = queries[j];
+      query.name = model.name;
+      query.accession = model.accession;
+      query.description = model.description;
+      query.M = model.M;
+      query.pass_first = run.queries.size();
+      query.pass_models = group;
+      const std::size_t query_index = run.queries.size() + j;
+      if (stream != nullptr) stream->begin_query(query_index);
+      sinks.push_back(std::make_unique<scheduler::ResultSink<BlockRecords>>(
+          [&query, stream, query_index](std::int64_t, BlockRecords&& block) {
+            if (stream != nullptr) stream->targets(query_index, block.targets);
+            PipelineCounts& c = query.counts;
+            c.targets += block.counts.targets;
+            c.residues += block.counts.residues;
+            c.passed_msv += block.counts.passed_msv;
+            c.passed_bias += block.counts.passed_bias;
+            c.passed_viterbi += block.counts.passed_viterbi;
+            c.passed_forward += block.counts.passed_forward;
+            for (auto& t : block.targets) query.targets.push_back(std::move(t));
+          }));
+    }
+    for (std::size_t j = 0; j < group; ++j) in_pass.push_back({&profiles[j], sinks[j].get(), {}});
+    const SearchProfile& profile = profiles.front();
+    QueryResult& query = queries.front();
+    scheduler::ResultSink<BlockRecords>& sink = *sinks.front();
+    HmmsearchWorkload workload(std::move(in_pass), settings, options.cpu_workers + feeders, isa);
     std::vector<std::unique_ptr<TestDoubleGpu>> doubles;
     std::vector<scheduler::GpuBackend*> backends;
     for (int g = 0; g < hybrid.test_gpus && gpus > 0; ++g) {
@@ -559,14 +637,23 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
       run.stopped = true;
       return run;
     }
-    if (sink.held_back() != 0)
-      throw std::logic_error("scheduler: results of some blocks are missing");
-    if (stream != nullptr) stream->end_query(query_index);
-    phase_time("streamed columns written");
-    finish_query(query, config.search);
-    query.seconds = std::chrono::duration<double>(Clock::now() - query_start).count();
-    run.queries.push_back(std::move(query));
+    const double seconds = std::chrono::duration<double>(Clock::now() - query_start).count();
+    // The pass's summary for every model of it; its trace rows with the first only.
+    scheduler::RunSummary shared_summary = query.schedule;
+    shared_summary.trace.clear();
+    for (std::size_t j = 0; j < group; ++j) {
+      if (sinks[j]->held_back() != 0)
+        throw std::logic_error("scheduler: results of some blocks are missing");
+      if (stream != nullptr) stream->end_query(run.queries.size());
+      if (j > 0) queries[j].schedule = shared_summary;
+      finish_query(queries[j], config.search);
+      // A model's share of the pass's time, by its share of the nodes.
+      queries[j].seconds = seconds * static_cast<double>(queries[j].M) /
+                           static_cast<double>(workload.cells_per_residue());
+      run.queries.push_back(std::move(queries[j]));
+    }
     phase_time("query done");
+    first = last;
   }
   phase_time("queries done");
   run.seconds = std::chrono::duration<double>(Clock::now() - run_start).count();

@@ -50,7 +50,11 @@ struct QueryResult {
   // The real GPUs' residues of this query: read from the resident store (kept there by an
   // earlier query), and uploaded (of which kept for later queries). Zero without GPUs.
   std::int64_t gpu_resident_residues = 0, gpu_uploaded_residues = 0, gpu_kept_residues = 0;
-  scheduler::RunSummary schedule;  // trace and device shares of this query's run
+  // Trace and device shares of the pass that ran this query. A pass without GPUs runs a
+  // group of models: the query that ran first in it (run.queries[pass_first]) has the
+  // trace rows; the pass's figures are the same for every model of it (pass_models).
+  scheduler::RunSummary schedule;
+  std::size_t pass_first = 0, pass_models = 1;
 };
 
 struct SearchRun {
@@ -94,6 +98,10 @@ struct HybridOptions {
   // multi-model search (--gpu-resident, [gpu] resident; device::GpuResidentStore): bytes,
   // 0 = off, none = half the GPU's free memory.
   std::optional<std::uint64_t> gpu_resident;
+  // Without GPUs, a pass runs a group of models (a CPU worker runs each block against all
+  // of them): at most this many (0: the default, 64) and 32,768 nodes in all. Results do
+  // not depend on it; 1 is one pass per model.
+  std::size_t models_per_pass = 0;
   bool progress = false;
   bool warnings = true;  // device faults reported on stderr
   const std::atomic<bool>* stop = nullptr;
@@ -113,9 +121,11 @@ CascadeSettings cascade_settings(const io::SearchConfig& config);
 
 // Receives each query's target records in database order while its pass runs, so that
 // they can be written while the workers compute (app/result_stream.hpp). begin_query and
-// end_query come from the thread that called run_hmmsearch; targets() from any thread,
-// one call at a time, a block's records per call. end_query is not called for a query
-// whose pass was stopped.
+// end_query come from the thread that called run_hmmsearch; a pass of several models
+// begins each of them, then ends them in order. targets() comes from any thread, a
+// block's records per call, one call at a time for a query (calls for different queries
+// of a pass may come at once). end_query is not called for a query whose pass was
+// stopped.
 class TargetStream {
  public:
   virtual ~TargetStream() = default;

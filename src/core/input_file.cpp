@@ -39,6 +39,15 @@ InputFile::~InputFile() {
   if (descriptor_ >= 0) ::close(descriptor_);
 }
 
+std::uint64_t InputFile::estimated_text_bytes() const {
+  struct stat st {};
+  if (!regular_ || ::fstat(descriptor_, &st) != 0) return 0;
+  unsigned char magic[2] = {0, 0};
+  const bool gzip = ::pread(descriptor_, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  return gzip ? 3 * size : size;
+}
+
 int InputFile::duplicate() const {
   const int copy = ::fcntl(descriptor_, F_DUPFD_CLOEXEC, 0);
   if (copy < 0) throw InputError(path_, 0, std::string("cannot open: ") + std::strerror(errno));

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <string>
 
 namespace duet {
@@ -22,6 +23,9 @@ class InputFile {
   const std::string& path() const { return path_; }
   // A regular file: it can be read again from the start (a later pass of a search).
   bool rereadable() const { return regular_; }
+  // The size of the text a regular file holds, estimated from its size on disk: exact for
+  // plain text, three times the compressed size for gzip. 0 when not a regular file.
+  std::uint64_t estimated_text_bytes() const;
   // A new descriptor of the file (the caller closes it), positioned at its start when the
   // file is regular. InputError when the system has none left.
   int duplicate() const;

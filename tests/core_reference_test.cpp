@@ -117,6 +117,41 @@ TEST(FastaReader, ErrorsNameFileAndLine) {
   EXPECT_THROW(FastaReader(dir.file("missing.fa"), Alphabet::amino()), InputError);
 }
 
+// A NUL byte in a header is an error naming the file and line (names end up as C strings
+// in the HDF5 result file); in a sequence line it is an illegal character, as any byte
+// outside the alphabet.
+TEST(FastaReader, NulByteIsAnErrorInHeadersAndSequences) {
+  TempDir dir;
+  const std::string nul(1, '\0');
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {">a\nAC\n>b" + nul + "c desc\nAC\n", "illegal NUL byte in a sequence header"},
+      {">a\nAC\n>b desc" + nul + "\nAC\n", "illegal NUL byte in a sequence header"},
+      {">a\nAC\n>" + nul + "\nAC\n", "illegal NUL byte in a sequence header"},
+      {">a\nAC\n>b\nA" + nul + "C\n", "illegal character byte 0 in amino sequence 'b'"},
+  };
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const std::string plain = dir.file("nul" + std::to_string(i) + ".fa");
+    write_file(plain, cases[i].first);
+    const std::string gz = plain + ".gz";
+    gzFile f = gzopen(gz.c_str(), "wb");
+    gzwrite(f, cases[i].first.data(), static_cast<unsigned>(cases[i].first.size()));
+    gzclose(f);
+    for (const std::string& path : {plain, gz}) {
+      FastaReader r(path, Alphabet::amino());
+      Sequence s;
+      ASSERT_TRUE(r.next(s)) << path;
+      EXPECT_EQ(s.name, "a");
+      try {
+        r.next(s);
+        ADD_FAILURE() << path << ": no error";
+      } catch (const InputError& e) {
+        EXPECT_EQ(std::string(e.what()), path + ":" + std::to_string(i < 3 ? 3 : 4) + ": " +
+                                             cases[i].second);
+      }
+    }
+  }
+}
+
 TEST(FastaReader, CorruptGzipIsAnError) {
   TempDir dir;
   const std::string text(20000, 'A');

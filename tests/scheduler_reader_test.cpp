@@ -233,6 +233,9 @@ TEST(BlockReader, ErrorsAreFastaReadersWithFileAndLine) {
       ">a\nAC\n>  \t\nAC\n",                        // header of white space only
       ">a\nAC\n>b\nA\vC\n",                         // a vertical tab
       std::string(">a\nAC\n>b\nA") + '\0' + "C\n",  // a NUL byte
+      std::string(">a\nAC\n>b") + '\0' + "c d\nAC\n",    // a NUL byte in a name
+      std::string(">a\nAC\n>b d") + '\0' + "\nAC\n",     // ... in a description
+      std::string(">") + '\0' + "\nAC\n",                  // ... alone in the first header
   };
   auto expected_error = [](const std::string& path) -> std::string {
     try {

@@ -389,6 +389,8 @@ BlockReader::ParsedChunk BlockReader::parse(const RawChunk& raw) const {
   while (p < end) {
     // Header: '>' name description
     const char* e = find_line_end(p);
+    if (std::memchr(p, '\0', static_cast<std::size_t>(e - p)) != nullptr)
+      return fail("illegal NUL byte in a sequence header");
     const char* s = p + 1;
     while (s < e && is_space(*s)) ++s;
     const char* name_end = s;

@@ -26,10 +26,10 @@
 // block_residues plus one sequence. Results never depend on where blocks end.
 //
 // Parsing follows FastaReader exactly (same accepted input, same error messages with the
-// file and line): a header line starts with '>', the name is its first word, the
-// description the rest with surrounding white space removed; sequence lines may hold
-// spaces, tabs and '\r'; '-' and any byte outside the alphabet is an error; blank lines
-// may precede the first header; anything else before it is an error.
+// file and line): a header line starts with '>' and holds no NUL byte, the name is its
+// first word, the description the rest with surrounding white space removed; sequence
+// lines may hold spaces, tabs and '\r'; '-' and any byte outside the alphabet is an
+// error; blank lines may precede the first header; anything else before it is an error.
 #pragma once
 
 #include <array>

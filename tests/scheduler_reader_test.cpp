@@ -274,6 +274,41 @@ TEST(BlockReader, ErrorsAreFastaReadersWithFileAndLine) {
   }
 }
 
+// A gzip stream cut short: the same message and line as FastaReader's, file named once
+// (zlib names the file by how it was opened: the path, or "<fd:N>" for BlockReader).
+TEST(BlockReader, TruncatedGzipErrorIsFastaReaders) {
+  test::TempDir dir;
+  std::string text;
+  for (int r = 0; r < 200; ++r) text += ">s" + std::to_string(r) + " d\nACDEFGHIKLMNPQRSTVWY\n";
+  write_gzip(dir.file("t.fa.gz"), text);
+  const std::string bytes = test::read_file(dir.file("t.fa.gz"));
+  test::write_file(dir.file("t.fa.gz"), bytes.substr(0, bytes.size() / 2));
+  const std::string path = dir.file("t.fa.gz");
+  std::string want = "no error";
+  try {
+    read_sequentially(path, Alphabet::amino());
+  } catch (const InputError& e) {
+    want = e.what();
+  }
+  EXPECT_EQ(want.find(path + ":"), 0u) << want;
+  EXPECT_NE(want.find(": read error: "), std::string::npos) << want;
+  EXPECT_EQ(want.find(path, 1), std::string::npos) << "file named twice: " << want;
+  for (std::size_t chunk : {std::size_t{1}, std::size_t{64}, std::size_t{0}}) {
+    ReaderOptions o;
+    o.chunk_bytes = chunk;
+    o.block_residues = 16;
+    std::string got = "no error";
+    try {
+      BlockReader reader(path, Alphabet::amino(), o);
+      while (reader.next()) {
+      }
+    } catch (const InputError& e) {
+      got = e.what();
+    }
+    EXPECT_EQ(got, want) << "chunk " << chunk;
+  }
+}
+
 TEST(BlockReader, OpenErrorsAndEmptyFiles) {
   test::TempDir dir;
   EXPECT_THROW(BlockReader(dir.file("missing.fa"), Alphabet::amino(), 100), InputError);

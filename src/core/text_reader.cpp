@@ -11,6 +11,13 @@
 
 namespace duet {
 
+std::string zlib_error_text(void* gz_file, const std::string& opened_as) {
+  int code = 0;
+  const std::string text = gzerror(static_cast<gzFile>(gz_file), &code);
+  const std::string prefix = opened_as + ": ";
+  return text.rfind(prefix, 0) == 0 ? text.substr(prefix.size()) : text;
+}
+
 TextReader::TextReader(const std::string& path) : path_(path), buffer_(1 << 20) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw InputError(path, 0, "is a folder, not a file");
@@ -44,15 +51,13 @@ bool TextReader::fill() {
   gzFile f = static_cast<gzFile>(gz_);
   const int n = gzread(f, buffer_.data() + end_, static_cast<unsigned>(buffer_.size() - end_));
   if (n < 0) {
-    int code = 0;
-    const char* message = gzerror(f, &code);
-    throw InputError(path_, line_number_ + 1, std::string("read error: ") + message);
+    throw InputError(path_, line_number_ + 1, "read error: " + zlib_error_text(f, path_));
   }
   if (n == 0) {
     int code = 0;
-    const char* message = gzerror(f, &code);
+    gzerror(f, &code);
     if (code != Z_OK && code != Z_STREAM_END) {
-      throw InputError(path_, line_number_ + 1, std::string("read error: ") + message);
+      throw InputError(path_, line_number_ + 1, "read error: " + zlib_error_text(f, path_));
     }
     eof_ = true;
     return false;

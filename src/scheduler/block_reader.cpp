@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "core/text_reader.hpp"
 #include "scheduler/thread_cpu.hpp"
 
 namespace duet::scheduler {
@@ -111,6 +112,7 @@ BlockReader::BlockReader(const std::string& path, const Alphabet& alphabet,
     }
     gzbuffer(f, 1 << 18);
     gz_ = f;
+    gz_opened_as_ = "<fd:" + std::to_string(fd) + ">";
     if (start_offset_ > 0 && gzseek(f, static_cast<z_off_t>(start_offset_), SEEK_SET) !=
                                  static_cast<z_off_t>(start_offset_)) {
       gzclose(f);
@@ -266,12 +268,12 @@ void BlockReader::read_gzip_chunks() {
         const auto want = static_cast<unsigned>(std::min<std::size_t>(capacity - have, 1u << 30));
         const int n = gzread(f, chunk.storage.get() + have, want);
         int code = Z_OK;
-        const char* message = n <= 0 ? gzerror(f, &code) : nullptr;
+        if (n <= 0) gzerror(f, &code);
         if (n < 0 || (n == 0 && code != Z_OK && code != Z_STREAM_END)) {
-          // TextReader's line: the one after the last complete line read.
+          // TextReader's line and message: the line after the last complete line read.
           chunk.failure = std::make_unique<Failure>();
           chunk.failure->local_line = count_newlines(chunk.storage.get(), have) + 1;
-          chunk.failure->message = std::string("read error: ") + message;
+          chunk.failure->message = "read error: " + zlib_error_text(f, gz_opened_as_);
           eof = true;
           break;
         }

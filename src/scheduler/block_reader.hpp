@@ -149,6 +149,7 @@ class BlockReader {
   int consumers_ = 0;
   std::int64_t max_chunks_ = 0;
   void* gz_ = nullptr;         // gzFile (gzip input), used by the source thread only
+  std::string gz_opened_as_;   // zlib's name for gz_ ("<fd:N>"), cut from its messages
   const char* map_ = nullptr;  // the mapped file (plain input)
   std::size_t map_size_ = 0;
   std::uint64_t start_offset_ = 0;

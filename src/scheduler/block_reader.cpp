@@ -287,7 +287,15 @@ void BlockReader::read_gzip_chunks() {
                           std::memory_order_relaxed);
       }
       if (eof) {
-        cut = chunk.failure ? 0 : have;
+        // After a read error, the complete lines read before it are still parsed (their
+        // errors come first, as FastaReader meets them first).
+        if (chunk.failure) {
+          const char* text = chunk.storage.get();
+          const auto* last = static_cast<const char*>(memrchr(text, '\n', have));
+          cut = last ? static_cast<std::size_t>(last - text) + 1 : 0;
+        } else {
+          cut = have;
+        }
         break;
       }
       cut = last_record_start(chunk.storage.get(), have);
@@ -344,10 +352,6 @@ BlockReader::ParsedChunk BlockReader::parse(const RawChunk& raw) const {
   out.block_residues = raw.block_residues;
   out.closes_blocks = raw.closes_blocks;
   const std::size_t block_residues = raw.block_residues;
-  if (raw.failure) {
-    out.failure = std::make_unique<Failure>(*raw.failure);
-    return out;
-  }
   const char* const begin = raw.text;
   const char* const end = begin + raw.size;
   const char* p = begin;
@@ -451,6 +455,7 @@ BlockReader::ParsedChunk BlockReader::parse(const RawChunk& raw) const {
   }
   close_block();
   out.newlines = line - 1;
+  if (raw.failure) out.failure = std::make_unique<Failure>(*raw.failure);  // after its text
   return out;
 }
 

@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <random>
+#include <sstream>
 
 #include "core/alphabet.hpp"
 #include "core/cascade.hpp"
@@ -115,6 +117,41 @@ TEST(FastaReader, ErrorsNameFileAndLine) {
   EXPECT_THROW(FastaReader(dir.file("missing.fa"), Alphabet::amino()), InputError);
 }
 
+// A NUL byte in a header is an error naming the file and line (names end up as C strings
+// in the HDF5 result file); in a sequence line it is an illegal character, as any byte
+// outside the alphabet.
+TEST(FastaReader, NulByteIsAnErrorInHeadersAndSequences) {
+  TempDir dir;
+  const std::string nul(1, '\0');
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {">a\nAC\n>b" + nul + "c desc\nAC\n", "illegal NUL byte in a sequence header"},
+      {">a\nAC\n>b desc" + nul + "\nAC\n", "illegal NUL byte in a sequence header"},
+      {">a\nAC\n>" + nul + "\nAC\n", "illegal NUL byte in a sequence header"},
+      {">a\nAC\n>b\nA" + nul + "C\n", "illegal character byte 0 in amino sequence 'b'"},
+  };
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const std::string plain = dir.file("nul" + std::to_string(i) + ".fa");
+    write_file(plain, cases[i].first);
+    const std::string gz = plain + ".gz";
+    gzFile f = gzopen(gz.c_str(), "wb");
+    gzwrite(f, cases[i].first.data(), static_cast<unsigned>(cases[i].first.size()));
+    gzclose(f);
+    for (const std::string& path : {plain, gz}) {
+      FastaReader r(path, Alphabet::amino());
+      Sequence s;
+      ASSERT_TRUE(r.next(s)) << path;
+      EXPECT_EQ(s.name, "a");
+      try {
+        r.next(s);
+        ADD_FAILURE() << path << ": no error";
+      } catch (const InputError& e) {
+        EXPECT_EQ(std::string(e.what()), path + ":" + std::to_string(i < 3 ? 3 : 4) + ": " +
+                                             cases[i].second);
+      }
+    }
+  }
+}
+
 TEST(FastaReader, CorruptGzipIsAnError) {
   TempDir dir;
   const std::string text(20000, 'A');
@@ -163,6 +200,105 @@ TEST(HmmReader, SeveralModelsAndErrors) {
   EXPECT_THROW(read_hmm_file(dir.file("bad.hmm")), InputError);
   write_file(dir.file("empty.hmm"), "");
   EXPECT_THROW(read_hmm_file(dir.file("empty.hmm")), InputError);
+}
+
+// An emission or transition line with a value missing or one too many is an error naming
+// the file and line: on a match line the MAP column would otherwise be read as the last
+// emission. The annotation columns of each format (or none) are accepted.
+TEST(HmmReader, EmissionAndTransitionLinesNeedExactlyTheirValues) {
+  TempDir dir;
+  // The model's lines, 1-based; node 1's match line is the one starting with "1".
+  std::vector<std::string> lines(1);
+  {
+    std::istringstream in(one_node_dna_model());
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+  }
+  const long match = std::find_if(lines.begin(), lines.end(),
+                                  [](const std::string& l) { return l.starts_with("      1 "); }) -
+                     lines.begin();
+  auto tokens_of = [](const std::string& line) {
+    std::istringstream in(line);
+    std::vector<std::string> tokens;
+    for (std::string t; in >> t;) tokens.push_back(t);
+    return tokens;
+  };
+  auto joined = [](const std::vector<std::string>& tokens) {
+    std::string line = "        ";
+    for (const std::string& t : tokens) line += " " + t;
+    return line;
+  };
+  // The model with line `n` replaced.
+  auto with_line = [&](long n, const std::string& line) {
+    std::string text;
+    for (std::size_t i = 1; i < lines.size(); ++i)
+      text += (static_cast<long>(i) == n ? line : lines[i]) + "\n";
+    return text;
+  };
+  auto expect_error_at = [&](const std::string& text, long line, const std::string& name) {
+    write_file(dir.file(name), text);
+    try {
+      read_hmm_file(dir.file(name));
+      ADD_FAILURE() << name << ": no error";
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.line(), line) << name << ": " << e.what();
+      EXPECT_NE(std::string(e.what()).find(name + ":" + std::to_string(line) + ": "),
+                std::string::npos)
+          << e.what();
+    }
+  };
+  auto expect_read = [&](const std::string& text, const std::string& name) {
+    write_file(dir.file(name), text);
+    return read_hmm_file(dir.file(name)).at(0);
+  };
+
+  // Match line "1 e1 e2 e3 e4 1 a - - -" (3/f: MAP, CONS, RF, MM, CS).
+  std::vector<std::string> m = tokens_of(lines[static_cast<std::size_t>(match)]);
+  ASSERT_EQ(m.size(), 10u);
+  auto without = [](std::vector<std::string> t, std::size_t i) {
+    t.erase(t.begin() + static_cast<long>(i));
+    return t;
+  };
+  auto with = [](std::vector<std::string> t, std::size_t i, const std::string& value) {
+    t.insert(t.begin() + static_cast<long>(i), value);
+    return t;
+  };
+  // One emission missing: before, MAP's "1" was read as the fourth emission.
+  expect_error_at(with_line(match, joined(without(m, 1))), match, "match_short.hmm");
+  expect_error_at(with_line(match, joined(with(m, 1, "1.38629"))), match, "match_long.hmm");
+  expect_error_at(with_line(match, joined(with(m, 10, "-"))), match, "match_annotation_long.hmm");
+  expect_error_at(with_line(match, joined(without(m, 9))), match, "match_annotation_short.hmm");
+  // Emissions only: accepted; one missing or one extra is not.
+  const std::vector<std::string> bare(m.begin(), m.begin() + 5);
+  EXPECT_EQ(expect_read(with_line(match, joined(bare)), "bare.hmm").match[1],
+            expect_read(with_line(match, joined(m)), "full.hmm").match[1]);
+  expect_error_at(with_line(match, joined(without(bare, 4))), match, "bare_short.hmm");
+  expect_error_at(with_line(match, joined(with(bare, 5, "1.38629"))), match, "bare_long.hmm");
+  // The annotation columns are a MAP number or '-', then one character each.
+  expect_error_at(with_line(match, joined(with(without(m, 5), 5, "1.5"))), match, "map.hmm");
+  expect_error_at(with_line(match, joined(with(without(m, 6), 6, "ab"))), match, "cons.hmm");
+  // Insert and transition lines (node 0 and node 1): exactly K and 7 values.
+  for (long line : {match - 2, match - 1, match + 1, match + 2}) {
+    const std::vector<std::string> t = tokens_of(lines[static_cast<std::size_t>(line)]);
+    expect_error_at(with_line(line, joined(without(t, 0))), line,
+                    "short" + std::to_string(line) + ".hmm");
+    expect_error_at(with_line(line, joined(with(t, 0, "1.00000"))), line,
+                    "long" + std::to_string(line) + ".hmm");
+  }
+  // Older formats: 3/e has MAP, CONS, RF, CS; 3/a to 3/d MAP, RF, CS.
+  std::vector<std::string> v3e = without(m, 8);
+  lines[1].replace(0, 8, "HMMER3/e");
+  EXPECT_EQ(expect_read(with_line(match, joined(v3e)), "v3e.hmm").consensus[1], 'a');
+  expect_error_at(with_line(match, joined(m)), match, "v3e_long.hmm");
+  lines[1].replace(0, 8, "HMMER3/b");
+  EXPECT_EQ(expect_read(with_line(match, joined(without(v3e, 6))), "v3b.hmm").M, 1);
+  expect_error_at(with_line(match, joined(v3e)), match, "v3b_long.hmm");
+
+  // A tutorial model (amino, MAP yes): node 3's match line without its first emission.
+  std::string globins = test::read_file("/usr/share/doc/hmmer/examples/tutorial/globins4.hmm");
+  const auto at = globins.find("\n      3   ") + 1;
+  const long line3 = std::count(globins.begin(), globins.begin() + static_cast<long>(at), '\n') + 1;
+  globins.erase(at + 10, 9);  // "3.50771  ": one value and its spaces
+  expect_error_at(globins, line3, "globins_short.hmm");
 }
 
 // Worked by hand (see the comments): bytes and words as HMMER's conversions give them.

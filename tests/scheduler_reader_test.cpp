@@ -233,6 +233,9 @@ TEST(BlockReader, ErrorsAreFastaReadersWithFileAndLine) {
       ">a\nAC\n>  \t\nAC\n",                        // header of white space only
       ">a\nAC\n>b\nA\vC\n",                         // a vertical tab
       std::string(">a\nAC\n>b\nA") + '\0' + "C\n",  // a NUL byte
+      std::string(">a\nAC\n>b") + '\0' + "c d\nAC\n",    // a NUL byte in a name
+      std::string(">a\nAC\n>b d") + '\0' + "\nAC\n",     // ... in a description
+      std::string(">") + '\0' + "\nAC\n",                  // ... alone in the first header
   };
   auto expected_error = [](const std::string& path) -> std::string {
     try {
@@ -267,6 +270,48 @@ TEST(BlockReader, ErrorsAreFastaReadersWithFileAndLine) {
         }
         EXPECT_EQ(got, want) << "case " << i << " repeat " << repeat << " chunk " << chunk;
       }
+    }
+  }
+}
+
+// A gzip stream cut short: the same message and line as FastaReader's, file named once
+// (zlib names the file by how it was opened: the path, or "<fd:N>" for BlockReader); and
+// an error in the text read before the cut comes first, as in FastaReader.
+TEST(BlockReader, TruncatedGzipErrorIsFastaReaders) {
+  test::TempDir dir;
+  std::string good;
+  for (int r = 0; r < 200; ++r) good += ">s" + std::to_string(r) + " d\nACDEFGHIKLMNPQRSTVWY\n";
+  const std::string bad = ">a\nAC%DE\n" + good;
+  for (const bool bad_line : {false, true}) {
+    const std::string& text = bad_line ? bad : good;
+    const std::string path = dir.file(bad_line ? "bad.fa.gz" : "good.fa.gz");
+    write_gzip(path, text);
+    const std::string bytes = test::read_file(path);
+    test::write_file(path, bytes.substr(0, bytes.size() / 2));
+    std::string want = "no error";
+    try {
+      read_sequentially(path, Alphabet::amino());
+    } catch (const InputError& e) {
+      want = e.what();
+    }
+    EXPECT_EQ(want.find(path + ":"), 0u) << want;
+    EXPECT_EQ(want.find(path, 1), std::string::npos) << "file named twice: " << want;
+    EXPECT_NE(want.find(bad_line ? ":2: illegal character '%'" : ": read error: "),
+              std::string::npos)
+        << want;
+    for (std::size_t chunk : {std::size_t{1}, std::size_t{64}, std::size_t{0}}) {
+      ReaderOptions o;
+      o.chunk_bytes = chunk;
+      o.block_residues = 16;
+      std::string got = "no error";
+      try {
+        BlockReader reader(path, Alphabet::amino(), o);
+        while (reader.next()) {
+        }
+      } catch (const InputError& e) {
+        got = e.what();
+      }
+      EXPECT_EQ(got, want) << path << " chunk " << chunk;
     }
   }
 }

@@ -35,8 +35,12 @@ bool FastaReader::next(Sequence& sequence) {
     started_ = true;
     if (!have_header_) return false;
   }
-  // Parse the header: name is the first word, the description the rest.
+  // Parse the header: name is the first word, the description the rest. A NUL byte would
+  // pass as part of a name here and only fail at the HDF5 write (C strings).
   sequence.line = text_.line_number();
+  if (line_.find('\0') != std::string::npos) {
+    throw InputError(text_.path(), text_.line_number(), "illegal NUL byte in a sequence header");
+  }
   std::size_t p = 1;
   while (p < line_.size() && std::isspace(static_cast<unsigned char>(line_[p]))) ++p;
   std::size_t q = p;

@@ -1,6 +1,7 @@
 // Streaming FASTA reader (plain or gzip) that digitizes residues as Easel does for an
 // unaligned file: letters of the alphabet in either case with Easel's synonyms, '*' as
-// the nonresidue; '-' and anything else is an error naming the file and line.
+// the nonresidue; '-' and anything else is an error naming the file and line, as is a NUL
+// byte in a header line.
 #pragma once
 
 #include <string>

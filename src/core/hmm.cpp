@@ -3,6 +3,8 @@
 // node-0 insert and transition lines, M nodes of three lines each, and "//".
 #include "core/hmm.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -174,12 +176,47 @@ bool HmmReader::next(HmmModel& model) {
   model.insert.assign(M + 1, std::vector<float>(K, 0.0f));
   model.consensus.assign(M + 1, ' ');
 
-  auto read_values = [&](std::vector<std::string> tokens, std::size_t first, int count,
+  // A line of exactly `count` probability fields after `first` leading tokens: one value
+  // too few or too many would shift every later field, so HMMER rejects the line too.
+  auto read_values = [&](const std::vector<std::string>& tokens, std::size_t first, int count,
                          float* out, const char* what) {
-    if (tokens.size() < first + count) {
-      fail(std::string("expected ") + std::to_string(count) + " values on the " + what + " line");
+    const std::size_t found = tokens.size() > first ? tokens.size() - first : 0;
+    if (found != static_cast<std::size_t>(count)) {
+      fail(std::string("expected ") + std::to_string(count) + " values on the " + what +
+           " line, found " + std::to_string(found));
     }
     for (int i = 0; i < count; ++i) out[i] = probability(tokens[first + i]);
+  };
+  // A match line is the node number, K emissions, then the format's annotation fields:
+  // MAP, CONS (3/e on), RF, MM (3/f on), CS, each '-' when unset. HMMER always writes
+  // them; a line without any is accepted too. Counting them is what catches a missing
+  // emission value: the MAP number would otherwise be read as the last emission.
+  const std::size_t annotations = version >= 'f' ? 5 : version >= 'e' ? 4 : 3;
+  const std::string annotation_names = version >= 'f'   ? "MAP, CONS, RF, MM, CS"
+                                       : version >= 'e' ? "MAP, CONS, RF, CS"
+                                                        : "MAP, RF, CS";
+  auto check_match_line = [&](const std::vector<std::string>& tokens, int k) {
+    const std::size_t fields = tokens.size() - 1;
+    const std::size_t emissions = static_cast<std::size_t>(K);
+    if (fields != emissions && fields != emissions + annotations) {
+      fail("the match emission line of node " + std::to_string(k) + " has " +
+           std::to_string(fields) + " fields after the node number; a HMMER" + model.format +
+           " " + std::string(model.alphabet->name()) + " model has " + std::to_string(K) +
+           " emission values, optionally followed by " + std::to_string(annotations) +
+           " annotation fields (" + annotation_names + ")");
+    }
+    if (fields == emissions) return;
+    const std::string& map = tokens[emissions + 1];
+    const bool map_ok = map == "-" || std::all_of(map.begin(), map.end(), [](char c) {
+                          return std::isdigit(static_cast<unsigned char>(c)) != 0;
+                        });
+    if (!map_ok) fail("expected an alignment column or '-' in the MAP field, found '" + map + "'");
+    for (std::size_t i = emissions + 2; i < tokens.size(); ++i) {
+      if (tokens[i].size() != 1) {
+        fail("expected one character in each annotation field (" + annotation_names +
+             "), found '" + tokens[i] + "'");
+      }
+    }
   };
 
   need_line("COMPO or the node-0 insert line");
@@ -204,8 +241,9 @@ bool HmmReader::next(HmmModel& model) {
     if (number(tokens[0], "the node number") != k) {
       fail("expected node " + std::to_string(k) + ", found '" + tokens[0] + "'");
     }
-    read_values(tokens, 1, K, model.match[k].data(), "match emission");
-    if (tokens.size() >= static_cast<std::size_t>(K) + 3 && version >= 'e') {
+    check_match_line(tokens, k);
+    for (int x = 0; x < K; ++x) model.match[k][x] = probability(tokens[1 + x]);
+    if (tokens.size() > static_cast<std::size_t>(K) + 2 && version >= 'e') {
       model.consensus[k] = tokens[K + 2][0];
     }
     need_line("an insert emission line");

@@ -8,6 +8,11 @@
 
 namespace duet {
 
+// The text of zlib's last error on `gz_file` (a gzFile) without the name zlib puts in
+// front of it (`opened_as`: the path given to gzopen, or "<fd:N>" for gzdopen), so that
+// every reader's message names the file once, the same way whichever call opened it.
+std::string zlib_error_text(void* gz_file, const std::string& opened_as);
+
 class TextReader {
  public:
   // Throws InputError when the file cannot be opened.

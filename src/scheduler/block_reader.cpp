@@ -20,6 +20,7 @@
 
 #include "core/error.hpp"
 #include "core/input_file.hpp"
+#include "core/text_reader.hpp"
 #include "scheduler/thread_cpu.hpp"
 
 namespace duet::scheduler {
@@ -137,6 +138,7 @@ BlockReader::BlockReader(const InputFile& file, const Alphabet& alphabet,
     }
     gzbuffer(f, 1 << 18);
     gz_ = f;
+    gz_opened_as_ = "<fd:" + std::to_string(fd) + ">";
     if (start_offset_ > 0 && gzseek(f, static_cast<z_off_t>(start_offset_), SEEK_SET) !=
                                  static_cast<z_off_t>(start_offset_)) {
       gzclose(f);
@@ -307,12 +309,12 @@ void BlockReader::read_gzip_chunks() {
         const auto want = static_cast<unsigned>(std::min<std::size_t>(capacity - have, 1u << 30));
         const int n = gzread(f, chunk.storage.get() + have, want);
         int code = Z_OK;
-        const char* message = n <= 0 ? gzerror(f, &code) : nullptr;
+        if (n <= 0) gzerror(f, &code);
         if (n < 0 || (n == 0 && code != Z_OK && code != Z_STREAM_END)) {
-          // TextReader's line: the one after the last complete line read.
+          // TextReader's line and message: the line after the last complete line read.
           chunk.failure = std::make_unique<Failure>();
           chunk.failure->local_line = count_newlines(chunk.storage.get(), have) + 1;
-          chunk.failure->message = std::string("read error: ") + message;
+          chunk.failure->message = "read error: " + zlib_error_text(f, gz_opened_as_);
           eof = true;
           break;
         }
@@ -326,7 +328,15 @@ void BlockReader::read_gzip_chunks() {
                           std::memory_order_relaxed);
       }
       if (eof) {
-        cut = chunk.failure ? 0 : have;
+        // After a read error, the complete lines read before it are still parsed (their
+        // errors come first, as FastaReader meets them first).
+        if (chunk.failure) {
+          const char* text = chunk.storage.get();
+          const auto* last = static_cast<const char*>(memrchr(text, '\n', have));
+          cut = last ? static_cast<std::size_t>(last - text) + 1 : 0;
+        } else {
+          cut = have;
+        }
         break;
       }
       cut = last_record_start(chunk.storage.get(), have);
@@ -383,10 +393,6 @@ BlockReader::ParsedChunk BlockReader::parse(const RawChunk& raw) const {
   out.block_residues = raw.block_residues;
   out.closes_blocks = raw.closes_blocks;
   const std::size_t block_residues = raw.block_residues;
-  if (raw.failure) {
-    out.failure = std::make_unique<Failure>(*raw.failure);
-    return out;
-  }
   const char* const begin = raw.text;
   const char* const end = begin + raw.size;
   const char* p = begin;
@@ -430,6 +436,8 @@ BlockReader::ParsedChunk BlockReader::parse(const RawChunk& raw) const {
   while (p < end) {
     // Header: '>' name description
     const char* e = find_line_end(p);
+    if (std::memchr(p, '\0', static_cast<std::size_t>(e - p)) != nullptr)
+      return fail("illegal NUL byte in a sequence header");
     const char* s = p + 1;
     while (s < e && is_space(*s)) ++s;
     const char* name_end = s;
@@ -488,6 +496,7 @@ BlockReader::ParsedChunk BlockReader::parse(const RawChunk& raw) const {
   }
   close_block();
   out.newlines = line - 1;
+  if (raw.failure) out.failure = std::make_unique<Failure>(*raw.failure);  // after its text
   return out;
 }
 

@@ -26,10 +26,10 @@
 // block_residues plus one sequence. Results never depend on where blocks end.
 //
 // Parsing follows FastaReader exactly (same accepted input, same error messages with the
-// file and line): a header line starts with '>', the name is its first word, the
-// description the rest with surrounding white space removed; sequence lines may hold
-// spaces, tabs and '\r'; '-' and any byte outside the alphabet is an error; blank lines
-// may precede the first header; anything else before it is an error.
+// file and line): a header line starts with '>' and holds no NUL byte, the name is its
+// first word, the description the rest with surrounding white space removed; sequence
+// lines may hold spaces, tabs and '\r'; '-' and any byte outside the alphabet is an
+// error; blank lines may precede the first header; anything else before it is an error.
 #pragma once
 
 #include <array>
@@ -156,6 +156,7 @@ class BlockReader {
   int consumers_ = 0;
   std::int64_t max_chunks_ = 0;
   void* gz_ = nullptr;         // gzFile (gzip input), used by the source thread only
+  std::string gz_opened_as_;   // zlib's name for gz_ ("<fd:N>"), cut from its messages
   const char* map_ = nullptr;  // the mapped file (plain input)
   std::size_t map_size_ = 0;
   std::uint64_t start_offset_ = 0;

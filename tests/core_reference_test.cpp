@@ -205,6 +205,65 @@ TEST(HmmReader, SeveralModelsAndErrors) {
 // An emission or transition line with a value missing or one too many is an error naming
 // the file and line: on a match line the MAP column would otherwise be read as the last
 // emission. The annotation columns of each format (or none) are accepted.
+// A file above 1 MiB is parsed in parts in parallel: the same models as one reader of
+// the whole file, and the same first error (message and line) when one model is broken.
+TEST(HmmReader, LargeFileParsedInPartsGivesTheSameModelsAndErrors) {
+  test::TempDir dir;
+  const std::string tutorial = "/usr/share/doc/hmmer/examples/tutorial/";
+  std::string one_round;
+  for (const char* name : {"Pkinase.hmm", "fn3.hmm", "globins4.hmm"})
+    one_round += test::read_file(tutorial + name);
+  std::string text;
+  while (text.size() < (std::size_t{3} << 20)) text += one_round;
+  test::write_file(dir.file("many.hmm"), text);
+  const auto sequential = [&](const std::string& path) {
+    HmmReader reader(path);
+    std::vector<HmmModel> models;
+    HmmModel m;
+    while (reader.next(m)) models.push_back(m);
+    return models;
+  };
+  const std::vector<HmmModel> expected = sequential(dir.file("many.hmm"));
+  const std::vector<HmmModel> parallel = read_hmm_file(dir.file("many.hmm"));
+  ASSERT_GT(expected.size(), 30u);
+  ASSERT_EQ(parallel.size(), expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const HmmModel& a = expected[i];
+    const HmmModel& b = parallel[i];
+    EXPECT_EQ(a.name, b.name) << i;
+    EXPECT_EQ(a.line, b.line) << i;
+    EXPECT_EQ(a.M, b.M) << i;
+    EXPECT_EQ(a.alphabet, b.alphabet) << i;
+    EXPECT_EQ(a.t, b.t) << i;
+    EXPECT_EQ(a.match, b.match) << i;
+    EXPECT_EQ(a.insert, b.insert) << i;
+    EXPECT_EQ(a.consensus, b.consensus) << i;
+    EXPECT_EQ(a.forward_tau, b.forward_tau) << i;
+  }
+  // Two broken models, past the middle and near the end: the first is reported, with its
+  // line, as a reader of the whole file reports it.
+  std::string broken = text;
+  for (const std::size_t at : {broken.size() * 2 / 3, broken.size() * 9 / 10}) {
+    const std::size_t node = broken.find("\n      7 ", at);
+    ASSERT_NE(node, std::string::npos);
+    broken.replace(node + 1, 7, "      8");
+  }
+  test::write_file(dir.file("broken.hmm"), broken);
+  std::string expected_error, parallel_error;
+  try {
+    sequential(dir.file("broken.hmm"));
+  } catch (const InputError& e) {
+    expected_error = e.what();
+  }
+  try {
+    read_hmm_file(dir.file("broken.hmm"));
+  } catch (const InputError& e) {
+    parallel_error = e.what();
+  }
+  EXPECT_FALSE(expected_error.empty());
+  EXPECT_EQ(parallel_error, expected_error);
+}
+
 TEST(HmmReader, EmissionAndTransitionLinesNeedExactlyTheirValues) {
   TempDir dir;
   // The model's lines, 1-based; node 1's match line is the one starting with "1".

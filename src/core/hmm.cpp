@@ -4,11 +4,15 @@
 #include "core/hmm.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <exception>
+#include <filesystem>
 #include <sstream>
+#include <thread>
 
 #include "core/error.hpp"
 
@@ -36,6 +40,9 @@ std::string rest_after_tag(const std::string& line) {
 }  // namespace
 
 HmmReader::HmmReader(const std::string& path) : text_(path) {}
+
+HmmReader::HmmReader(const std::string& path, std::string text, std::int64_t lines_before)
+    : text_(path, std::move(text), lines_before) {}
 
 bool HmmReader::next(HmmModel& model) {
   auto fail = [&](const std::string& message) -> void {
@@ -75,11 +82,13 @@ bool HmmReader::next(HmmModel& model) {
   model = HmmModel{};
   model.line = text_.line_number();
   if (line_.rfind("HMMER3/", 0) != 0) {
-    if (line_.rfind("HMMER2", 0) == 0) fail("HMMER2 format is not supported; convert with hmmconvert");
+    if (line_.rfind("HMMER2", 0) == 0)
+      fail("HMMER2 format is not supported; convert with hmmconvert");
     fail("not a HMMER3 profile file: expected a line starting with 'HMMER3/'");
   }
   const char version = line_.size() > 7 ? line_[7] : '?';
-  if (version < 'a' || version > 'f') fail(std::string("unknown HMMER3 format version '") + version + "'");
+  if (version < 'a' || version > 'f')
+    fail(std::string("unknown HMMER3 format version '") + version + "'");
   model.format = std::string("3/") + version;
 
   // Header section, up to the "HMM" line.
@@ -143,9 +152,8 @@ bool HmmReader::next(HmmModel& model) {
       }
       model.has_stats = true;
     } else if (tag == "RF" || tag == "MM" || tag == "CONS" || tag == "CS" || tag == "MAP" ||
-               tag == "DATE" || tag == "COM" || tag == "NSEQ" || tag == "EFFN" ||
-               tag == "CKSUM" || tag == "GA" || tag == "TC" || tag == "NC" || tag == "BM" ||
-               tag == "SM") {
+               tag == "DATE" || tag == "COM" || tag == "NSEQ" || tag == "EFFN" || tag == "CKSUM" ||
+               tag == "GA" || tag == "TC" || tag == "NC" || tag == "BM" || tag == "SM") {
       // Annotation that does not change scores.
     } else if (tag == "//") {
       fail("model ends before its 'HMM' section");
@@ -157,7 +165,8 @@ bool HmmReader::next(HmmModel& model) {
   if (!have_leng) fail("model '" + model.name + "' has no LENG line");
   if (model.alphabet == nullptr) fail("model '" + model.name + "' has no ALPH line");
   if (model.msv_lambda <= 0 || model.viterbi_lambda <= 0 || model.forward_lambda <= 0) {
-    fail("model '" + model.name + "' has no STATS LOCAL calibration lines (run hmmbuild or hmmcalibrate)");
+    fail("model '" + model.name +
+         "' has no STATS LOCAL calibration lines (run hmmbuild or hmmcalibrate)");
   }
 
   const int K = model.alphabet->K();
@@ -200,8 +209,8 @@ bool HmmReader::next(HmmModel& model) {
     const std::size_t emissions = static_cast<std::size_t>(K);
     if (fields != emissions && fields != emissions + annotations) {
       fail("the match emission line of node " + std::to_string(k) + " has " +
-           std::to_string(fields) + " fields after the node number; a HMMER" + model.format +
-           " " + std::string(model.alphabet->name()) + " model has " + std::to_string(K) +
+           std::to_string(fields) + " fields after the node number; a HMMER" + model.format + " " +
+           std::string(model.alphabet->name()) + " model has " + std::to_string(K) +
            " emission values, optionally followed by " + std::to_string(annotations) +
            " annotation fields (" + annotation_names + ")");
     }
@@ -213,8 +222,8 @@ bool HmmReader::next(HmmModel& model) {
     if (!map_ok) fail("expected an alignment column or '-' in the MAP field, found '" + map + "'");
     for (std::size_t i = emissions + 2; i < tokens.size(); ++i) {
       if (tokens[i].size() != 1) {
-        fail("expected one character in each annotation field (" + annotation_names +
-             "), found '" + tokens[i] + "'");
+        fail("expected one character in each annotation field (" + annotation_names + "), found '" +
+             tokens[i] + "'");
       }
     }
   };
@@ -259,15 +268,107 @@ bool HmmReader::next(HmmModel& model) {
   return true;
 }
 
-std::vector<HmmModel> read_hmm_file(const std::string& path) {
-  HmmReader reader(path);
+namespace {
+
+// Files above this size are parsed in parts, in parallel.
+constexpr std::size_t kParallelBytes = std::size_t{1} << 20;
+
+// A part of a model file: its text and the lines before it.
+struct ModelText {
+  std::string text;
+  std::int64_t lines_before = 0;
+};
+
+// Cuts `text` into about `parts` pieces of similar size, each ending just after a line
+// "//" that the next non-blank line follows with "HMMER3/" (a model's end and the next
+// one's start), so that each piece starts where a reader of the whole file would start a
+// model.
+std::vector<ModelText> cut_between_models(const std::string& text, std::size_t parts) {
+  std::vector<ModelText> out;
+  const std::size_t target = std::max<std::size_t>(1, text.size() / parts);
+  std::size_t begin = 0;
+  std::int64_t lines = 0;
+  std::size_t pos = 0;
+  while (begin < text.size()) {
+    std::size_t cut = std::string::npos;
+    pos = std::max(pos, begin + target);
+    while (pos < text.size()) {
+      const std::size_t found = text.find("\n//", pos == 0 ? 0 : pos - 1);
+      if (found == std::string::npos) break;
+      const std::size_t line_end = text.find('\n', found + 1);
+      if (line_end == std::string::npos) break;
+      const std::string terminator = text.substr(found + 1, line_end - found - 1);
+      std::size_t next = line_end + 1;
+      while (next < text.size() &&
+             (text[next] == '\n' || text[next] == '\r' || text[next] == ' ' || text[next] == '\t'))
+        ++next;
+      // The first word of the line is "//", as the reader checks.
+      const bool ends_model =
+          terminator.size() == 2 || std::isspace(static_cast<unsigned char>(terminator[2]));
+      if (ends_model && text.compare(next, 7, "HMMER3/") == 0) {
+        cut = line_end + 1;
+        break;
+      }
+      pos = line_end;
+    }
+    const std::size_t end = cut == std::string::npos ? text.size() : cut;
+    ModelText part{text.substr(begin, end - begin), lines};
+    lines += static_cast<std::int64_t>(std::count(part.text.begin(), part.text.end(), '\n'));
+    out.push_back(std::move(part));
+    begin = end;
+  }
+  return out;
+}
+
+std::vector<HmmModel> read_models(HmmReader& reader) {
   std::vector<HmmModel> models;
   HmmModel model;
   while (reader.next(model)) models.push_back(std::move(model));
+  return models;
+}
+
+}  // namespace
+
+std::vector<HmmModel> read_hmm_file(const std::string& path) {
+  std::vector<HmmModel> models;
+  std::error_code error;
+  const auto size = std::filesystem::is_regular_file(path, error)
+                        ? std::filesystem::file_size(path, error)
+                        : std::uintmax_t{0};
+  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  if (error || size < kParallelBytes || threads == 1) {
+    HmmReader reader(path);
+    models = read_models(reader);
+  } else {
+    std::vector<ModelText> parts = cut_between_models(read_text_file(path), 4 * threads);
+    std::vector<std::vector<HmmModel>> parsed(parts.size());
+    std::vector<std::exception_ptr> failures(parts.size());
+    std::atomic<std::size_t> next{0};
+    std::vector<std::thread> workers;
+    for (unsigned t = 0; t < std::min<std::size_t>(threads, parts.size()); ++t) {
+      workers.emplace_back([&] {
+        for (std::size_t i = next++; i < parts.size(); i = next++) {
+          try {
+            HmmReader reader(path, std::move(parts[i].text), parts[i].lines_before);
+            parsed[i] = read_models(reader);
+          } catch (...) {
+            failures[i] = std::current_exception();
+          }
+        }
+      });
+    }
+    for (std::thread& w : workers) w.join();
+    // The first part that failed is where a reader of the whole file would have stopped.
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      if (failures[i]) std::rethrow_exception(failures[i]);
+      for (HmmModel& m : parsed[i]) models.push_back(std::move(m));
+    }
+  }
   if (models.empty()) throw InputError(path, 0, "no profile HMM in the file");
   for (const auto& m : models) {
     if (m.alphabet != models.front().alphabet) {
-      throw InputError(path, m.line, "model '" + m.name + "' has a different alphabet from the first model");
+      throw InputError(path, m.line,
+                       "model '" + m.name + "' has a different alphabet from the first model");
     }
   }
   return models;

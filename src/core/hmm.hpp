@@ -20,9 +20,9 @@ struct HmmModel {
   std::string accession;
   std::string description;
   const Alphabet* alphabet = nullptr;
-  int M = 0;                // nodes
-  int max_length = 0;       // MAXL, 0 if absent
-  std::string consensus;    // consensus residues, 1..M at [1..M], empty if absent
+  int M = 0;              // nodes
+  int max_length = 0;     // MAXL, 0 if absent
+  std::string consensus;  // consensus residues, 1..M at [1..M], empty if absent
   // Probabilities as HMMER computes them from the file: expf(-value), 0 for '*'.
   std::vector<std::array<float, kNumTransitions>> t;  // nodes 0..M
   std::vector<std::vector<float>> match;              // nodes 0..M (row 0 unused) x K
@@ -32,13 +32,15 @@ struct HmmModel {
   float msv_mu = 0, msv_lambda = 0, viterbi_mu = 0, viterbi_lambda = 0;
   float forward_tau = 0, forward_lambda = 0;
   bool has_stats = false;
-  std::string format;       // "3/f" etc.
-  std::int64_t line = 0;    // first line of the model in its file
+  std::string format;     // "3/f" etc.
+  std::int64_t line = 0;  // first line of the model in its file
 };
 
 class HmmReader {
  public:
   explicit HmmReader(const std::string& path);
+  // Models in `text`, a part of the file `path` after its line `lines_before`.
+  HmmReader(const std::string& path, std::string text, std::int64_t lines_before);
   // Reads the next model; false at end of file. Throws InputError with the line.
   bool next(HmmModel& model);
   const std::string& path() const { return text_.path(); }
@@ -48,7 +50,9 @@ class HmmReader {
   std::string line_;
 };
 
-// Reads every model of a file; a file with none is an error.
+// Reads every model of a file; a file with none is an error. A large file is cut between
+// models and the parts are parsed in parallel: the same models and the same first error
+// as reading it in one go.
 std::vector<HmmModel> read_hmm_file(const std::string& path);
 
 }  // namespace duet

@@ -42,11 +42,31 @@ TextReader::TextReader(const std::string& path) : path_(path), buffer_(kInitialB
   file_size_ = ec ? 0 : size;
 }
 
+TextReader::TextReader(std::string path, std::string text, std::int64_t lines_before)
+    : path_(std::move(path)),
+      buffer_(text.begin(), text.end()),
+      end_(text.size()),
+      eof_(true),
+      line_number_(lines_before) {
+  buffer_.push_back(0);  // never empty; not part of the text
+  file_size_ = text.size();
+}
+
+std::string read_text_file(const std::string& path) {
+  TextReader reader(path);
+  std::string text;
+  while (reader.fill()) {
+  }
+  text.assign(reader.buffer_.data() + reader.begin_, reader.end_ - reader.begin_);
+  return text;
+}
+
 TextReader::~TextReader() {
   if (gz_ != nullptr) gzclose(static_cast<gzFile>(gz_));
 }
 
 std::uint64_t TextReader::bytes_read() const {
+  if (gz_ == nullptr) return static_cast<std::uint64_t>(begin_);
   const auto offset = gzoffset(static_cast<gzFile>(gz_));
   return offset < 0 ? 0 : static_cast<std::uint64_t>(offset);
 }

@@ -13,10 +13,16 @@ namespace duet {
 // every reader's message names the file once, the same way whichever call opened it.
 std::string zlib_error_text(void* gz_file, const std::string& opened_as);
 
+// The whole text of a plain or gzip file. InputError as TextReader.
+std::string read_text_file(const std::string& path);
+
 class TextReader {
  public:
   // Throws InputError when the file cannot be opened.
   explicit TextReader(const std::string& path);
+  // Lines of `text` already in memory: a part of the file `path` that starts after its
+  // line `lines_before` (line numbers in messages are the file's).
+  TextReader(std::string path, std::string text, std::int64_t lines_before);
   ~TextReader();
   TextReader(const TextReader&) = delete;
   TextReader& operator=(const TextReader&) = delete;
@@ -32,6 +38,7 @@ class TextReader {
   std::uint64_t bytes_read() const;
 
  private:
+  friend std::string read_text_file(const std::string& path);
   bool fill();
 
   std::string path_;

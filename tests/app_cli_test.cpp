@@ -3,8 +3,11 @@
 // file whose contents agree with the text report.
 #include <gtest/gtest.h>
 
+#include <cctype>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <random>
 
 #include "io/hdf5_file.hpp"
 #include "io/sweep.hpp"
@@ -257,6 +260,57 @@ TEST(Cli, BenchSweepWritesSummary) {
   const auto grows = io::read_csv(test::read_file(dir.file("out2/summary.csv")));
   ASSERT_EQ(grows.size(), 2u);
   EXPECT_NE(grows[1][col("status")].find("failed"), std::string::npos);
+}
+
+// Targets of 2^24 and 2^24 + 1 residues (HMMER stops at 100,000; from 2^24 on its float
+// null model gives log(0) or a wrong p1: a score of +inf and an E-value of 0 for the
+// first): human beta globin in the middle of the same random residues, against globins4.
+// Their scores in the table and the result file are finite, their E-values positive, and
+// the two agree (the targets differ by one residue at the end).
+TEST(Cli, TargetsOfTwoTo24ResiduesHaveFiniteScores) {
+  TempDir dir;
+  const std::string hbb = test::read_file("/usr/share/doc/hmmer/examples/tutorial/HBB_HUMAN");
+  std::string globin;
+  for (char c : hbb.substr(hbb.find('\n') + 1))
+    if (std::isalpha(static_cast<unsigned char>(c))) globin += c;
+  ASSERT_GT(globin.size(), 100u);
+  constexpr std::int32_t kAt = 1 << 24, kPast = kAt + 1;
+  const std::string amino = "ACDEFGHIKLMNPQRSTVWY";
+  std::mt19937 rng(16);
+  std::string residues(kPast, 'A');
+  for (char& c : residues) c = amino[rng() % amino.size()];
+  residues.replace(kAt / 2, globin.size(), globin);
+  std::string fasta;
+  for (const std::int32_t L : {kAt, kPast}) {
+    fasta += ">L" + std::to_string(L) + "\n";
+    for (std::int32_t i = 0; i < L; i += 60)
+      fasta += residues.substr(i, std::min(60, L - i)) + "\n";
+  }
+  test::write_file(dir.file("db.fa"), fasta);
+
+  const auto r =
+      test::run_command(kDuet + " hmmsearch --quiet --tblout " + dir.file("t.tbl") + " -o " +
+                        dir.file("r.h5") + " " + kGlobins + " " + dir.file("db.fa"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto table = test::read_tblout(dir.file("t.tbl"));
+  for (const std::int32_t L : {kAt, kPast}) {
+    const std::string name = "L" + std::to_string(L);
+    ASSERT_EQ(table.count({"globins4", name}), 1u) << test::read_file(dir.file("t.tbl"));
+    const test::TableRow row = table.at({"globins4", name});
+    EXPECT_TRUE(std::isfinite(row.score) && row.score > 100.0) << name << " " << row.score;
+    EXPECT_TRUE(std::isfinite(row.evalue) && row.evalue > 0.0) << name << " " << row.evalue;
+  }
+  io::Hdf5Reader h5(dir.file("r.h5"));
+  const std::string g = "/results/hmmsearch/globins4";
+  ASSERT_EQ(h5.read_int32(g + "/length"), (std::vector<std::int32_t>{kAt, kPast}));
+  EXPECT_EQ(h5.read_uint8(g + "/reported"), (std::vector<std::uint8_t>{1, 1}));
+  const auto evalue = h5.read_doubles(g + "/evalue");
+  const auto bits = h5.read_floats(g + "/forward_bits");  // (MSV saturates: +inf by design)
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_TRUE(std::isfinite(bits[i])) << bits[i];
+    EXPECT_TRUE(std::isfinite(evalue[i]) && evalue[i] > 0.0) << evalue[i];
+  }
+  EXPECT_NEAR(bits[0], bits[1], 0.01);
 }
 
 // The CPU kernels of every ISA this CPU has give the same /results, bit for bit.

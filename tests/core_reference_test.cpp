@@ -574,6 +574,156 @@ TEST(Reference, BiasFilterScoresAreBiasFilterScoreBitForBit) {
   }
 }
 
+// ---------------------------------------------------------------------------
+// Long targets. HMMER refuses targets over 100,000 residues; duet scores any length up to
+// 2^31 - 1. Up to 2^24 - 1 residues the length terms keep HMMER's float arithmetic, bit for
+// bit; from 2^24 on (where L + 1 is no longer a float, and HMMER's null model would give
+// log(0)) they are computed in double. The scores of such targets must follow the closed
+// forms below.
+
+constexpr int kLongLengths[] = {1 << 24, (1 << 24) + 1, 50'000'000};
+
+std::uint32_t float_bits(float x) {
+  std::uint32_t b = 0;
+  std::memcpy(&b, &x, sizeof b);
+  return b;
+}
+
+// The spacing of floats at x: a value computed in double and rounded once to float is
+// within half of it.
+double float_spacing(double x) {
+  const auto f = static_cast<float>(std::fabs(x));
+  return static_cast<double>(std::nextafter(f, std::numeric_limits<float>::infinity()) - f);
+}
+
+// The null model's length terms, L ln(L / (L + 1)) + ln(1 / (L + 1)), in long double.
+long double null_closed_form(long double L) {
+  return -L * std::log1p(1.0L / L) - std::log(L + 1.0L);
+}
+
+// The N/C/J move probability of a target of L residues (multihit), 3 / (L + 3).
+long double move_closed_form(long double L) {
+  return 3.0L / (L + 3.0L);
+}
+
+TEST(LongTargets, NullScoreIsHmmersBelowTwoTo24AndTheClosedFormFrom) {
+  // The lengths HMMER accepts, and beyond up to 2^24 - 1: HMMER's float arithmetic, as
+  // p7_bg_NullOne computes it.
+  for (const int L : {1, 2, 3, 1000, 100000, 1000000, (1 << 24) - 1}) {
+    const float p1 = static_cast<float>(L) / static_cast<float>(L + 1);
+    const auto hmmer = static_cast<float>(
+        static_cast<float>(L) * std::log(static_cast<double>(p1)) + std::log(1.0 - p1));
+    EXPECT_EQ(float_bits(null_score(L)), float_bits(hmmer)) << "L=" << L;
+  }
+  for (const int L : {1 << 24, (1 << 24) + 1, 50'000'000, std::numeric_limits<int>::max()}) {
+    const float got = null_score(L);
+    const auto want = static_cast<double>(null_closed_form(L));
+    ASSERT_TRUE(std::isfinite(got)) << "L=" << L;
+    EXPECT_NEAR(got, want, float_spacing(want)) << "L=" << L;
+  }
+}
+
+TEST(LongTargets, FilterLengthTermsFollowTheirClosedForms) {
+  TempDir dir;
+  write_file(dir.file("one.hmm"), one_node_dna_model());
+  const SearchProfile sp = build_search_profile(read_hmm_file(dir.file("one.hmm"))[0],
+                                                Background::for_alphabet(Alphabet::dna()));
+  for (const int L : {1 << 24, (1 << 24) + 1, 50'000'000, std::numeric_limits<int>::max()}) {
+    const long double log_move = std::log(move_closed_form(L));
+    // MSV's N->B cost (1/3 bits, positive) and the Viterbi filter's N->B score (1/500 bits):
+    // the closed form rounded, as HMMER rounds it.
+    EXPECT_NEAR(sp.msv.tjb(L), static_cast<double>(-sp.msv.scale * log_move), 0.5 + 1e-3)
+        << "L=" << L;
+    EXPECT_NEAR(sp.viterbi.ncj_move(L), static_cast<double>(sp.viterbi.scale * log_move),
+                0.5 + 1e-3)
+        << "L=" << L;
+    // Forward's move probability: the closed form rounded to float.
+    const auto move = static_cast<double>(move_closed_form(L));
+    EXPECT_NEAR(sp.forward.ncj(L).move, move, float_spacing(move)) << "L=" << L;
+  }
+}
+
+// A one-node target model (match emits A with odds o) and a target of one A followed by
+// L - 1 '*' (no match odds: every path leaves the model after the A). Its Forward score is,
+// in closed form, ln(move * tBM * o * tEC * move) + (L - 1) ln(loop), move = 3 / (L + 3),
+// loop = 1 - move; its bias filter score, whose '*' has odds 1 in both states, is
+// ln(pi0 * odds0(A) + pi1 * odds1(A)) plus the null model's length terms.
+struct PaddedTarget {
+  SearchProfile profile;
+  std::vector<Residue> dsq;
+};
+
+PaddedTarget padded_target(const TempDir& dir, int L) {
+  write_file(dir.file("one.hmm"), one_node_dna_model());
+  const Alphabet& a = Alphabet::dna();
+  PaddedTarget t{
+      build_search_profile(read_hmm_file(dir.file("one.hmm"))[0], Background::for_alphabet(a)),
+      std::vector<Residue>(static_cast<std::size_t>(L), a.digitize('*'))};
+  t.dsq[0] = a.digitize('A');
+  return t;
+}
+
+long double padded_forward_closed_form(const SearchProfile& sp, long double L) {
+  const ForwardScores& f = sp.forward;
+  const Residue A = Alphabet::dna().digitize('A');
+  const long double move = move_closed_form(L);
+  return std::log(move * f.bm[1] * f.match[A][1] * f.e_move * move) + (L - 1) * std::log1p(-move);
+}
+
+long double padded_bias_closed_form(const SearchProfile& sp, long double L) {
+  const BiasFilterModel& b = sp.bias;
+  const Residue A = Alphabet::dna().digitize('A');
+  return std::log(static_cast<long double>(b.pi0) * b.odds[A][0] +
+                  static_cast<long double>(b.pi1) * b.odds[A][1]) +
+         null_closed_form(L);
+}
+
+// The closed form's tolerance (nats). The scores differ from the exact value only by
+// float rounding: the products of the A's row (a few roundings of 2^-24), the final
+// rounding of a score near -35 to float (half a spacing, 1.9e-6), and, from 2^24 on, the
+// one residue that the model emits not paying the N/C/J loop (ln(loop), 1.8e-7): under 3e-6.
+constexpr double kClosedFormTolerance = 1e-5;
+
+TEST(LongTargets, ForwardOfAPaddedTargetIsTheClosedForm) {
+  TempDir dir;
+  for (const int L : kLongLengths) {
+    const PaddedTarget t = padded_target(dir, L);
+    const auto want = static_cast<double>(padded_forward_closed_form(t.profile, L));
+    EXPECT_NEAR(forward_parser_reference(t.profile.forward, t.dsq.data(), L), want,
+                kClosedFormTolerance)
+        << "L=" << L;
+    EXPECT_NEAR(forward_canonical(t.profile.forward, t.dsq.data(), L), want, kClosedFormTolerance)
+        << "L=" << L;
+  }
+}
+
+// The whole cascade on those targets, every filter passed: finite scores (HMMER's float
+// null model gave log(0) from 2^24 on: +inf bits, E-value 0), the reported bit score and
+// the bias filter's null score as the closed forms predict, a P-value in (0, 1).
+TEST(LongTargets, CascadeScoresOfAPaddedTargetAreFiniteAndTheClosedForm) {
+  TempDir dir;
+  for (const int L : kLongLengths) {
+    const PaddedTarget t = padded_target(dir, L);
+    ReferenceKernels kernels(t.profile);
+    CascadeSettings all_pass;
+    all_pass.F1 = all_pass.F2 = all_pass.F3 = 1.0;
+    const TargetScores s = run_cascade(t.profile, all_pass, kernels, t.dsq.data(), L);
+    ASSERT_EQ(s.stage, Stage::passed) << "L=" << L;
+    EXPECT_TRUE(std::isfinite(s.null_nats)) << "L=" << L;
+    EXPECT_TRUE(std::isfinite(s.msv_bits)) << "L=" << L;
+    const long double null = null_closed_form(L);
+    EXPECT_NEAR(s.filter_nats, static_cast<double>(padded_bias_closed_form(t.profile, L)),
+                kClosedFormTolerance)
+        << "L=" << L;
+    const auto bits =
+        static_cast<double>((padded_forward_closed_form(t.profile, L) - null) / kLog2);
+    EXPECT_NEAR(s.forward_bits, bits, kClosedFormTolerance / kLog2) << "L=" << L;
+    EXPECT_TRUE(std::isfinite(s.pvalue) && s.pvalue > 0.0 && s.pvalue <= 1.0)
+        << "L=" << L << " P=" << s.pvalue;
+    EXPECT_DOUBLE_EQ(s.pvalue, forward_pvalue(t.profile, s.forward_bits)) << "L=" << L;
+  }
+}
+
 TEST(Statistics, MatchEasel) {
   EXPECT_NEAR(gumbel_survival(0.0, 0.0, 1.0), 1.0 - std::exp(-1.0), 1e-12);
   EXPECT_NEAR(gumbel_survival(40.0, 0.0, 1.0), std::exp(-40.0), 1e-25);

@@ -15,6 +15,7 @@
 #include <random>
 
 #include "app/search.hpp"
+#include "core/forward_canonical.hpp"
 #include "core/hmm.hpp"
 #include "core/profile.hpp"
 #include "core/reference_kernels.hpp"
@@ -162,6 +163,41 @@ TEST(GpuKernels, MatchReferenceOnRandomModels) {
         if (HasFailure()) return;
       }
     }
+  }
+}
+
+// A target of 2^24 + 1 residues (from 2^24 on the length terms are computed in double,
+// core/length_terms.hpp; the engine takes them by length without a table that long) beside
+// a short one: MSV, the Viterbi filter and the canonical Forward bit for bit, on a small
+// model that keeps the references (L x M cells) affordable.
+TEST(GpuKernels, LongTargetMatchesReference) {
+  REQUIRE_GPU();
+  std::mt19937_64 rng(test_seed() ^ 0x4d);
+  const HmmModel hmm =
+      simd_test::random_hmm(rng, Alphabet::amino(), 20, simd_test::random_style(rng));
+  const SearchProfile p = profile_of(hmm);
+  std::vector<Residue> long_target = simd_test::random_codes(rng, Alphabet::amino(), (1 << 24) + 1);
+  const std::vector<Residue> domain = simd_test::sampled_from_model(rng, hmm, 3 * hmm.M, 0.0);
+  std::copy(domain.begin(), domain.end(), long_target.begin() + (1 << 23));
+  const std::vector<Residue> short_target = simd_test::random_codes(rng, Alphabet::amino(), 300);
+  const std::vector<device::GpuTarget> targets = {
+      {long_target.data(), static_cast<int>(long_target.size())},
+      {short_target.data(), static_cast<int>(short_target.size())}};
+  device::HmmGpuEngine engine(0, p);
+  const std::vector<FilterScore> msv = engine.msv(targets);
+  const std::vector<FilterScore> vit = engine.viterbi(targets);
+  const std::vector<float> canonical = engine.canonical_forward(targets);
+  CanonicalForward cpu(p.forward);
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    const int L = targets[i].length;
+    const std::string where = "L=" + std::to_string(L);
+    expect_same(msv[i], msv_filter_reference(p.msv, targets[i].residues, L), where + " MSV");
+    expect_same(vit[i], viterbi_filter_reference(p.viterbi, targets[i].residues, L),
+                where + " Viterbi");
+    const float ref = cpu.score(targets[i].residues, L);
+    EXPECT_TRUE(std::isfinite(ref)) << where;
+    EXPECT_EQ(0, std::memcmp(&canonical[i], &ref, sizeof(float)))
+        << where << " canonical Forward: gpu " << canonical[i] << " cpu " << ref;
   }
 }
 

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
@@ -389,6 +390,78 @@ TEST_P(SimdKernelTest, RandomModelsMatchReference) {
   }
   if (v.kernel == Kernel::viterbi) {
     EXPECT_GT(tally.viterbi_overflows, 0) << "the corpus should overflow Viterbi";
+  }
+}
+
+// Long targets: every kernel and ISA against the reference on a target of 2^24 + 1
+// residues (from 2^24 on the length terms are computed in double, core/length_terms.hpp),
+// and MSV, whose reference is the cheapest, also on one of 5 x 10^7. Random codes with one
+// domain sampled from the model in the middle, on a small model that keeps the references
+// (L x M cells) affordable; each reference result is computed once for every ISA.
+struct LongCase {
+  TestModel model;
+  std::vector<Residue> dsq;
+};
+
+const LongCase& long_case(int L) {
+  static std::map<int, LongCase> cases;
+  auto found = cases.find(L);
+  if (found != cases.end()) return found->second;
+  std::mt19937_64 rng(test_seed() + static_cast<std::uint64_t>(L));
+  LongCase c{make_model(rng, Alphabet::amino(), 20), {}};
+  c.dsq = simd_test::random_codes(rng, Alphabet::amino(), L);
+  const std::vector<Residue> domain =
+      simd_test::sampled_from_model(rng, c.model.hmm, 3 * c.model.hmm.M, 0.0);
+  std::copy(domain.begin(), domain.end(), c.dsq.begin() + L / 2);
+  return cases.emplace(L, std::move(c)).first->second;
+}
+
+const KernelResult& long_reference(Kernel kernel, int L) {
+  static std::map<std::pair<Kernel, int>, KernelResult> results;
+  auto found = results.find({kernel, L});
+  if (found != results.end()) return found->second;
+  const LongCase& c = long_case(L);
+  return results.emplace(std::pair{kernel, L}, reference_result(kernel, c.model.profile, c.dsq))
+      .first->second;
+}
+
+float long_canonical_reference(int L) {
+  static std::map<int, float> scores;
+  auto found = scores.find(L);
+  if (found != scores.end()) return found->second;
+  const LongCase& c = long_case(L);
+  const float score = forward_canonical(c.model.profile.forward, c.dsq.data(), L);
+  scores.emplace(L, score);
+  return score;
+}
+
+TEST_P(SimdKernelTest, LongTargetsMatchReference) {
+  const Variant v = GetParam();
+  SCOPED_TRACE("DUET_TEST_SEED=" + std::to_string(test_seed()));
+  std::vector<int> lengths = {(1 << 24) + 1};
+  if (v.kernel == Kernel::msv) lengths.push_back(50'000'000);
+  for (const int L : lengths) {
+    const LongCase& c = long_case(L);
+    SimdFilterKernels kernels(c.model.profile, v.isa);
+    const KernelResult& reference = long_reference(v.kernel, L);
+    Tally tally;
+    EXPECT_EQ(compare(v.kernel, simd_result(v.kernel, kernels, c.dsq), reference, tally), "")
+        << c.model.label << " L=" << L;
+    if (v.kernel == Kernel::msv || v.kernel == Kernel::viterbi) {
+      EXPECT_TRUE(std::isfinite(reference.score.nats)) << "L=" << L;
+    }
+    if (v.kernel == Kernel::forward) {
+      EXPECT_TRUE(std::isfinite(reference.forward)) << "L=" << L;
+      // The canonical score, bit for bit, alone and several targets at once.
+      const float canonical = long_canonical_reference(L);
+      EXPECT_TRUE(same_bits(kernels.forward(c.dsq.data(), L), canonical)) << "L=" << L;
+      const ForwardTarget targets[] = {{c.dsq.data(), L}, {c.dsq.data(), 1000}};
+      float scores[2] = {0, 0};
+      kernels.forward_canonical_many(targets, scores);
+      EXPECT_TRUE(same_bits(scores[0], canonical)) << "L=" << L;
+      EXPECT_TRUE(
+          same_bits(scores[1], forward_canonical(c.model.profile.forward, c.dsq.data(), 1000)));
+    }
   }
 }
 

@@ -181,7 +181,7 @@ CanonicalForward::CanonicalForward(const ForwardScores& fwd)
 
 float CanonicalForward::score(const Residue* dsq, int L) {
   const ForwardScores::Length ncj = fwd_.ncj(L);
-  return forward_canonical(striped_.view(), dsq, L, ncj.loop, ncj.move, rows_.data());
+  return ncj.score(forward_canonical(striped_.view(), dsq, L, ncj.loop, ncj.move, rows_.data()));
 }
 
 }  // namespace duet

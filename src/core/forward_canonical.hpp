@@ -24,7 +24,9 @@
 //     2 lanes up). Then for every q: add = C * (D->D product of the lane up to q);
 //     D(q) += add; sum += add.
 //   - E = (sum0 + sum2) + (sum1 + sum3); the N, C, J, B updates and the sparse rescaling
-//     (E > 1e4) of the reference; the score is float(scale + log(double(C * move))).
+//     (E > 1e4) of the reference; the DP's score is float(scale + log(double(C * move))),
+//     and the canonical score ForwardScores::ncj(L).score of it (the N/C/J loops that
+//     targets of 2^24 residues or more take out of the DP: core/length_terms.hpp).
 // Denormal mode: MXCSR FTZ and DAZ set while it runs, the caller's mode restored after
 // (x86-64; the scalar SSE arithmetic obeys them as the vector arithmetic does).
 #pragma once
@@ -36,9 +38,10 @@ namespace duet {
 
 inline constexpr int kCanonicalForwardLanes = 4;
 
-// The canonical score of a target of L residues (L = 0 allowed), in nats, from a profile
-// striped in kCanonicalForwardLanes lanes (stripe_forward_scores), the N/C/J loop and move
-// probabilities of ForwardScores::ncj(L), and caller-owned rows of 3 * Q * 4 floats.
+// The canonical DP's score of a target of L residues (L = 0 allowed), in nats, from a
+// profile striped in kCanonicalForwardLanes lanes (stripe_forward_scores), the N/C/J loop
+// and move probabilities of ncj = ForwardScores::ncj(L), and caller-owned rows of
+// 3 * Q * 4 floats. The canonical score is ncj.score() of it (CanonicalForward::score).
 float forward_canonical(const ForwardStripedView& profile, const Residue* dsq, int L, float loop,
                         float move, float* rows);
 
@@ -46,7 +49,7 @@ float forward_canonical(const ForwardStripedView& profile, const Residue* dsq, i
 // and so does the GPU canonical Forward (src/device/hmm_gpu.hpp), whose kernel computes
 // every float of the parser and records the xE of each rescaled row and the final C * move
 // for the host to finish. After a row rescaled by 1/xE (xE > 1e4), the running scale is
-// canonical_forward_rescaled(scale, xE) = float(scale + log(double(xE))); the score is
+// canonical_forward_rescaled(scale, xE) = float(scale + log(double(xE))); the DP's score is
 // canonical_forward_final(scale, C * move) = float(scale + log(double(C * move))) (glibc's
 // log in double). Both run under the canonical denormal mode (the caller sets it).
 float canonical_forward_rescaled(float total_scale, float xE);

@@ -39,12 +39,6 @@ std::int16_t wordify(float scale, float score) {
   return static_cast<std::int16_t>(s);
 }
 
-// p(move) of the N, C, J states for target length L (multihit: nj = 1).
-float ncj_move_probability(int L) {
-  const float nj = 1.0f;
-  return (2.0f + nj) / (static_cast<float>(L) + 2.0f + nj);
-}
-
 }  // namespace
 
 Background Background::for_alphabet(const Alphabet& alphabet) {
@@ -131,16 +125,15 @@ Profile configure_profile(const HmmModel& hmm, const Background& bg) {
 }
 
 std::uint8_t MsvScores::tjb(int L) const {
-  return unbiased_byteify(scale, std::log(3.0f / static_cast<float>(L + 3)));
+  return unbiased_byteify(scale, msv_move_nats(L));
 }
 
 std::int16_t ViterbiScores::ncj_move(int L) const {
-  return wordify(scale, std::log(ncj_move_probability(L)));
+  return wordify(scale, viterbi_move_nats(L));
 }
 
 ForwardScores::Length ForwardScores::ncj(int L) const {
-  const float move = ncj_move_probability(L);
-  return {1.0f - move, move};
+  return forward_length(L);
 }
 
 namespace {

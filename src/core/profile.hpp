@@ -15,6 +15,7 @@
 
 #include "core/alphabet.hpp"
 #include "core/hmm.hpp"
+#include "core/length_terms.hpp"
 
 namespace duet {
 
@@ -79,10 +80,10 @@ struct ForwardScores {
   std::vector<float> bm, mm, im, dm;      // into M_k, k = 1..M
   std::vector<float> md, mi, ii, dd;      // out of node k, k = 1..M (0 at k = M)
   float e_loop = 0, e_move = 0;
-  struct Length {
-    float loop, move;
-  };
-  Length ncj(int L) const;  // N, C, J loop and move probabilities for target length L
+  // The N, C, J loop and move probabilities for target length L (forward_length): a DP
+  // run with them gives its score to Length::score, which finishes the Forward score.
+  using Length = ForwardLength;
+  Length ncj(int L) const;
 };
 
 // --- The bias filter's two-state composition HMM (HMMER's bg->fhmm) ---

@@ -212,7 +212,7 @@ float forward_parser_reference(const ForwardScores& fwd, const Residue* dsq, int
     std::swap(ip, ic);
     std::swap(dp, dc);
   }
-  return static_cast<float>(total_scale + std::log(static_cast<double>(xC * ncj.move)));
+  return ncj.score(static_cast<float>(total_scale + std::log(static_cast<double>(xC * ncj.move))));
 }
 
 namespace {
@@ -227,7 +227,7 @@ void bias_filter_interleaved(const BiasFilterModel& bias, const Residue* const* 
   float p1[K], t00[K], t01[K], s0[K], s1[K], log_score[K];
   int longest = 0;
   for (int k = 0; k < K; ++k) {
-    p1[k] = static_cast<float>(L[k]) / static_cast<float>(L[k] + 1);
+    p1[k] = null_p1(L[k]);
     t00[k] = p1[k];
     t01[k] = 1.0f - p1[k];
     log_score[k] = 0.0f;
@@ -261,8 +261,7 @@ void bias_filter_interleaved(const BiasFilterModel& bias, const Residue* const* 
     end += s0[k] * 1.0f;
     end += s1[k] * 1.0f;
     log_score[k] += static_cast<float>(std::log(static_cast<double>(end)));
-    float score = log_score[k] + static_cast<float>(L[k]) * std::log(p1[k]);
-    out[k] = score + std::log(static_cast<float>(1.0 - p1[k]));
+    out[k] = bias_filter_with_length(log_score[k], L[k]);
   }
 }
 
@@ -300,12 +299,6 @@ void bias_filter_scores(const BiasFilterModel& bias, const Residue* const* dsq, 
   }
   for (int k = 0; k < filled; ++k)
     out[group_at[k]] = bias_filter_score(bias, group_dsq[k], group_L[k]);
-}
-
-float null_score(int L) {
-  const float p1 = static_cast<float>(L) / static_cast<float>(L + 1);
-  return static_cast<float>(static_cast<float>(L) * std::log(static_cast<double>(p1)) +
-                            std::log(1.0 - p1));
 }
 
 }  // namespace duet

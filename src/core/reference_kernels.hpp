@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/length_terms.hpp"  // null_score
 #include "core/profile.hpp"
 
 namespace duet {
@@ -59,8 +60,5 @@ float bias_filter_score(const BiasFilterModel& bias, const Residue* dsq, int L);
 // chain of divisions, with a double logarithm per residue) overlap in the CPU.
 void bias_filter_scores(const BiasFilterModel& bias, const Residue* const* dsq, const int* L,
                         std::size_t n, float* out);
-
-// Null model score for a target of length L (p7_bg_NullOne), in nats.
-float null_score(int L);
 
 }  // namespace duet

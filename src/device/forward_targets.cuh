@@ -12,28 +12,21 @@
 #include <vector>
 
 #include "core/profile.hpp"
+#include "device/by_length.hpp"
 #include "device/cuda_buffers.cuh"
 #include "device/target_order.hpp"
 
 namespace duet::device::detail {
 
-// ForwardScores::ncj by target length, computed once per length.
+// ForwardScores::ncj by target length, computed once per length (by_length.hpp).
 class NcjByLength {
  public:
-  explicit NcjByLength(const ForwardScores& fwd) : fwd_(fwd) {}
-  ForwardScores::Length operator()(int L) {
-    if (static_cast<std::size_t>(L) >= by_length_.size()) {
-      const std::size_t old = by_length_.size();
-      by_length_.resize(std::max<std::size_t>(L + 1, 2 * old));
-      for (std::size_t l = old; l < by_length_.size(); ++l)
-        by_length_[l] = fwd_.ncj(static_cast<int>(l));
-    }
-    return by_length_[L];
-  }
+  explicit NcjByLength(const ForwardScores& fwd)
+      : by_length_([&fwd](int L) { return fwd.ncj(L); }) {}
+  ForwardScores::Length operator()(int L) { return by_length_(L); }
 
  private:
-  const ForwardScores& fwd_;
-  std::vector<ForwardScores::Length> by_length_;
+  ByLength<ForwardScores::Length> by_length_;
 };
 
 // One slot's target list, staged in pinned memory and uploaded on the slot's stream.

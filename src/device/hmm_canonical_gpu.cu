@@ -18,8 +18,8 @@
 // SASS holds FMUL and FADD, no FFMA). The rescaling factor float(1.0 / xE) is a double
 // division (div.rn.f64) converted with cvt.rn.ftz.f32.f64. Only the logarithms are left
 // to the host: the kernel records each rescaled row's xE (up to kCanonicalGpuRescalings)
-// and the final C * move, and the host finishes with canonical_forward_finish, the same
-// code forward_canonical ends with.
+// and the final C * move, and the host finishes with canonical_forward_finish and the
+// length's ForwardScores::Length::score, the same code CanonicalForward::score ends with.
 //
 // One reordering that changes no bit: the vector code finishes a row by adding the lane
 // carry to every stored D (D(q) += carry * dd_prefix(q)) and, when it rescales, by
@@ -492,14 +492,16 @@ const std::vector<float>& CanonicalForwardGpu::scores(int slot,
   s.cpu_targets = 0;
   for (int i = 0; i < s.n; ++i) {
     const int events = s.rescalings.get()[i];
+    const int target = s.targets[i];
     if (events <= kCanonicalGpuRescalings) {
-      s.scores[i] = canonical_forward_finish(
-          s.rescale_xe.get() + static_cast<std::size_t>(i) * kCanonicalGpuRescalings, events,
-          s.c_move.get()[i]);
+      s.scores[i] =
+          m.ncj(lengths[target])
+              .score(canonical_forward_finish(
+                  s.rescale_xe.get() + static_cast<std::size_t>(i) * kCanonicalGpuRescalings,
+                  events, s.c_move.get()[i]));
       continue;
     }
     if (!s.cpu) s.cpu = std::make_unique<CanonicalForward>(m.fwd);
-    const int target = s.targets[i];
     s.scores[i] = s.cpu->score(host_residues[target], lengths[target]);
     ++s.cpu_targets;
   }

@@ -216,6 +216,7 @@ struct ForwardGpu::Impl {
     PinnedBuffer<float> result;
     DeviceBuffer<float> d_result, d_rows;
     int n = 0;
+    std::vector<ForwardScores::Length> ncj;  // per list entry: finishes its score
     std::vector<float> scores;
   };
   Slot slots[kSlots];
@@ -289,6 +290,8 @@ void ForwardGpu::submit(int slot, cudaStream_t st, const std::uint8_t* const* d_
   s.n = n;
   s.result.reserve(n + 1);
   s.targets_list.stage(m.ncj, lengths, which, n, st);
+  s.ncj.resize(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) s.ncj[static_cast<std::size_t>(i)] = m.ncj(lengths[which[i]]);
   s.d_result.reserve(n + 1);
   check(cudaEventRecord(start, st), "cudaEventRecord");
   if (n > 0) {
@@ -340,7 +343,8 @@ void ForwardGpu::submit(int slot, cudaStream_t st, const std::uint8_t* const* d_
 
 const std::vector<float>& ForwardGpu::scores(int slot) {
   Impl::Slot& s = impl_->slots[slot];
-  s.scores.assign(s.result.get(), s.result.get() + s.n);
+  s.scores.resize(static_cast<std::size_t>(s.n));
+  for (std::size_t i = 0; i < s.scores.size(); ++i) s.scores[i] = s.ncj[i].score(s.result.get()[i]);
   return s.scores;
 }
 

@@ -16,6 +16,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "device/by_length.hpp"
 #include "device/cuda_buffers.cuh"
 #include "device/hmm_canonical_gpu.cuh"
 #include "device/hmm_forward_gpu.cuh"
@@ -721,8 +722,11 @@ struct HmmGpuEngine::Impl {
   int viterbi_resident_blocks = 0;  // blocks of viterbi_warp_kernel resident on the device
   int viterbi_strip = 0;            // warp_strip: nodes per lane (0: viterbi_warp_kernel)
   int viterbi_strip_blocks = 0;     // blocks of that strip kernel resident on the device
-  std::vector<std::uint8_t> bjbm_by_length;
-  std::vector<std::int16_t> ncj_by_length;
+  // N or J -> B -> Mk (MSV, wrapped to 8 bits as msv_filter_reference does) and N/C/J move
+  // (Viterbi) by target length.
+  ByLength<std::uint8_t> bjbm{
+      [this](int L) { return static_cast<std::uint8_t>((msv.tjb(L) + msv.tbm) & 0xff); }};
+  ByLength<std::int16_t> ncj{[this](int L) { return vit.ncj_move(L); }};
   std::unique_ptr<detail::ForwardGpu> forward;  // the Forward parser (hmm_forward_gpu.cu)
   std::unique_ptr<detail::CanonicalForwardGpu> canonical;  // hmm_canonical_gpu.cu
   GpuJitInfo jit;
@@ -778,27 +782,6 @@ struct HmmGpuEngine::Impl {
       }
     }
     s.kept_blocks.clear();
-  }
-
-  std::uint8_t bjbm(int L) {
-    if (static_cast<std::size_t>(L) >= bjbm_by_length.size()) {
-      const std::size_t old = bjbm_by_length.size();
-      bjbm_by_length.resize(std::max<std::size_t>(L + 1, 2 * old));
-      for (std::size_t l = old; l < bjbm_by_length.size(); ++l) {
-        bjbm_by_length[l] =
-            static_cast<std::uint8_t>((msv.tjb(static_cast<int>(l)) + msv.tbm) & 0xff);
-      }
-    }
-    return bjbm_by_length[L];
-  }
-  std::int16_t ncj(int L) {
-    if (static_cast<std::size_t>(L) >= ncj_by_length.size()) {
-      const std::size_t old = ncj_by_length.size();
-      ncj_by_length.resize(std::max<std::size_t>(L + 1, 2 * old));
-      for (std::size_t l = old; l < ncj_by_length.size(); ++l)
-        ncj_by_length[l] = vit.ncj_move(static_cast<int>(l));
-    }
-    return ncj_by_length[L];
   }
 };
 

@@ -73,16 +73,18 @@ struct IsaKernels {
                 std::uint8_t* row);
   ViterbiRaw (*viterbi)(const ViterbiStripedView& profile, const Residue* dsq, int L, int ncj_move,
                         std::int16_t* rows);
-  // The Forward parser's score in nats, for N/C/J loop and move probabilities of length L.
+  // The Forward parser's DP score in nats, for the N/C/J loop and move probabilities ncj of
+  // length L (the score: ncj.score() of it, ForwardScores::ncj).
   float (*forward)(const ForwardStripedView& profile, const Residue* dsq, int L, float loop,
                    float move, float* rows);
   // The canonical Forward (core/forward_canonical.hpp) of `count` targets, scores[t] equal
-  // bit for bit to forward_canonical's, several targets at once: one per 128-bit group of
-  // the vector (vector_bytes / 16 at a time), each group running forward_canonical's
-  // 4-lane order. `profile` is striped in kCanonicalForwardLanes (4) lanes; `rows` holds
-  // 3 * Q * vector_bytes / 4 floats (Q of that profile). Targets enter the groups in the
-  // order given, a finished target's group taking the next one (longest first wastes
-  // least). Adds the number of rows rescaled (xE > 1e4) to *rescaled_rows.
+  // bit for bit to forward_canonical's (the DP's score, before ncj.score()), several
+  // targets at once: one per 128-bit group of the vector (vector_bytes / 16 at a time),
+  // each group running forward_canonical's 4-lane order. `profile` is striped in
+  // kCanonicalForwardLanes (4) lanes; `rows` holds 3 * Q * vector_bytes / 4 floats (Q of
+  // that profile). Targets enter the groups in the order given, a finished target's group
+  // taking the next one (longest first wastes least). Adds the number of rows rescaled
+  // (xE > 1e4) to *rescaled_rows.
   void (*forward_canonical_packed)(const ForwardStripedView& profile,
                                    const CanonicalTarget* targets, int count, float* scores,
                                    float* rows, std::int64_t* rescaled_rows);

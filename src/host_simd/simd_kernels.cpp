@@ -232,8 +232,8 @@ FilterScore SimdFilterKernels::viterbi(const Residue* dsq, int L) {
 float SimdFilterKernels::forward_simd(const Residue* dsq, int L) {
   if (isa_ == Isa::scalar) return forward_parser_reference(profile_.forward, dsq, L);
   const ForwardScores::Length ncj = profile_.forward.ncj(L);
-  return striped_->kernels->forward(striped_->forward.view(), dsq, L, ncj.loop, ncj.move,
-                                    rows_->forward.data());
+  return ncj.score(striped_->kernels->forward(striped_->forward.view(), dsq, L, ncj.loop, ncj.move,
+                                              rows_->forward.data()));
 }
 
 float SimdFilterKernels::forward(const Residue* dsq, int L) {
@@ -288,7 +288,10 @@ void SimdFilterKernels::forward_canonical_many(std::span<const ForwardTarget> ta
   striped_->kernels->forward_canonical_packed(striped_->canonical.view(), canonical_targets_.data(),
                                               static_cast<int>(count), canonical_scores_.data(),
                                               rows_->canonical.data(), &canonical_rescaled_rows_);
-  for (std::size_t j = 0; j < count; ++j) scores[canonical_order_[j]] = canonical_scores_[j];
+  for (std::size_t j = 0; j < count; ++j) {
+    const ForwardTarget& t = targets[canonical_order_[j]];
+    scores[canonical_order_[j]] = profile_.forward.ncj(t.L).score(canonical_scores_[j]);
+  }
 }
 
 }  // namespace duet::simd

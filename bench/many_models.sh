@@ -51,9 +51,10 @@ PY
 printf "case\tround\tseconds\n" > "$out/times.tsv"
 time_it() {  # name, command...
   local name=$1; shift
-  local s=$(date +%s.%N)
+  local s=$(date +%s%N)
   "$@" > "$out/$name.log" 2>&1 || echo "$name failed: $(tail -2 "$out/$name.log")"
-  printf "%s\t%s\t%.3f\n" "$name" "$round" "$(echo "$(date +%s.%N) - $s" | bc)" | tee -a "$out/times.tsv"
+  local ms=$(( ($(date +%s%N) - s) / 1000000 ))
+  printf "%s\t%s\t%d.%03d\n" "$name" "$round" $((ms / 1000)) $((ms % 1000)) | tee -a "$out/times.tsv"
 }
 hmmer16() {  # database
   for i in $(seq 0 15); do

@@ -447,7 +447,10 @@ TEST_P(SimdKernelTest, LongTargetsMatchReference) {
     Tally tally;
     EXPECT_EQ(compare(v.kernel, simd_result(v.kernel, kernels, c.dsq), reference, tally), "")
         << c.model.label << " L=" << L;
-    if (v.kernel == Kernel::msv || v.kernel == Kernel::viterbi) {
+    // A score is finite unless the 8-bit or 16-bit range overflowed (a strong random
+    // segment in so long a target does that for some seeds; the kernels then agree on the
+    // overflow, checked above): infinite length terms would show here.
+    if ((v.kernel == Kernel::msv || v.kernel == Kernel::viterbi) && !reference.score.overflow) {
       EXPECT_TRUE(std::isfinite(reference.score.nats)) << "L=" << L;
     }
     if (v.kernel == Kernel::forward) {

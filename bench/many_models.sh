@@ -9,7 +9,8 @@
 #   - 16 x hmmsearch --cpu 1.
 # Models: duet synth-model with a Pfam-like length spread (log-normal, median about 170,
 # 20 to 1200). Databases: a proteome (the first 5,000 sequences of the MMseqs2 example
-# database) and, with BIG=1, 95 M residues (the example database 10 times) with 50 models.
+# database, 2.26 M residues; PROTEOME=synth: duet synth-db of that size) and, with BIG=1,
+# 95 M residues (the example database 10 times) with 50 models.
 # Run from the source root with .device carried (shared/device/README.md;
 # fetch-debs.sh .device hmmer libdivsufsort3 hmmer-examples mmseqs2-examples).
 # Writes logs and times.tsv under $OUT. MODELS (default 1000), ROUNDS (default 2).
@@ -39,7 +40,14 @@ lengths=$(python3 -c "
 import random; random.seed(7)
 print(' '.join('-L %d' % max(20, min(1200, int(random.lognormvariate(5.14, 0.6)))) for _ in range($models)))")
 $duet synth-model $lengths --seed 7 -o $work/models.hmm > /dev/null
-zcat /usr/share/doc/mmseqs2/example-data/DB.fasta.gz | awk '/^>/{n++} n<=5000' > $work/proteome.fa
+if [ "${PROTEOME:-real}" = synth ]; then
+  # A synthetic proteome of the same size (duet synth-db: few homologs, as in a search
+  # whose cost is the filters).
+  $duet synth-db --residues 2.26e6 --homologs 0.002 --model $work/models.hmm --seed 7 \
+    -o $work/proteome.fa > /dev/null
+else
+  zcat /usr/share/doc/mmseqs2/example-data/DB.fasta.gz | awk '/^>/{n++} n<=5000' > $work/proteome.fa
+fi
 # The models split 16 ways for the HMMER processes.
 python3 - "$work" <<'PY'
 import sys
@@ -52,7 +60,7 @@ printf "case\tround\tseconds\n" > "$out/times.tsv"
 time_it() {  # name, command...
   local name=$1; shift
   local s=$(date +%s%N)
-  "$@" > "$out/$name.log" 2>&1 || echo "$name failed: $(tail -2 "$out/$name.log")"
+  "$@" > "$work/$name.log" 2>&1 || echo "$name failed: $(tail -2 "$work/$name.log")"
   local ms=$(( ($(date +%s%N) - s) / 1000000 ))
   printf "%s\t%s\t%d.%03d\n" "$name" "$round" $((ms / 1000)) $((ms % 1000)) | tee -a "$out/times.tsv"
 }
@@ -71,6 +79,9 @@ run_case() {  # label, database
     time_it "$label-default" $duet hmmsearch --quiet -o $work/default.h5 $work/models.hmm "$db"
     time_it "$label-hmmer16" hmmer16 "$db"
   done
+  # Where a grouped run's time goes (DUET_TIMES: phases, CPU seconds by thread kind).
+  DUET_TIMES=1 $duet hmmsearch --quiet --no-gpu -o $work/grouped.h5 $work/models.hmm "$db" \
+    2> "$out/$label-phases.txt"
   # The three duet runs give the same /results.
   python3 bench/compare_results.py $work/grouped.h5 $work/permodel.h5 > "$out/$label-compare1.txt" 2>&1; tail -1 "$out/$label-compare1.txt"
   python3 bench/compare_results.py $work/grouped.h5 $work/default.h5 > "$out/$label-compare2.txt" 2>&1; tail -1 "$out/$label-compare2.txt"
@@ -79,7 +90,6 @@ run_case proteome $work/proteome.fa
 if [ "${BIG:-0}" = 1 ]; then
   zcat /usr/share/doc/mmseqs2/example-data/DB.fasta.gz > $work/db1.fa
   for i in $(seq 10); do cat $work/db1.fa; done > $work/db10.fa
-  head -c 0 /dev/null
   python3 - "$work" <<'PY'
 import sys
 w = sys.argv[1]
@@ -90,4 +100,3 @@ for i in range(16):
 PY
   run_case big50 $work/db10.fa
 fi
-cp $work/models.hmm "$out/" 2>/dev/null; true

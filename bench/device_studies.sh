@@ -7,16 +7,7 @@
 # SWEEPS="split scaling" runs only those sweeps (default: lengths split scaling).
 # DUET_SHARED_DATA=DIR (a folder holding pairhmm/, carried along) lets the pair-HMM GPU tests find their data.
 set -uo pipefail
-out=${OUT:-device-out}; mkdir -p "$out"
-source .device/setup.sh
-export PATH=/opt/deps/usr/bin:$PATH
-# On a machine set up before these packages were carried: unpack them now.
-[ -x /opt/deps/usr/bin/hmmsearch ] || for f in .device/debs/{hmmer,libdivsufsort3,hmmer-examples,mmseqs2-examples}_*.deb; do dpkg -x "$f" /opt/deps; done
-# The tutorial models and the MMseqs2 database where duet's defaults look for them.
-for d in hmmer mmseqs2; do
-  [ -e /usr/share/doc/$d ] || { mkdir -p /usr/share/doc && ln -s /opt/deps/usr/share/doc/$d /usr/share/doc/$d; }
-done
-nvidia-smi -L; lscpu | grep -E "Model name|^CPU\(s\)"; date -u | tee "$out/date.txt"
+source bench/device_env.sh
 t0=$(date +%s)
 cmake -S . -B build-dev -G Ninja -DCMAKE_BUILD_TYPE=Release ${DUET_SHARED_DATA:+-DDUET_SHARED_DATA=$DUET_SHARED_DATA} > "$out/cmake.log" 2>&1 || { tail -30 "$out/cmake.log"; exit 1; }
 cmake --build build-dev -j16 --target duet gpu_tests pairhmm_gpu_tests > "$out/build.log" 2>&1 || { grep -B2 -A8 error "$out/build.log" | head -60; exit 1; }

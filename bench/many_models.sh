@@ -15,15 +15,8 @@
 # fetch-debs.sh .device hmmer libdivsufsort3 hmmer-examples mmseqs2-examples).
 # Writes logs and times.tsv under $OUT. MODELS (default 1000), ROUNDS (default 2).
 set -uo pipefail
-out=${OUT:-device-out}; mkdir -p "$out"
 models=${MODELS:-1000}; rounds=${ROUNDS:-2}
-source .device/setup.sh
-export PATH=/opt/deps/usr/bin:$PATH
-[ -x /opt/deps/usr/bin/hmmsearch ] || for f in .device/debs/{hmmer,libdivsufsort3,hmmer-examples,mmseqs2-examples}_*.deb; do dpkg -x "$f" /opt/deps; done
-for d in hmmer mmseqs2; do
-  [ -e /usr/share/doc/$d ] || { mkdir -p /usr/share/doc && ln -s /opt/deps/usr/share/doc/$d /usr/share/doc/$d; }
-done
-nvidia-smi -L; lscpu | grep -E "Model name|^CPU\(s\)"; date -u | tee "$out/date.txt"
+source bench/device_env.sh
 t0=$(date +%s)
 cmake -S . -B build-dev -G Ninja -DCMAKE_BUILD_TYPE=Release -DDUET_BUILD_BENCH=OFF \
   ${DUET_SHARED_DATA:+-DDUET_SHARED_DATA=$DUET_SHARED_DATA} > "$out/cmake.log" 2>&1 || { tail -30 "$out/cmake.log"; exit 1; }

@@ -1,0 +1,13 @@
+# Sourced first by the scripts that run on the GPU machine (with .device carried, see
+# shared/device/README.md): the carried Debian packages, HMMER and the example data where
+# duet's defaults look for them, and what the machine is. Sets $out (from $OUT).
+out=${OUT:-device-out}; mkdir -p "$out"
+source .device/setup.sh
+export PATH=/opt/deps/usr/bin:$PATH
+# On a machine set up before these packages were carried: unpack them now.
+[ -x /opt/deps/usr/bin/hmmsearch ] || for f in .device/debs/{hmmer,libdivsufsort3,hmmer-examples,mmseqs2-examples}_*.deb; do dpkg -x "$f" /opt/deps; done
+# The tutorial models and the MMseqs2 database where duet's defaults look for them.
+for d in hmmer mmseqs2; do
+  [ -e /usr/share/doc/$d ] || { mkdir -p /usr/share/doc && ln -s /opt/deps/usr/share/doc/$d /usr/share/doc/$d; }
+done
+nvidia-smi -L; lscpu | grep -E "Model name|^CPU\(s\)"; date -u | tee "$out/date.txt"

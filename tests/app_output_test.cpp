@@ -217,18 +217,21 @@ TEST(OutputPromise, LinksAndFifosAreWrittenThrough) {
   EXPECT_EQ(fs::status(null).type(), fs::file_type::character);
 }
 
-// A pipe that closes before the table is copied in fails the run, and the HDF5 output,
-// renamed only after every copy succeeded, is not replaced.
-TEST(OutputPromise, ClosedPipeFailsBeforeAnyFileIsReplaced) {
+// A device that refuses the copy (the full device: every write fails) fails the run, and
+// the HDF5 output, renamed only after every copy succeeded, is not replaced.
+TEST(OutputPromise, FailedCopyIntoADeviceReplacesNoFile) {
   TempDir dir;
   const std::string db = small_db(dir);
   const Precious old(dir.file("o.h5"), "earlier results\n");
-  const auto r = test::run_command("bash -c 'set -o pipefail; " + kDuet + " hmmsearch --quiet -o " +
-                                   dir.file("o.h5") + " --tblout /dev/stdout " + kGlobins + " " +
-                                   db + " | true'");
+  std::string full = dir.file("full");
+  if (::geteuid() != 0 || ::mknod(full.c_str(), S_IFCHR | 0666, ::makedev(1, 7)) != 0)
+    full = "/dev/full";
+  const auto r = test::run_command(kDuet + " hmmsearch --quiet -o " + dir.file("o.h5") +
+                                   " --tblout " + full + " " + kGlobins + " " + db);
   EXPECT_EQ(r.status, 1) << r.output;
-  EXPECT_NE(r.output.find("Broken pipe"), std::string::npos) << r.output;
-  old.expect_untouched("closed pipe");
+  EXPECT_NE(r.output.find("No space left on device"), std::string::npos) << r.output;
+  old.expect_untouched("failed copy into a device");
+  EXPECT_EQ(fs::status(full).type(), fs::file_type::character);
   EXPECT_TRUE(temporaries_in(dir.path()).empty());
 }
 

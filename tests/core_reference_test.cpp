@@ -145,8 +145,8 @@ TEST(FastaReader, NulByteIsAnErrorInHeadersAndSequences) {
         r.next(s);
         ADD_FAILURE() << path << ": no error";
       } catch (const InputError& e) {
-        EXPECT_EQ(std::string(e.what()), path + ":" + std::to_string(i < 3 ? 3 : 4) + ": " +
-                                             cases[i].second);
+        EXPECT_EQ(std::string(e.what()),
+                  path + ":" + std::to_string(i < 3 ? 3 : 4) + ": " + cases[i].second);
       }
     }
   }

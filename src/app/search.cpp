@@ -169,18 +169,22 @@ class HmmsearchWorkload final : public scheduler::Workload {
   // summed over the models.
   std::int64_t run_block(const scheduler::Block& block, int worker) override {
     std::int64_t passed = 0;
-    for (ModelInPass& m : models_) {
-      std::unique_ptr<FilterKernels>& k = m.kernels[static_cast<std::size_t>(worker)];
-      if (!k) {
-        k = std::make_unique<simd::SimdFilterKernels>(*m.profile, isa_,
-                                                      simd::ForwardGate::from(settings_));
-      }
-      passed += run_model(*m.profile, *k, *m.sink, block);
-    }
+    for (ModelInPass& m : models_)
+      passed += run_model(*m.profile, kernels(m, worker), *m.sink, block);
     return passed;
   }
 
  private:
+  // The model's kernels of this worker, made on first use.
+  FilterKernels& kernels(ModelInPass& model, int worker) {
+    std::unique_ptr<FilterKernels>& k = model.kernels[static_cast<std::size_t>(worker)];
+    if (!k) {
+      k = std::make_unique<simd::SimdFilterKernels>(*model.profile, isa_,
+                                                    simd::ForwardGate::from(settings_));
+    }
+    return *k;
+  }
+
   // The filters target by target, then Forward for the block's targets that reached it,
   // several at once (forward_stage): what run_cascade gives on each. With the bias filter
   // on, in two passes: MSV for every target (a target that reaches the bias filter stops
@@ -242,12 +246,7 @@ class HmmsearchWorkload final : public scheduler::Workload {
       if (deferred[i]) at_forward.push_back(i);
     }
     // A pass with GPUs has one model (run_hmmsearch).
-    std::unique_ptr<FilterKernels>& k = models_.front().kernels[static_cast<std::size_t>(worker)];
-    if (!k) {
-      k = std::make_unique<simd::SimdFilterKernels>(profile_, isa_,
-                                                    simd::ForwardGate::from(settings_));
-    }
-    forward_stage(profile_, block, at_forward, scores, *k);
+    forward_stage(profile_, block, at_forward, scores, kernels(models_.front(), worker));
     return add_block(block, scores, sink_);
   }
   scheduler::StageWork post_work(const scheduler::Block& block) const override {
@@ -467,9 +466,9 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
   reader.block_residues = hybrid.block_residues;
   if (gpus == 0 && models.size() > 1 && hybrid.block_residues == HybridOptions{}.block_residues) {
     // Many models on a small database (a proteome), with the default block size: the
-    // blocks are the only parallelism of a pass, so there should be several per worker. The database's size is estimated
-    // from the file's (gzip: about a third of the text); blocks stay at least 16,384
-    // residues.
+    // blocks are the only parallelism of a pass, so there should be several per worker. The
+    // database's size is estimated from the file's (gzip: about a third of the text); blocks stay
+    // at least 16,384 residues.
     const auto estimate = static_cast<std::size_t>(database.estimated_text_bytes());
     const std::size_t per_worker =
         estimate / (kBlocksPerWorker * static_cast<std::size_t>(options.cpu_workers));

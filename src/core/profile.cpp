@@ -15,7 +15,9 @@ constexpr double kLn2 = 0.69314718055994529;  // Easel's eslCONST_LOG2
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
 // log() of C on a float argument: promote, take the double log, round back to float.
-float c_log(double x) { return static_cast<float>(std::log(x)); }
+float c_log(double x) {
+  return static_cast<float>(std::log(x));
+}
 
 // HMMER's unbiased_byteify(): a score in nats to an unsigned 8-bit cost.
 std::uint8_t unbiased_byteify(float scale, float score) {
@@ -102,7 +104,8 @@ Profile configure_profile(const HmmModel& hmm, const Background& bg) {
   for (int k = 1; k <= M; ++k) {
     for (int x = 0; x < Kp; ++x) sc[x] = -kInf;
     for (int x = 0; x < K; ++x) {
-      sc[x] = static_cast<float>(std::log(static_cast<double>(hmm.match[k][x]) / bg.frequencies[x]));
+      sc[x] =
+          static_cast<float>(std::log(static_cast<double>(hmm.match[k][x]) / bg.frequencies[x]));
     }
     for (int x = K + 1; x <= Kp - 3; ++x) {
       float result = 0.0f, denom = 0.0f;
@@ -171,9 +174,10 @@ MsvScores msv_scores(const Profile& gm) {
   om.bias = unbiased_byteify(om.scale, -1.0f * gm.max_emission_score);
   om.cost.assign(Kp, std::vector<std::uint8_t>(M + 1, 255));
   for (int x = 0; x < Kp; ++x)
-    for (int k = 1; k <= M; ++k) om.cost[x][k] = biased_byteify(om.scale, om.bias, gm.match_score[x][k]);
-  om.tbm = unbiased_byteify(
-      om.scale, std::log(2.0f / (static_cast<float>(M) * static_cast<float>(M + 1))));
+    for (int k = 1; k <= M; ++k)
+      om.cost[x][k] = biased_byteify(om.scale, om.bias, gm.match_score[x][k]);
+  om.tbm = unbiased_byteify(om.scale,
+                            std::log(2.0f / (static_cast<float>(M) * static_cast<float>(M + 1))));
   om.tec = unbiased_byteify(om.scale, std::log(0.5f));
   return om;
 }

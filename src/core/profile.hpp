@@ -47,11 +47,11 @@ Profile configure_profile(const HmmModel& hmm, const Background& bg);
 // --- MSV filter scores (8-bit, unsigned costs) ---
 struct MsvScores {
   int M = 0;
-  float scale = 0;         // units per nat (3 / ln 2)
-  std::uint8_t base = 190; // offset: 0 is -infinity, base is score 0
-  std::uint8_t bias = 0;   // emission bias so that costs are unsigned
-  std::uint8_t tbm = 0;    // constant B->Mk cost
-  std::uint8_t tec = 0;    // constant E->C = E->J cost
+  float scale = 0;          // units per nat (3 / ln 2)
+  std::uint8_t base = 190;  // offset: 0 is -infinity, base is score 0
+  std::uint8_t bias = 0;    // emission bias so that costs are unsigned
+  std::uint8_t tbm = 0;     // constant B->Mk cost
+  std::uint8_t tec = 0;     // constant E->C = E->J cost
   // cost[x][k], k = 1..M at index k (index 0 unused, 255); biased costs.
   std::vector<std::vector<std::uint8_t>> cost;
   std::uint8_t tjb(int L) const;  // N->B = J->B cost for target length L
@@ -60,13 +60,14 @@ struct MsvScores {
 // --- Viterbi filter scores (16-bit signed) ---
 struct ViterbiScores {
   int M = 0;
-  float scale = 0;           // units per nat (500 / ln 2)
+  float scale = 0;  // units per nat (500 / ln 2)
   std::int16_t base = 12000;
   // match[x][k], k = 1..M at index k.
   std::vector<std::vector<std::int16_t>> match;
   // Into M_k, indexed by k = 1..M: from B, and from M/I/D of node k-1.
   std::vector<std::int16_t> bm, mm, im, dm;
-  // Out of node k, indexed by k = 1..M (-32768 at k = M): M_k->D_k+1, M_k->I_k, I_k->I_k, D_k->D_k+1.
+  // Out of node k, indexed by k = 1..M (-32768 at k = M): M_k->D_k+1, M_k->I_k, I_k->I_k,
+  // D_k->D_k+1.
   std::vector<std::int16_t> md, mi, ii, dd;
   std::int16_t e_loop = 0, e_move = 0;  // E->J, E->C
   std::int16_t dd_bound = -32768;       // bound of the lazy-F test (HMMER's ddbound_w)

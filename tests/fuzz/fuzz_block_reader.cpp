@@ -79,13 +79,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       const std::string difference =
           duet::fuzz::compare(expected, read_with_block_reader(path, alphabet, *options), true);
       if (!difference.empty()) {
-        duet::fuzz::finding(
-            "BlockReader and FastaReader differ on " + path + " (threads " +
-            std::to_string(options->threads) + ", chunk_bytes " +
-            std::to_string(options->chunk_bytes) + ", block_residues " +
-            std::to_string(options->block_residues) + ", consumers " +
-            std::to_string(options->consumers) + (options->simd ? ", simd" : ", scalar") +
-            "): " + difference);
+        duet::fuzz::finding("BlockReader and FastaReader differ on " + path + " (threads " +
+                            std::to_string(options->threads) + ", chunk_bytes " +
+                            std::to_string(options->chunk_bytes) + ", block_residues " +
+                            std::to_string(options->block_residues) + ", consumers " +
+                            std::to_string(options->consumers) +
+                            (options->simd ? ", simd" : ", scalar") + "): " + difference);
       }
     }
   }

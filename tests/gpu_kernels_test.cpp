@@ -347,6 +347,32 @@ void expect_same_scores(const EngineScores& a, const EngineScores& b, const std:
   }
 }
 
+// An engine given another model (set_model, as a GPU feeder runs the models of a pass in
+// turn on one engine) scores every stage as a fresh engine of that model, bit for bit,
+// models of other lengths and kernels included, and back again.
+TEST(GpuKernels, SetModelScoresAsAFreshEngine) {
+  REQUIRE_GPU();
+  std::mt19937_64 rng(test_seed() ^ 0x5d);
+  std::vector<SearchProfile> profiles;
+  std::vector<HmmModel> hmms;
+  for (int M : {40, 700, 260}) {
+    hmms.push_back(simd_test::random_hmm(rng, Alphabet::amino(), M, simd_test::random_style(rng)));
+    profiles.push_back(profile_of(hmms.back()));
+  }
+  const TargetSet targets = targets_for(rng, hmms[1], 200);
+  const std::vector<device::GpuTarget> all = targets.view();
+  device::HmmGpuEngine switching(0, profiles[0]);
+  const std::size_t order[] = {0, 1, 2, 0};
+  for (std::size_t step = 0; step < std::size(order); ++step) {
+    const std::size_t k = order[step];
+    const std::string what = "step " + std::to_string(step) + ", model " + std::to_string(k) +
+                             " (M " + std::to_string(profiles[k].M) + ")";
+    if (step > 0) switching.set_model(profiles[k], {});
+    device::HmmGpuEngine fresh(0, profiles[k]);
+    expect_same_scores(score_batch(fresh, all, {}), score_batch(switching, all, {}), what);
+  }
+}
+
 // A batch mixing targets read from the resident store (kept there by another engine, as
 // by an earlier query model), targets kept now and targets uploaded gives every stage's
 // scores of the same batch all uploaded, bit for bit; a block of a kept index but other

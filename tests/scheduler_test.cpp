@@ -148,8 +148,10 @@ TEST(SchedulerInvariant, ResultsIdenticalAcrossWorkersBlocksPoliciesAndFaults) {
       }
       EXPECT_EQ(s.gpu_faults > 0, fault_due) << what;
       EXPECT_EQ(fault_row, fault_due) << what;
-      // Post rows count only the targets a device left at Forward: with every block on
-      // the GPU and no fault, they are exactly the targets that reached Forward.
+      // Post rows count only the targets a device left at Forward or (the test double's
+      // blocks of odd index) at the Viterbi filter: with every block on the GPU and no
+      // fault, at least the targets that reached Forward, at most those that passed the
+      // bias filter.
       const auto& q = run.queries[0];
       std::int64_t post_sequences = 0, post_residues = 0, post_cells = 0;
       for (const auto& r : s.trace) {
@@ -162,14 +164,21 @@ TEST(SchedulerInvariant, ResultsIdenticalAcrossWorkersBlocksPoliciesAndFaults) {
       EXPECT_EQ(post_cells, s.post_cells) << what;
       if (c.mode == app::HybridOptions::Gpu::only && c.fault_every == 0) {
         std::int64_t at_forward = 0, at_forward_residues = 0;
+        std::int64_t past_bias = 0, past_bias_residues = 0;
         for (const auto& t : q.targets) {
+          if (t.scores.stage < Stage::viterbi) continue;
+          ++past_bias;
+          past_bias_residues += t.length;
           if (t.scores.stage < Stage::forward) continue;
           ++at_forward;
           at_forward_residues += t.length;
         }
-        EXPECT_EQ(post_sequences, q.counts.passed_viterbi) << what;
-        EXPECT_EQ(post_sequences, at_forward) << what;
-        EXPECT_EQ(post_residues, at_forward_residues) << what;
+        EXPECT_EQ(at_forward, q.counts.passed_viterbi) << what;
+        EXPECT_EQ(past_bias, q.counts.passed_bias) << what;
+        EXPECT_LE(at_forward, post_sequences) << what;
+        EXPECT_LE(post_sequences, past_bias) << what;
+        EXPECT_LE(at_forward_residues, post_residues) << what;
+        EXPECT_LE(post_residues, past_bias_residues) << what;
         EXPECT_LT(post_residues, q.counts.residues) << what;
       }
       for (const auto& r : s.trace) {
@@ -641,9 +650,11 @@ TEST(SchedulerReuse, ResultsIdenticalWithAndWithoutReusedBlocks) {
   }
 }
 
-// Without GPUs, a pass runs a group of models, a CPU worker running each block against all
-// of them: results are identical to one pass per model, whatever the group size, the
-// worker count and the block size; the pass's trace rows are with its first model.
+// A pass runs a group of models, a CPU worker running each block against all of them and
+// a GPU feeder each batch against all of them: results are identical to one CPU-only pass
+// per model, whatever the group size, the worker count, the block size and the (test
+// double) GPUs, faults and post stage included; the pass's trace rows are with its first
+// model.
 TEST(SchedulerModelGroups, ResultsIdenticalToOnePassPerModel) {
   test::TempDir dir;
   const std::string db = test::database_prefix(dir, scaled(700));
@@ -657,23 +668,35 @@ TEST(SchedulerModelGroups, ResultsIdenticalToOnePassPerModel) {
       hmm);
   const std::vector<HmmModel> models = read_hmm_file(hmm);
   ASSERT_EQ(models.size(), 5u);
-  auto run = [&](std::size_t per_pass, int workers, std::size_t block_residues) {
+  // test_gpus: 0 none, 1 or 2 test doubles beside the CPU, -1 one test double alone
+  // (--gpu-only) with every second batch failing (redone by the CPU).
+  auto run = [&](std::size_t per_pass, int workers, std::size_t block_residues, int test_gpus) {
     app::HybridOptions h;
-    h.gpu = app::HybridOptions::Gpu::off;
+    h.gpu = test_gpus == 0  ? app::HybridOptions::Gpu::off
+            : test_gpus < 0 ? app::HybridOptions::Gpu::only
+                            : app::HybridOptions::Gpu::auto_detect;
+    h.test_gpus = std::abs(test_gpus);
+    if (test_gpus < 0) h.fault_every = 2;
+    h.gpu_batch_blocks = 3;
     h.block_residues = block_residues;
     h.models_per_pass = per_pass;
+    h.warnings = false;
     return app::run_hmmsearch(models, db, relaxed_config(workers), h);
   };
-  const app::SearchRun single = run(1, 2, static_cast<std::size_t>(scaled(10000)));
+  const app::SearchRun single = run(1, 2, static_cast<std::size_t>(scaled(10000)), 0);
   for (const auto& q : single.queries) EXPECT_EQ(q.pass_models, 1u);
-  for (const auto& [per_pass, workers, block] :
-       std::vector<std::tuple<std::size_t, int, std::size_t>>{
-           {2, 2, static_cast<std::size_t>(scaled(10000))},
-           {0, 3, static_cast<std::size_t>(scaled(3000))},
-           {5, 1, std::size_t{1} << 20}}) {
+  for (const auto& [per_pass, workers, block, test_gpus] :
+       std::vector<std::tuple<std::size_t, int, std::size_t, int>>{
+           {2, 2, static_cast<std::size_t>(scaled(10000)), 0},
+           {0, 3, static_cast<std::size_t>(scaled(3000)), 0},
+           {5, 1, std::size_t{1} << 20, 0},
+           {2, 2, static_cast<std::size_t>(scaled(3000)), 1},
+           {0, 1, static_cast<std::size_t>(scaled(3000)), 2},
+           {0, 2, static_cast<std::size_t>(scaled(3000)), -1}}) {
     const std::string what = "models per pass " + std::to_string(per_pass) + ", workers " +
-                             std::to_string(workers) + ", block " + std::to_string(block);
-    const app::SearchRun grouped = run(per_pass, workers, block);
+                             std::to_string(workers) + ", block " + std::to_string(block) +
+                             ", test gpus " + std::to_string(test_gpus);
+    const app::SearchRun grouped = run(per_pass, workers, block, test_gpus);
     test::expect_identical(single, grouped, what);
     const std::size_t expected = per_pass == 2 ? 2 : 5;
     EXPECT_EQ(grouped.queries[0].pass_models, expected) << what;

@@ -4,10 +4,11 @@
 // the canonical ones bit for bit (the engine finishes them on the host, and computes the
 // rare target rescaled too often for the GPU's record with forward_canonical); only targets
 // too long for one GPU thread's row walk are computed on the host, in packs of similar
-// length, in a host loop that runs while the GPU computes the others. A batch
-// is split in two halves on the engine's two slots (streams), so that one half's kernels
-// overlap the other half's host work and copies; the host work per target is shared with
-// idle CPU workers through the scheduler's host loops.
+// length, in a host loop that runs while the GPU computes the others. A batch runs
+// against every model of the pass in turn, and is split in two halves on the engine's two
+// slots (streams), so that one half's kernels overlap the other half's host work and
+// copies; the host work per target is shared with idle CPU workers through the
+// scheduler's host loops.
 #pragma once
 
 #include <functional>
@@ -16,75 +17,101 @@
 #include <string>
 #include <vector>
 
+#include "app/search.hpp"
 #include "core/cascade.hpp"
 #include "device/hmm_gpu.hpp"
 #include "scheduler/scheduler.hpp"
 
 namespace duet::app {
 
+// One model of the pass a backend serves: its profile and the kernels its engine runs.
+struct GpuPassModel {
+  const SearchProfile* profile = nullptr;
+  device::GpuKernelChoice kernels;
+};
+
 class HmmsearchGpuBackend final : public scheduler::GpuBackend {
  public:
-  // Receives a block's scores once the whole batch has succeeded; `deferred` marks the
-  // targets whose Forward stage remains (they go to the post-queue). Returns whether the
-  // block needs the post-queue.
-  using Deliver = std::function<bool(const scheduler::Block&, std::vector<TargetScores>&&,
-                                     std::vector<bool>&&)>;
+  // Receives a block's scores, one entry per model of the pass, once the whole batch has
+  // succeeded for every model; `deferred` marks the targets whose Forward stage remains
+  // (they go to the post-queue). Returns whether the block needs the post-queue.
+  using Deliver = std::function<bool(const scheduler::Block&, std::vector<DeviceBlockScores>&&)>;
 
-  // The Forward stage of some targets on the calling thread, with the CPU's kernels
-  // (run_forward_stages): called from host loops, on the feeder's or a CPU worker's thread.
-  using ForwardOnHost =
-      std::function<void(std::span<const ForwardTarget>, std::span<TargetScores* const>)>;
+  // The Forward stage of some targets for model `model` of the pass on the calling thread,
+  // with the CPU's kernels (run_forward_stages): called from host loops, on the feeder's
+  // or a CPU worker's thread.
+  using ForwardOnHost = std::function<void(std::size_t model, std::span<const ForwardTarget>,
+                                           std::span<TargetScores* const>)>;
 
   // Nothing here starts CUDA; start() does, on the feeder's thread. `feeder`: which of the
-  // GPU's feeder threads this is (0, 1...), for its name; each feeder has its own engine.
+  // GPU's feeder threads this is (0, 1...), for its name; each feeder has its own engine,
+  // which runs every batch against each model of `models` in turn (one engine: its
+  // buffers and streams are set up once; a model change uploads only the model).
   // `resident`, when given (a store of `device` that outlives the backend, shared by the
-  // GPU's feeders), keeps database blocks on the GPU across query models: a block kept
-  // there by an earlier model is not uploaded again.
-  HmmsearchGpuBackend(int device, int feeder, const SearchProfile& profile,
-                      const CascadeSettings& settings, device::GpuKernelChoice kernels,
-                      Deliver deliver, ForwardOnHost forward_on_host,
-                      device::GpuResidentStore* resident = nullptr);
+  // GPU's feeders), keeps database blocks on the GPU across models: a block kept there is
+  // not uploaded again.
+  HmmsearchGpuBackend(int device, int feeder, std::vector<GpuPassModel> models,
+                      const CascadeSettings& settings, Deliver deliver,
+                      ForwardOnHost forward_on_host, device::GpuResidentStore* resident = nullptr);
   // With DUET_GPU_TIMES set, prints where the feeder's time went (for bench/RESULTS.md).
   ~HmmsearchGpuBackend() override;
   std::string name() const override;
   bool test_double() const override { return false; }
   std::string stages() const override { return "msv+bias+viterbi+forward"; }
-  device::GpuKernelChoice kernel_choice() const { return kernels_; }
-  // What the engine got of a run-time specialisation; nullptr before the engine exists.
-  const device::GpuJitInfo* jit_info() const { return engine_ ? &engine_->jit_info() : nullptr; }
-  // Residues of the batches so far: read from the resident store, and uploaded (of which
-  // kept in the store for later models).
+  // The kernels of model `model` of the pass (resolved for its length).
+  device::GpuKernelChoice kernel_choice(std::size_t model) const { return models_[model].kernels; }
+  // What the engine got of a run-time specialisation for model `model`; nullptr before
+  // the engine ran it.
+  const device::GpuJitInfo* jit_info(std::size_t model) const {
+    return models_[model].jit_known ? &models_[model].jit : nullptr;
+  }
+  // Residues of model `model`'s batches so far: read from the resident store, and uploaded
+  // (of which kept in the store for later models).
   struct Residency {
     std::int64_t resident = 0, uploaded = 0, kept = 0;
   };
-  Residency residency() const { return {times_.resident, times_.uploaded, times_.kept}; }
-  // Creates the engine (CUDA context, model upload) on the feeder's thread, so that the
-  // CPU workers start meanwhile; run() creates it if start() was not called.
+  Residency residency(std::size_t model) const { return models_[model].residency; }
+  // Creates the engine (CUDA context, first model's upload) on the feeder's thread, so
+  // that the CPU workers start meanwhile; run() creates it if start() was not called.
   void start(const scheduler::HostLoopRunner& run_host_loop) override;
   std::vector<scheduler::GpuBlockOutcome> run(std::span<const scheduler::BlockPtr> blocks,
                                               int worker) override;
 
  private:
-  const SearchProfile& profile_;
+  struct Model {
+    const SearchProfile* profile = nullptr;
+    device::GpuKernelChoice kernels;
+    device::GpuJitInfo jit;
+    bool jit_known = false;
+    Residency residency;
+  };
+  struct Half;
+  // One batch (already split in halves, submitted or not) through the cascade of model
+  // `model`: every target's scores in h.scores.
+  void run_model(std::size_t model, Half* halves);
+
+  std::vector<Model> models_;
   CascadeSettings settings_;
   Deliver deliver_;
   ForwardOnHost forward_on_host_;
   int device_;
   int feeder_;
-  device::GpuKernelChoice kernels_;
   device::GpuResidentStore* resident_;
   std::string device_name_;
   scheduler::HostLoopRunner run_host_loop_;
   std::unique_ptr<device::HmmGpuEngine> engine_;
-  device::HmmGpuEngine& engine();
+  std::size_t engine_model_ = 0;  // the model the engine holds
+  // The engine, holding model `model`.
+  device::HmmGpuEngine& engine(std::size_t model);
   struct FeederTimes {
-    std::int64_t batches = 0, targets = 0, viterbi_targets = 0, forward_targets = 0,
-                 forward_cpu_targets = 0, forward_on_host = 0, exact_targets = 0;
-    double setup = 0, submit = 0, wait_msv = 0, phase_one = 0, wait_viterbi = 0, phase_two = 0,
-           wait_forward = 0, phase_three = 0, deliver = 0, submit_copy = 0, submit_rest = 0,
-           forward_on_host_s = 0;
+    std::int64_t batches = 0, targets = 0, viterbi_targets = 0, viterbi_to_cpu = 0,
+                 forward_targets = 0, forward_cpu_targets = 0, forward_on_host = 0,
+                 exact_targets = 0, model_changes = 0;
+    double setup = 0, model_change = 0, submit = 0, wait_msv = 0, phase_one = 0, wait_viterbi = 0,
+           phase_two = 0, wait_forward = 0, phase_three = 0, deliver = 0, submit_copy = 0,
+           submit_rest = 0, forward_on_host_s = 0;
     double msv_kernel = 0, exact_kernel = 0, viterbi_kernel = 0, forward_kernel = 0;
-    std::int64_t resident = 0, uploaded = 0, kept = 0;  // residues (see residency())
+    std::int64_t resident = 0, uploaded = 0, kept = 0;  // residues
   } times_;
 };
 

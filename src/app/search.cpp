@@ -148,16 +148,12 @@ struct ModelInPass {
 
 // The CPU side: the whole cascade on one block, for every model of the pass in turn while
 // the block is in cache, with per-worker kernels; the post stage finishes the targets a
-// device left at Forward (a pass with GPUs has one model).
+// device left at Forward.
 class HmmsearchWorkload final : public scheduler::Workload {
  public:
   HmmsearchWorkload(std::vector<ModelInPass> models, const CascadeSettings& settings, int threads,
                     simd::Isa isa)
-      : models_(std::move(models)),
-        profile_(*models_.front().profile),
-        settings_(settings),
-        isa_(isa),
-        sink_(*models_.front().sink) {
+      : models_(std::move(models)), settings_(settings), isa_(isa), spare_kernels_(models_.size()) {
     for (ModelInPass& m : models_) m.kernels.resize(static_cast<std::size_t>(threads));
   }
   std::int64_t cells_per_residue() const override {
@@ -229,63 +225,93 @@ class HmmsearchWorkload final : public scheduler::Workload {
   }
 
  public:
-  // Forward for the targets a device left there (needs_forward), the other scores as the
-  // device computed them.
+  // Forward for the targets a device left there (needs_forward), model by model, the
+  // other scores as the device computed them.
   std::int64_t run_post(const scheduler::Block& block, int worker) override {
-    std::vector<TargetScores> scores;
-    std::vector<bool> deferred;
+    std::vector<DeviceBlockScores> per_model;
     {
       std::lock_guard lock(mutex_);
       auto it = partial_.find(block.index);
-      scores = std::move(it->second.first);
-      deferred = std::move(it->second.second);
+      per_model = std::move(it->second);
       partial_.erase(it);
     }
-    std::vector<std::size_t> at_forward;
-    for (std::size_t i = 0; i < block.sequences(); ++i) {
-      if (deferred[i]) at_forward.push_back(i);
+    std::int64_t passed = 0;
+    for (std::size_t j = 0; j < models_.size(); ++j) {
+      DeviceBlockScores& m = per_model[j];
+      const SearchProfile& profile = *models_[j].profile;
+      FilterKernels& k = kernels(models_[j], worker);
+      std::vector<std::size_t> at_forward;
+      for (std::size_t i = 0; i < block.sequences(); ++i) {
+        if (m.remains[i] == Remains::viterbi) {
+          MsvThenBias resume(k);
+          resume.msv_score = m.msv[i];
+          const float bias = m.scores[i].filter_nats;
+          resume.bias_score = &bias;
+          m.scores[i] = run_filters(profile, settings_, resume, block.sequence(i), block.length(i));
+        }
+        if (m.remains[i] != Remains::nothing && needs_forward(m.scores[i])) at_forward.push_back(i);
+      }
+      forward_stage(profile, block, at_forward, m.scores, k);
+      passed += add_block(block, m.scores, *models_[j].sink);
     }
-    // A pass with GPUs has one model (run_hmmsearch).
-    forward_stage(profile_, block, at_forward, scores, kernels(models_.front(), worker));
-    return add_block(block, scores, sink_);
+    return passed;
   }
   scheduler::StageWork post_work(const scheduler::Block& block) const override {
     std::lock_guard lock(mutex_);
-    const std::vector<bool>& deferred = partial_.at(block.index).second;
     scheduler::StageWork work;
-    for (std::size_t i = 0; i < block.sequences(); ++i) {
-      if (!deferred[i]) continue;
-      ++work.sequences;
-      work.residues += block.length(i);
+    for (const DeviceBlockScores& m : partial_.at(block.index)) {
+      for (std::size_t i = 0; i < block.sequences(); ++i) {
+        if (m.remains[i] == Remains::nothing) continue;
+        ++work.sequences;
+        work.residues += block.length(i);
+      }
     }
     return work;
   }
-  // run_forward_stages on whatever thread calls it (a GPU feeder's host loop, shared with
-  // the CPU workers), with kernels taken from a pool: one set per thread at a time.
-  void forward_on_any_thread(std::span<const ForwardTarget> targets,
+  // run_forward_stages for model `model` of the pass on whatever thread calls it (a GPU
+  // feeder's host loop, shared with the CPU workers), with kernels taken from a pool: one
+  // set per thread at a time.
+  void forward_on_any_thread(std::size_t model, std::span<const ForwardTarget> targets,
                              std::span<TargetScores* const> outs) {
+    const SearchProfile& profile = *models_[model].profile;
+    std::vector<std::unique_ptr<FilterKernels>>& spare = spare_kernels_[model];
     std::unique_ptr<FilterKernels> k;
     {
       std::lock_guard lock(mutex_);
-      if (!spare_kernels_.empty()) {
-        k = std::move(spare_kernels_.back());
-        spare_kernels_.pop_back();
+      if (!spare.empty()) {
+        k = std::move(spare.back());
+        spare.pop_back();
       }
     }
     if (!k) {
-      k = std::make_unique<simd::SimdFilterKernels>(profile_, isa_,
+      k = std::make_unique<simd::SimdFilterKernels>(profile, isa_,
                                                     simd::ForwardGate::from(settings_));
     }
-    run_forward_stages(profile_, settings_, *k, targets, outs);
+    run_forward_stages(profile, settings_, *k, targets, outs);
     std::lock_guard lock(mutex_);
-    spare_kernels_.push_back(std::move(k));
+    spare.push_back(std::move(k));
   }
-  // A device's early-stage scores of a block, with the targets whose Forward remains.
-  void store_partial(std::int64_t block, std::vector<TargetScores> scores,
-                     std::vector<bool> deferred) {
-    std::lock_guard lock(mutex_);
-    partial_.emplace(block, std::make_pair(std::move(scores), std::move(deferred)));
+  // A device's scores of a block, one entry per model of the pass: the records of a model
+  // whose targets are all done are added now; where any Forward stage remains, the block
+  // waits for the post stage with all of them. Returns whether it does.
+  bool deliver(const scheduler::Block& block, std::vector<DeviceBlockScores>&& per_model) {
+    bool post = false;
+    for (const DeviceBlockScores& m : per_model) {
+      post = post || std::find_if(m.remains.begin(), m.remains.end(), [](Remains r) {
+                       return r != Remains::nothing;
+                     }) != m.remains.end();
+    }
+    if (post) {
+      std::lock_guard lock(mutex_);
+      partial_.emplace(block.index, std::move(per_model));
+    } else {
+      for (std::size_t j = 0; j < models_.size(); ++j)
+        add_block(block, per_model[j].scores, *models_[j].sink);
+    }
+    return post;
   }
+  std::size_t models() const { return models_.size(); }
+  const SearchProfile& profile(std::size_t model) const { return *models_[model].profile; }
 
  private:
   // Targets passed to the Forward kernels at once; a GPU feeder's host work is helped
@@ -317,29 +343,24 @@ class HmmsearchWorkload final : public scheduler::Workload {
   }
 
   std::vector<ModelInPass> models_;
-  // The first model: the only one of a pass with GPUs, which the post stage and the GPU
-  // backends' host work serve.
-  const SearchProfile& profile_;
   CascadeSettings settings_;
   simd::Isa isa_;
-  scheduler::ResultSink<BlockRecords>& sink_;
-  std::vector<std::unique_ptr<FilterKernels>> spare_kernels_;  // forward_on_any_thread's pool
+  // forward_on_any_thread's pool, per model.
+  std::vector<std::vector<std::unique_ptr<FilterKernels>>> spare_kernels_;
   mutable std::mutex mutex_;
-  std::map<std::int64_t, std::pair<std::vector<TargetScores>, std::vector<bool>>> partial_;
+  std::map<std::int64_t, std::vector<DeviceBlockScores>> partial_;  // blocks awaiting run_post
 };
 
 // TEST DOUBLE of a GPU (debug setting DUET_DEBUG_TEST_GPU only): runs the filters before
-// Forward (run_filters) with the CPU reference kernels on the feeder's own thread and
-// posts the blocks with targets at Forward to the CPU, exercising the feeder path
-// (batches, post-queue, fault requeue).
+// Forward (run_filters) with the CPU reference kernels on the feeder's own thread, or on
+// blocks of odd index only MSV and the bias filter, and posts the blocks with targets at
+// Forward or at the Viterbi filter to the CPU, exercising the feeder path (batches,
+// post-queue, fault requeue).
 class TestDoubleGpu final : public scheduler::GpuBackend {
  public:
-  TestDoubleGpu(const SearchProfile& profile, const CascadeSettings& settings,
-                HmmsearchWorkload& workload, scheduler::ResultSink<BlockRecords>& sink, int number)
-      : profile_(profile),
-        settings_(settings),
+  TestDoubleGpu(const CascadeSettings& settings, HmmsearchWorkload& workload, int number)
+      : settings_(settings),
         workload_(workload),
-        sink_(sink),
         number_(number),
         run_host_loop_(scheduler::run_host_loop_serially) {}
   std::string name() const override { return "test-double GPU " + std::to_string(number_); }
@@ -348,38 +369,49 @@ class TestDoubleGpu final : public scheduler::GpuBackend {
   void start(const scheduler::HostLoopRunner& run_host_loop) override {
     run_host_loop_ = run_host_loop;
   }
-  // The filters of each target as a host loop, as the real backend shares its host work.
+  // The filters of each target for each model of the pass as a host loop, as the real
+  // backend shares its host work.
   std::vector<scheduler::GpuBlockOutcome> run(std::span<const scheduler::BlockPtr> blocks,
                                               int) override {
     std::vector<scheduler::GpuBlockOutcome> outcomes;
     for (const scheduler::BlockPtr& b : blocks) {
-      std::vector<TargetScores> scores(b->sequences());
-      std::vector<bool> deferred(b->sequences(), false);
+      std::vector<DeviceBlockScores> per_model(workload_.models());
       scheduler::GpuBlockOutcome outcome;
-      run_host_loop_(b->sequences(), 16, [&](std::size_t i) {
-        ReferenceFilters kernels(profile_);
-        scores[i] = run_filters(profile_, settings_, kernels, b->sequence(i), b->length(i));
-      });
-      for (std::size_t i = 0; i < b->sequences(); ++i) {
-        deferred[i] = needs_forward(scores[i]);
-        if (deferred[i]) ++outcome.survivors;
+      // Blocks of odd index leave the Viterbi filter to the CPU, as a real GPU does with too
+      // few targets to fill it.
+      const bool viterbi_to_cpu = b->index % 2 == 1;
+      for (std::size_t j = 0; j < per_model.size(); ++j) {
+        const SearchProfile& profile = workload_.profile(j);
+        DeviceBlockScores& out = per_model[j];
+        out.scores.resize(b->sequences());
+        out.remains.assign(b->sequences(), Remains::nothing);
+        if (viterbi_to_cpu) out.msv.resize(b->sequences());
+        run_host_loop_(b->sequences(), 16, [&](std::size_t i) {
+          if (viterbi_to_cpu) {
+            out.msv[i] = msv_filter_reference(profile.msv, b->sequence(i), b->length(i));
+            StopBeforeViterbi kernels(out.msv[i]);
+            out.scores[i] = run_filters(profile, settings_, kernels, b->sequence(i), b->length(i));
+            if (kernels.viterbi_requested) out.remains[i] = Remains::viterbi;
+          } else {
+            ReferenceFilters kernels(profile);
+            out.scores[i] = run_filters(profile, settings_, kernels, b->sequence(i), b->length(i));
+          }
+        });
+        for (std::size_t i = 0; i < b->sequences(); ++i) {
+          if (out.remains[i] == Remains::nothing && needs_forward(out.scores[i]))
+            out.remains[i] = Remains::forward;
+          if (out.remains[i] != Remains::nothing) ++outcome.survivors;
+        }
       }
-      outcome.needs_post = outcome.survivors > 0;
-      if (outcome.needs_post) {
-        workload_.store_partial(b->index, std::move(scores), std::move(deferred));
-      } else {
-        add_block(*b, scores, sink_);
-      }
+      outcome.needs_post = workload_.deliver(*b, std::move(per_model));
       outcomes.push_back(outcome);
     }
     return outcomes;
   }
 
  private:
-  const SearchProfile& profile_;
   CascadeSettings settings_;
   HmmsearchWorkload& workload_;
-  scheduler::ResultSink<BlockRecords>& sink_;
   int number_;
   scheduler::HostLoopRunner run_host_loop_;
   // The filters' scalar references (no state: one per target).
@@ -493,22 +525,19 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
   [[maybe_unused]] bool jit_failure_said = false;  // CUDA builds only
   if (!devices.empty())
     run.gpu_kernel_table = kernel_table ? hybrid.gpu_kernel_table : "built-in rule";
-  // The passes: a pass runs a group of models over the database. Without GPUs, a CPU
-  // worker runs each block against every model of the group while the block is in cache,
-  // so that per-pass costs (threads, hand-out, the kept blocks' walk) are shared by the
-  // group; with GPUs (whose backends serve one model) a pass is one model.
-  const bool grouped = gpus == 0;
+  // The passes: a pass runs a group of models over the database. A CPU worker runs each
+  // block against every model of the group while the block is in cache, and a GPU feeder
+  // each batch against every model of the group on one engine, so that per-pass costs
+  // (threads, hand-out, the kept blocks' walk, the GPU's set-up) are shared by the group.
   const std::size_t models_per_pass =
       hybrid.models_per_pass > 0 ? hybrid.models_per_pass : kModelsPerPass;
   for (std::size_t first = 0; first < models.size();) {
     std::size_t last = first + 1;  // the group: models [first, last)
-    if (grouped) {
-      std::int64_t cells = models[first].M;
-      while (last < models.size() && models[last].alphabet == models[first].alphabet &&
-             last - first < models_per_pass && cells + models[last].M <= kNodesPerPass) {
-        cells += models[last].M;
-        ++last;
-      }
+    std::int64_t cells = models[first].M;
+    while (last < models.size() && models[last].alphabet == models[first].alphabet &&
+           last - first < models_per_pass && cells + models[last].M <= kNodesPerPass) {
+      cells += models[last].M;
+      ++last;
     }
     const HmmModel& hmm = models[first];
     if (!store || &store->alphabet() != hmm.alphabet) {
@@ -565,81 +594,82 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
           }));
     }
     for (std::size_t j = 0; j < group; ++j) in_pass.push_back({&profiles[j], sinks[j].get(), {}});
-    const SearchProfile& profile = profiles.front();
     QueryResult& query = queries.front();
-    scheduler::ResultSink<BlockRecords>& sink = *sinks.front();
     HmmsearchWorkload workload(std::move(in_pass), settings, options.cpu_workers + feeders, isa);
     std::vector<std::unique_ptr<TestDoubleGpu>> doubles;
     std::vector<scheduler::GpuBackend*> backends;
     for (int g = 0; g < hybrid.test_gpus && gpus > 0; ++g) {
-      doubles.push_back(std::make_unique<TestDoubleGpu>(profile, settings, workload, sink, g));
+      doubles.push_back(std::make_unique<TestDoubleGpu>(settings, workload, g));
       backends.push_back(doubles.back().get());
     }
 #ifdef DUET_HAVE_CUDA
     std::vector<std::unique_ptr<HmmsearchGpuBackend>> devices_in_use;
-    const auto deliver = [&workload, &sink](const scheduler::Block& b,
-                                            std::vector<TargetScores>&& scores,
-                                            std::vector<bool>&& deferred) {
-      const bool post = std::find(deferred.begin(), deferred.end(), true) != deferred.end();
-      if (post) {
-        workload.store_partial(b.index, std::move(scores), std::move(deferred));
-      } else {
-        add_block(b, scores, sink);
-      }
-      return post;
+    const auto deliver = [&workload](const scheduler::Block& b,
+                                     std::vector<DeviceBlockScores>&& per_model) {
+      return workload.deliver(b, std::move(per_model));
     };
-    const auto forward_on_host = [&workload](std::span<const ForwardTarget> targets,
+    const auto forward_on_host = [&workload](std::size_t model,
+                                             std::span<const ForwardTarget> targets,
                                              std::span<TargetScores* const> outs) {
-      workload.forward_on_any_thread(targets, outs);
+      workload.forward_on_any_thread(model, targets, outs);
     };
-    const io::KernelTableRow plan =
-        io::plan_kernels(kernel_table ? &*kernel_table : nullptr, hmm.M, hybrid.gpu_strategy);
-    device::GpuKernelChoice kernels{plan.msv_group_threads,
-                                    device::parse_gpu_strategy(plan.viterbi_strategy)};
-    kernels.jit = hybrid.gpu_jit;
+    std::vector<GpuPassModel> gpu_models;
+    if (!devices.empty()) {
+      for (std::size_t j = 0; j < group; ++j) {
+        const io::KernelTableRow plan = io::plan_kernels(kernel_table ? &*kernel_table : nullptr,
+                                                         queries[j].M, hybrid.gpu_strategy);
+        device::GpuKernelChoice kernels{plan.msv_group_threads,
+                                        device::parse_gpu_strategy(plan.viterbi_strategy)};
+        kernels.jit = hybrid.gpu_jit;
+        gpu_models.push_back({&profiles[j], kernels});
+      }
+    }
     for (std::size_t g = 0; g < devices.size(); ++g) {
       for (int f = 0; f < std::max(1, hybrid.gpu_feeders); ++f) {
         devices_in_use.push_back(std::make_unique<HmmsearchGpuBackend>(
-            devices[g], f, profile, settings, kernels, deliver, forward_on_host,
+            devices[g], f, gpu_models, settings, deliver, forward_on_host,
             resident.empty() ? nullptr : resident[g].get()));
         backends.push_back(devices_in_use.back().get());
       }
     }
     if (!devices_in_use.empty()) {
-      const device::GpuKernelChoice used = devices_in_use.front()->kernel_choice();
-      query.gpu_kernels = "msv_group_threads=" + std::to_string(used.msv_group_threads) +
-                          " viterbi=" + device::gpu_strategy_name(used.viterbi);
+      for (std::size_t j = 0; j < group; ++j) {
+        const device::GpuKernelChoice used = devices_in_use.front()->kernel_choice(j);
+        queries[j].gpu_kernels = "msv_group_threads=" + std::to_string(used.msv_group_threads) +
+                                 " viterbi=" + device::gpu_strategy_name(used.viterbi);
+      }
     }
 #endif
     phase_time("pass starts");
     query.schedule = scheduler::run_blocks(*store, workload, backends, options);
     phase_time("pass ended");
 #ifdef DUET_HAVE_CUDA
-    for (const auto& d : devices_in_use) {
-      const HmmsearchGpuBackend::Residency r = d->residency();
-      query.gpu_resident_residues += r.resident;
-      query.gpu_uploaded_residues += r.uploaded;
-      query.gpu_kept_residues += r.kept;
-    }
-    if (hybrid.gpu_jit && !devices_in_use.empty()) {
+    for (std::size_t j = 0; j < group; ++j) {
+      for (const auto& d : devices_in_use) {
+        const HmmsearchGpuBackend::Residency r = d->residency(j);
+        queries[j].gpu_resident_residues += r.resident;
+        queries[j].gpu_uploaded_residues += r.uploaded;
+        queries[j].gpu_kept_residues += r.kept;
+      }
+      if (!hybrid.gpu_jit || devices_in_use.empty()) continue;
       // Every GPU's engine asked NVRTC for the same kernels; the first says what it got.
       // A failure is said once per run (the search goes on with the static kernels).
       const device::GpuJitInfo* jit = nullptr;
       for (const auto& d : devices_in_use) {
-        if (d->jit_info() != nullptr && (jit == nullptr || !d->jit_info()->used))
-          jit = d->jit_info();
+        if (d->jit_info(j) != nullptr && (jit == nullptr || !d->jit_info(j)->used))
+          jit = d->jit_info(j);
       }
       if (jit != nullptr && jit->used) {
         char seconds[32];
         std::snprintf(seconds, sizeof seconds, "%.3f", jit->seconds);
-        query.gpu_jit = "msv_exact (" + jit->origin + " " + seconds + " s)";
+        queries[j].gpu_jit = "msv_exact (" + jit->origin + " " + seconds + " s)";
       } else if (jit != nullptr) {
-        query.gpu_jit = "static kernels: " + jit->failure;
+        queries[j].gpu_jit = "static kernels: " + jit->failure;
         if (hybrid.warnings && !jit_failure_said) {
           std::fprintf(stderr,
                        "duet: --gpu-jit: no run-time specialised kernel for %s (%s); the static "
                        "kernels run, with the same results\n",
-                       hmm.name.c_str(), jit->failure.c_str());
+                       queries[j].name.c_str(), jit->failure.c_str());
           jit_failure_said = true;
         }
       }

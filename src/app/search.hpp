@@ -28,6 +28,22 @@ struct TargetRecord {
   bool reported = false;
 };
 
+// What a device (GPU feeder) left of a target's cascade to the CPU's post stage.
+enum class Remains : std::uint8_t {
+  nothing,
+  forward,  // the Forward stage (needs_forward)
+  viterbi,  // the Viterbi filter on (StopBeforeViterbi), then Forward if it passes
+};
+
+// One block's scores for one model, as a device computed them, and what remains per
+// target. Where a Viterbi filter remains, `msv` holds every target's MSV score (the bias
+// filter's score is the target's filter_nats).
+struct DeviceBlockScores {
+  std::vector<TargetScores> scores;
+  std::vector<Remains> remains;
+  std::vector<FilterScore> msv;
+};
+
 struct PipelineCounts {
   std::int64_t targets = 0, residues = 0;
   std::int64_t passed_msv = 0, passed_bias = 0, passed_viterbi = 0, passed_forward = 0;

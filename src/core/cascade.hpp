@@ -147,6 +147,27 @@ class MsvThenBias final : public FilterKernels {
   FilterKernels& kernels_;
 };
 
+// A target's kernels when its MSV score was computed elsewhere (a GPU) and its Viterbi
+// filter may run elsewhere or later: MSV answers msv_score, the bias filter runs here (its
+// score is then the result's filter_nats), and a Viterbi filter asked for is recorded in
+// viterbi_requested and answered with an overflow. run_filters' result is final only
+// when !viterbi_requested; otherwise the target resumes with MsvThenBias (msv_score, the
+// result's filter_nats as the bias score) and the real Viterbi filter. Forward throws.
+class StopBeforeViterbi final : public FilterKernels {
+ public:
+  explicit StopBeforeViterbi(FilterScore msv) : msv_score(msv) {}
+  FilterScore msv_score;
+  bool viterbi_requested = false;
+  FilterScore msv(const Residue*, int) override { return msv_score; }
+  FilterScore viterbi(const Residue*, int) override {
+    viterbi_requested = true;
+    return {std::numeric_limits<float>::infinity(), true};
+  }
+  float forward(const Residue*, int) override {
+    throw std::logic_error("StopBeforeViterbi: Forward is the Forward stage's");
+  }
+};
+
 // Several targets' cascades with their bias filters computed together (bias_filter_scores,
 // bit for bit bias_filter_score, several targets interleaved). run(i, bias) runs target i's
 // cascade: with bias == nullptr (the first pass) its bias filter must give +infinity and

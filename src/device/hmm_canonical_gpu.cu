@@ -334,8 +334,17 @@ struct CanonicalForwardGpu::Impl {
 CanonicalForwardGpu::CanonicalForwardGpu(const ForwardScores& fwd, int multiprocessors,
                                          std::size_t shared_optin)
     : impl_(std::make_unique<Impl>()) {
+  impl_->multiprocessors = multiprocessors;
+  impl_->shared_optin = shared_optin;
+  set_model(fwd);
+}
+
+void CanonicalForwardGpu::set_model(const ForwardScores& fwd) {
   Impl& m = *impl_;
+  const std::size_t shared_optin = m.shared_optin;
   m.fwd = fwd;
+  m.ncj = NcjByLength{m.fwd};
+  for (Impl::Slot& s : m.slots) s.cpu.reset();  // the CPU's fallback of the old model
   const CanonicalDeviceLayout layout =
       build_canonical_device_layout(stripe_forward_scores(fwd, kCanonicalForwardLanes));
   m.Q = layout.Q;
@@ -376,9 +385,7 @@ CanonicalForwardGpu::CanonicalForwardGpu(const ForwardScores& fwd, int multiproc
                                                         kBlockThreads, 0),
           "cudaOccupancy canonical forward");
   }
-  m.resident_blocks = std::max(1, per_sm) * multiprocessors;
-  m.multiprocessors = multiprocessors;
-  m.shared_optin = shared_optin;
+  m.resident_blocks = std::max(1, per_sm) * m.multiprocessors;
 }
 
 CanonicalForwardGpu::~CanonicalForwardGpu() = default;

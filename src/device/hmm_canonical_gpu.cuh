@@ -24,6 +24,8 @@ class CanonicalForwardGpu {
   // Uploads the model (CanonicalDeviceLayout) to the current device.
   CanonicalForwardGpu(const ForwardScores& fwd, int multiprocessors,
                       std::size_t shared_per_block_optin);
+  // Uploads another model; the slots' buffers stay (the slots must be idle).
+  void set_model(const ForwardScores& fwd);
   ~CanonicalForwardGpu();
   CanonicalForwardGpu(const CanonicalForwardGpu&) = delete;
   CanonicalForwardGpu& operator=(const CanonicalForwardGpu&) = delete;

@@ -707,8 +707,10 @@ struct HmmGpuEngine::Impl {
   std::string name;
   GpuStrategy strategy = GpuStrategy::warp_groups;
   int multiprocessors = 0;
-  MsvScores msv;  // copies of the scores the host needs to finish the scores
+  std::size_t shared_optin = 0;  // shared memory a block may use at most
+  MsvScores msv;                 // copies of the scores the host needs to finish the scores
   ViterbiScores vit;
+  ForwardScores fwd;  // the Forward parser's model, made on first use
   MsvDeviceLayout msv_layout;
   ViterbiDeviceLayout vit_layout;
   bool msv_fast_fits = true;   // the profile fits in shared memory
@@ -724,9 +726,9 @@ struct HmmGpuEngine::Impl {
   int viterbi_strip_blocks = 0;     // blocks of that strip kernel resident on the device
   // N or J -> B -> Mk (MSV, wrapped to 8 bits as msv_filter_reference does) and N/C/J move
   // (Viterbi) by target length.
-  ByLength<std::uint8_t> bjbm{
-      [this](int L) { return static_cast<std::uint8_t>((msv.tjb(L) + msv.tbm) & 0xff); }};
-  ByLength<std::int16_t> ncj{[this](int L) { return vit.ncj_move(L); }};
+  // (set_model sets them.)
+  ByLength<std::uint8_t> bjbm{[](int) { return std::uint8_t{0}; }};
+  ByLength<std::int16_t> ncj{[](int) { return std::int16_t{0}; }};
   std::unique_ptr<detail::ForwardGpu> forward;  // the Forward parser (hmm_forward_gpu.cu)
   std::unique_ptr<detail::CanonicalForwardGpu> canonical;  // hmm_canonical_gpu.cu
   GpuJitInfo jit;
@@ -796,8 +798,6 @@ HmmGpuEngine::HmmGpuEngine(int device, const SearchProfile& profile, GpuKernelCh
   }
   m.resident = resident;
   m.device = device;
-  m.strategy = choice.viterbi;
-  const GpuKernelChoice resolved = resolve_kernel_choice(choice, profile.M);
   int count = 0;
   check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
   if (device < 0 || device >= count) {
@@ -810,18 +810,36 @@ HmmGpuEngine::HmmGpuEngine(int device, const SearchProfile& profile, GpuKernelCh
   check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
   m.name = prop.name;
   m.multiprocessors = prop.multiProcessorCount;
+  m.shared_optin = static_cast<std::size_t>(prop.sharedMemPerBlockOptin);
+  set_model(profile, choice);
+}
+
+void HmmGpuEngine::set_model(const SearchProfile& profile, GpuKernelChoice choice) {
+  Impl& m = *impl_;
+  check(cudaSetDevice(m.device), "cudaSetDevice");
+  // Both slots idle: their buffers and the profile's are free to be rewritten.
+  for (auto& s : m.slots) {
+    check(cudaStreamSynchronize(s->stream.get()), "cudaStreamSynchronize");
+    m.publish_kept(*s);
+  }
+  m.strategy = choice.viterbi;
+  const GpuKernelChoice resolved = resolve_kernel_choice(choice, profile.M);
   m.msv = profile.msv;
   m.vit = profile.viterbi;
+  m.fwd = profile.forward;
+  m.bjbm = ByLength<std::uint8_t>{
+      [&m](int L) { return static_cast<std::uint8_t>((m.msv.tjb(L) + m.msv.tbm) & 0xff); }};
+  m.ncj = ByLength<std::int16_t>{[&m](int L) { return m.vit.ncj_move(L); }};
   m.msv_layout = build_msv_device_layout(profile.msv, resolved.msv_group_threads,
                                          resolved.msv_nodes_per_thread);
   if (choice.msv_nodes_per_thread == 0 && resolved.msv_nodes_per_thread == 32 &&
-      m.msv_layout.bytes() > static_cast<std::size_t>(prop.sharedMemPerBlockOptin)) {
+      m.msv_layout.bytes() > m.shared_optin) {
     // Chosen, not asked for: 16 nodes per thread pad less and may fit in shared memory.
     m.msv_layout = build_msv_device_layout(profile.msv, resolved.msv_group_threads, 16);
   }
   m.vit_layout = build_viterbi_device_layout(profile.viterbi);
   // Shared memory: the whole profile (all residues, all tiles).
-  m.msv_fast_fits = m.msv_layout.bytes() <= static_cast<std::size_t>(prop.sharedMemPerBlockOptin);
+  m.msv_fast_fits = m.msv_layout.bytes() <= m.shared_optin;
   m.msv_all_exact = !m.msv_fast_fits || choice.msv_exact_only;
   if (m.msv_fast_fits) {
     const int bytes = static_cast<int>(m.msv_layout.bytes());
@@ -846,6 +864,9 @@ HmmGpuEngine::HmmGpuEngine(int device, const SearchProfile& profile, GpuKernelCh
   upload(m.vit_match, m.vit_layout.match);
   upload(m.vit_nodes, m.vit_layout.nodes);
   m.exact_blocks = 2 * m.multiprocessors;
+  m.jit = GpuJitInfo{};
+  m.msv_exact_jit = jit::JitFunction{};
+  m.msv_exact_jit_blocks = 0;
   if (choice.jit) {
     m.jit.asked = true;
     if (profile.M > kMsvExactJitMaxLength) {
@@ -878,7 +899,7 @@ HmmGpuEngine::HmmGpuEngine(int device, const SearchProfile& profile, GpuKernelCh
   // Viterbi rows in shared memory: as many warps per block (up to 8) as fit.
   const std::size_t row_bytes = static_cast<std::size_t>(profile.M + 1) * sizeof(short4);
   m.viterbi_warps_per_block =
-      static_cast<int>(std::min<std::size_t>(8, prop.sharedMemPerBlockOptin / row_bytes));
+      static_cast<int>(std::min<std::size_t>(8, m.shared_optin / row_bytes));
   if (m.viterbi_warps_per_block > 0) {
     check(cudaFuncSetAttribute(viterbi_warp_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                static_cast<int>(m.viterbi_warps_per_block * row_bytes)),
@@ -893,6 +914,8 @@ HmmGpuEngine::HmmGpuEngine(int device, const SearchProfile& profile, GpuKernelCh
                                                       vit_shared),
         "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
   m.viterbi_resident_blocks = std::max(1, per_sm) * m.multiprocessors;
+  m.viterbi_strip = 0;
+  m.viterbi_strip_blocks = 0;
   if (m.strategy == GpuStrategy::warp_strip) m.viterbi_strip = viterbi_strip_width(profile.M);
   if (m.viterbi_strip > 0) {
     int strip_per_sm = 0;
@@ -903,10 +926,15 @@ HmmGpuEngine::HmmGpuEngine(int device, const SearchProfile& profile, GpuKernelCh
     });
     m.viterbi_strip_blocks = std::max(1, strip_per_sm) * m.multiprocessors;
   }
-  m.forward = std::make_unique<detail::ForwardGpu>(
-      profile.forward, m.multiprocessors, static_cast<std::size_t>(prop.sharedMemPerBlockOptin));
-  m.canonical = std::make_unique<detail::CanonicalForwardGpu>(
-      profile.forward, m.multiprocessors, static_cast<std::size_t>(prop.sharedMemPerBlockOptin));
+  // The Forward parser is made on first use (submit_forward); the canonical Forward keeps
+  // its slots' buffers and takes the new model.
+  m.forward.reset();
+  if (m.canonical) {
+    m.canonical->set_model(profile.forward);
+  } else {
+    m.canonical = std::make_unique<detail::CanonicalForwardGpu>(profile.forward, m.multiprocessors,
+                                                                m.shared_optin);
+  }
 }
 
 HmmGpuEngine::~HmmGpuEngine() {
@@ -923,6 +951,13 @@ std::string HmmGpuEngine::device_name() const {
 }
 int HmmGpuEngine::device() const {
   return impl_->device;
+}
+int HmmGpuEngine::viterbi_wave_targets() const {
+  const Impl& m = *impl_;
+  if (m.viterbi_strip > 0) return m.viterbi_strip_blocks * (kExactBlockThreads / 32);
+  const int warps =
+      m.viterbi_warps_per_block > 0 ? m.viterbi_warps_per_block : kExactBlockThreads / 32;
+  return m.viterbi_resident_blocks * warps;
 }
 GpuKernelChoice HmmGpuEngine::kernel_choice() const {
   return {impl_->msv_layout.group_threads, impl_->strategy, impl_->msv_layout.nodes_per_thread,
@@ -1324,6 +1359,8 @@ void HmmGpuEngine::submit_forward(int slot_index, const int* which, std::size_t 
   Impl& m = *impl_;
   Impl::Slot& s = *m.slots[slot_index];
   check(cudaSetDevice(m.device), "cudaSetDevice");
+  if (!m.forward)
+    m.forward = std::make_unique<detail::ForwardGpu>(m.fwd, m.multiprocessors, m.shared_optin);
   m.forward->submit(slot_index, s.stream.get(), s.d_target_residues.get(), s.d_offsets.get(),
                     s.lengths, which, static_cast<int>(count), s.fwd_start.get(), s.fwd_done.get());
 }

@@ -249,8 +249,17 @@ class HmmGpuEngine {
   HmmGpuEngine(const HmmGpuEngine&) = delete;
   HmmGpuEngine& operator=(const HmmGpuEngine&) = delete;
 
+  // Takes another model, keeping the device, the slots (streams, pinned and device
+  // buffers) and the resident store: a model is set up once per run, not per engine. Waits
+  // for both slots' work; their scores of the old model are no longer valid.
+  void set_model(const SearchProfile& profile, GpuKernelChoice choice);
+
   std::string device_name() const;
   int device() const;
+  // Targets the Viterbi filter kernel of the current model runs at once (a warp each; the
+  // warp kernels' figure for thread_per_target): a batch with fewer leaves most of the GPU
+  // idle for the length of its longest target.
+  int viterbi_wave_targets() const;
   // The kernels in use (msv_group_threads and msv_nodes_per_thread resolved: never 0;
   // jit true only where a specialised kernel runs).
   GpuKernelChoice kernel_choice() const;

@@ -457,6 +457,9 @@ TEST(GpuSearch, ResidentBlocksServeLaterModels) {
       gpu.policy = scheduler::SplitPolicy::static_fraction;
       gpu.static_cpu_fraction = 0.5;
       gpu.gpu_resident = budget;
+      // A pass per model: later passes read the blocks an earlier one kept (the models of
+      // one pass run at once on the batch, each uploading what is not kept yet).
+      gpu.models_per_pass = 1;
       const std::string what = std::string("resident ") +
                                (budget ? std::to_string(*budget) : std::string("auto")) +
                                (mode == app::HybridOptions::Gpu::only ? " gpu-only" : " hybrid");

@@ -85,19 +85,28 @@ double since(Clock::time_point& t) {
 
 }  // namespace
 
+// A batch's targets on one engine slot: half of its blocks by residues.
 struct HmmsearchGpuBackend::Half {
   std::vector<const scheduler::Block*> blocks;
   std::vector<device::GpuBlockSpan> spans;  // the blocks' runs of targets
   std::vector<device::GpuTarget> targets;
-  // The model being run: its scores, and the targets (indices into `targets`) needing the
-  // Viterbi filter and reaching the Forward stage on the GPU.
-  std::vector<TargetScores> scores;
-  std::vector<int> viterbi;
-  std::vector<int> forward;
-  // Too few targets need the Viterbi filter to fill the GPU: their later stages are left
-  // to the CPU's post stage, from their MSV scores (kept here) and bias filter scores.
-  bool to_cpu = false;
-  std::vector<FilterScore> msv;
+};
+
+// One model of the batch running on one engine: its scores per half, the targets (indices
+// into the half's targets) needing the Viterbi filter and reaching the Forward stage on
+// the GPU.
+struct HmmsearchGpuBackend::Lane {
+  std::size_t model = 0;
+  device::HmmGpuEngine* engine = nullptr;
+  struct PerHalf {
+    std::vector<TargetScores> scores;
+    std::vector<int> viterbi;
+    std::vector<int> forward;
+    // Too few targets need the Viterbi filter to fill the GPU: their later stages are left
+    // to the CPU's post stage, from their MSV scores (kept here) and bias filter scores.
+    bool to_cpu = false;
+    std::vector<FilterScore> msv;
+  } halves[device::HmmGpuEngine::kSlots];
 };
 
 HmmsearchGpuBackend::~HmmsearchGpuBackend() {
@@ -135,6 +144,7 @@ HmmsearchGpuBackend::~HmmsearchGpuBackend() {
 HmmsearchGpuBackend::HmmsearchGpuBackend(int device, int feeder, std::vector<GpuPassModel> models,
                                          const CascadeSettings& settings, Deliver deliver,
                                          ForwardOnHost forward_on_host,
+                                         std::vector<EngineSlot>& engines,
                                          device::GpuResidentStore* resident)
     : settings_(settings),
       deliver_(std::move(deliver)),
@@ -143,9 +153,11 @@ HmmsearchGpuBackend::HmmsearchGpuBackend(int device, int feeder, std::vector<Gpu
       feeder_(feeder),
       resident_(resident),
       device_name_(),
-      run_host_loop_(scheduler::run_host_loop_serially) {
+      run_host_loop_(scheduler::run_host_loop_serially),
+      engines_(&engines) {
   for (const GpuPassModel& m : models) {
     Model model;
+    model.id = m.id;
     model.profile = m.profile;
     model.kernels = device::resolve_kernel_choice(m.kernels, m.profile->M);
     models_.push_back(std::move(model));
@@ -161,29 +173,31 @@ std::string HmmsearchGpuBackend::name() const {
 
 void HmmsearchGpuBackend::start(const scheduler::HostLoopRunner& run_host_loop) {
   run_host_loop_ = run_host_loop;
-  engine(engine_model_);
+  engine(0, 0);
 }
 
-device::HmmGpuEngine& HmmsearchGpuBackend::engine(std::size_t model) {
+device::HmmGpuEngine& HmmsearchGpuBackend::engine(std::size_t lane, std::size_t model) {
   Model& m = models_[model];
-  if (!engine_) {
-    const auto t0 = Clock::now();
-    engine_ = std::make_unique<device::HmmGpuEngine>(device_, *m.profile, m.kernels, resident_);
-    device_name_ = gpu_name(device_);  // CUDA is started now: listing is quick
+  std::vector<EngineSlot>& engines = *engines_;
+  if (engines.size() <= lane) engines.resize(lane + 1);
+  EngineSlot& e = engines[lane];
+  const auto t0 = Clock::now();
+  if (!e.engine) {
+    e.engine = std::make_unique<device::HmmGpuEngine>(device_, *m.profile, m.kernels, resident_);
+    if (device_name_.empty()) device_name_ = gpu_name(device_);  // CUDA is started: quick
     times_.setup += std::chrono::duration<double>(Clock::now() - t0).count();
     phase_time("GPU engine ready");
-  } else if (engine_model_ != model) {
-    const auto t0 = Clock::now();
-    engine_->set_model(*m.profile, m.kernels);
+  } else if (e.model != m.id) {
+    e.engine->set_model(*m.profile, m.kernels);
     ++times_.model_changes;
     times_.model_change += std::chrono::duration<double>(Clock::now() - t0).count();
   }
-  engine_model_ = model;
+  e.model = m.id;
   if (!m.jit_known) {
-    m.jit = engine_->jit_info();
+    m.jit = e.engine->jit_info();
     m.jit_known = true;
   }
-  return *engine_;
+  return *e.engine;
 }
 
 std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(
@@ -207,32 +221,43 @@ std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(
       h.targets.push_back({b->sequence(i), b->length(i)});
   }
   times.submit += since(tick);
-  // Every model in turn (in order: the first keeps the batch's blocks in the resident
-  // store, the others read them there); each block's scores per model of the pass.
+  // The models in turn, several at once on engines of their own (lanes) where the batch is
+  // small: one model's kernels would not fill the GPU. The first model keeps the batch's
+  // blocks in the resident store, later ones read them there. Each block's scores per
+  // model of the pass.
   std::vector<std::vector<DeviceBlockScores>> per_block(blocks.size());
   for (auto& b : per_block) b.resize(models_.size());
-  for (std::size_t model = 0; model < models_.size(); ++model) {
-    run_model(model, halves);
+  const std::size_t lanes = std::clamp<std::size_t>(
+      static_cast<std::size_t>(kLaneResidues / std::max<std::int64_t>(1, total)), 1,
+      std::min(models_.size(), kMaxLanes));
+  for (std::size_t first = 0; first < models_.size(); first += lanes) {
+    const std::size_t count = std::min(lanes, models_.size() - first);
+    std::vector<Lane> running(count);
+    for (std::size_t k = 0; k < count; ++k) running[k].model = first + k;
+    run_lanes(running, halves);
     tick = Clock::now();
-    std::size_t block = 0;
-    for (Half& h : halves) {
-      std::size_t at = 0;
-      for (const scheduler::Block* b : h.blocks) {
-        DeviceBlockScores& out = per_block[block++][model];
-        out.scores.assign(h.scores.begin() + at, h.scores.begin() + at + b->sequences());
-        out.remains.assign(b->sequences(), Remains::nothing);
-        for (std::size_t i = 0; i < b->sequences(); ++i) {
-          if (needs_forward(out.scores[i])) out.remains[i] = Remains::forward;
-        }
-        if (h.to_cpu) {
-          out.msv.assign(h.msv.begin() + at, h.msv.begin() + at + b->sequences());
-          for (int i : h.viterbi) {
-            const std::size_t in_block = static_cast<std::size_t>(i) - at;
-            if (static_cast<std::size_t>(i) >= at && in_block < b->sequences())
-              out.remains[in_block] = Remains::viterbi;
+    for (const Lane& lane : running) {
+      std::size_t block = 0;
+      for (int s = 0; s < device::HmmGpuEngine::kSlots; ++s) {
+        const Half& h = halves[s];
+        const Lane::PerHalf& l = lane.halves[s];
+        std::size_t at = 0;
+        for (const scheduler::Block* b : h.blocks) {
+          DeviceBlockScores& out = per_block[block++][lane.model];
+          out.scores.assign(l.scores.begin() + at, l.scores.begin() + at + b->sequences());
+          out.remains.assign(b->sequences(), Remains::nothing);
+          for (std::size_t i = 0; i < b->sequences(); ++i) {
+            if (needs_forward(out.scores[i])) out.remains[i] = Remains::forward;
           }
+          if (l.to_cpu) {
+            out.msv.assign(l.msv.begin() + at, l.msv.begin() + at + b->sequences());
+            for (int i : l.viterbi) {
+              const auto t = static_cast<std::size_t>(i);
+              if (t >= at && t - at < b->sequences()) out.remains[t - at] = Remains::viterbi;
+            }
+          }
+          at += b->sequences();
         }
-        at += b->sequences();
       }
     }
     times.deliver += since(tick);
@@ -256,101 +281,106 @@ std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(
   return outcomes;
 }
 
-void HmmsearchGpuBackend::run_model(std::size_t model, Half* halves) {
-  device::HmmGpuEngine& engine = this->engine(model);
-  const SearchProfile& profile = *models_[model].profile;
+void HmmsearchGpuBackend::run_lanes(std::vector<Lane>& lanes, Half* halves) {
   FeederTimes& times = times_;
   Clock::time_point tick = Clock::now();
-  for (int s = 0; s < device::HmmGpuEngine::kSlots; ++s) {
-    Half& h = halves[s];
-    h.scores.clear();
-    h.viterbi.clear();
-    h.forward.clear();
-    h.to_cpu = false;
-    h.msv.clear();
-    // The targets' residues stay valid until delivery (the blocks are held): a block read
-    // from the resident store is read on the host from there (wait_canonical_forward).
-    engine.submit_msv(s, h.targets.data(), h.targets.size(), run_host_loop_, h.spans.data(),
-                      h.spans.size());
-    times.targets += static_cast<std::int64_t>(h.targets.size());
+  constexpr int kSlots = device::HmmGpuEngine::kSlots;
+  for (std::size_t k = 0; k < lanes.size(); ++k) {
+    lanes[k].engine = &engine(k, lanes[k].model);
+    for (int s = 0; s < kSlots; ++s) {
+      const Half& h = halves[s];
+      // The targets' residues stay valid until delivery (the blocks are held): a block
+      // read from the resident store is read on the host from there
+      // (wait_canonical_forward).
+      lanes[k].engine->submit_msv(s, h.targets.data(), h.targets.size(), run_host_loop_,
+                                  h.spans.data(), h.spans.size());
+      times.targets += static_cast<std::int64_t>(h.targets.size());
+    }
   }
   times.submit += since(tick);
   // The cascade's host work per target (the bias filter above all) is spread over the CPU
   // workers that are free (run_host_loop_); each target's scores depend on it alone.
   constexpr std::size_t kChunk = 256;
-  // Phase one per half (MSV, bias filter, Viterbi decisions) while the other half runs.
-  for (int s = 0; s < device::HmmGpuEngine::kSlots; ++s) {
-    Half& h = halves[s];
-    const std::vector<FilterScore>& msv = engine.wait_msv(s);
-    times.wait_msv += since(tick);
-    h.scores.resize(h.targets.size());
-    std::vector<char> wants_viterbi(h.targets.size(), 0);
-    run_host_loop_(h.targets.size(), kChunk, [&](std::size_t i) {
-      StopBeforeViterbi kernels(msv[i]);
-      h.scores[i] =
-          run_filters(profile, settings_, kernels, h.targets[i].residues, h.targets[i].length);
-      wants_viterbi[i] = kernels.viterbi_requested;
-    });
-    for (std::size_t i = 0; i < h.targets.size(); ++i) {
-      if (wants_viterbi[i]) h.viterbi.push_back(static_cast<int>(i));
-    }
-    // A handful of Viterbi targets (one model against a small batch: a proteome) would
-    // hold the GPU for their longest one while most of it idles; the CPU's post stage
-    // takes them, and the half's Forward stage with them.
-    h.to_cpu = !h.viterbi.empty() && std::ssize(h.viterbi) < engine.viterbi_wave_targets();
-    if (h.to_cpu) {
-      h.msv = msv;
-      times.viterbi_to_cpu += static_cast<std::int64_t>(h.viterbi.size());
-    } else {
-      engine.submit_viterbi(s, h.viterbi.data(), h.viterbi.size());
-      times.viterbi_targets += static_cast<std::int64_t>(h.viterbi.size());
-    }
-    times.phase_one += since(tick);
-  }
-  // Phase two: the cascade again for the targets that ran the Viterbi filter.
-  struct HostTarget {
-    Half* half;
-    int i;
-  };
-  std::vector<HostTarget> on_host;  // Forward on the host: too long for the GPU's kernel
-  for (int s = 0; s < device::HmmGpuEngine::kSlots; ++s) {
-    Half& h = halves[s];
-    if (h.to_cpu) continue;
-    const std::vector<FilterScore>& msv = engine.wait_msv(s);
-    const std::vector<FilterScore>& vit = engine.wait_viterbi(s);
-    times.wait_viterbi += since(tick);
-    run_host_loop_(h.viterbi.size(), kChunk / 4, [&](std::size_t j) {
-      const int i = h.viterbi[j];
-      // Phase one ran the bias filter (if on) and kept its score as filter_nats.
-      const float bias_score = h.scores[i].filter_nats;
-      GpuViterbi kernels(msv[i], bias_score, vit[j]);
-      h.scores[i] =
-          run_filters(profile, settings_, kernels, h.targets[i].residues, h.targets[i].length);
-    });
-    // The canonical Forward on the GPU for the targets that reached it (the Viterbi
-    // survivors, and those whose MSV P-value skipped the Viterbi filter), except long ones:
-    // a GPU thread walks each row's striped vectors in sequence, so a target of L rows
-    // holds its launch for about L x Q steps (Q = ceil(M / 4)); past gpu_forward_max_steps()
-    // the host computes it (below), where a core takes some milliseconds for it.
-    const std::int64_t vectors = (profile.M + kCanonicalForwardLanes - 1) / kCanonicalForwardLanes;
-    for (std::size_t i = 0; i < h.targets.size(); ++i) {
-      if (!needs_forward(h.scores[i])) continue;
-      if (h.targets[i].length * vectors > gpu_forward_max_steps()) {
-        on_host.push_back({&h, static_cast<int>(i)});
-      } else {
-        h.forward.push_back(static_cast<int>(i));
+  // Phase one per lane and half (MSV, bias filter, Viterbi decisions) while the others'
+  // kernels run.
+  for (Lane& lane : lanes) {
+    const SearchProfile& profile = *models_[lane.model].profile;
+    for (int s = 0; s < kSlots; ++s) {
+      const Half& h = halves[s];
+      Lane::PerHalf& l = lane.halves[s];
+      const std::vector<FilterScore>& msv = lane.engine->wait_msv(s);
+      times.wait_msv += since(tick);
+      l.scores.resize(h.targets.size());
+      std::vector<char> wants_viterbi(h.targets.size(), 0);
+      run_host_loop_(h.targets.size(), kChunk, [&](std::size_t i) {
+        StopBeforeViterbi kernels(msv[i]);
+        l.scores[i] =
+            run_filters(profile, settings_, kernels, h.targets[i].residues, h.targets[i].length);
+        wants_viterbi[i] = kernels.viterbi_requested;
+      });
+      for (std::size_t i = 0; i < h.targets.size(); ++i) {
+        if (wants_viterbi[i]) l.viterbi.push_back(static_cast<int>(i));
       }
+      // A handful of Viterbi targets (one model against a small batch: a proteome) would
+      // hold the GPU for their longest one while most of it idles; the CPU's post stage
+      // takes them, and the half's Forward stage with them.
+      l.to_cpu = !l.viterbi.empty() && std::ssize(l.viterbi) < lane.engine->viterbi_wave_targets();
+      if (l.to_cpu) {
+        l.msv = msv;
+        times.viterbi_to_cpu += static_cast<std::int64_t>(l.viterbi.size());
+      } else {
+        lane.engine->submit_viterbi(s, l.viterbi.data(), l.viterbi.size());
+        times.viterbi_targets += static_cast<std::int64_t>(l.viterbi.size());
+      }
+      times.phase_one += since(tick);
     }
-    engine.submit_canonical_forward(s, h.forward.data(), h.forward.size());
-    times.forward_targets += static_cast<std::int64_t>(h.forward.size());
-    times.phase_two += since(tick);
   }
-  // The long targets' Forward on the host while the GPU computes the others': packs of
-  // similar length (the CPU kernels compute a pack's targets side by side), shared with
-  // the free CPU workers.
-  if (!on_host.empty()) {
-    std::stable_sort(on_host.begin(), on_host.end(), [](const HostTarget& a, const HostTarget& b) {
-      return a.half->targets[a.i].length > b.half->targets[b.i].length;
+  // Phase two: the cascade again for the targets that ran the Viterbi filter, then the
+  // canonical Forward on the GPU for the targets that reached it (the Viterbi survivors,
+  // and those whose MSV P-value skipped the Viterbi filter), except long ones: a GPU
+  // thread walks each row's striped vectors in sequence, so a target of L rows holds its
+  // launch for about L x Q steps (Q = ceil(M / 4)); past gpu_forward_max_steps() the host
+  // computes it, where a core takes some milliseconds for it.
+  for (Lane& lane : lanes) {
+    const SearchProfile& profile = *models_[lane.model].profile;
+    struct HostTarget {
+      int half, i;
+    };
+    std::vector<HostTarget> on_host;
+    for (int s = 0; s < kSlots; ++s) {
+      const Half& h = halves[s];
+      Lane::PerHalf& l = lane.halves[s];
+      if (l.to_cpu) continue;
+      const std::vector<FilterScore>& msv = lane.engine->wait_msv(s);
+      const std::vector<FilterScore>& vit = lane.engine->wait_viterbi(s);
+      times.wait_viterbi += since(tick);
+      run_host_loop_(l.viterbi.size(), kChunk / 4, [&](std::size_t j) {
+        const int i = l.viterbi[j];
+        // Phase one ran the bias filter (if on) and kept its score as filter_nats.
+        GpuViterbi kernels(msv[i], l.scores[i].filter_nats, vit[j]);
+        l.scores[i] =
+            run_filters(profile, settings_, kernels, h.targets[i].residues, h.targets[i].length);
+      });
+      const std::int64_t vectors =
+          (profile.M + kCanonicalForwardLanes - 1) / kCanonicalForwardLanes;
+      for (std::size_t i = 0; i < h.targets.size(); ++i) {
+        if (!needs_forward(l.scores[i])) continue;
+        if (h.targets[i].length * vectors > gpu_forward_max_steps()) {
+          on_host.push_back({s, static_cast<int>(i)});
+        } else {
+          l.forward.push_back(static_cast<int>(i));
+        }
+      }
+      lane.engine->submit_canonical_forward(s, l.forward.data(), l.forward.size());
+      times.forward_targets += static_cast<std::int64_t>(l.forward.size());
+      times.phase_two += since(tick);
+    }
+    // The long targets' Forward on the host while the GPU computes the others': packs of
+    // similar length (the CPU kernels compute a pack's targets side by side), shared with
+    // the free CPU workers.
+    if (on_host.empty()) continue;
+    std::stable_sort(on_host.begin(), on_host.end(), [&](const HostTarget& a, const HostTarget& b) {
+      return halves[a.half].targets[a.i].length > halves[b.half].targets[b.i].length;
     });
     constexpr std::size_t kPack = 4;
     const std::size_t packs = (on_host.size() + kPack - 1) / kPack;
@@ -359,10 +389,11 @@ void HmmsearchGpuBackend::run_model(std::size_t model, Half* halves) {
       std::vector<TargetScores*> outs;
       for (std::size_t j = p * kPack; j < std::min(on_host.size(), p * kPack + kPack); ++j) {
         const HostTarget& t = on_host[j];
-        targets.push_back({t.half->targets[t.i].residues, t.half->targets[t.i].length});
-        outs.push_back(&t.half->scores[t.i]);
+        const device::GpuTarget& target = halves[t.half].targets[t.i];
+        targets.push_back({target.residues, target.length});
+        outs.push_back(&lane.halves[t.half].scores[t.i]);
       }
-      forward_on_host_(model, targets, outs);
+      forward_on_host_(lane.model, targets, outs);
     });
     times.forward_on_host += static_cast<std::int64_t>(on_host.size());
     times.forward_on_host_s += since(tick);
@@ -370,36 +401,40 @@ void HmmsearchGpuBackend::run_model(std::size_t model, Half* halves) {
   // Phase three: the Forward stage with the canonical scores (the engine computed a target
   // rescaled too often for the GPU's record on this thread, the same score).
   CanonicalScore canonical;
-  for (int s = 0; s < device::HmmGpuEngine::kSlots; ++s) {
-    Half& h = halves[s];
-    const std::vector<float>& fwd =
-        h.to_cpu ? std::vector<float>{} : engine.wait_canonical_forward(s);
-    times.wait_forward += since(tick);
-    const device::GpuKernelTimes k = engine.kernel_times(s);
-    times.msv_kernel += k.msv_ms / 1e3;
-    times.submit_copy += k.submit_copy_s;
-    times.submit_rest += k.submit_rest_s;
-    times.resident += k.resident_residues;
-    times.uploaded += k.uploaded_residues;
-    times.kept += k.kept_residues;
-    Residency& r = models_[model].residency;
-    r.resident += k.resident_residues;
-    r.uploaded += k.uploaded_residues;
-    r.kept += k.kept_residues;
-    times.exact_kernel += k.msv_exact_ms / 1e3;
-    times.exact_targets += k.msv_exact_targets;
-    if (!h.to_cpu) {
-      times.viterbi_kernel += k.viterbi_ms / 1e3;
-      times.forward_kernel += k.canonical_ms / 1e3;
-      times.forward_cpu_targets += k.canonical_cpu_targets;
+  for (Lane& lane : lanes) {
+    const SearchProfile& profile = *models_[lane.model].profile;
+    for (int s = 0; s < kSlots; ++s) {
+      const Half& h = halves[s];
+      Lane::PerHalf& l = lane.halves[s];
+      const std::vector<float> none;
+      const std::vector<float>& fwd = l.to_cpu ? none : lane.engine->wait_canonical_forward(s);
+      times.wait_forward += since(tick);
+      const device::GpuKernelTimes k = lane.engine->kernel_times(s);
+      times.msv_kernel += k.msv_ms / 1e3;
+      times.submit_copy += k.submit_copy_s;
+      times.submit_rest += k.submit_rest_s;
+      times.resident += k.resident_residues;
+      times.uploaded += k.uploaded_residues;
+      times.kept += k.kept_residues;
+      Residency& r = models_[lane.model].residency;
+      r.resident += k.resident_residues;
+      r.uploaded += k.uploaded_residues;
+      r.kept += k.kept_residues;
+      times.exact_kernel += k.msv_exact_ms / 1e3;
+      times.exact_targets += k.msv_exact_targets;
+      if (!l.to_cpu) {
+        times.viterbi_kernel += k.viterbi_ms / 1e3;
+        times.forward_kernel += k.canonical_ms / 1e3;
+        times.forward_cpu_targets += k.canonical_cpu_targets;
+      }
+      for (std::size_t j = 0; j < l.forward.size(); ++j) {
+        const int i = l.forward[j];
+        canonical.score = fwd[j];
+        run_forward_stage(profile, settings_, canonical, h.targets[i].residues, h.targets[i].length,
+                          l.scores[i]);
+      }
+      times.phase_three += since(tick);
     }
-    for (std::size_t j = 0; j < h.forward.size(); ++j) {
-      const int i = h.forward[j];
-      canonical.score = fwd[j];
-      run_forward_stage(profile, settings_, canonical, h.targets[i].residues, h.targets[i].length,
-                        h.scores[i]);
-    }
-    times.phase_three += since(tick);
   }
 }
 

@@ -24,8 +24,16 @@
 
 namespace duet::app {
 
+// An engine of a GPU feeder and the model it holds, kept across passes (a feeder's
+// engines outlive its backends: a pass's backends borrow them).
+struct EngineSlot {
+  std::unique_ptr<device::HmmGpuEngine> engine;
+  std::size_t model = 0;  // GpuPassModel::id of the model it holds
+};
+
 // One model of the pass a backend serves: its profile and the kernels its engine runs.
 struct GpuPassModel {
+  std::size_t id = 0;  // the model's place in the run (its query number)
   const SearchProfile* profile = nullptr;
   device::GpuKernelChoice kernels;
 };
@@ -50,9 +58,12 @@ class HmmsearchGpuBackend final : public scheduler::GpuBackend {
   // `resident`, when given (a store of `device` that outlives the backend, shared by the
   // GPU's feeders), keeps database blocks on the GPU across models: a block kept there is
   // not uploaded again.
+  // `engines`: the feeder's engines (made here as needed, on the feeder's thread), which
+  // outlive the backend and are used by one backend at a time.
   HmmsearchGpuBackend(int device, int feeder, std::vector<GpuPassModel> models,
                       const CascadeSettings& settings, Deliver deliver,
-                      ForwardOnHost forward_on_host, device::GpuResidentStore* resident = nullptr);
+                      ForwardOnHost forward_on_host, std::vector<EngineSlot>& engines,
+                      device::GpuResidentStore* resident = nullptr);
   // With DUET_GPU_TIMES set, prints where the feeder's time went (for bench/RESULTS.md).
   ~HmmsearchGpuBackend() override;
   std::string name() const override;
@@ -60,8 +71,8 @@ class HmmsearchGpuBackend final : public scheduler::GpuBackend {
   std::string stages() const override { return "msv+bias+viterbi+forward"; }
   // The kernels of model `model` of the pass (resolved for its length).
   device::GpuKernelChoice kernel_choice(std::size_t model) const { return models_[model].kernels; }
-  // What the engine got of a run-time specialisation for model `model`; nullptr before
-  // the engine ran it.
+  // What an engine got of a run-time specialisation for model `model`; nullptr before an
+  // engine ran it.
   const device::GpuJitInfo* jit_info(std::size_t model) const {
     return models_[model].jit_known ? &models_[model].jit : nullptr;
   }
@@ -79,6 +90,7 @@ class HmmsearchGpuBackend final : public scheduler::GpuBackend {
 
  private:
   struct Model {
+    std::size_t id = 0;
     const SearchProfile* profile = nullptr;
     device::GpuKernelChoice kernels;
     device::GpuJitInfo jit;
@@ -86,9 +98,15 @@ class HmmsearchGpuBackend final : public scheduler::GpuBackend {
     Residency residency;
   };
   struct Half;
-  // One batch (already split in halves, submitted or not) through the cascade of model
-  // `model`: every target's scores in h.scores.
-  void run_model(std::size_t model, Half* halves);
+  struct Lane;
+  // A batch (split in halves) through the cascades of the lanes' models, each on an engine
+  // of its own, their kernels running at once: every target's scores in the lanes.
+  void run_lanes(std::vector<Lane>& lanes, Half* halves);
+  // Models run at once on a batch of at most kLaneResidues / (its residues) of them (each
+  // engine's buffers hold the batch): a proteome-sized batch leaves one model's kernels
+  // far from filling the GPU.
+  static constexpr std::int64_t kLaneResidues = std::int64_t{64} << 20;
+  static constexpr std::size_t kMaxLanes = 16;
 
   std::vector<Model> models_;
   CascadeSettings settings_;
@@ -99,10 +117,9 @@ class HmmsearchGpuBackend final : public scheduler::GpuBackend {
   device::GpuResidentStore* resident_;
   std::string device_name_;
   scheduler::HostLoopRunner run_host_loop_;
-  std::unique_ptr<device::HmmGpuEngine> engine_;
-  std::size_t engine_model_ = 0;  // the model the engine holds
-  // The engine, holding model `model`.
-  device::HmmGpuEngine& engine(std::size_t model);
+  std::vector<EngineSlot>* engines_;
+  // Lane `lane`'s engine, holding model `model` (made or given the model now).
+  device::HmmGpuEngine& engine(std::size_t lane, std::size_t model);
   struct FeederTimes {
     std::int64_t batches = 0, targets = 0, viterbi_targets = 0, viterbi_to_cpu = 0,
                  forward_targets = 0, forward_cpu_targets = 0, forward_on_host = 0,

@@ -517,6 +517,9 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
   // store, whose block indices they are keyed by; declared after it, ended before it).
   std::vector<std::unique_ptr<device::GpuResidentStore>> resident;
   const bool keep_resident = models.size() > 1 && hybrid.gpu_resident.value_or(1) != 0;
+  // Each GPU feeder's engines, kept across passes (they use the resident stores: declared
+  // after them, ended before them).
+  std::vector<std::vector<EngineSlot>> engines;
 #endif
 
   const CascadeSettings settings = cascade_settings(config.search);
@@ -547,6 +550,7 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
                          "alphabets, each needing its own pass: give a regular file");
       }
 #ifdef DUET_HAVE_CUDA
+      engines.clear();
       resident.clear();  // blocks of another alphabet's codes
 #endif
       store.reset();  // frees what a store of another alphabet kept
@@ -558,6 +562,7 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
           resident.push_back(
               std::make_unique<device::GpuResidentStore>(d, hybrid.gpu_resident.value_or(0)));
       }
+      engines.resize(devices.size() * static_cast<std::size_t>(std::max(1, hybrid.gpu_feeders)));
 #endif
     }
     const auto query_start = Clock::now();
@@ -621,13 +626,15 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
         device::GpuKernelChoice kernels{plan.msv_group_threads,
                                         device::parse_gpu_strategy(plan.viterbi_strategy)};
         kernels.jit = hybrid.gpu_jit;
-        gpu_models.push_back({&profiles[j], kernels});
+        gpu_models.push_back({run.queries.size() + j, &profiles[j], kernels});
       }
     }
     for (std::size_t g = 0; g < devices.size(); ++g) {
       for (int f = 0; f < std::max(1, hybrid.gpu_feeders); ++f) {
         devices_in_use.push_back(std::make_unique<HmmsearchGpuBackend>(
             devices[g], f, gpu_models, settings, deliver, forward_on_host,
+            engines[g * static_cast<std::size_t>(std::max(1, hybrid.gpu_feeders)) +
+                    static_cast<std::size_t>(f)],
             resident.empty() ? nullptr : resident[g].get()));
         backends.push_back(devices_in_use.back().get());
       }

@@ -373,10 +373,11 @@ void CanonicalForwardGpu::set_model(const ForwardScores& fwd) {
   int per_sm = 0;
   if (m.warps_per_block > 0) {
     const std::size_t shared = m.warps_per_block * warp_row_bytes;
-    check(
-        cudaFuncSetAttribute(canonical_forward_kernel<false>,
-                             cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared)),
-        "cudaFuncSetAttribute canonical forward");
+    // The device's limit (see hmm_gpu.cu's set_model): engines of other models launch it.
+    check(cudaFuncSetAttribute(canonical_forward_kernel<false>,
+                               cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               static_cast<int>(shared_optin)),
+          "cudaFuncSetAttribute canonical forward");
     check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, canonical_forward_kernel<false>,
                                                         m.warps_per_block * 32, shared),
           "cudaOccupancy canonical forward");
@@ -443,11 +444,6 @@ void CanonicalForwardGpu::submit(int slot, cudaStream_t st,
       shared = warps * warp_row_floats * sizeof(float);
       blocks = std::min(m.resident_blocks * (most / warps), (n + per_block - 1) / per_block);
       a.rows = nullptr;
-      // Set at every launch: another engine (another model) may have set its own size.
-      check(cudaFuncSetAttribute(canonical_forward_kernel<false>,
-                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 static_cast<int>(shared)),
-            "cudaFuncSetAttribute canonical forward");
       // What the multiprocessor's memory does not give to shared memory is L1: ask for no
       // more shared memory than this launch's blocks on one multiprocessor use (a hint; the
       // driver rounds it up to a configuration it has). The transitions and emissions are

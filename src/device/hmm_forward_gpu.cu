@@ -261,8 +261,9 @@ ForwardGpu::ForwardGpu(const ForwardScores& fwd, int multiprocessors, std::size_
     if (m.warps_per_block > 0) {
       threads = m.warps_per_block * 32;
       shared = m.warps_per_block * row_bytes;
+      // The device's limit (see hmm_gpu.cu's set_model): engines of other models launch it.
       check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 static_cast<int>(shared)),
+                                 static_cast<int>(shared_optin)),
             "cudaFuncSetAttribute forward");
     }
     int per_sm = 0;

@@ -841,15 +841,18 @@ void HmmGpuEngine::set_model(const SearchProfile& profile, GpuKernelChoice choic
   // Shared memory: the whole profile (all residues, all tiles).
   m.msv_fast_fits = m.msv_layout.bytes() <= m.shared_optin;
   m.msv_all_exact = !m.msv_fast_fits || choice.msv_exact_only;
+  // A kernel's dynamic shared memory limit is the device's, not the engine's: engines of
+  // other models (other feeders) launch the same kernels at the same time. Each launch
+  // asks for what its model needs, up to the device's opt-in limit.
+  const int optin = static_cast<int>(m.shared_optin);
   if (m.msv_fast_fits) {
-    const int bytes = static_cast<int>(m.msv_layout.bytes());
     for (const void* kernel : {reinterpret_cast<const void*>(msv_wavefront_kernel<8, 16>),
                                reinterpret_cast<const void*>(msv_wavefront_kernel<16, 16>),
                                reinterpret_cast<const void*>(msv_wavefront_kernel<32, 16>),
                                reinterpret_cast<const void*>(msv_wavefront_kernel<8, 32>),
                                reinterpret_cast<const void*>(msv_wavefront_kernel<16, 32>),
                                reinterpret_cast<const void*>(msv_wavefront_kernel<32, 32>)}) {
-      check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes),
+      check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin),
             "cudaFuncSetAttribute");
     }
   }
@@ -902,7 +905,7 @@ void HmmGpuEngine::set_model(const SearchProfile& profile, GpuKernelChoice choic
       static_cast<int>(std::min<std::size_t>(8, m.shared_optin / row_bytes));
   if (m.viterbi_warps_per_block > 0) {
     check(cudaFuncSetAttribute(viterbi_warp_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               static_cast<int>(m.viterbi_warps_per_block * row_bytes)),
+                               optin),
           "cudaFuncSetAttribute");
   }
   int per_sm = 0;

@@ -2,7 +2,8 @@
 # Many models and one model on the GPU machine, in one call: builds duet with CUDA, runs
 # `ctest -L gpu`, then times whole processes side by side (each case in rounds) against
 # HMMER's strongest arrangement here, 16 single-thread hmmsearch processes with the work
-# split evenly: duet --no-gpu, --gpu-only and the default (hybrid) mode, whose /results
+# split evenly: duet --no-gpu, --gpu-only, the default mode (CPU only below
+# --gpu-min-database) and the hybrid forced (--gpu-min-database 0), whose /results
 # must be identical (bench/compare_results.py), and 16 x hmmsearch --cpu 1.
 #   - many: MODELS (default 1000) models from duet synth-model with a Pfam-like length
 #     spread (log-normal, median about 170, 20 to 1200) against a proteome (the first 5,000
@@ -71,6 +72,7 @@ hmmer16_db() {  # model, database prefix: the database split 16 ways
 compare() {  # label: the duet runs of a case give the same /results
   python3 bench/compare_results.py $work/cpu.h5 $work/gpu.h5 > "$out/$1-compare-gpu.txt" 2>&1; tail -1 "$out/$1-compare-gpu.txt"
   python3 bench/compare_results.py $work/cpu.h5 $work/hybrid.h5 > "$out/$1-compare-hybrid.txt" 2>&1; tail -1 "$out/$1-compare-hybrid.txt"
+  python3 bench/compare_results.py $work/cpu.h5 $work/forced.h5 > "$out/$1-compare-forced.txt" 2>&1; tail -1 "$out/$1-compare-forced.txt"
 }
 run_case() {  # label, models, database, HMMER's arrangement (hmmer16 or hmmer16_db), its arguments
   local label=$1 hmm=$2 db=$3 reference=$4; shift 4
@@ -78,6 +80,7 @@ run_case() {  # label, models, database, HMMER's arrangement (hmmer16 or hmmer16
     time_it "$label-cpu" $duet hmmsearch --quiet --no-gpu -o $work/cpu.h5 "$hmm" "$db"
     time_it "$label-gpu-only" $duet hmmsearch --quiet --gpu-only -o $work/gpu.h5 "$hmm" "$db"
     time_it "$label-hybrid" $duet hmmsearch --quiet -o $work/hybrid.h5 "$hmm" "$db"
+    time_it "$label-hybrid-forced" $duet hmmsearch --quiet --gpu-min-database 0 -o $work/forced.h5 "$hmm" "$db"
     time_it "$label-hmmer16" $reference "$@"
   done
   # Where a CPU-only run's time goes (DUET_TIMES: phases, CPU seconds by thread kind).

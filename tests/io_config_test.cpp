@@ -47,6 +47,7 @@ TEST(IoConfig, DefaultsAreHmmersearchDefaults) {
   EXPECT_FALSE(config.scheduler.gpu_only);
   EXPECT_EQ(config.scheduler.reuse_memory, std::uint64_t{2} << 30);
   EXPECT_EQ(config.scheduler.reader_threads, 0);
+  EXPECT_EQ(config.scheduler.gpu_min_database, std::uint64_t{1} << 30);
 }
 
 TEST(IoConfig, EmptyTextGivesDefaults) {
@@ -81,6 +82,9 @@ reader_threads = 3
   EXPECT_FALSE(s.no_gpu);
   EXPECT_EQ(s.reuse_memory, std::uint64_t{512} << 20);
   EXPECT_EQ(s.reader_threads, 3);
+  EXPECT_EQ(parse_config("[scheduler]\ngpu_min_database = \"256M\"\n", "s.toml")
+                .scheduler.gpu_min_database,
+            std::uint64_t{256} << 20);
   EXPECT_EQ(parse_config("[scheduler]\nreuse_memory = 1000\npolicy = \"adaptive\"\nno_gpu = true\n",
                          "s.toml")
                 .scheduler,

@@ -650,6 +650,31 @@ TEST(SchedulerReuse, ResultsIdenticalWithAndWithoutReusedBlocks) {
   }
 }
 
+// The default mode leaves the GPUs out for a database below gpu_min_database (the CPU
+// alone is faster there), and says so; 0 or naming the GPUs keeps them in. The TOML and
+// the search share the default.
+TEST(SchedulerDefaultMode, SmallDatabaseRunsOnTheCpu) {
+  EXPECT_EQ(app::HybridOptions{}.gpu_min_database, io::SchedulerConfig{}.gpu_min_database);
+  EXPECT_EQ(app::hybrid_options(io::Config{}).gpu_min_database,
+            io::SchedulerConfig{}.gpu_min_database);
+  test::TempDir dir;
+  const std::string db = test::database_prefix(dir, scaled(200));
+  const std::vector<HmmModel> models =
+      read_hmm_file("/usr/share/doc/hmmer/examples/tutorial/globins4.hmm");
+  app::HybridOptions h;
+  h.warnings = false;
+  const app::SearchRun small = app::run_hmmsearch(models, db, relaxed_config(2), h);
+  EXPECT_TRUE(small.gpus_skipped_small_database);
+  EXPECT_EQ(small.queries[0].schedule.gpu_residues, 0);
+  h.gpu_min_database = 0;
+  const app::SearchRun always = app::run_hmmsearch(models, db, relaxed_config(2), h);
+  EXPECT_FALSE(always.gpus_skipped_small_database);
+  test::expect_identical(small, always, "gpu_min_database 0");
+  h.gpu_min_database = 1;
+  h.gpu = app::HybridOptions::Gpu::off;
+  EXPECT_FALSE(app::run_hmmsearch(models, db, relaxed_config(2), h).gpus_skipped_small_database);
+}
+
 // A pass runs a group of models, a CPU worker running each block against all of them and
 // a GPU feeder each batch against all of them: results are identical to one CPU-only pass
 // per model, whatever the group size, the worker count, the block size and the (test

@@ -76,6 +76,7 @@ struct HmmsearchOptions {
   std::int64_t block_residues = 1 << 20, queue_depth = 0, gpu_batch_blocks = 128;
   std::int64_t gpu_batch_residues = 128 << 20;
   std::string reuse_memory;
+  std::string gpu_min_database;
   std::string gpu_resident;
   int reader_threads = 0;
   int worker_nice = 0;
@@ -161,6 +162,10 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
       cmd->add_option("--reuse-memory", o.reuse_memory,
                       "memory for parsed blocks kept across query models, e.g. 512M, 4G; 0 = "
                       "re-read the database for each model (default 2G)");
+  auto* gpu_min_database =
+      cmd->add_option("--gpu-min-database", o.gpu_min_database,
+                      "the default mode uses the GPUs for a database of at least this much text, "
+                      "e.g. 512M (gzip counts 3 x its size); 0 = always (default 1G)");
   auto* reader_threads =
       cmd->add_option("--reader-threads", o.reader_threads,
                       "threads parsing the database (default: one per core, at most 4)");
@@ -229,6 +234,13 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
         throw UsageError("--reuse-memory: '" + o.reuse_memory +
                          "' is not a size such as 512M or 4G");
       sched.reuse_memory = *bytes;
+    }
+    if (gpu_min_database->count()) {
+      const auto bytes = io::parse_memory_size(o.gpu_min_database);
+      if (!bytes)
+        throw UsageError("--gpu-min-database: '" + o.gpu_min_database +
+                         "' is not a size such as 512M or 4G");
+      sched.gpu_min_database = *bytes;
     }
     if (gpu_resident->count()) {
       const auto budget = io::parse_gpu_resident(o.gpu_resident);

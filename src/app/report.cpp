@@ -145,6 +145,8 @@ void write_trace(io::Hdf5Writer& file, const SearchRun& run) {
     kernels += (kernels.empty() ? "" : "; ") + query_group_name(run, qi) + ": " +
                run.queries[qi].gpu_kernels;
   }
+  file.set_attribute("/run", "gpus_skipped_small_database",
+                     static_cast<std::int64_t>(run.gpus_skipped_small_database ? 1 : 0));
   file.set_attribute("/run", "gpu_kernel_table",
                      run.gpu_kernel_table.empty() ? std::string("none") : run.gpu_kernel_table);
   file.set_attribute("/run", "gpu_kernels", kernels.empty() ? std::string("none") : kernels);

@@ -66,6 +66,7 @@ HybridOptions hybrid_options(const io::Config& config) {
   h.reader_threads = c.reader_threads;
   h.worker_nice = c.worker_nice;
   h.reuse_memory = c.reuse_memory;
+  h.gpu_min_database = c.gpu_min_database;
   h.gpu_jit = config.gpu.jit;
   h.gpu_feeders = config.gpu.feeders;
   h.gpu_resident = config.gpu.resident;
@@ -450,7 +451,13 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
   // GPUs: the debug test double, or the real ones of a CUDA build (gpu_backend.hpp).
   std::vector<int> devices;
   std::optional<io::KernelTable> kernel_table;
-  if (hybrid.gpu != HybridOptions::Gpu::off && hybrid.test_gpus == 0) {
+  // The default mode on a small database: the CPU alone (not even listing the GPUs, which
+  // starts CUDA). A FIFO's size is unknown: the GPUs may join.
+  const std::uint64_t text = database.estimated_text_bytes();
+  const bool small_database = hybrid.gpu == HybridOptions::Gpu::auto_detect &&
+                              hybrid.test_gpus == 0 && hybrid.gpu_devices.empty() &&
+                              database.rereadable() && text < hybrid.gpu_min_database;
+  if (hybrid.gpu != HybridOptions::Gpu::off && hybrid.test_gpus == 0 && !small_database) {
 #ifdef DUET_HAVE_CUDA
     devices = resolve_gpu_devices(hybrid.gpu_devices);
     phase_time("listed GPUs");
@@ -464,9 +471,9 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
       throw UsageError("--gpus: this build has no CUDA support (no GPU can be used)");
 #endif
   }
-  const int gpus = hybrid.gpu == HybridOptions::Gpu::off ? 0
-                   : hybrid.test_gpus > 0                ? hybrid.test_gpus
-                                                         : static_cast<int>(devices.size());
+  const int gpus = hybrid.gpu == HybridOptions::Gpu::off || small_database ? 0
+                   : hybrid.test_gpus > 0                                  ? hybrid.test_gpus
+                                          : static_cast<int>(devices.size());
   // Feeder threads: one per test double, hybrid.gpu_feeders per real GPU.
   const int feeders = hybrid.test_gpus > 0 ? gpus : gpus * std::max(1, hybrid.gpu_feeders);
   if (hybrid.gpu == HybridOptions::Gpu::only && gpus == 0) {
@@ -525,6 +532,7 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
   const CascadeSettings settings = cascade_settings(config.search);
   const simd::Isa isa = simd::isa_from_name(config.run.isa);  // UsageError if the CPU lacks it
   SearchRun run;
+  run.gpus_skipped_small_database = small_database;
   [[maybe_unused]] bool jit_failure_said = false;  // CUDA builds only
   if (!devices.empty())
     run.gpu_kernel_table = kernel_table ? hybrid.gpu_kernel_table : "built-in rule";

@@ -78,6 +78,8 @@ struct SearchRun {
   double seconds = 0;
   bool stopped = false;          // interrupted (SIGINT): results are incomplete
   std::string gpu_kernel_table;  // the table the real GPUs' kernels came from; "" = none used
+  // The default mode left the GPUs out: the database is below gpu_min_database.
+  bool gpus_skipped_small_database = false;
 };
 
 // How the scheduler runs the search: devices, split policy, debug settings.
@@ -94,6 +96,10 @@ struct HybridOptions {
   // Memory for parsed blocks kept across the queries of a multi-model search (bytes);
   // past it, each query re-reads the rest of the database.
   std::uint64_t reuse_memory = std::uint64_t{2} << 30;
+  // Gpu::auto_detect uses the real GPUs only for a database whose text is estimated
+  // (InputFile::estimated_text_bytes) at this many bytes or more; 0: always. Below it, the
+  // GPUs' start-up and small batches cost more than they give (bench/RESULTS.md).
+  std::uint64_t gpu_min_database = std::uint64_t{1} << 30;
   // Debug settings (environment DUET_DEBUG_TEST_GPU, DUET_DEBUG_GPU_FAULT_EVERY): feeders
   // of the CPU-backed test-double GPU backend, and every Nth GPU batch failing.
   int test_gpus = 0;

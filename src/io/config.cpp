@@ -291,6 +291,8 @@ void read_scheduler(const toml::table& table, const EntryReader& reader,
       gpu_only = &entry;
     } else if (key == "reuse_memory") {
       scheduler.reuse_memory = *memory_size_in(reader, entry, false);
+    } else if (key == "gpu_min_database") {
+      scheduler.gpu_min_database = *memory_size_in(reader, entry, false);
     } else if (key == "reader_threads") {
       scheduler.reader_threads = static_cast<int>(reader.ranged_integer(entry));
     } else if (key == "worker_nice") {
@@ -453,6 +455,8 @@ std::string to_toml(const Config& config) {
   text << "no_gpu = " << boolean(scheduler.no_gpu) << '\n';
   text << "gpu_only = " << boolean(scheduler.gpu_only) << '\n';
   text << "reuse_memory = " << toml_string(format_memory_size(scheduler.reuse_memory)) << '\n';
+  text << "gpu_min_database = " << toml_string(format_memory_size(scheduler.gpu_min_database))
+       << '\n';
   text << "reader_threads = " << scheduler.reader_threads << '\n';
   text << "worker_nice = " << scheduler.worker_nice << '\n';
   text << "\n[gpu]\n";

@@ -36,6 +36,9 @@
 //   gpu_only = false            # fresh blocks to GPUs only; not with no_gpu
 //   reuse_memory = "2G"         # parsed blocks kept across queries: bytes as an integer,
 //                               # or a string with K, M, G or T (powers of 1024)
+//   gpu_min_database = "1G"     # the default mode (neither no_gpu nor gpu_only) uses the
+//                               # GPUs for a database of at least this much text (a size
+//                               # as reuse_memory; gzip counts 3 x its size); 0 = always
 //   reader_threads = 0          # 0 to 256: parser threads of the reader; 0 = per core, <= 4
 //   worker_nice = 19            # 0 to 19: with GPUs, the CPU workers' nice increment, so
 //                               # that GPU feeders and the reader get a core at once
@@ -96,9 +99,10 @@ struct SchedulerConfig {
   std::int64_t gpu_batch_residues = 128 << 20;  // [1, 2^40]
   bool no_gpu = false;
   bool gpu_only = false;
-  std::uint64_t reuse_memory = std::uint64_t{2} << 30;  // bytes
-  int reader_threads = 0;                               // [0, 256]
-  int worker_nice = 19;                                 // [0, 19]
+  std::uint64_t reuse_memory = std::uint64_t{2} << 30;      // bytes
+  int reader_threads = 0;                                   // [0, 256]
+  int worker_nice = 19;                                     // [0, 19]
+  std::uint64_t gpu_min_database = std::uint64_t{1} << 30;  // bytes of text
 
   friend bool operator==(const SchedulerConfig&, const SchedulerConfig&) = default;
 };

@@ -431,3 +431,45 @@ TEST(PackedDatabase, BadFastaLeavesNoFileAndKeepsAnExistingOne) {
 
 }  // namespace
 }  // namespace duet
+
+namespace duet {
+namespace {
+
+// Names in `folder`, sorted.
+std::vector<std::string> names_in(const fs::path& folder) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(folder))
+    names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TEST(PackedDatabase, SignalOrFullDiskLeavesNoFileAndKeepsAnExistingOne) {
+  test::TempDir dir;
+  std::mt19937_64 rng(2);
+  const std::string fasta = dir.file("db.fa"), old = dir.file("old.duetdb");
+  test::write_file(fasta, random_fasta(rng, 3000, 400, Alphabet::amino()));
+  test::write_file(old, "earlier database\n");
+  const auto time = fs::last_write_time(old);
+  const auto expect_untouched = [&](const std::string& context) {
+    EXPECT_EQ(test::read_file(old), "earlier database\n") << context;
+    EXPECT_EQ(fs::last_write_time(old), time) << context;
+    EXPECT_EQ(names_in(dir.path()), (std::vector<std::string>{"db.fa", "old.duetdb"})) << context;
+  };
+  for (const std::string phase : {"checked options", "opened inputs", "wrote database"}) {
+    const auto r = test::run_command("DUET_DEBUG_SIGNAL_AT=15@'" + phase + "' " + kDuet +
+                                     " makedb --quiet " + fasta + " " + old);
+    EXPECT_EQ(r.status, 143) << phase << ": " << r.output;
+    EXPECT_NE(r.output.find("terminated; no output written"), std::string::npos) << r.output;
+    expect_untouched("SIGTERM at " + phase);
+  }
+  // Writes that fail part way (a file-size limit of 256 KiB; the database is larger).
+  const auto r =
+      test::run_command("ulimit -f 256; " + kDuet + " makedb --quiet " + fasta + " " + old);
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("duet: error: " + old + ": cannot write"), std::string::npos) << r.output;
+  expect_untouched("file-size limit");
+}
+
+}  // namespace
+}  // namespace duet

@@ -15,8 +15,9 @@
 //
 // A packed database (`duet makedb`, packed_database.hpp), told from FASTA by its first
 // bytes, is mapped once by the store and cut into blocks by each pass
-// (PackedBlockReader): the same block indices and sequence numbers as its FASTA would
-// give, and the same blocks in every pass. Nothing is kept: the mapping is the cache.
+// (PackedBlockReader): sequences numbered as in its FASTA, blocks by the FASTA reader's
+// rule (the same blocks where the FASTA reader joins no chunks: a file of one chunk), the
+// same blocks in every pass. Nothing is kept: the mapping is the cache.
 //
 // A store can also be fed by a BlockSource instead of a file: a workload whose blocks are
 // made in memory (the pair-HMM's blocks of pairs). Such a store has one pass.

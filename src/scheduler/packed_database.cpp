@@ -381,7 +381,10 @@ void PackedDatabase::check_verification(bool wait) {
 
 std::int64_t PackedDatabase::block_end(std::int64_t first, std::size_t target) const {
   const std::int64_t limit = std::min(sequences_, first + kMaxSequencesPerBlock);
-  const std::int64_t want = sequence_offsets_[first] + static_cast<std::int64_t>(target);
+  const std::int64_t start = sequence_offsets_[first];
+  // An impossible offset (a corrupt file) makes a block of one, which make_block refuses.
+  if (start < 0 || start > residues_) return std::min(limit, first + 1);
+  const std::int64_t want = start + static_cast<std::int64_t>(target);
   const std::int64_t* hit =
       std::lower_bound(sequence_offsets_ + first + 1, sequence_offsets_ + limit + 1, want);
   return std::min(limit, static_cast<std::int64_t>(hit - sequence_offsets_));

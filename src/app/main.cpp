@@ -1,5 +1,6 @@
-// The `duet` command: subcommands `hmmsearch` and `info`. Every user-facing error ends
-// here as one line on stderr and a non-zero exit status.
+// The `duet` command: subcommands `hmmsearch`, `makedb`, `info` and the others registered
+// below. Every user-facing error ends here as one line on stderr and a non-zero exit
+// status.
 #include <H5public.h>
 #include <oneapi/tbb/version.h>
 #include <toml++/toml.h>
@@ -18,6 +19,7 @@
 #include <thread>
 
 #include "app/bench_command.hpp"
+#include "app/makedb_command.hpp"
 #include "app/pairhmm_command.hpp"
 #include "app/report.hpp"
 #include "app/result_stream.hpp"
@@ -86,7 +88,9 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
                    char** argv) {
   auto* cmd = app.add_subcommand("hmmsearch", "Search profile HMM(s) against a sequence database");
   cmd->add_option("hmmfile", o.hmm_path, "HMMER3 profile file (plain or .gz)")->required();
-  cmd->add_option("seqdb", o.database_path, "FASTA database (plain or .gz)")->required();
+  cmd->add_option("seqdb", o.database_path,
+                  "FASTA database (plain or .gz), or a packed database (duet makedb)")
+      ->required();
   auto* config_opt = cmd->add_option("--config", o.config_path, "TOML configuration file");
   auto* E = cmd->add_option("-E", o.E, "report targets with E-value <= E (default 10)");
   auto* T = cmd->add_option("-T", o.T, "report targets with bit score >= T");
@@ -409,6 +413,7 @@ int main(int argc, char** argv) {
   // Further subcommands register here: each is run when it is the one parsed.
   std::vector<std::pair<CLI::App*, std::function<int()>>> commands;
   commands.emplace_back(info, run_info);
+  app::add_makedb_command(app, commands);
   app::add_synth_commands(app, commands);
   app::add_pairhmm_command(app, commands, argc, argv);
   app::add_bench_command(app, commands);

@@ -21,6 +21,7 @@
 #include "core/error.hpp"
 #include "core/input_file.hpp"
 #include "core/text_reader.hpp"
+#include "scheduler/packed_database.hpp"
 #include "scheduler/thread_cpu.hpp"
 
 namespace duet::scheduler {
@@ -417,6 +418,12 @@ BlockReader::ParsedChunk BlockReader::parse(const RawChunk& raw) const {
     return nl ? static_cast<const char*>(nl) : end;
   };
 
+  if (raw.first && starts_with_packed_magic(begin, raw.size)) {
+    // A packed database reaches the FASTA parser only when it could not be mapped.
+    return fail(
+        "a packed database (duet makedb) must be given as itself, a regular file: not "
+        "through a pipe or FIFO, and not compressed");
+  }
   if (raw.first) {  // blank lines may precede the first header
     while (p < end && *p != '>') {
       const char* e = find_line_end(p);

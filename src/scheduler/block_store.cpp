@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "core/error.hpp"
+#include "scheduler/packed_database.hpp"
 
 namespace duet::scheduler {
 
@@ -27,6 +28,19 @@ BlockStore::BlockStore(const InputFile& file, const Alphabet& alphabet, const Re
       alphabet_(alphabet),
       reader_options_(reader),
       reuse_bytes_(reuse_bytes) {
+  if (PackedDatabase::is_packed(file)) {
+    packed_ = std::make_unique<PackedDatabase>(file);
+    if (&packed_->alphabet() != &alphabet) {
+      throw InputError(path_, 0,
+                       "is a packed " + std::string(packed_->alphabet().name()) +
+                           " database, and the model is " + std::string(alphabet.name()) +
+                           ": search it with a model of its alphabet, or make the database "
+                           "again with `duet makedb --alphabet " +
+                           (alphabet.type() == AlphabetType::amino ? "amino" : "dna") + "`");
+    }
+    keeping_ = false;  // every pass cuts its blocks from the mapping
+    return;
+  }
   must_keep_all_ = several_passes && !file.rereadable();
   if (must_keep_all_ && reuse_bytes_ == 0) throw cannot_keep_all(path_, reuse_bytes_);
   keeping_ = reuse_bytes_ > 0;
@@ -37,6 +51,8 @@ BlockStore::BlockStore(BlockSource& source, const Alphabet& alphabet)
   keeping_ = false;
 }
 
+BlockStore::~BlockStore() = default;
+
 BlockStore::Pass BlockStore::begin_pass() {
   return Pass(*this);
 }
@@ -45,15 +61,22 @@ BlockStore::Pass::Pass(BlockStore& store) : store_(store), first_(!store.first_p
   if (store.source_ != nullptr && !first_)
     throw std::logic_error("BlockStore: a store fed by a BlockSource has one pass");
   store.first_pass_done_ = true;
-  if (first_ && store.source_ == nullptr) {
+  if (store.packed_) {
+    store.packed_->start_verification();  // once, by the first pass; see PackedDatabase
+    packed_reader_ = std::make_unique<PackedBlockReader>(*store.packed_, store.reader_options_);
+  } else if (first_ && store.source_ == nullptr) {
     reader_ = std::make_unique<BlockReader>(*store.file_, store.alphabet_, store.reader_options_);
   }
 }
 
+BlockStore::Pass::~Pass() = default;
+
 BlockPtr BlockStore::Pass::next() {
   BlockStore& s = store_;
   if (first_) {
-    BlockPtr block = s.source_ != nullptr ? s.source_->next() : reader_->next();
+    BlockPtr block = s.source_ != nullptr ? s.source_->next()
+                     : packed_reader_     ? packed_reader_->next()
+                                          : reader_->next();
     if (!block) {
       // The whole database went through: its size is known, and what was kept is all of it
       // if nothing had to be dropped.
@@ -79,6 +102,7 @@ BlockPtr BlockStore::Pass::next() {
     }
     return block;
   }
+  if (packed_reader_) return packed_reader_->next();
   if (kept_handed_ < s.kept_.size()) return s.kept_[kept_handed_++];
   if (s.all_kept_) return nullptr;
   if (!reader_) {
@@ -92,6 +116,7 @@ BlockPtr BlockStore::Pass::next() {
 double BlockStore::Pass::fraction_done() const {
   const BlockStore& s = store_;
   if (first_ && s.source_ != nullptr) return s.source_->fraction_done();
+  if (packed_reader_) return packed_reader_->fraction_done();
   if (first_ || reader_) return reader_->fraction_handed_out();
   if (s.kept_.empty()) return 0;
   const double kept_share = static_cast<double>(kept_handed_) / static_cast<double>(s.kept_.size());

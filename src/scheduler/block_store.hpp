@@ -13,6 +13,12 @@
 // One pass at a time. The scheduler resets what it changes in a block (its affinity)
 // when a pass hands it out.
 //
+// A packed database (`duet makedb`, packed_database.hpp), told from FASTA by its first
+// bytes, is mapped once by the store and cut into blocks by each pass
+// (PackedBlockReader): sequences numbered as in its FASTA, blocks by the FASTA reader's
+// rule (the same blocks where the FASTA reader joins no chunks: a file of one chunk), the
+// same blocks in every pass. Nothing is kept: the mapping is the cache.
+//
 // A store can also be fed by a BlockSource instead of a file: a workload whose blocks are
 // made in memory (the pair-HMM's blocks of pairs). Such a store has one pass.
 #pragma once
@@ -39,20 +45,26 @@ class BlockSource {
   virtual double fraction_done() const = 0;
 };
 
+class PackedDatabase;
+class PackedBlockReader;
+
 class BlockStore {
  public:
   // The database `file`, for one pass or, with `several_passes`, for more. A file that
   // cannot be read twice (a pipe or FIFO: InputFile::rereadable) is read once: for several
   // passes, every block must then be kept, and a store that cannot keep them all (a budget
   // of 0, or a database larger than it) throws InputError naming the file and what to do:
-  // at once for 0, else as the first pass reaches the budget.
+  // at once for 0, else as the first pass reaches the budget. A packed database whose
+  // alphabet is not `alphabet`, or that is truncated or corrupt, throws InputError.
   BlockStore(const InputFile& file, const Alphabet& alphabet, const ReaderOptions& reader,
              std::uint64_t reuse_bytes, bool several_passes);
   // A store of one pass over `source` (a second begin_pass throws std::logic_error).
   BlockStore(BlockSource& source, const Alphabet& alphabet);
+  ~BlockStore();
 
   class Pass {
    public:
+    ~Pass();
     // The next block in database order; nullptr at the end. Throws InputError.
     BlockPtr next();
     // Share of the database handed out so far, in [0, 1] (estimated from file offsets).
@@ -67,12 +79,15 @@ class BlockStore {
     bool first_ = false;  // the first pass: reads and keeps
     std::size_t kept_handed_ = 0;
     std::unique_ptr<BlockReader> reader_;
+    std::unique_ptr<PackedBlockReader> packed_reader_;  // a packed database's blocks
   };
 
   // Starts a pass; the previous one must be finished or abandoned.
   Pass begin_pass();
 
   const Alphabet& alphabet() const { return alphabet_; }
+  // The packed database the store reads, nullptr for FASTA or a BlockSource.
+  const PackedDatabase* packed() const { return packed_.get(); }
   const std::string& path() const { return path_; }
   // Sizes known after one complete pass (0 before).
   std::int64_t total_residues() const { return total_residues_; }
@@ -85,8 +100,9 @@ class BlockStore {
  private:
   const InputFile* file_ = nullptr;
   std::string path_;
-  BlockSource* source_ = nullptr;  // set: blocks from the source, not from file_
-  bool must_keep_all_ = false;     // several passes over a file that cannot be read twice
+  BlockSource* source_ = nullptr;           // set: blocks from the source, not from file_
+  std::unique_ptr<PackedDatabase> packed_;  // set: file_ is a packed database
+  bool must_keep_all_ = false;              // several passes over a file that cannot be read twice
   const Alphabet& alphabet_;
   ReaderOptions reader_options_;
   std::uint64_t reuse_bytes_;

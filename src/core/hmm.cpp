@@ -20,11 +20,19 @@ namespace duet {
 
 namespace {
 
+// The line's words, separated by white space as `>>` separates them in the C locale.
 std::vector<std::string> split(const std::string& line) {
+  const auto space = [](char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+  };
   std::vector<std::string> tokens;
-  std::istringstream in(line);
-  std::string token;
-  while (in >> token) tokens.push_back(token);
+  std::size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && space(line[i])) ++i;
+    const std::size_t start = i;
+    while (i < line.size() && !space(line[i])) ++i;
+    if (i > start) tokens.emplace_back(line, start, i - start);
+  }
   return tokens;
 }
 
@@ -41,8 +49,8 @@ std::string rest_after_tag(const std::string& line) {
 
 HmmReader::HmmReader(const std::string& path) : text_(path) {}
 
-HmmReader::HmmReader(const std::string& path, std::string text, std::int64_t lines_before)
-    : text_(path, std::move(text), lines_before) {}
+HmmReader::HmmReader(const std::string& path, std::string_view text, std::int64_t lines_before)
+    : text_(path, text, lines_before) {}
 
 bool HmmReader::next(HmmModel& model) {
   auto fail = [&](const std::string& message) -> void {
@@ -273,9 +281,9 @@ namespace {
 // Files above this size are parsed in parts, in parallel.
 constexpr std::size_t kParallelBytes = std::size_t{1} << 20;
 
-// A part of a model file: its text and the lines before it.
+// A part of a model file: its text (a view of the whole) and the lines before it.
 struct ModelText {
-  std::string text;
+  std::string_view text;
   std::int64_t lines_before = 0;
 };
 
@@ -312,7 +320,7 @@ std::vector<ModelText> cut_between_models(const std::string& text, std::size_t p
       pos = line_end;
     }
     const std::size_t end = cut == std::string::npos ? text.size() : cut;
-    ModelText part{text.substr(begin, end - begin), lines};
+    ModelText part{std::string_view(text).substr(begin, end - begin), lines};
     lines += static_cast<std::int64_t>(std::count(part.text.begin(), part.text.end(), '\n'));
     out.push_back(std::move(part));
     begin = end;
@@ -340,7 +348,8 @@ std::vector<HmmModel> read_hmm_file(const std::string& path) {
     HmmReader reader(path);
     models = read_models(reader);
   } else {
-    std::vector<ModelText> parts = cut_between_models(read_text_file(path), 4 * threads);
+    const std::string text = read_text_file(path);
+    const std::vector<ModelText> parts = cut_between_models(text, 4 * threads);
     std::vector<std::vector<HmmModel>> parsed(parts.size());
     std::vector<std::exception_ptr> failures(parts.size());
     std::atomic<std::size_t> next{0};
@@ -349,7 +358,7 @@ std::vector<HmmModel> read_hmm_file(const std::string& path) {
       workers.emplace_back([&] {
         for (std::size_t i = next++; i < parts.size(); i = next++) {
           try {
-            HmmReader reader(path, std::move(parts[i].text), parts[i].lines_before);
+            HmmReader reader(path, parts[i].text, parts[i].lines_before);
             parsed[i] = read_models(reader);
           } catch (...) {
             failures[i] = std::current_exception();

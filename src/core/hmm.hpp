@@ -5,6 +5,7 @@
 #include <array>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/alphabet.hpp"
@@ -39,8 +40,9 @@ struct HmmModel {
 class HmmReader {
  public:
   explicit HmmReader(const std::string& path);
-  // Models in `text`, a part of the file `path` after its line `lines_before`.
-  HmmReader(const std::string& path, std::string text, std::int64_t lines_before);
+  // Models in `text` (not copied: it must outlive the reader), a part of the file `path`
+  // after its line `lines_before`.
+  HmmReader(const std::string& path, std::string_view text, std::int64_t lines_before);
   // Reads the next model; false at end of file. Throws InputError with the line.
   bool next(HmmModel& model);
   const std::string& path() const { return text_.path(); }

@@ -3,6 +3,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -42,22 +43,38 @@ TextReader::TextReader(const std::string& path) : path_(path), buffer_(kInitialB
   file_size_ = ec ? 0 : size;
 }
 
-TextReader::TextReader(std::string path, std::string text, std::int64_t lines_before)
+TextReader::TextReader(std::string path, std::string_view text, std::int64_t lines_before)
     : path_(std::move(path)),
-      buffer_(text.begin(), text.end()),
+      view_(text.data()),
       end_(text.size()),
       eof_(true),
       line_number_(lines_before) {
-  buffer_.push_back(0);  // never empty; not part of the text
+  if (view_ == nullptr) view_ = "";
   file_size_ = text.size();
 }
 
 std::string read_text_file(const std::string& path) {
   TextReader reader(path);
-  std::string text;
-  while (reader.fill()) {
+  gzFile f = static_cast<gzFile>(reader.gz_);
+  // Read straight into the string, sized from the file (a compressed one grows as it
+  // inflates): one allocation for a plain file, no copy of the whole text afterwards.
+  std::string text(std::max<std::uint64_t>(reader.file_size_ + 1, kInitialBuffer), '\0');
+  std::size_t used = 0;
+  for (;;) {
+    if (used == text.size()) text.resize(2 * text.size());
+    const std::size_t room = std::min<std::size_t>(text.size() - used, 1u << 30);
+    const int n = gzread(f, text.data() + used, static_cast<unsigned>(room));
+    if (n < 0) throw InputError(path, 1, "read error: " + zlib_error_text(f, path));
+    if (n == 0) {
+      int code = 0;
+      gzerror(f, &code);
+      if (code != Z_OK && code != Z_STREAM_END)
+        throw InputError(path, 1, "read error: " + zlib_error_text(f, path));
+      break;
+    }
+    used += static_cast<std::size_t>(n);
   }
-  text.assign(reader.buffer_.data() + reader.begin_, reader.end_ - reader.begin_);
+  text.resize(used);
   return text;
 }
 
@@ -99,7 +116,7 @@ bool TextReader::fill() {
 
 bool TextReader::next_line(std::string& line) {
   for (;;) {
-    const char* start = buffer_.data() + begin_;
+    const char* start = base() + begin_;
     const void* nl = std::memchr(start, '\n', end_ - begin_);
     if (nl != nullptr) {
       std::size_t len = static_cast<const char*>(nl) - start;
@@ -113,7 +130,7 @@ bool TextReader::next_line(std::string& line) {
     if (!fill()) {
       if (begin_ == end_) return false;
       std::size_t take = end_ - begin_;
-      const char* s = buffer_.data() + begin_;
+      const char* s = base() + begin_;
       if (take > 0 && s[take - 1] == '\r') --take;
       line.assign(s, take);
       begin_ = end_;

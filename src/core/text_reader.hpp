@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace duet {
@@ -20,9 +21,10 @@ class TextReader {
  public:
   // Throws InputError when the file cannot be opened.
   explicit TextReader(const std::string& path);
-  // Lines of `text` already in memory: a part of the file `path` that starts after its
-  // line `lines_before` (line numbers in messages are the file's).
-  TextReader(std::string path, std::string text, std::int64_t lines_before);
+  // Lines of `text` already in memory (not copied: it must outlive the reader): a part of
+  // the file `path` that starts after its line `lines_before` (line numbers in messages
+  // are the file's).
+  TextReader(std::string path, std::string_view text, std::int64_t lines_before);
   ~TextReader();
   TextReader(const TextReader&) = delete;
   TextReader& operator=(const TextReader&) = delete;
@@ -41,9 +43,13 @@ class TextReader {
   friend std::string read_text_file(const std::string& path);
   bool fill();
 
+  // The text lines are cut from: the buffer, or the text given to the constructor.
+  const char* base() const { return view_ != nullptr ? view_ : buffer_.data(); }
+
   std::string path_;
   void* gz_ = nullptr;  // gzFile
   std::vector<char> buffer_;
+  const char* view_ = nullptr;
   std::size_t begin_ = 0;
   std::size_t end_ = 0;
   bool eof_ = false;

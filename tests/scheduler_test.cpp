@@ -734,10 +734,10 @@ TEST(SchedulerModelGroups, ResultsIdenticalToOnePassPerModel) {
   }
 }
 
-// The per-target columns written while the search runs (app/result_stream.hpp): from many
-// workers, a test-double GPU with faults and tiny blocks, for three queries (two of the
-// same name), they equal the records the search returns; a write failure ends the search
-// with an error.
+// The per-target columns written while the search runs (app/result_stream.hpp), and each
+// query's evalue and reported as it ends: from many workers, a test-double GPU with faults
+// and tiny blocks, for three queries (two of the same name), they equal the records the
+// search returns; a write failure ends the search with an error.
 TEST(SchedulerStream, ColumnsWrittenDuringTheSearchEqualTheRecords) {
   test::TempDir dir;
   const std::string db = test::database_prefix(dir, scaled(600));
@@ -774,7 +774,16 @@ TEST(SchedulerStream, ColumnsWrittenDuringTheSearchEqualTheRecords) {
     const std::vector<app::TargetRecord>& t = run.queries[q].targets;
     ASSERT_GT(t.size(), 10u) << groups[q];
     const std::string& g = groups[q];
-    EXPECT_EQ(reader.list(g).size(), app::ResultStream::column_names().size()) << g;
+    // The columns, then evalue and reported as the query ended (write_query_summary).
+    EXPECT_EQ(reader.list(g).size(), app::ResultStream::column_names().size() + 2) << g;
+    const std::vector<double> evalue = reader.read_doubles(g + "/evalue");
+    const std::vector<std::uint8_t> reported = reader.read_uint8(g + "/reported");
+    ASSERT_EQ(evalue.size(), t.size()) << g;
+    ASSERT_EQ(reported.size(), t.size()) << g;
+    for (std::size_t i = 0; i < t.size(); ++i) {
+      EXPECT_EQ(std::memcmp(&evalue[i], &t[i].evalue, sizeof(double)), 0);
+      EXPECT_EQ(reported[i], t[i].reported ? 1 : 0);
+    }
     const std::vector<std::int64_t> index = reader.read_int64(g + "/index");
     const std::vector<std::string> name = reader.read_strings(g + "/name");
     const std::vector<std::string> description = reader.read_strings(g + "/description");

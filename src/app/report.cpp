@@ -300,36 +300,35 @@ void write_hdf5(io::Hdf5Writer& file, const SearchRun& run, const io::Config& co
   file.set_attribute("/run", "wall_seconds", run.seconds);
   write_trace(file, run);
   file.create_group("/results/hmmsearch");
-  for (std::size_t qi = 0; qi < run.queries.size(); ++qi) {
-    const QueryResult& q = run.queries[qi];
-    const std::string g = "/results/hmmsearch/" + query_group_name(run, qi);
-    file.create_group(g);
-    // The other columns were written during the pass (result_stream.hpp).
-    const std::size_t n = q.targets.size();
-    std::vector<double> evalue(n);
-    std::vector<std::uint8_t> reported(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      evalue[i] = q.targets[i].evalue;
-      reported[i] = q.targets[i].reported ? 1 : 0;
-    }
-    file.write(g + "/evalue", evalue);
-    file.write(g + "/reported", reported);
-    file.set_attribute(g, "query_name", q.name);
-    file.set_attribute(g, "accession", q.accession);
-    file.set_attribute(g, "description", q.description);
-    file.set_attribute(g, "M", static_cast<std::int64_t>(q.M));
-    file.set_attribute(g, "targets", q.counts.targets);
-    file.set_attribute(g, "residues", q.counts.residues);
-    file.set_attribute(g, "passed_msv", q.counts.passed_msv);
-    file.set_attribute(g, "passed_bias", q.counts.passed_bias);
-    file.set_attribute(g, "passed_viterbi", q.counts.passed_viterbi);
-    file.set_attribute(g, "passed_forward", q.counts.passed_forward);
-    file.set_attribute(g, "reported_targets", static_cast<std::int64_t>(q.reported.size()));
-    file.set_attribute(g, "Z", q.Z);
-    file.set_attribute(g, "stage_codes",
-                       std::string("1 rejected by MSV, 2 by bias filter, 3 by Viterbi filter, "
-                                   "4 by Forward filter, 5 passed every filter"));
+}
+
+void write_query_summary(io::Hdf5Writer& file, const std::string& g, const QueryResult& q) {
+  file.create_group(g);
+  // The other columns were written during the pass (result_stream.hpp).
+  const std::size_t n = q.targets.size();
+  std::vector<double> evalue(n);
+  std::vector<std::uint8_t> reported(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    evalue[i] = q.targets[i].evalue;
+    reported[i] = q.targets[i].reported ? 1 : 0;
   }
+  file.write(g + "/evalue", evalue);
+  file.write(g + "/reported", reported);
+  file.set_attribute(g, "query_name", q.name);
+  file.set_attribute(g, "accession", q.accession);
+  file.set_attribute(g, "description", q.description);
+  file.set_attribute(g, "M", static_cast<std::int64_t>(q.M));
+  file.set_attribute(g, "targets", q.counts.targets);
+  file.set_attribute(g, "residues", q.counts.residues);
+  file.set_attribute(g, "passed_msv", q.counts.passed_msv);
+  file.set_attribute(g, "passed_bias", q.counts.passed_bias);
+  file.set_attribute(g, "passed_viterbi", q.counts.passed_viterbi);
+  file.set_attribute(g, "passed_forward", q.counts.passed_forward);
+  file.set_attribute(g, "reported_targets", static_cast<std::int64_t>(q.reported.size()));
+  file.set_attribute(g, "Z", q.Z);
+  file.set_attribute(g, "stage_codes",
+                     std::string("1 rejected by MSV, 2 by bias filter, 3 by Viterbi filter, "
+                                 "4 by Forward filter, 5 passed every filter"));
 }
 
 }  // namespace duet::app

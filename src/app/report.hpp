@@ -22,11 +22,14 @@ struct RunInfo {
 void write_text_report(std::ostream& out, const SearchRun& run, const io::Config& config,
                        const RunInfo& info);
 void write_tblout(std::ostream& out, const SearchRun& run, const RunInfo& info);
-// Writes /run, /trace and what /results needs the whole search for (evalue, reported, the
-// attributes) into `file` (not committed); the per-target columns come from a
-// ResultStream (result_stream.hpp) during the search.
+// Writes /run and /trace into `file` (not committed); /results comes from a ResultStream
+// (result_stream.hpp) during the search: the per-target columns as blocks complete, and
+// each query's write_query_summary as it ends.
 void write_hdf5(io::Hdf5Writer& file, const SearchRun& run, const io::Config& config,
                 const RunInfo& info);
+// What a query's /results group needs the whole pass for: evalue and reported, and the
+// attributes (name, counts, Z...), into `group`.
+void write_query_summary(io::Hdf5Writer& file, const std::string& group, const QueryResult& q);
 
 // The HDF5 group name of a query: its name with '/' replaced, made unique (from the names
 // of the queries up to it).

@@ -5,6 +5,7 @@
 #include <memory>
 #include <utility>
 
+#include "app/report.hpp"
 #include "scheduler/thread_cpu.hpp"
 
 namespace duet::app {
@@ -123,7 +124,7 @@ void ResultStream::begin_query(std::size_t query) {
   {
     std::lock_guard lock(mutex_);
     if (error_) std::rethrow_exception(error_);
-    jobs_.push_back(Job{Job::Kind::begin, query, {}});
+    jobs_.push_back(Job{Job::Kind::begin, query, {}, nullptr});
   }
   work_.notify_one();
 }
@@ -133,16 +134,18 @@ void ResultStream::targets(std::size_t query, const std::vector<TargetRecord>& b
   {
     std::lock_guard lock(mutex_);
     if (error_) return;  // end_query reports it
-    jobs_.push_back(Job{Job::Kind::targets, query, block});
+    jobs_.push_back(Job{Job::Kind::targets, query, block, nullptr});
   }
   work_.notify_one();
 }
 
-void ResultStream::end_query(std::size_t query) {
+void ResultStream::end_query(std::size_t query, const QueryResult& result) {
+  auto finished = std::make_unique<QueryResult>(result);
+  finished->schedule.trace.clear();  // written with /trace, not here
   {
     std::lock_guard lock(mutex_);
     if (error_) std::rethrow_exception(error_);
-    jobs_.push_back(Job{Job::Kind::end, query, {}});
+    jobs_.push_back(Job{Job::Kind::end, query, {}, std::move(finished)});
   }
   work_.notify_one();
   // The writer goes on with this query while the next pass runs; the last query waits.
@@ -185,6 +188,7 @@ void ResultStream::run() {
             it->second->finish();
             open.erase(it);
           }
+          write_query_summary(file_, groups_.at(job.query), *job.result);
           break;
       }
     } catch (...) {

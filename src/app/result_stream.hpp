@@ -1,9 +1,9 @@
 // ResultStream: writes each query's per-target columns of /results/hmmsearch/<query>
 // (index, name, description, length, msv_bits, viterbi_bits, forward_bits, pvalue,
 // stage) into the result file while the search runs, on a writer thread of its own, so
-// that the file is not written by one thread after the workers have finished. The
-// columns that need the whole pass (evalue, reported: Z is the number of targets) and the
-// attributes are written afterwards by write_hdf5 (report.hpp).
+// that the file is not written by one thread after the workers have finished; then, as
+// each query ends, the columns that need the whole pass (evalue, reported: Z is the
+// number of targets) and the attributes (write_query_summary, report.hpp).
 //
 // The writer thread is the only one that calls HDF5 between begin_query and end_query;
 // the file's owner must not use it then. A write error stops the writing and is rethrown
@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <deque>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -35,10 +36,11 @@ class ResultStream final : public TargetStream {
   void begin_query(std::size_t query) override;
   // Copies the records; returns without waiting for the write.
   void targets(std::size_t query, const std::vector<TargetRecord>& block) override;
-  // Queues the closing of the query's columns; for the last query (of group_paths),
-  // waits until every column is written and closed. Rethrows a write error met so far
+  // Queues the closing of the query's columns and the writing of what needs the whole
+  // pass (write_query_summary: evalue, reported, the attributes); for the last query (of
+  // group_paths), waits until everything is written. Rethrows a write error met so far
   // (begin_query too).
-  void end_query(std::size_t query) override;
+  void end_query(std::size_t query, const QueryResult& result) override;
 
   // The columns it writes (the rest of a query's group is write_hdf5's).
   static const std::vector<std::string>& column_names();
@@ -48,6 +50,7 @@ class ResultStream final : public TargetStream {
     enum class Kind { begin, targets, end } kind;
     std::size_t query = 0;
     std::vector<TargetRecord> records;
+    std::unique_ptr<QueryResult> result;  // end: the finished query (its trace left out)
   };
   void run();
   void wait_idle();

@@ -701,9 +701,9 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
     for (std::size_t j = 0; j < group; ++j) {
       if (sinks[j]->held_back() != 0)
         throw std::logic_error("scheduler: results of some blocks are missing");
-      if (stream != nullptr) stream->end_query(run.queries.size());
       if (j > 0) queries[j].schedule = shared_summary;
       finish_query(queries[j], config.search);
+      if (stream != nullptr) stream->end_query(run.queries.size(), queries[j]);
       // A model's share of the pass's time, by its share of the nodes.
       queries[j].seconds = seconds * static_cast<double>(queries[j].M) /
                            static_cast<double>(workload.cells_per_residue());

@@ -153,7 +153,8 @@ class TargetStream {
   virtual ~TargetStream() = default;
   virtual void begin_query(std::size_t query) = 0;
   virtual void targets(std::size_t query, const std::vector<TargetRecord>& block) = 0;
-  virtual void end_query(std::size_t query) = 0;
+  // `result`: the query finished (finish_query has set E-values and the reported hits).
+  virtual void end_query(std::size_t query, const QueryResult& result) = 0;
 };
 
 // Searches every model of `models` against the database at `database_path` with

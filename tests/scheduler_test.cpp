@@ -833,13 +833,13 @@ TEST(SchedulerCli, ConfigTableCommandLineOverridesAndQuietFaults) {
   test::write_file(
       cfg,
       "[scheduler]\npolicy = \"static\"\nstatic_cpu_fraction = 0.25\nblock_residues = 5000\n"
-      "reuse_memory = \"64M\"\nqueue_depth = 3\n");
+      "reuse_memory = \"64M\"\nqueue_depth = 3\ngpu_min_database = \"2G\"\n");
   const std::string out = dir.file("o.h5");
   const std::string base = std::string("DUET_DEBUG_TEST_GPU=1 DUET_DEBUG_GPU_FAULT_EVERY=2 ") +
                            DUET_BINARY + " hmmsearch --gpu-only --cpu 2 --config " + cfg + " -o " +
                            out;
-  const auto r =
-      test::run_command(base + " --policy adaptive --reuse-memory 1G " + kModel + " " + db);
+  const auto r = test::run_command(
+      base + " --policy adaptive --reuse-memory 1G --gpu-min-database 3M " + kModel + " " + db);
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("failed on blocks"), std::string::npos) << r.output;
   io::Hdf5Reader h5(out);
@@ -849,6 +849,7 @@ TEST(SchedulerCli, ConfigTableCommandLineOverridesAndQuietFaults) {
   EXPECT_NE(toml.find("block_residues = 5000"), std::string::npos) << toml;
   EXPECT_NE(toml.find("queue_depth = 3"), std::string::npos) << toml;
   EXPECT_NE(toml.find("reuse_memory = \"1G\""), std::string::npos) << toml;
+  EXPECT_NE(toml.find("gpu_min_database = \"3M\""), std::string::npos) << toml;
   EXPECT_GT(h5.attribute_int("/run", "gpu_faults"), 0);
   EXPECT_GT(h5.attribute_int("/run", "blocks"), 10);
   EXPECT_GE(h5.attribute_double("/run", "idle_tail_seconds"), 0.0);
@@ -862,6 +863,12 @@ TEST(SchedulerCli, ConfigTableCommandLineOverridesAndQuietFaults) {
                         " " + kModel + " " + db);
   EXPECT_EQ(bad.status, 2) << bad.output;
   EXPECT_NE(bad.output.find("--reuse-memory"), std::string::npos) << bad.output;
+  const auto bad_size =
+      test::run_command(std::string(DUET_BINARY) + " hmmsearch --gpu-min-database 1X -o " + out +
+                        " " + kModel + " " + db);
+  EXPECT_EQ(bad_size.status, 2) << bad_size.output;
+  EXPECT_NE(bad_size.output.find("--gpu-min-database: '1X' is not a size"), std::string::npos)
+      << bad_size.output;
 }
 
 // Ctrl-C at any moment, even while the command starts: no temporary file is left.

@@ -232,20 +232,17 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
       sched.gpu_only = true;
       sched.no_gpu = false;
     }
-    if (reuse_memory->count()) {
-      const auto bytes = io::parse_memory_size(o.reuse_memory);
+    // A size option given (e.g. 512M, 4G) replaces the configuration's.
+    const auto size_option = [](const CLI::Option* option, const std::string& text,
+                                std::uint64_t& to) {
+      if (!option->count()) return;
+      const auto bytes = io::parse_memory_size(text);
       if (!bytes)
-        throw UsageError("--reuse-memory: '" + o.reuse_memory +
-                         "' is not a size such as 512M or 4G");
-      sched.reuse_memory = *bytes;
-    }
-    if (gpu_min_database->count()) {
-      const auto bytes = io::parse_memory_size(o.gpu_min_database);
-      if (!bytes)
-        throw UsageError("--gpu-min-database: '" + o.gpu_min_database +
-                         "' is not a size such as 512M or 4G");
-      sched.gpu_min_database = *bytes;
-    }
+        throw UsageError(option->get_name() + ": '" + text + "' is not a size such as 512M or 4G");
+      to = *bytes;
+    };
+    size_option(reuse_memory, o.reuse_memory, sched.reuse_memory);
+    size_option(gpu_min_database, o.gpu_min_database, sched.gpu_min_database);
     if (gpu_resident->count()) {
       const auto budget = io::parse_gpu_resident(o.gpu_resident);
       if (!budget)

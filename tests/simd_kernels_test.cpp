@@ -727,6 +727,23 @@ bool same_results(const TargetScores& a, const TargetScores& b) {
 // the Forward gate off and on: every result the same. (Should the cascade keep the
 // Forward score of a target that F3 rejects, the gated kernels may give a SIMD score
 // there: only that score and its P-value are then exempt.)
+// Striped profiles serve only kernels of their own ISA.
+TEST(SimdDispatch, StripedProfilesOfAnotherIsaAreRefused) {
+  std::mt19937_64 rng(3);
+  const TestModel model = make_model(rng, Alphabet::amino(), 40);
+  EXPECT_EQ(stripe_profiles(model.profile, Isa::scalar), nullptr);
+  for (Isa isa : kIsaPreference) {
+    if (!cpu_supports(isa) || isa == Isa::scalar) continue;
+    const auto striped = stripe_profiles(model.profile, isa);
+    ASSERT_NE(striped, nullptr);
+    EXPECT_THROW(SimdFilterKernels(model.profile, Isa::scalar, {}, striped), std::invalid_argument);
+    for (Isa other : kIsaPreference) {
+      if (other != isa && other != Isa::scalar && cpu_supports(other))
+        EXPECT_THROW(SimdFilterKernels(model.profile, other, {}, striped), std::invalid_argument);
+    }
+  }
+}
+
 TEST(SimdCascade, EveryIsaGivesTheReferenceResults) {
   SCOPED_TRACE("DUET_TEST_SEED=" + std::to_string(test_seed()));
   struct Job {
@@ -758,9 +775,12 @@ TEST(SimdCascade, EveryIsaGivesTheReferenceResults) {
       exact.clear();
       gated.clear();
       for (Isa isa : isas) {
+        // The gated kernels run on striped profiles built apart (stripe_profiles), as the
+        // workers of a search share them.
         exact.push_back(std::make_unique<SimdFilterKernels>(current->profile, isa));
-        gated.push_back(std::make_unique<SimdFilterKernels>(current->profile, isa,
-                                                            ForwardGate::from(settings)));
+        gated.push_back(
+            std::make_unique<SimdFilterKernels>(current->profile, isa, ForwardGate::from(settings),
+                                                stripe_profiles(current->profile, isa)));
       }
     }
     ReferenceKernels reference(current->profile);

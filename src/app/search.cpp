@@ -145,6 +145,8 @@ struct ModelInPass {
   const SearchProfile* profile = nullptr;
   scheduler::ResultSink<BlockRecords>* sink = nullptr;
   std::vector<std::unique_ptr<FilterKernels>> kernels;  // per worker; null until used
+  // Its striped profiles, shared by every worker's kernels; null until first used.
+  std::shared_ptr<const simd::StripedProfiles> striped;
 };
 
 // The CPU side: the whole cascade on one block, for every model of the pass in turn while
@@ -175,11 +177,28 @@ class HmmsearchWorkload final : public scheduler::Workload {
   // The model's kernels of this worker, made on first use.
   FilterKernels& kernels(ModelInPass& model, int worker) {
     std::unique_ptr<FilterKernels>& k = model.kernels[static_cast<std::size_t>(worker)];
-    if (!k) {
-      k = std::make_unique<simd::SimdFilterKernels>(*model.profile, isa_,
-                                                    simd::ForwardGate::from(settings_));
-    }
+    if (!k) k = make_kernels(model);
     return *k;
+  }
+  // A new set of the model's kernels, on the model's striped profiles (built by the first
+  // thread that needs them: a worker's own set is then only its DP rows).
+  std::unique_ptr<FilterKernels> make_kernels(ModelInPass& model) {
+    std::shared_ptr<const simd::StripedProfiles> striped;
+    {
+      std::lock_guard lock(mutex_);
+      striped = model.striped;
+    }
+    if (!striped && isa_ != simd::Isa::scalar) {
+      striped = simd::stripe_profiles(*model.profile, isa_);
+      std::lock_guard lock(mutex_);
+      if (model.striped) {
+        striped = model.striped;  // another thread's, the same
+      } else {
+        model.striped = striped;
+      }
+    }
+    return std::make_unique<simd::SimdFilterKernels>(
+        *model.profile, isa_, simd::ForwardGate::from(settings_), std::move(striped));
   }
 
   // The filters target by target, then Forward for the block's targets that reached it,
@@ -284,10 +303,7 @@ class HmmsearchWorkload final : public scheduler::Workload {
         spare.pop_back();
       }
     }
-    if (!k) {
-      k = std::make_unique<simd::SimdFilterKernels>(profile, isa_,
-                                                    simd::ForwardGate::from(settings_));
-    }
+    if (!k) k = make_kernels(models_[model]);
     run_forward_stages(profile, settings_, *k, targets, outs);
     std::lock_guard lock(mutex_);
     spare.push_back(std::move(k));

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <stdexcept>
 #include <string>
 
 #include "core/error.hpp"
@@ -163,31 +164,49 @@ float forward_margin(float simd_score) {
 
 // ---- SimdFilterKernels ----
 
-SimdFilterKernels::SimdFilterKernels(const SearchProfile& profile, Isa isa, ForwardGate gate)
-    : profile_(profile), isa_(isa), gate_(gate) {
+std::shared_ptr<const StripedProfiles> stripe_profiles(const SearchProfile& profile, Isa isa) {
   if (!cpu_supports(isa)) {
     throw UsageError("the ISA '" + std::string(isa_name(isa)) + "' is not supported by this CPU");
   }
   const IsaKernels* kernels = isa_kernels_of(isa);
-  // The canonical Forward is the SSE4.1 parser itself; other ISAs recompute it in core.
-  if (isa != Isa::sse41) canonical_ = std::make_unique<CanonicalForward>(profile.forward);
-  if (kernels == nullptr) return;  // scalar: the references need nothing more
-  striped_ = std::make_unique<StripedProfiles>();
-  striped_->kernels = kernels;
-  striped_->ssv =
+  if (kernels == nullptr) return nullptr;  // scalar: the references need nothing more
+  auto striped = std::make_shared<StripedProfiles>();
+  striped->kernels = kernels;
+  striped->ssv =
       stripe_ssv_steps(profile.msv, variant(Kernel::ssv, isa).lanes, kernels->ssv_registers - 1);
-  striped_->msv = stripe_msv_scores(profile.msv, variant(Kernel::msv, isa).lanes);
-  striped_->viterbi = stripe_viterbi_scores(profile.viterbi, variant(Kernel::viterbi, isa).lanes);
-  striped_->forward = stripe_forward_scores(profile.forward, variant(Kernel::forward, isa).lanes);
+  striped->msv = stripe_msv_scores(profile.msv, variant(Kernel::msv, isa).lanes);
+  striped->viterbi = stripe_viterbi_scores(profile.viterbi, variant(Kernel::viterbi, isa).lanes);
+  striped->forward = stripe_forward_scores(profile.forward, variant(Kernel::forward, isa).lanes);
+  striped->canonical = stripe_forward_scores(profile.forward, kCanonicalForwardLanes);
+  return striped;
+}
+
+SimdFilterKernels::SimdFilterKernels(const SearchProfile& profile, Isa isa, ForwardGate gate)
+    : SimdFilterKernels(profile, isa, gate, stripe_profiles(profile, isa)) {}
+
+SimdFilterKernels::SimdFilterKernels(const SearchProfile& profile, Isa isa, ForwardGate gate,
+                                     std::shared_ptr<const StripedProfiles> striped)
+    : profile_(profile), isa_(isa), gate_(gate), striped_(std::move(striped)) {
+  if (!cpu_supports(isa)) {
+    throw UsageError("the ISA '" + std::string(isa_name(isa)) + "' is not supported by this CPU");
+  }
+  if (striped_ ? striped_->kernels != isa_kernels_of(isa) : isa_kernels_of(isa) != nullptr)
+    throw std::invalid_argument("SimdFilterKernels: striped profiles of another ISA");
+  if (!striped_) return;  // scalar
   rows_ = std::make_unique<DpRows>();
   rows_->msv.resize(static_cast<std::size_t>(striped_->msv.Q) * striped_->msv.lanes);
   rows_->viterbi.resize(3 * static_cast<std::size_t>(striped_->viterbi.Q) *
                         striped_->viterbi.lanes);
   rows_->forward.resize(3 * static_cast<std::size_t>(striped_->forward.Q) *
                         striped_->forward.lanes);
-  striped_->canonical = stripe_forward_scores(profile.forward, kCanonicalForwardLanes);
   rows_->canonical.resize(3 * static_cast<std::size_t>(striped_->canonical.Q) *
-                          static_cast<std::size_t>(kernels->vector_bytes / 4));
+                          static_cast<std::size_t>(striped_->kernels->vector_bytes / 4));
+}
+
+CanonicalForward& SimdFilterKernels::canonical() {
+  // The canonical Forward is the SSE4.1 parser itself; other ISAs recompute it in core.
+  if (!canonical_) canonical_ = std::make_unique<CanonicalForward>(profile_.forward);
+  return *canonical_;
 }
 
 SimdFilterKernels::~SimdFilterKernels() = default;
@@ -255,7 +274,7 @@ float SimdFilterKernels::forward(const Residue* dsq, int L) {
   }
   ++forward_canonical_calls_;
   if (isa_ == Isa::sse41) return forward_simd(dsq, L);
-  return canonical_->score(dsq, L);
+  return canonical().score(dsq, L);
 }
 
 void SimdFilterKernels::forward_many(std::span<const ForwardTarget> targets,
@@ -269,7 +288,7 @@ void SimdFilterKernels::forward_canonical_many(std::span<const ForwardTarget> ta
   forward_canonical_calls_ += static_cast<std::int64_t>(count);
   if (isa_ == Isa::scalar) {
     for (std::size_t j = 0; j < count; ++j)
-      scores[j] = canonical_->score(targets[j].dsq, targets[j].L);
+      scores[j] = canonical().score(targets[j].dsq, targets[j].L);
     return;
   }
   // Longest first: a group that finishes early takes a shorter target, so the groups

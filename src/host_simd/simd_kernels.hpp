@@ -123,9 +123,18 @@ struct CanonicalTarget;  // host_simd/isa_kernels.hpp
 // one in the last digits only and cannot change the F3 decision (and run_cascade keeps no
 // Forward score for targets that F3 rejects). With SSE4.1 the gate's score is already the
 // canonical one and is not computed twice; other ISAs recompute it with forward_canonical.
+// The striped profiles of one model for one ISA, read-only once built: one set serves
+// every worker's kernels of that model (stripe_profiles, then the constructor that takes
+// them). nullptr for the scalar ISA, which needs none.
+std::shared_ptr<const StripedProfiles> stripe_profiles(const SearchProfile& profile, Isa isa);
+
 class SimdFilterKernels final : public FilterKernels {
  public:
   SimdFilterKernels(const SearchProfile& profile, Isa isa, ForwardGate gate = {});
+  // With the model's striped profiles built already (stripe_profiles(profile, isa)):
+  // only this worker's DP rows are made.
+  SimdFilterKernels(const SearchProfile& profile, Isa isa, ForwardGate gate,
+                    std::shared_ptr<const StripedProfiles> striped);
   ~SimdFilterKernels() override;
   SimdFilterKernels(const SimdFilterKernels&) = delete;
   SimdFilterKernels& operator=(const SimdFilterKernels&) = delete;
@@ -162,9 +171,12 @@ class SimdFilterKernels final : public FilterKernels {
   const SearchProfile& profile_;
   Isa isa_;
   ForwardGate gate_;
-  std::unique_ptr<StripedProfiles> striped_;
+  // The canonical Forward of one target at a time (every ISA but SSE4.1), made on first use.
+  CanonicalForward& canonical();
+
+  std::shared_ptr<const StripedProfiles> striped_;
   std::unique_ptr<DpRows> rows_;
-  std::unique_ptr<CanonicalForward> canonical_;  // every ISA but SSE4.1
+  std::unique_ptr<CanonicalForward> canonical_;
   std::int64_t forward_canonical_calls_ = 0;
   std::int64_t canonical_rescaled_rows_ = 0;
   // forward_canonical_many's order (longest first), packed targets and their scores.

@@ -113,7 +113,8 @@ struct StripedProfiles;  // host_simd/striped_profiles.hpp
 struct DpRows;
 struct CanonicalTarget;  // host_simd/isa_kernels.hpp
 
-// The SIMD filters of one model for one ISA: striped profiles and DP rows, built once.
+// The SIMD filters of one model for one ISA: striped profiles (read-only, shareable
+// between the kernels of several threads: stripe_profiles) and DP rows (its own).
 // Construct one per model per worker thread; not thread-safe; keeps a reference to
 // `profile`, which must outlive it.
 //

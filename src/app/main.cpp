@@ -289,8 +289,8 @@ void add_hmmsearch(CLI::App& app, HmmsearchOptions& o, std::function<int()>& act
     }
     hybrid.test_gpus = app::debug_setting("DUET_DEBUG_TEST_GPU");
     hybrid.fault_every = app::debug_setting("DUET_DEBUG_GPU_FAULT_EVERY");
-    // Models per pass without GPUs (HybridOptions::models_per_pass), for benchmarks of
-    // the grouping: 1 is one pass per model.
+    // Models per pass (HybridOptions::models_per_pass), for benchmarks of the grouping: 1
+    // is one pass per model.
     hybrid.models_per_pass =
         static_cast<std::size_t>(app::debug_setting("DUET_DEBUG_MODELS_PER_PASS"));
     if (hybrid.test_gpus > 0 && hybrid.gpu != app::HybridOptions::Gpu::off) {

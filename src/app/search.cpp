@@ -95,8 +95,8 @@ void finish_query(QueryResult& query, const io::SearchConfig& config) {
 
 namespace {
 
-// A pass without GPUs runs at most this many models (HybridOptions::models_per_pass), and
-// models of at most this many nodes in all: the kernels of a group (per worker) stay small,
+// A pass runs at most this many models (HybridOptions::models_per_pass), and models of at
+// most this many nodes in all: the kernels of a group (per worker) stay small,
 // and results are written group by group, so memory does not grow with the number of
 // models.
 constexpr std::size_t kModelsPerPass = 64;

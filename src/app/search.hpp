@@ -66,9 +66,9 @@ struct QueryResult {
   // The real GPUs' residues of this query: read from the resident store (kept there by an
   // earlier query), and uploaded (of which kept for later queries). Zero without GPUs.
   std::int64_t gpu_resident_residues = 0, gpu_uploaded_residues = 0, gpu_kept_residues = 0;
-  // Trace and device shares of the pass that ran this query. A pass without GPUs runs a
-  // group of models: the query that ran first in it (run.queries[pass_first]) has the
-  // trace rows; the pass's figures are the same for every model of it (pass_models).
+  // Trace and device shares of the pass that ran this query. A pass runs a group of
+  // models: the query that ran first in it (run.queries[pass_first]) has the trace rows;
+  // the pass's figures are the same for every model of it (pass_models).
   scheduler::RunSummary schedule;
   std::size_t pass_first = 0, pass_models = 1;
 };
@@ -120,9 +120,9 @@ struct HybridOptions {
   // multi-model search (--gpu-resident, [gpu] resident; device::GpuResidentStore): bytes,
   // 0 = off, none = half the GPU's free memory.
   std::optional<std::uint64_t> gpu_resident;
-  // Without GPUs, a pass runs a group of models (a CPU worker runs each block against all
-  // of them): at most this many (0: the default, 64) and 32,768 nodes in all. Results do
-  // not depend on it; 1 is one pass per model.
+  // A pass runs a group of models (a CPU worker runs each block, a GPU feeder each batch,
+  // against all of them): at most this many (0: the default, 64) and 32,768 nodes in all.
+  // Results do not depend on it; 1 is one pass per model.
   std::size_t models_per_pass = 0;
   bool progress = false;
   bool warnings = true;  // device faults reported on stderr

@@ -223,8 +223,9 @@ std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(
   times.submit += since(tick);
   // The models in turn, several at once on engines of their own (lanes) where the batch is
   // small: one model's kernels would not fill the GPU. The first model keeps the batch's
-  // blocks in the resident store, later ones read them there. Each block's scores per
-  // model of the pass.
+  // blocks in the resident store; the models run after the first round of lanes read them
+  // there (those of the first round upload them too). Each block's scores per model of
+  // the pass.
   std::vector<std::vector<DeviceBlockScores>> per_block(blocks.size());
   for (auto& b : per_block) b.resize(models_.size());
   const std::size_t lanes = std::clamp<std::size_t>(

@@ -41,8 +41,9 @@ struct GpuPassModel {
 class HmmsearchGpuBackend final : public scheduler::GpuBackend {
  public:
   // Receives a block's scores, one entry per model of the pass, once the whole batch has
-  // succeeded for every model; `deferred` marks the targets whose Forward stage remains
-  // (they go to the post-queue). Returns whether the block needs the post-queue.
+  // succeeded for every model; each entry's `remains` marks the targets whose Viterbi
+  // filter or Forward stage is left to the post-queue. Returns whether the block needs
+  // the post-queue.
   using Deliver = std::function<bool(const scheduler::Block&, std::vector<DeviceBlockScores>&&)>;
 
   // The Forward stage of some targets for model `model` of the pass on the calling thread,
@@ -52,9 +53,10 @@ class HmmsearchGpuBackend final : public scheduler::GpuBackend {
                                            std::span<TargetScores* const>)>;
 
   // Nothing here starts CUDA; start() does, on the feeder's thread. `feeder`: which of the
-  // GPU's feeder threads this is (0, 1...), for its name; each feeder has its own engine,
-  // which runs every batch against each model of `models` in turn (one engine: its
-  // buffers and streams are set up once; a model change uploads only the model).
+  // GPU's feeder threads this is (0, 1...), for its name; each feeder has its own engines,
+  // which run every batch against each model of `models` in turn, several models at once
+  // on a small batch (an engine's buffers and streams are set up once; a model change
+  // uploads only the model).
   // `resident`, when given (a store of `device` that outlives the backend, shared by the
   // GPU's feeders), keeps database blocks on the GPU across models: a block kept there is
   // not uploaded again.

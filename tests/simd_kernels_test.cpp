@@ -738,8 +738,9 @@ TEST(SimdDispatch, StripedProfilesOfAnotherIsaAreRefused) {
     ASSERT_NE(striped, nullptr);
     EXPECT_THROW(SimdFilterKernels(model.profile, Isa::scalar, {}, striped), std::invalid_argument);
     for (Isa other : kIsaPreference) {
-      if (other != isa && other != Isa::scalar && cpu_supports(other))
+      if (other != isa && other != Isa::scalar && cpu_supports(other)) {
         EXPECT_THROW(SimdFilterKernels(model.profile, other, {}, striped), std::invalid_argument);
+      }
     }
   }
 }

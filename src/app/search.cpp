@@ -622,7 +622,8 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
             for (auto& t : block.targets) query.targets.push_back(std::move(t));
           }));
     }
-    for (std::size_t j = 0; j < group; ++j) in_pass.push_back({&profiles[j], sinks[j].get(), {}});
+    for (std::size_t j = 0; j < group; ++j)
+      in_pass.push_back({&profiles[j], sinks[j].get(), {}, {}});
     QueryResult& query = queries.front();
     HmmsearchWorkload workload(std::move(in_pass), settings, options.cpu_workers + feeders, isa);
     std::vector<std::unique_ptr<TestDoubleGpu>> doubles;

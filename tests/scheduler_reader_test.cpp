@@ -223,19 +223,27 @@ TEST(BlockReader, ReReadsFromAnyBlock) {
 TEST(BlockReader, ErrorsAreFastaReadersWithFileAndLine) {
   test::TempDir dir;
   const std::vector<std::string> bad = {
-      ">a\nACDEF\n>b\nAC%DE\n",                     // the CLI test's case: line 4
-      ">s1\nACDE\nAC1DE\n",                         // line 3, '1'
-      "ACDE\n>s\nAC\n",                             // no header first
-      "\n  \n x\n>s\nAC\n",                         // not blank before the first header
-      ">s\nAC-DE\n",                                // gap
-      ">s\nACD>E\n",                                // '>' inside a line
-      ">a\nAC\n>\nAC\n",                            // header without a name
-      ">a\nAC\n>  \t\nAC\n",                        // header of white space only
-      ">a\nAC\n>b\nA\vC\n",                         // a vertical tab
-      std::string(">a\nAC\n>b\nA") + '\0' + "C\n",  // a NUL byte
-      std::string(">a\nAC\n>b") + '\0' + "c d\nAC\n",    // a NUL byte in a name
-      std::string(">a\nAC\n>b d") + '\0' + "\nAC\n",     // ... in a description
-      std::string(">") + '\0' + "\nAC\n",                  // ... alone in the first header
+      ">a\nACDEF\n>b\nAC%DE\n",                        // the CLI test's case: line 4
+      ">s1\nACDE\nAC1DE\n",                            // line 3, '1'
+      "ACDE\n>s\nAC\n",                                // no header first
+      "\n  \n x\n>s\nAC\n",                            // not blank before the first header
+      ">s\nAC-DE\n",                                   // gap
+      ">s\nACD>E\n",                                   // '>' inside a line
+      ">a\nAC\n>\nAC\n",                               // header without a name
+      ">a\nAC\n>  \t\nAC\n",                           // header of white space only
+      ">a\nAC\n>b\nA\vC\n",                            // a vertical tab
+      std::string(">a\nAC\n>b\nA") + '\0' + "C\n",     // a NUL byte
+      std::string(">a\nAC\n>b") + '\0' + "c d\nAC\n",  // a NUL byte in a name
+      std::string(">a\nAC\n>b d") + '\0' + "\nAC\n",   // ... in a description
+      std::string(">") + '\0' + "\nAC\n",              // ... alone in the first header
+      "\x89"
+      "DUETDB\n\1\0\0\0",  // a packed database's first line
+      "\x89"
+      "DUETDB\r\n>s\nAC\n",  // ... with a '\r'
+      "\n\x89"
+      "DUETDB\n>s\nAC\n",  // ... not the first line
+      "\x89"
+      "DUETDBX\n>s\nAC\n",  // ... longer
   };
   auto expected_error = [](const std::string& path) -> std::string {
     try {

@@ -24,6 +24,8 @@ bool FastaReader::next(Sequence& sequence) {
   if (!have_header_) {
     while (text_.next_line(line_)) {
       if (is_blank(line_)) continue;
+      if (text_.line_number() == 1 && line_ == kPackedDatabaseFirstLine)
+        throw InputError(text_.path(), 1, kPackedDatabaseNotMapped);
       if (line_[0] != '>') {
         throw InputError(text_.path(), text_.line_number(),
                          started_ ? "expected a '>' header line"

@@ -5,12 +5,23 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "core/alphabet.hpp"
 #include "core/sequence.hpp"
 #include "core/text_reader.hpp"
 
 namespace duet {
+
+// The first line of a packed database (duet makedb: its magic bytes up to their '\n'),
+// and what both FASTA readers say of a file whose first line it is (a packed database
+// reaches a FASTA reader only when it could not be mapped: a pipe, a FIFO, or gzip).
+inline constexpr std::string_view kPackedDatabaseFirstLine =
+    "\x89"
+    "DUETDB";
+inline constexpr const char* kPackedDatabaseNotMapped =
+    "a packed database (duet makedb) must be given as itself, a regular file: not through a "
+    "pipe or FIFO, and not compressed";
 
 class FastaReader {
  public:

@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "core/fasta_reader.hpp"
 #include "core/input_file.hpp"
 #include "core/text_reader.hpp"
 #include "scheduler/packed_database.hpp"
@@ -418,11 +419,12 @@ BlockReader::ParsedChunk BlockReader::parse(const RawChunk& raw) const {
     return nl ? static_cast<const char*>(nl) : end;
   };
 
-  if (raw.first && starts_with_packed_magic(begin, raw.size)) {
-    // A packed database reaches the FASTA parser only when it could not be mapped.
-    return fail(
-        "a packed database (duet makedb) must be given as itself, a regular file: not "
-        "through a pipe or FIFO, and not compressed");
+  if (raw.first) {
+    // A packed database reaches the FASTA parser only when it could not be mapped; its
+    // first line is told as FastaReader tells it (a '\r' before the '\n' dropped).
+    std::string_view first(begin, static_cast<std::size_t>(find_line_end(begin) - begin));
+    if (!first.empty() && first.back() == '\r') first.remove_suffix(1);
+    if (first == kPackedDatabaseFirstLine) return fail(kPackedDatabaseNotMapped);
   }
   if (raw.first) {  // blank lines may precede the first header
     while (p < end && *p != '>') {

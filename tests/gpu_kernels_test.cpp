@@ -14,7 +14,7 @@
 #include <optional>
 #include <random>
 
-#include "app/search.hpp"
+#include "app/hmmsearch/search.hpp"
 #include "core/forward_canonical.hpp"
 #include "core/hmm.hpp"
 #include "core/profile.hpp"

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "app/search.hpp"
+#include "app/hmmsearch/search.hpp"
 #include "core/error.hpp"
 #include "core/hmm.hpp"
 #include "core/input_file.hpp"

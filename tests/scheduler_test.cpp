@@ -25,9 +25,9 @@
 #include <thread>
 #include <tuple>
 
-#include "app/report.hpp"
-#include "app/result_stream.hpp"
-#include "app/search.hpp"
+#include "app/hmmsearch/report.hpp"
+#include "app/hmmsearch/result_stream.hpp"
+#include "app/hmmsearch/search.hpp"
 #include "core/error.hpp"
 #include "core/hmm.hpp"
 #include "core/text_reader.hpp"
@@ -734,7 +734,7 @@ TEST(SchedulerModelGroups, ResultsIdenticalToOnePassPerModel) {
   }
 }
 
-// The per-target columns written while the search runs (app/result_stream.hpp), and each
+// The per-target columns written while the search runs (app/hmmsearch/result_stream.hpp), and each
 // query's evalue and reported as it ends: from many workers, a test-double GPU with faults
 // and tiny blocks, for three queries (two of the same name), they equal the records the
 // search returns; a write failure ends the search with an error.

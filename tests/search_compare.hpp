@@ -8,7 +8,7 @@
 #include <fstream>
 #include <string>
 
-#include "app/search.hpp"
+#include "app/hmmsearch/search.hpp"
 #include "core/text_reader.hpp"
 #include "test_support.hpp"
 

@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "app/run_context.hpp"
+#include "app/kit/run_context.hpp"
 #include "core/alphabet.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"

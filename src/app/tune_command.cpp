@@ -16,7 +16,7 @@
 #include <memory>
 #include <string>
 
-#include "app/run_context.hpp"
+#include "app/kit/run_context.hpp"
 #include "core/error.hpp"
 #include "core/fasta_reader.hpp"
 #include "core/hmm.hpp"

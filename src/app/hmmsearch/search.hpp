@@ -142,7 +142,7 @@ std::vector<std::string> default_kernel_table_paths();
 CascadeSettings cascade_settings(const io::SearchConfig& config);
 
 // Receives each query's target records in database order while its pass runs, so that
-// they can be written while the workers compute (app/result_stream.hpp). begin_query and
+// they can be written while the workers compute (app/hmmsearch/result_stream.hpp). begin_query and
 // end_query come from the thread that called run_hmmsearch; a pass of several models
 // begins each of them, then ends them in order. targets() comes from any thread, a
 // block's records per call, one call at a time for a query (calls for different queries

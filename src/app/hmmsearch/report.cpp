@@ -1,5 +1,5 @@
 // Text, table and HDF5 outputs of hmmsearch; see report.hpp.
-#include "app/report.hpp"
+#include "app/hmmsearch/report.hpp"
 
 #include <unistd.h>
 
@@ -8,8 +8,8 @@
 #include <fstream>
 #include <thread>
 
-#include "app/run_context.hpp"
-#include "app/trace_output.hpp"
+#include "app/kit/run_context.hpp"
+#include "app/kit/trace_output.hpp"
 
 namespace duet::app {
 

@@ -1,5 +1,5 @@
 // HmmsearchGpuBackend: see gpu_backend.hpp.
-#include "app/gpu_backend.hpp"
+#include "app/hmmsearch/gpu_backend.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <limits>
 
-#include "app/run_context.hpp"
+#include "app/kit/run_context.hpp"
 #include "core/error.hpp"
 #include "device/gpu_info.hpp"
 #include "scheduler/block_queue.hpp"

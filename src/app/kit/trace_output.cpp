@@ -1,5 +1,5 @@
 // write_trace_rows: see trace_output.hpp.
-#include "app/trace_output.hpp"
+#include "app/kit/trace_output.hpp"
 
 #include <cstdint>
 

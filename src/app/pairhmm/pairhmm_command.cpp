@@ -1,6 +1,6 @@
 // `duet pairhmm [--format gkl|batch] INPUT -o out.h5`: reads the pairs, runs them through
 // the scheduler, writes /results/pairhmm, /trace/pairhmm and /run.
-#include "app/pairhmm_command.hpp"
+#include "app/pairhmm/pairhmm_command.hpp"
 
 #include <unistd.h>
 
@@ -17,9 +17,9 @@
 #include <thread>
 #include <tuple>
 
-#include "app/pairhmm_workload.hpp"
-#include "app/run_context.hpp"
-#include "app/trace_output.hpp"
+#include "app/pairhmm/pairhmm_workload.hpp"
+#include "app/kit/run_context.hpp"
+#include "app/kit/trace_output.hpp"
 #include "core/error.hpp"
 #include "core/pairhmm_input.hpp"
 #include "core/pairhmm_model.hpp"

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "app/search.hpp"
+#include "app/hmmsearch/search.hpp"
 #include "io/config.hpp"
 #include "io/hdf5_file.hpp"
 

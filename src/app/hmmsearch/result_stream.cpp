@@ -1,11 +1,11 @@
-#include "app/result_stream.hpp"
+#include "app/hmmsearch/result_stream.hpp"
 
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <utility>
 
-#include "app/report.hpp"
+#include "app/hmmsearch/report.hpp"
 #include "scheduler/thread_cpu.hpp"
 
 namespace duet::app {

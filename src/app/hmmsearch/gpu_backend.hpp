@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "app/search.hpp"
+#include "app/hmmsearch/search.hpp"
 #include "core/cascade.hpp"
 #include "device/hmm_gpu.hpp"
 #include "scheduler/scheduler.hpp"

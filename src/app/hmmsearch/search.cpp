@@ -1,6 +1,6 @@
 // run_hmmsearch: the hmmsearch workload (HmmsearchWorkload) and the CPU-backed test-double
 // GPU backend, run by the hybrid scheduler; results merged in database order.
-#include "app/search.hpp"
+#include "app/hmmsearch/search.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -14,13 +14,13 @@
 #include <stdexcept>
 #include <thread>
 
-#include "app/run_context.hpp"
+#include "app/kit/run_context.hpp"
 #include "core/error.hpp"
 #include "host_simd/simd_kernels.hpp"
 #include "io/kernel_table.hpp"
 #include "scheduler/result_sink.hpp"
 #ifdef DUET_HAVE_CUDA
-#include "app/gpu_backend.hpp"
+#include "app/hmmsearch/gpu_backend.hpp"
 #include "device/gpu_info.hpp"
 #endif
 

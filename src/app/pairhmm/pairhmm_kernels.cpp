@@ -1,5 +1,5 @@
 // Kernel selection for the pair-HMM workload (see pairhmm_kernels.hpp).
-#include "app/pairhmm_kernels.hpp"
+#include "app/pairhmm/pairhmm_kernels.hpp"
 
 #include <chrono>
 #include <cstdio>

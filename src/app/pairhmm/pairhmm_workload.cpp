@@ -1,5 +1,5 @@
 // The pair-HMM workload through the scheduler (see pairhmm_workload.hpp).
-#include "app/pairhmm_workload.hpp"
+#include "app/pairhmm/pairhmm_workload.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -7,7 +7,7 @@
 #include <numeric>
 #include <thread>
 
-#include "app/pairhmm_kernels.hpp"
+#include "app/pairhmm/pairhmm_kernels.hpp"
 #include "core/alphabet.hpp"
 #include "core/error.hpp"
 #include "host_simd/pairhmm_simd.hpp"

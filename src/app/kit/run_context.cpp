@@ -1,5 +1,5 @@
 // run_context.hpp: interrupt flag, debug settings, time, command line, machine.
-#include "app/run_context.hpp"
+#include "app/kit/run_context.hpp"
 
 #include <unistd.h>
 

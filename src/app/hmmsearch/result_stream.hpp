@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "app/search.hpp"
+#include "app/hmmsearch/search.hpp"
 #include "io/hdf5_file.hpp"
 
 namespace duet::app {

@@ -41,7 +41,7 @@ TEST(IoConfig, DefaultsAreHmmersearchDefaults) {
   EXPECT_EQ(config.scheduler.static_cpu_fraction, 0.5);
   EXPECT_EQ(config.scheduler.block_residues, 1 << 20);
   EXPECT_EQ(config.scheduler.queue_depth, 0);
-  EXPECT_EQ(config.scheduler.gpu_batch_blocks, 128);
+  EXPECT_EQ(config.scheduler.gpu_batch_blocks, 0);  // the workload's own
   EXPECT_EQ(config.scheduler.gpu_batch_residues, 128 << 20);
   EXPECT_FALSE(config.scheduler.no_gpu);
   EXPECT_FALSE(config.scheduler.gpu_only);
@@ -88,7 +88,7 @@ reader_threads = 3
   EXPECT_EQ(parse_config("[scheduler]\nreuse_memory = 1000\npolicy = \"adaptive\"\nno_gpu = true\n",
                          "s.toml")
                 .scheduler,
-            (SchedulerConfig{"adaptive", 0.5, 1 << 20, 0, 128, 128 << 20, true, false, 1000, 0}));
+            (SchedulerConfig{"adaptive", 0.5, 1 << 20, 0, 0, 128 << 20, true, false, 1000, 0}));
   EXPECT_EQ(parse_config("[scheduler]\nstatic_cpu_fraction = 1\n", "s.toml")
                 .scheduler.static_cpu_fraction,
             1.0);
@@ -306,8 +306,8 @@ const ConfigErrorCase kConfigErrors[] = {
      "'block_residues' must be an integer, not a floating-point number"},
     {"queue_depth_negative", "[scheduler]\nqueue_depth = -1\n", 2,
      "'queue_depth' must be in [0, 1048576], not -1"},
-    {"gpu_batch_blocks_zero", "[scheduler]\n\ngpu_batch_blocks = 0\n", 3,
-     "'gpu_batch_blocks' must be in [1, 1048576], not 0"},
+    {"gpu_batch_blocks_negative", "[scheduler]\n\ngpu_batch_blocks = -1\n", 3,
+     "'gpu_batch_blocks' must be in [0, 1048576], not -1"},
     {"gpu_batch_residues_huge", "[scheduler]\ngpu_batch_residues = 2000000000000\n", 2,
      "'gpu_batch_residues' must be in [1, 1099511627776]"},
     {"no_gpu_not_boolean", "[scheduler]\nno_gpu = 1\n", 2,

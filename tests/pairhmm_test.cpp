@@ -233,6 +233,37 @@ TEST(PairhmmCommand, BadInput) {
       dir, "pairhmm -o " + dir.file("no/such/folder/o.h5") + " " + dir.file("ok.in"), "o.h5");
 }
 
+// The run settings come from the same TOML file as hmmsearch's ([run], [scheduler]); the
+// flags override it; an ISA the file names that pairhmm lacks is an error.
+TEST(PairhmmCommand, ConfigurationFile) {
+  TempDir dir, configs;  // expect_command_failure wants only inputs in `dir`
+  test::write_file(dir.file("ok.in"), "1 1\nACG III III III +++\nACGT\n");
+  test::write_file(configs.file("c.toml"),
+                   "[run]\ncpu = 2\nout = \"" + dir.file("from-file.h5") +
+                       "\"\nquiet = true\n[scheduler]\nno_gpu = true\npolicy = \"static\"\n");
+  auto r = test::run_command(kDuet + " pairhmm --config " + configs.file("c.toml") + " " +
+                             dir.file("ok.in"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output, "");  // quiet
+  {
+    const io::Hdf5Reader h5(dir.file("from-file.h5"));
+    EXPECT_EQ(h5.attribute_int("/run", "cpu_workers"), 2);
+    EXPECT_EQ(h5.attribute_int("/run", "gpu_feeders"), 0);
+  }
+  r = test::run_command(kDuet + " pairhmm --config " + configs.file("c.toml") + " --cpu 1 -o " +
+                        dir.file("from-flag.h5") + " " + dir.file("ok.in"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const io::Hdf5Reader h5(dir.file("from-flag.h5"));
+  EXPECT_EQ(h5.attribute_int("/run", "cpu_workers"), 1);
+  std::filesystem::remove(dir.file("from-file.h5"));
+  std::filesystem::remove(dir.file("from-flag.h5"));
+  test::write_file(configs.file("isa.toml"), "[run]\nisa = \"sse4.1\"\n");
+  expect_command_failure(dir,
+                         "pairhmm --config " + configs.file("isa.toml") + " -o " +
+                             dir.file("o.h5") + " " + dir.file("ok.in"),
+                         "isa = \"sse4.1\"");
+}
+
 struct CommandResults {
   std::vector<double> log10;
   std::vector<std::uint8_t> in_double;

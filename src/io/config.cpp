@@ -220,7 +220,7 @@ constexpr std::array<NumberRange, 17> kNumberRanges = {{
     {"static_cpu_fraction", 0.0, 1.0},
     {"block_residues", 1.0, 4294967296.0, false, false, true},
     {"queue_depth", 0.0, 1048576.0, false, false, true},
-    {"gpu_batch_blocks", 1.0, 1048576.0, false, false, true},
+    {"gpu_batch_blocks", 0.0, 1048576.0, false, false, true},
     {"gpu_batch_residues", 1.0, 1099511627776.0, false, false, true},
     {"reader_threads", 0.0, 256.0, false, false, true},
     {"worker_nice", 0.0, 19.0, false, false, true},

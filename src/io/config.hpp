@@ -30,7 +30,8 @@
 //   block_residues = 1048576    # 1 to 2^32: residues per block
 //   queue_depth = 0             # 0 to 2^20: blocks waiting (memory budget); 0 = 2 per worker
 //                               #   and 2 GPU batches per GPU
-//   gpu_batch_blocks = 128      # 1 to 2^20: blocks per GPU batch
+//   gpu_batch_blocks = 0        # 0 to 2^20: blocks per GPU batch; 0 = the workload's
+//                               #   (hmmsearch 128, pairhmm 256: their blocks differ)
 //   gpu_batch_residues = 134217728  # 1 to 2^40: residue budget of a GPU batch
 //   no_gpu = false              # CPU only
 //   gpu_only = false            # fresh blocks to GPUs only; not with no_gpu
@@ -95,7 +96,7 @@ struct SchedulerConfig {
   double static_cpu_fraction = 0.5;             // [0, 1]
   std::int64_t block_residues = 1 << 20;        // [1, 2^32]
   std::int64_t queue_depth = 0;                 // [0, 2^20]; 0 = 2 per worker, 2 batches per GPU
-  std::int64_t gpu_batch_blocks = 128;          // [1, 2^20]
+  std::int64_t gpu_batch_blocks = 0;            // [0, 2^20]; 0 = the workload's default
   std::int64_t gpu_batch_residues = 128 << 20;  // [1, 2^40]
   bool no_gpu = false;
   bool gpu_only = false;

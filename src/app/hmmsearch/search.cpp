@@ -52,19 +52,10 @@ std::vector<std::string> default_kernel_table_paths() {
 HybridOptions hybrid_options(const io::Config& config) {
   const io::SchedulerConfig& c = config.scheduler;
   HybridOptions h;
-  h.gpu = c.no_gpu     ? HybridOptions::Gpu::off
-          : c.gpu_only ? HybridOptions::Gpu::only
-                       : HybridOptions::Gpu::auto_detect;
-  h.policy = c.policy == "static"     ? scheduler::SplitPolicy::static_fraction
-             : c.policy == "adaptive" ? scheduler::SplitPolicy::adaptive
-                                      : scheduler::SplitPolicy::dynamic;
-  h.static_cpu_fraction = c.static_cpu_fraction;
+  static_cast<RunOptions&>(h) = run_options(config);
   h.block_residues = static_cast<std::size_t>(c.block_residues);
-  h.queue_depth = static_cast<std::size_t>(c.queue_depth);
-  h.gpu_batch_blocks = static_cast<std::size_t>(c.gpu_batch_blocks);
   h.gpu_batch_residues = c.gpu_batch_residues;
   h.reader_threads = c.reader_threads;
-  h.worker_nice = c.worker_nice;
   h.reuse_memory = c.reuse_memory;
   h.gpu_min_database = c.gpu_min_database;
   h.gpu_jit = config.gpu.jit;
@@ -500,21 +491,12 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
 #endif
   }
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  scheduler::SchedulerOptions options;
-  options.cpu_workers = config.run.cpu > 0 ? config.run.cpu : std::max(1, cores - gpus);
+  scheduler::SchedulerOptions options =
+      scheduler_options(hybrid, config.run.cpu > 0 ? config.run.cpu : std::max(1, cores - gpus),
+                        kHmmsearchGpuBatchBlocks);
   options.block_residues = hybrid.block_residues;
   options.reader_threads = hybrid.reader_threads;
-  options.worker_nice = hybrid.worker_nice;
-  options.queue_depth = hybrid.queue_depth;
-  options.gpu_batch_blocks = hybrid.gpu_batch_blocks;
   options.gpu_batch_residues = hybrid.gpu_batch_residues;
-  options.policy = hybrid.policy;
-  options.static_cpu_fraction = hybrid.static_cpu_fraction;
-  options.gpu_only = hybrid.gpu == HybridOptions::Gpu::only;
-  options.fault_every = hybrid.fault_every;
-  options.progress = hybrid.progress;
-  options.warnings = hybrid.warnings;
-  options.stop = hybrid.stop;
 
   // The database as blocks, kept in memory across queries within the reuse budget.
   scheduler::ReaderOptions reader;

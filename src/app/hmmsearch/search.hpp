@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "app/kit/run_options.hpp"
 #include "core/cascade.hpp"
 #include "core/hmm.hpp"
 #include "core/input_file.hpp"
@@ -82,28 +83,25 @@ struct SearchRun {
   bool gpus_skipped_small_database = false;
 };
 
-// How the scheduler runs the search: devices, split policy, debug settings.
-struct HybridOptions {
-  enum class Gpu { auto_detect, off, only } gpu = Gpu::auto_detect;
-  scheduler::SplitPolicy policy = scheduler::SplitPolicy::dynamic;
-  double static_cpu_fraction = 0.5;
-  std::size_t block_residues = 1 << 20;
-  std::size_t queue_depth = 0;
-  std::size_t gpu_batch_blocks = 128;
-  std::int64_t gpu_batch_residues = 128 << 20;
-  int reader_threads = 0;  // parser threads of the database reader (0: one per core, at most 4)
-  int worker_nice = 0;     // scheduler::SchedulerOptions::worker_nice
+// Blocks per GPU batch unless [scheduler] gpu_batch_blocks says (blocks of up to
+// block_residues residues).
+inline constexpr std::size_t kHmmsearchGpuBatchBlocks = 128;
+
+// How the scheduler runs the search: the settings every workload shares (RunOptions:
+// devices, split policy, queue, debug settings) and hmmsearch's own. Defaults of settings
+// that [scheduler] or [gpu] holds come from io::Config.
+struct HybridOptions : RunOptions {
+  std::size_t block_residues = static_cast<std::size_t>(io::SchedulerConfig{}.block_residues);
+  std::int64_t gpu_batch_residues = io::SchedulerConfig{}.gpu_batch_residues;
+  // Parser threads of the database reader (0: one per core, at most 4).
+  int reader_threads = io::SchedulerConfig{}.reader_threads;
   // Memory for parsed blocks kept across the queries of a multi-model search (bytes);
   // past it, each query re-reads the rest of the database.
-  std::uint64_t reuse_memory = std::uint64_t{2} << 30;
+  std::uint64_t reuse_memory = io::SchedulerConfig{}.reuse_memory;
   // Gpu::auto_detect uses the real GPUs only for a database whose text is estimated
   // (InputFile::estimated_text_bytes) at this many bytes or more; 0: always. Below it, the
   // GPUs' start-up and small batches cost more than they give (bench/RESULTS.md).
-  std::uint64_t gpu_min_database = std::uint64_t{1} << 30;
-  // Debug settings (environment DUET_DEBUG_TEST_GPU, DUET_DEBUG_GPU_FAULT_EVERY): feeders
-  // of the CPU-backed test-double GPU backend, and every Nth GPU batch failing.
-  int test_gpus = 0;
-  int fault_every = 0;
+  std::uint64_t gpu_min_database = io::SchedulerConfig{}.gpu_min_database;
   // Real GPUs (CUDA builds): the devices of --gpus (empty: every GPU found), the
   // kernel-choice table (io/kernel_table.hpp; "" = the engine's built-in rule by model
   // length) and the Viterbi strategy of --gpu-strategy ("warp" or "thread"; "" = the
@@ -112,21 +110,18 @@ struct HybridOptions {
   std::string gpu_kernel_table;
   std::string gpu_strategy;
   // Run-time specialised GPU kernels (--gpu-jit, [gpu] jit; device::GpuKernelChoice::jit).
-  bool gpu_jit = false;
+  bool gpu_jit = io::GpuConfig{}.jit;
   // Feeder threads per real GPU (--gpu-feeders, [gpu] feeders), each with its own engine
   // (streams, buffers) and batches: one feeder's host work overlaps another's kernels.
-  int gpu_feeders = 2;
+  int gpu_feeders = io::GpuConfig{}.feeders;
   // Device memory per GPU for database blocks kept on the GPU across the queries of a
   // multi-model search (--gpu-resident, [gpu] resident; device::GpuResidentStore): bytes,
   // 0 = off, none = half the GPU's free memory.
-  std::optional<std::uint64_t> gpu_resident;
+  std::optional<std::uint64_t> gpu_resident = io::GpuConfig{}.resident;
   // A pass runs a group of models (a CPU worker runs each block, a GPU feeder each batch,
   // against all of them): at most this many (0: the default, 64) and 32,768 nodes in all.
   // Results do not depend on it; 1 is one pass per model.
   std::size_t models_per_pass = 0;
-  bool progress = false;
-  bool warnings = true;  // device faults reported on stderr
-  const std::atomic<bool>* stop = nullptr;
 };
 
 // The scheduler settings of `config` ([scheduler] table) as HybridOptions; the caller

@@ -22,6 +22,9 @@ int stop_signal();
 int stop_exit_status();
 // "interrupted" for SIGINT, "terminated" for SIGTERM, "hung up" for SIGHUP.
 const char* stop_reason();
+// Thrown by a command when a signal stopped its run: main() says stop_reason() and exits
+// with stop_exit_status(), and no output file has changed.
+struct Interrupted {};
 
 // Checks a number given on the command line as `option` with the rule of the TOML key
 // `key` (io::number_problem), so that the command line is exactly as strict as the

@@ -17,9 +17,11 @@
 #include <thread>
 #include <tuple>
 
-#include "app/pairhmm/pairhmm_workload.hpp"
 #include "app/kit/run_context.hpp"
+#include "app/kit/run_flags.hpp"
+#include "app/kit/run_options.hpp"
 #include "app/kit/trace_output.hpp"
+#include "app/pairhmm/pairhmm_workload.hpp"
 #include "core/error.hpp"
 #include "core/pairhmm_input.hpp"
 #include "core/pairhmm_model.hpp"
@@ -31,16 +33,12 @@ namespace duet::app {
 
 namespace {
 
+// pairhmm's own flags; the shared ones are RunFlags'.
 struct Options {
-  std::string input, out = "duet.h5", format = "auto", isa = "auto", gpu_kernel = "auto";
-  std::string policy = "dynamic";
-  int cpu = 0, min_base_quality = 6;
-  double static_cpu_fraction = 0.5;
-  std::int64_t block_cells = 1 << 22;
-  std::size_t queue_depth = 0, gpu_batch_blocks = 256;
-  int gpu_parts = 2;
-  int worker_nice = 19;
-  bool quiet = false, no_gpu = false, gpu_only = false;
+  std::string input, format = "auto", isa;
+  int min_base_quality = pairhmm::ModelOptions{}.min_base_quality;
+  PairhmmRunOptions run;  // pairhmm's own defaults (block_cells, gpu_parts, gpu_kernel)
+  std::unique_ptr<RunFlags> flags;
 };
 
 void write_trace(io::Hdf5Writer& file, const scheduler::RunSummary& s) {
@@ -56,7 +54,8 @@ void write_trace(io::Hdf5Writer& file, const scheduler::RunSummary& s) {
 }
 
 void write_results(io::Hdf5Writer& file, const pairhmm::Input& input, const PairhmmRun& run,
-                   const Options& o, const std::string& command_line, const std::string& started) {
+                   int min_base_quality, const std::string& command_line,
+                   const std::string& started) {
   const std::string g = "/results/pairhmm";
   file.write(g + "/log10_likelihood", run.log10_likelihood);
   file.write(g + "/computed_in_double", run.in_double);
@@ -82,7 +81,7 @@ void write_results(io::Hdf5Writer& file, const pairhmm::Input& input, const Pair
   file.set_attribute(g, "pairs", run.pairs);
   file.set_attribute(g, "cells", run.cells);
   file.set_attribute(g, "pairs_computed_in_double", run.pairs_in_double);
-  file.set_attribute(g, "min_base_quality", o.min_base_quality);
+  file.set_attribute(g, "min_base_quality", min_base_quality);
   file.set_attribute(
       g, "model",
       std::string("GATK/GKL pair-HMM Forward: float (initial constant 2^120 / haplotype "
@@ -138,147 +137,102 @@ void add_pairhmm_command(CLI::App& app,
   cmd->add_option("--format", o->format,
                   "input format: gkl, batch or auto (default: from the first line)")
       ->check(CLI::IsMember({"gkl", "batch", "auto"}));
-  cmd->add_option("-o,--out", o->out, "HDF5 result file (default duet.h5)");
-  auto* cpu = cmd->add_option("--cpu", o->cpu,
-                              "CPU worker threads (default: one per core, less 4 per GPU left "
-                              "to its feeder; 2 with --gpu-only, where they only help the GPU "
-                              "feeders)");
+  o->flags = std::make_unique<RunFlags>(*cmd, "cells", kPairhmmGpuBatchBlocks);
   auto* min_base_quality =
       cmd->add_option("--min-base-quality", o->min_base_quality,
-                      "read base qualities below this are raised to it (default 6)");
+                      "read base qualities below this are raised to it (default " +
+                          std::to_string(o->min_base_quality) + ")");
   std::vector<std::string> isas = {"auto"};
   for (const auto& v : simd::pairhmm::kPairhmmVariants) isas.emplace_back(v.name);
   cmd->add_option("--isa", o->isa,
                   "CPU kernel: auto, scalar, avx2, avx512 (studies: avx2-skewed, avx512-skewed, "
-                  "avx2-diagonal, avx512-diagonal)")
+                  "avx2-diagonal, avx512-diagonal) (default: [run] isa, else auto)")
       ->check(CLI::IsMember(isas));
-  cmd->add_option("--gpu-kernel", o->gpu_kernel,
+  cmd->add_option("--gpu-kernel", o->run.gpu_kernel,
                   "GPU kernel: auto, inter (a thread per pair), intra (4 to 32 lanes per pair; "
                   "the GPU's flush-to-zero arithmetic where it passes a probe), intra-ieee "
                   "(intra with checked IEEE arithmetic)")
       ->check(CLI::IsMember({"auto", "inter", "intra", "intra-ieee"}));
-  cmd->add_flag("--no-gpu", o->no_gpu, "run on the CPU only");
-  cmd->add_flag("--gpu-only", o->gpu_only, "pairs to GPUs only (the CPU redoes failed batches)")
-      ->excludes("--no-gpu");
-  cmd->add_option("--policy", o->policy, "CPU/GPU split: dynamic (self-scheduling) or static")
-      ->check(CLI::IsMember({"dynamic", "static"}));
-  auto* static_cpu_fraction = cmd->add_option("--static-cpu-fraction", o->static_cpu_fraction,
-                                              "static policy: share of cells for the CPU");
-  cmd->add_option("--block-cells", o->block_cells, "DP cells per block of pairs (default 4194304)")
+  cmd->add_option(
+         "--block-cells", o->run.block_cells,
+         "DP cells per block of pairs (default " + std::to_string(o->run.block_cells) + ")")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
-  cmd->add_option("--queue-depth", o->queue_depth,
-                  "blocks waiting in the queue (0 = 2 per worker)");
-  cmd->add_option("--gpu-batch-blocks", o->gpu_batch_blocks, "blocks per GPU batch (default 256)")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
-  cmd->add_option("--gpu-parts", o->gpu_parts,
+  cmd->add_option("--gpu-parts", o->run.gpu_parts,
                   "parts per GPU batch: the host packs one while the GPU runs the one before "
-                  "(default 2; 1: no overlap)")
+                  "(default " +
+                      std::to_string(o->run.gpu_parts) + "; 1: no overlap)")
       ->check(CLI::Range(1, 1024));
-  cmd->add_option("--worker-nice", o->worker_nice,
-                  "with GPUs, raise the CPU workers' nice value by N (0 to 19), so that GPU "
-                  "feeders get a core at once; 0 = unchanged (default 19)")
-      ->check(CLI::Range(0, 19));
-  cmd->add_flag("--quiet", o->quiet, "nothing on standard output, no progress line");
-  const std::string command_line = [&] {
-    std::string s;
-    for (int i = 0; i < argc; ++i) s += (i ? " " : "") + std::string(argv[i]);
-    return s;
-  }();
-  commands.emplace_back(
-      cmd, [o, command_line, cpu, min_base_quality, static_cpu_fraction]() -> int {
-        // A signal from here on stops the run cleanly; no output file exists yet.
-        install_signal_handlers();
-        const std::string started = now_iso8601();
-        using Clock = std::chrono::steady_clock;
-        const auto t0 = Clock::now();
-        // Numbers are checked with the rules of the configuration's keys.
-        for (const auto& [option, key, value] :
-             {std::tuple{cpu, "cpu", static_cast<double>(o->cpu)},
-              std::tuple{min_base_quality, "min_base_quality",
-                         static_cast<double>(o->min_base_quality)},
-              std::tuple{static_cpu_fraction, "static_cpu_fraction", o->static_cpu_fraction}}) {
-          if (option->count() != 0) check_option_number(option->get_name(), key, value);
-        }
-        // The output can be created and is not the input, the input parses: checked before any
-        // work.
-        io::OutputSet outputs({o->input});
-        io::Hdf5Writer h5(outputs.add(o->out, "-o"));
-        phase_time("checked options");
-        const pairhmm::Input input =
-            pairhmm::read_input(o->input, pairhmm::parse_format(o->format));
-        phase_time("read input");
-        const auto t1 = Clock::now();
-        const pairhmm::Model model(pairhmm::ModelOptions{o->min_base_quality});
+  const std::string command_line = join_command_line(argc, argv);
+  commands.emplace_back(cmd, [o, command_line, min_base_quality]() -> int {
+    // A signal from here on stops the run cleanly; no output file exists yet.
+    install_signal_handlers();
+    const std::string started = now_iso8601();
+    using Clock = std::chrono::steady_clock;
+    const auto t0 = Clock::now();
+    if (min_base_quality->count() != 0)
+      check_option_number(min_base_quality->get_name(), "min_base_quality", o->min_base_quality);
+    const io::Config config = o->flags->config();
+    if (!o->isa.empty()) {
+      o->run.isa = o->isa;
+    } else {
+      o->run.isa = config.run.isa;
+      bool known = o->run.isa == "auto";
+      for (const auto& v : simd::pairhmm::kPairhmmVariants) known = known || o->run.isa == v.name;
+      if (!known)
+        throw UsageError("[run] isa = \"" + o->run.isa + "\": duet pairhmm has no such kernel");
+    }
+    // The output can be created and is not the input, the input parses: checked before any
+    // work.
+    io::OutputSet outputs({o->input, o->flags->config_path()});
+    io::Hdf5Writer h5(outputs.add(config.run.out, "-o"));
+    phase_time("checked options");
+    const pairhmm::Input input = pairhmm::read_input(o->input, pairhmm::parse_format(o->format));
+    phase_time("read input");
+    const auto t1 = Clock::now();
+    const pairhmm::Model model(pairhmm::ModelOptions{o->min_base_quality});
 
-        PairhmmRunOptions r;
-        r.gpu = o->no_gpu     ? PairhmmRunOptions::Gpu::off
-                : o->gpu_only ? PairhmmRunOptions::Gpu::only
-                              : PairhmmRunOptions::Gpu::auto_detect;
-        r.cpu_workers = o->cpu;
-        r.isa = o->isa;
-        r.gpu_kernel = o->gpu_kernel;
-        r.policy = o->policy == "static" ? scheduler::SplitPolicy::static_fraction
-                                         : scheduler::SplitPolicy::dynamic;
-        r.static_cpu_fraction = o->static_cpu_fraction;
-        r.block_cells = o->block_cells;
-        r.queue_depth = o->queue_depth;
-        r.gpu_batch_blocks = o->gpu_batch_blocks;
-        r.gpu_parts = o->gpu_parts;
-        r.worker_nice = o->worker_nice;
-        r.test_gpus = debug_setting("DUET_DEBUG_TEST_GPU");
-        r.fault_every = debug_setting("DUET_DEBUG_GPU_FAULT_EVERY");
-        if (r.test_gpus > 0 && r.gpu != PairhmmRunOptions::Gpu::off) {
-          std::cerr << "duet: warning: DUET_DEBUG_TEST_GPU: the GPU is a TEST DOUBLE running CPU "
-                       "kernels; "
-                       "the output file records it\n";
-        }
-        r.progress = !o->quiet && ::isatty(STDERR_FILENO);
-        r.stop = &g_interrupted;
-        phase_time("search starts");
-        const PairhmmRun run = run_pairhmm(input, model, r);
-        phase_time("search returned");
-        if (run.stopped || g_interrupted.load()) {
-          std::cerr << "duet: " << stop_reason() << "; no output written\n";
-          return stop_exit_status();
-        }
-        const auto t2 = Clock::now();
-        write_results(h5, input, run, *o, command_line, started);
-        h5.close();
-        phase_time("wrote HDF5");
-        if (g_interrupted.load()) {
-          std::cerr << "duet: " << stop_reason() << "; no output written\n";
-          return stop_exit_status();
-        }
-        outputs.commit_all();
-        phase_time("committed output");
-        // DUET_PAIRHMM_TIMES=1: where the command's wall time went, on stderr (throughput
-        // studies: the scheduler's time is what the GCUPS figure counts).
-        if (std::getenv("DUET_PAIRHMM_TIMES") != nullptr) {
-          const auto seconds = [](Clock::duration d) {
-            return std::chrono::duration<double>(d).count();
-          };
-          std::fprintf(
-              stderr,
-              "pairhmm times: read input %.3f s, run %.3f s (scheduler %.3f s, of it making "
-              "blocks %.3f s on the reader thread), write results %.3f s, total %.3f s\n",
-              seconds(t1 - t0), run.seconds, run.schedule.seconds, run.block_seconds,
-              seconds(Clock::now() - t2), seconds(Clock::now() - t0));
-        }
-        if (!o->quiet) {
-          std::printf("# pairhmm: %lld pairs in %zu batches, %.3g cells, %lld computed in double\n",
-                      static_cast<long long>(run.pairs), input.batches.size(),
-                      static_cast<double>(run.cells), static_cast<long long>(run.pairs_in_double));
-          std::printf("# kernels: CPU %s x %d workers, GPU %s\n", run.cpu_kernel.c_str(),
-                      run.schedule.cpu_workers,
-                      run.gpu_kernel.empty() ? "none" : run.gpu_kernel.c_str());
-          std::printf("# %.3f s, %.3f GCUPS overall\n", run.schedule.seconds,
-                      run.schedule.seconds > 0
-                          ? static_cast<double>(run.cells) / run.schedule.seconds / 1e9
-                          : 0.0);
-          std::printf("# results written to %s\n", o->out.c_str());
-        }
-        return 0;
-      });
+    PairhmmRunOptions r = o->run;
+    static_cast<RunOptions&>(r) = run_options(config);
+    r.cpu_workers = config.run.cpu;
+    add_process_settings(r, config.run.quiet);
+    phase_time("search starts");
+    const PairhmmRun run = run_pairhmm(input, model, r);
+    phase_time("search returned");
+    if (run.stopped || g_interrupted.load()) throw Interrupted{};
+    const auto t2 = Clock::now();
+    write_results(h5, input, run, o->min_base_quality, command_line, started);
+    h5.close();
+    phase_time("wrote HDF5");
+    if (g_interrupted.load()) throw Interrupted{};
+    outputs.commit_all();
+    phase_time("committed output");
+    // DUET_PAIRHMM_TIMES=1: where the command's wall time went, on stderr (throughput
+    // studies: the scheduler's time is what the GCUPS figure counts).
+    if (std::getenv("DUET_PAIRHMM_TIMES") != nullptr) {
+      const auto seconds = [](Clock::duration d) {
+        return std::chrono::duration<double>(d).count();
+      };
+      std::fprintf(stderr,
+                   "pairhmm times: read input %.3f s, run %.3f s (scheduler %.3f s, of it making "
+                   "blocks %.3f s on the reader thread), write results %.3f s, total %.3f s\n",
+                   seconds(t1 - t0), run.seconds, run.schedule.seconds, run.block_seconds,
+                   seconds(Clock::now() - t2), seconds(Clock::now() - t0));
+    }
+    if (!config.run.quiet) {
+      std::printf("# pairhmm: %lld pairs in %zu batches, %.3g cells, %lld computed in double\n",
+                  static_cast<long long>(run.pairs), input.batches.size(),
+                  static_cast<double>(run.cells), static_cast<long long>(run.pairs_in_double));
+      std::printf("# kernels: CPU %s x %d workers, GPU %s\n", run.cpu_kernel.c_str(),
+                  run.schedule.cpu_workers,
+                  run.gpu_kernel.empty() ? "none" : run.gpu_kernel.c_str());
+      std::printf("# %.3f s, %.3f GCUPS overall\n", run.schedule.seconds,
+                  run.schedule.seconds > 0
+                      ? static_cast<double>(run.cells) / run.schedule.seconds / 1e9
+                      : 0.0);
+      std::printf("# results written to %s\n", config.run.out.c_str());
+    }
+    return 0;
+  });
 }
 
 }  // namespace duet::app

@@ -200,7 +200,6 @@ PairhmmRun run_pairhmm(const pairhmm::Input& input, const pairhmm::Model& model,
   const int gpus = static_cast<int>(devices.size());
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
-  scheduler::SchedulerOptions s;
   // GPU-only: the CPU workers only help the feeders' host loops and redo failed batches;
   // more of them made the run slower (H100, 16 cores, 1,024 copies of 10s.in: 16 workers
   // 70 to 111 GCUPS, 2 workers 140 to 185, bench/RESULTS.md), so two unless --cpu says.
@@ -210,17 +209,10 @@ PairhmmRun run_pairhmm(const pairhmm::Input& input, const pairhmm::Model& model,
   const int default_workers = options.gpu == PairhmmRunOptions::Gpu::only
                                   ? std::min(kGpuOnlyWorkers, cores)
                                   : std::max(1, cores - kCoresPerFeeder * gpus);
-  s.cpu_workers = options.cpu_workers > 0 ? options.cpu_workers : default_workers;
-  s.queue_depth = options.queue_depth;
-  s.gpu_batch_blocks = options.gpu_batch_blocks;
+  scheduler::SchedulerOptions s =
+      scheduler_options(options, options.cpu_workers > 0 ? options.cpu_workers : default_workers,
+                        kPairhmmGpuBatchBlocks);
   s.gpu_batch_residues = std::int64_t{1} << 40;  // batches bounded by their number of blocks
-  s.policy = options.policy;
-  s.static_cpu_fraction = options.static_cpu_fraction;
-  s.gpu_only = options.gpu == PairhmmRunOptions::Gpu::only;
-  s.fault_every = options.fault_every;
-  s.worker_nice = options.worker_nice;
-  s.progress = options.progress;
-  s.stop = options.stop;
 
   PairhmmRun run;
   run.pairs = static_cast<std::int64_t>(pairs.size());

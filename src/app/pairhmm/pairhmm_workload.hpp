@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "app/kit/run_options.hpp"
 #include "core/pairhmm_input.hpp"
 #include "core/pairhmm_model.hpp"
 #include "scheduler/scheduler.hpp"
@@ -25,24 +26,17 @@ namespace duet::app {
 
 inline constexpr std::int64_t kCellsPerUnit = 256;
 
-struct PairhmmRunOptions {
-  enum class Gpu { auto_detect, off, only } gpu = Gpu::auto_detect;
+// Blocks per GPU batch unless [scheduler] gpu_batch_blocks says (blocks of about
+// block_cells cells).
+inline constexpr std::size_t kPairhmmGpuBatchBlocks = 256;
+
+// The settings every workload shares (RunOptions) and pairhmm's own.
+struct PairhmmRunOptions : RunOptions {
   int cpu_workers = 0;              // 0: one per core less 4 per GPU (GPU-only: 2)
   std::string isa = "auto";         // CPU kernel: auto, scalar, avx2, avx512
   std::string gpu_kernel = "auto";  // auto, inter (a thread per pair), intra (a warp per pair)
-  scheduler::SplitPolicy policy = scheduler::SplitPolicy::dynamic;
-  double static_cpu_fraction = 0.5;
   std::int64_t block_cells = 1 << 22;
-  std::size_t queue_depth = 0;
-  std::size_t gpu_batch_blocks = 256;
-  int gpu_parts = 2;     // parts per GPU batch, overlapped on two streams (1: none)
-  int worker_nice = 19;  // scheduler::SchedulerOptions::worker_nice
-  // Debug settings (DUET_DEBUG_TEST_GPU, DUET_DEBUG_GPU_FAULT_EVERY): feeders of a
-  // CPU-backed test-double GPU, and every Nth GPU batch failing.
-  int test_gpus = 0;
-  int fault_every = 0;
-  bool progress = false;
-  const std::atomic<bool>* stop = nullptr;
+  int gpu_parts = 2;  // parts per GPU batch, overlapped on two streams (1: none)
 };
 
 struct PairhmmRun {

@@ -1,0 +1,281 @@
+// `duet hmmsearch MODELS DB`: HMMER's options and hmmsearch's scheduler settings on top of
+// the shared run flags (kit/run_flags.hpp); reads the models, runs the search and writes
+// the HDF5 file, the table and the text report, all committed at once at the end.
+#include "app/hmmsearch/hmmsearch_command.hpp"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "app/hmmsearch/report.hpp"
+#include "app/hmmsearch/result_stream.hpp"
+#include "app/hmmsearch/search.hpp"
+#include "app/kit/run_context.hpp"
+#include "app/kit/run_flags.hpp"
+#include "core/error.hpp"
+#include "core/hmm.hpp"
+#include "core/input_file.hpp"
+#include "host_simd/simd_kernels.hpp"
+#include "io/config.hpp"
+#include "io/hdf5_file.hpp"
+#include "io/kernel_table.hpp"
+#include "io/output_file.hpp"
+
+namespace duet::app {
+
+namespace {
+
+// Writes a text output into its temporary file; OutputSet::commit_all makes it visible.
+void write_text_output(io::OutputFile& output, const std::function<void(std::ostream&)>& fill) {
+  std::ofstream out(output.create_temporary(), std::ios::trunc);
+  if (!out) throw InputError(output.path(), 0, "cannot create output file");
+  fill(out);
+  out.flush();
+  if (!out) throw InputError(output.path(), 0, "cannot write (is the disk full?)");
+}
+
+// A default for the help text, as the configuration file would write it.
+std::string number(double value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
+
+// A number given on the command line, checked as the configuration file's
+// (check_option_number).
+void check_number(const CLI::Option* option, std::string_view key, double value) {
+  if (option->count() != 0) check_option_number(option->get_name(), key, value);
+}
+
+// hmmsearch's own flags (the values given; each applies only when given); the shared ones
+// are RunFlags'.
+struct HmmsearchOptions {
+  std::string hmm_path, database_path;
+  double E = 0, T = 0, Z = 0, F1 = 0, F2 = 0, F3 = 0;
+  std::string tblout, isa;
+  bool max = false, nobias = false, nonull2 = false;
+  std::vector<int> gpus;
+  std::string gpu_strategy;
+  std::string gpu_kernel_table;
+  bool gpu_jit = false;
+  int gpu_feeders = 0;
+  std::int64_t block_residues = 0, gpu_batch_residues = 0;
+  std::string reuse_memory;
+  std::string gpu_min_database;
+  std::string gpu_resident;
+  int reader_threads = 0;
+  std::unique_ptr<RunFlags> flags;
+};
+
+}  // namespace
+
+void add_hmmsearch_command(CLI::App& app,
+                           std::vector<std::pair<CLI::App*, std::function<int()>>>& commands,
+                           int argc, char** argv) {
+  auto options = std::make_shared<HmmsearchOptions>();
+  HmmsearchOptions& o = *options;
+  const io::Config d;  // the defaults the help text shows
+  auto* cmd = app.add_subcommand("hmmsearch", "Search profile HMM(s) against a sequence database");
+  cmd->add_option("hmmfile", o.hmm_path, "HMMER3 profile file (plain or .gz)")->required();
+  cmd->add_option("seqdb", o.database_path,
+                  "FASTA database (plain or .gz), or a packed database (duet makedb)")
+      ->required();
+  auto* E = cmd->add_option(
+      "-E", o.E, "report targets with E-value <= E (default " + number(d.search.E) + ")");
+  auto* T = cmd->add_option("-T", o.T, "report targets with bit score >= T");
+  auto* Z = cmd->add_option("-Z", o.Z, "number of targets for E-values (default: actual)");
+  auto* F1 = cmd->add_option("--F1", o.F1,
+                             "MSV filter P-value threshold (default " + number(d.search.F1) + ")");
+  auto* F2 = cmd->add_option(
+      "--F2", o.F2, "Viterbi filter P-value threshold (default " + number(d.search.F2) + ")");
+  auto* F3 = cmd->add_option(
+      "--F3", o.F3, "Forward filter P-value threshold (default " + number(d.search.F3) + ")");
+  auto* max = cmd->add_flag("--max", o.max, "turn off all filters, bias filter included");
+  auto* nobias = cmd->add_flag("--nobias", o.nobias, "turn off the composition bias filter");
+  auto* nonull2 =
+      cmd->add_flag("--nonull2", o.nonull2, "no null2 correction (always the case for now)");
+  auto* tblout = cmd->add_option("--tblout", o.tblout, "per-target table in HMMER's format");
+  auto* isa_opt =
+      cmd->add_option("--isa", o.isa,
+                      "CPU kernels: auto (fastest the CPU has), scalar, sse4.1, avx2, avx512")
+          ->check(CLI::IsMember({"auto", "scalar", "sse4.1", "avx2", "avx512"}));
+  o.flags = std::make_unique<RunFlags>(*cmd, "residues", kHmmsearchGpuBatchBlocks);
+  cmd->add_option("--gpus", o.gpus, "GPUs to use, e.g. 0,1 (default: every GPU found)")
+      ->delimiter(',')
+      ->excludes("--no-gpu");
+  auto* gpu_strategy =
+      cmd->add_option("--gpu-strategy", o.gpu_strategy,
+                      "GPU Viterbi kernel: warp (a warp per target), thread (one thread per "
+                      "target, Walters et al.) or strip (a warp per target, nodes in registers; "
+                      "warp past M = 1024); "
+                      "default: the kernel table's choice; given, it wins over the table")
+          ->check(CLI::IsMember({"warp", "thread", "strip"}));
+  cmd->add_option("--gpu-kernel-table", o.gpu_kernel_table,
+                  "GPU kernel-choice table by model length (made by `duet tune`; default: "
+                  "[gpu] kernel_table, else the installed configs/gpu-kernels.toml, else "
+                  "the built-in rule)");
+  auto* gpu_resident =
+      cmd->add_option("--gpu-resident", o.gpu_resident,
+                      "several models: GPU memory per GPU for database blocks kept on it for the "
+                      "next models, e.g. 512M, 8G; auto = half the free GPU memory; 0 = upload "
+                      "every block for every model (default: [gpu] resident, else auto)");
+  cmd->add_flag("--gpu-jit", o.gpu_jit,
+                "GPU kernels specialised on the model length at run time (NVRTC; compiled "
+                "kernels cached in $DUET_JIT_CACHE, else $XDG_CACHE_HOME/duet/jit, else "
+                "~/.cache/duet/jit) where one exists, now the exact MSV re-run; same "
+                "results (default: [gpu] jit, else off)");
+  auto* gpu_feeders =
+      cmd->add_option("--gpu-feeders", o.gpu_feeders,
+                      "feeder threads per GPU, each with its own batches in flight, so that one's "
+                      "host work overlaps another's kernels (default: [gpu] feeders, else " +
+                          std::to_string(d.gpu.feeders) + ")");
+  // hmmsearch's settings of [scheduler]; these override it.
+  auto* block_residues = cmd->add_option(
+      "--block-residues", o.block_residues,
+      "residues per block (default " + std::to_string(d.scheduler.block_residues) + ")");
+  auto* gpu_batch_residues =
+      cmd->add_option("--gpu-batch-residues", o.gpu_batch_residues,
+                      "residue budget of a GPU batch (default " +
+                          std::to_string(d.scheduler.gpu_batch_residues) + ")");
+  auto* reuse_memory =
+      cmd->add_option("--reuse-memory", o.reuse_memory,
+                      "memory for parsed blocks kept across query models, e.g. 512M, 4G; 0 = "
+                      "re-read the database for each model (default " +
+                          io::format_memory_size(d.scheduler.reuse_memory) + ")");
+  auto* gpu_min_database =
+      cmd->add_option("--gpu-min-database", o.gpu_min_database,
+                      "the default mode uses the GPUs for a database of at least this much text, "
+                      "e.g. 512M (gzip counts 3 x its size); 0 = always (default " +
+                          io::format_memory_size(d.scheduler.gpu_min_database) + ")");
+  auto* reader_threads =
+      cmd->add_option("--reader-threads", o.reader_threads,
+                      "threads parsing the database (default: one per core, at most 4)");
+  // The action keeps `options` alive; `o` refers to it.
+  commands.emplace_back(cmd, [=, &o, keep = options]() -> int {
+    // A signal from here on stops the run cleanly; no output file exists yet.
+    install_signal_handlers();
+    // Every number given is checked as the configuration file's is.
+    check_number(E, "E", o.E);
+    check_number(T, "T", o.T);
+    check_number(Z, "Z", o.Z);
+    check_number(F1, "F1", o.F1);
+    check_number(F2, "F2", o.F2);
+    check_number(F3, "F3", o.F3);
+    check_number(block_residues, "block_residues", static_cast<double>(o.block_residues));
+    check_number(gpu_batch_residues, "gpu_batch_residues",
+                 static_cast<double>(o.gpu_batch_residues));
+    check_number(reader_threads, "reader_threads", o.reader_threads);
+    check_number(gpu_feeders, "gpu_feeders", o.gpu_feeders);
+    io::Config config = o.flags->config();
+    auto& s = config.search;
+    if (E->count()) s.E = o.E;
+    if (T->count()) s.T = o.T;
+    if (Z->count()) s.Z = o.Z;
+    if (F1->count()) s.F1 = o.F1;
+    if (F2->count()) s.F2 = o.F2;
+    if (F3->count()) s.F3 = o.F3;
+    if (max->count()) s.max = true;
+    if (nobias->count()) s.nobias = true;
+    if (nonull2->count()) s.nonull2 = true;
+    if (tblout->count()) config.run.tblout = o.tblout;
+    if (isa_opt->count()) config.run.isa = o.isa;
+    auto& sched = config.scheduler;
+    if (block_residues->count()) sched.block_residues = o.block_residues;
+    if (gpu_batch_residues->count()) sched.gpu_batch_residues = o.gpu_batch_residues;
+    if (reader_threads->count()) sched.reader_threads = o.reader_threads;
+    // A size option given (e.g. 512M, 4G) replaces the configuration's.
+    const auto size_option = [](const CLI::Option* option, const std::string& text,
+                                std::uint64_t& to) {
+      if (!option->count()) return;
+      const auto bytes = io::parse_memory_size(text);
+      if (!bytes)
+        throw UsageError(option->get_name() + ": '" + text + "' is not a size such as 512M or 4G");
+      to = *bytes;
+    };
+    size_option(reuse_memory, o.reuse_memory, sched.reuse_memory);
+    size_option(gpu_min_database, o.gpu_min_database, sched.gpu_min_database);
+    if (gpu_resident->count()) {
+      const auto budget = io::parse_gpu_resident(o.gpu_resident);
+      if (!budget)
+        throw UsageError("--gpu-resident: '" + o.gpu_resident +
+                         "' is not auto or a size such as 512M or 8G");
+      config.gpu.resident = *budget;
+    }
+    const simd::Isa isa = simd::isa_from_name(config.run.isa);  // clear error if the CPU lacks it
+
+    RunInfo info;
+    info.command_line = join_command_line(argc, argv);
+    info.hmm_path = o.hmm_path;
+    info.database_path = o.database_path;
+    info.isa = std::string(simd::isa_name(isa));
+    info.started = now_iso8601();
+
+    // Everything that can be checked before the search is checked first: the outputs
+    // can be created and are neither inputs nor each other, the model file parses, the
+    // database opens (once: a FIFO or pipe cannot be opened twice).
+    io::OutputSet outputs({o.hmm_path, o.database_path, o.flags->config_path(), o.gpu_kernel_table,
+                           config.gpu.kernel_table});
+    io::OutputFile& h5_output = outputs.add(config.run.out, "-o");
+    io::OutputFile* tbl_output =
+        config.run.tblout.empty() ? nullptr : &outputs.add(config.run.tblout, "--tblout");
+    phase_time("checked options");
+    const std::vector<HmmModel> models = read_hmm_file(o.hmm_path);
+    phase_time("read models");
+    const InputFile database(o.database_path, &g_interrupted);
+    if (g_interrupted.load()) throw Interrupted{};
+    io::Hdf5Writer h5(h5_output);
+    phase_time("opened inputs");
+
+    HybridOptions hybrid = hybrid_options(config);
+    hybrid.gpu_devices = o.gpus;
+    if (gpu_strategy->count()) hybrid.gpu_strategy = o.gpu_strategy;
+    if (o.gpu_jit) hybrid.gpu_jit = true;
+    if (o.gpu_feeders > 0) hybrid.gpu_feeders = o.gpu_feeders;
+    hybrid.gpu_kernel_table = io::resolve_kernel_table_path(
+        o.gpu_kernel_table, config.gpu.kernel_table, default_kernel_table_paths());
+    // A table the user named is checked even when no GPU will read it: a wrong path or a
+    // bad row fails here, with its file and line, rather than going unnoticed.
+    if (!o.gpu_kernel_table.empty() || !config.gpu.kernel_table.empty()) {
+      (void)io::load_kernel_table(hybrid.gpu_kernel_table);
+    }
+    add_process_settings(hybrid, config.run.quiet);
+    // Models per pass (HybridOptions::models_per_pass), for benchmarks of the grouping: 1
+    // is one pass per model.
+    hybrid.models_per_pass = static_cast<std::size_t>(debug_setting("DUET_DEBUG_MODELS_PER_PASS"));
+    if (g_interrupted.load()) throw Interrupted{};
+    // The per-target columns are written during the search, by a thread of their own.
+    std::vector<std::string> names, groups;
+    for (const HmmModel& m : models) names.push_back(m.name);
+    for (std::size_t q = 0; q < models.size(); ++q)
+      groups.push_back("/results/hmmsearch/" + query_group_name(names, q));
+    phase_time("search starts");
+    SearchRun run;
+    {
+      ResultStream stream(h5, groups);
+      run = run_hmmsearch(models, database, config, hybrid, &stream);
+    }
+    phase_time("search returned");
+    if (run.stopped || g_interrupted.load()) throw Interrupted{};
+    write_hdf5(h5, run, config, info);
+    h5.close();
+    phase_time("wrote HDF5");
+    if (tbl_output != nullptr) {
+      write_text_output(*tbl_output, [&](std::ostream& os) { write_tblout(os, run, info); });
+    }
+    phase_time("wrote tables");
+    // Every output at once, and only now that all of them are written.
+    if (g_interrupted.load()) throw Interrupted{};
+    outputs.commit_all();
+    phase_time("committed output");
+    if (!config.run.quiet) {
+      write_text_report(std::cout, run, config, info);
+      std::cout << "# results written to " << config.run.out << "\n";
+    }
+    return 0;
+  });
+}
+
+}  // namespace duet::app

@@ -85,6 +85,6 @@ if [ "${5:-no}" = two-gpu ]; then
 import h5py
 for p in ['/tmp/one.h5','/tmp/two.h5','/tmp/two2.h5','/tmp/two-hyb.h5']:
     f=h5py.File(p); q=f['/results/hmmsearch/Pkinase']; r=f['/run'].attrs
-    print(p, 'wall', round(float(r['wall_seconds']),3), 'Gcells/s', round(q.attrs['M']*q.attrs['residues']/r['wall_seconds']/1e9,1), {k: r[k] for k in r if k in ('gpu_feeders','gpu_cells_per_second','gpu_residue_share','idle_tail_seconds')})
+    print(p, 'wall', round(float(r['wall_seconds']),3), 'Gcells/s', round(q.attrs['M']*q.attrs['residues']/r['wall_seconds']/1e9,1), {k: r[k] for k in r if k in ('gpu_feeders','gpu_cells_per_second','gpu_share','idle_tail_seconds')})
 "
 fi

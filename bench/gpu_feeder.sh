@@ -37,7 +37,7 @@ run() {
   python3 - "$out/$name.h5" <<'PY'
 import h5py, sys
 r = h5py.File(sys.argv[1])['run'].attrs
-keys = ('wall_seconds', 'cpu_cells_per_second', 'gpu_cells_per_second', 'gpu_residue_share', 'idle_tail_seconds', 'post_seconds')
+keys = ('wall_seconds', 'cpu_cells_per_second', 'gpu_cells_per_second', 'gpu_share', 'idle_tail_seconds', 'post_seconds')
 print('  ', ', '.join(f'{k}={float(r[k]):.4g}' for k in keys if k in r))
 PY
   python3 bench/trace_summary.py --phases "$out/$name.h5" | tail -n +2

@@ -35,7 +35,7 @@ r = h5py.File(sys.argv[1])['/run'].attrs
 gcups = r['cells_per_second'] / 1e9
 print('%-24s %.2f GCUPS (CPU %.2f, GPU %.2f), GPU share of cells %.2f, scheduler %.3f s' % (
     sys.argv[2], gcups, r['cpu_cells_per_second'] / 1e9, r['gpu_cells_per_second'] / 1e9,
-    1 - r['cpu_cell_share'], r['scheduler_seconds']))
+    1 - r['cpu_share'], r['scheduler_seconds']))
 with open(sys.argv[3], 'a') as f:
     f.write('%s %.6f\n' % (sys.argv[2], gcups))
 PY

@@ -27,7 +27,7 @@ for path in [a for a in sys.argv[1:] if not a.startswith("--")]:
             print(f"{path} {query}: isa={run.get('isa', '?')} cpu_workers={len(cpu)} "
                   f"gpu_feeders={int(run.get('gpu_feeders', 0))} pass={t.attrs['wall_seconds']:.3f}s "
                   f"busy_per_worker={np.mean(busy) if busy else 0:.3f}s first_start={start.min() if len(start) else 0:.3f}s "
-                  f"cpu_Gc/s_per_worker={per_worker:.2f} gpu_share={run.get('gpu_residue_share', 0):.2f} "
+                  f"cpu_Gc/s_per_worker={per_worker:.2f} gpu_share={run.get('gpu_share', 0):.2f} "
                   f"idle_tail={t.attrs['idle_tail_seconds']:.3f}s worker_idle_tail={t.attrs['worker_idle_tail_seconds']:.3f}s "
                   f"reused_blocks={int(t.attrs.get('reused_blocks', 0))}/{int(t.attrs.get('blocks', 0))}")
         if "--phases" in sys.argv:

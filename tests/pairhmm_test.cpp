@@ -264,6 +264,38 @@ TEST(PairhmmCommand, ConfigurationFile) {
                          "isa = \"sse4.1\"");
 }
 
+// /run's device figures have the same names in every workload (app/kit/run_record.hpp).
+TEST(PairhmmCommand, RunAttributesAreSharedWithHmmsearch) {
+  TempDir dir;
+  test::write_file(dir.file("ok.in"), "1 1\nACG III III III +++\nACGT\n");
+  test::write_file(dir.file("db.fa"), ">a\nMVLSPADKTNVKAAWGKVGAHAGEYGAEALERMFLSFPTTKTYFPHF\n");
+  ASSERT_EQ(test::run_command(kDuet + " pairhmm --quiet --no-gpu -o " + dir.file("p.h5") + " " +
+                              dir.file("ok.in"))
+                .status,
+            0);
+  ASSERT_EQ(
+      test::run_command(kDuet + " hmmsearch --quiet --no-gpu -o " + dir.file("h.h5") +
+                        " /usr/share/doc/hmmer/examples/tutorial/globins4.hmm " + dir.file("db.fa"))
+          .status,
+      0);
+  for (const std::string file : {"p.h5", "h.h5"}) {
+    const io::Hdf5Reader h5(dir.file(file));
+    for (const char* name :
+         {"cpu_workers", "gpu_feeders", "test_double_output", "work_total", "post_cells",
+          "gpu_faults", "blocks", "reused_blocks", "machine_cores"})
+      EXPECT_GE(h5.attribute_int("/run", name), 0) << file << " " << name;
+    for (const char* name :
+         {"cpu_share", "gpu_share", "cpu_cells_per_second", "gpu_cells_per_second", "post_seconds",
+          "scheduler_seconds", "idle_tail_seconds", "worker_idle_tail_seconds", "wall_seconds"})
+      EXPECT_GE(h5.attribute_double("/run", name), 0.0) << file << " " << name;
+    for (const char* name : {"program", "version", "command_line", "isa", "machine_host",
+                             "machine_cpu", "started", "gpu_backend", "work_unit"})
+      EXPECT_FALSE(h5.attribute_string("/run", name).empty()) << file << " " << name;
+    EXPECT_EQ(h5.attribute_double("/run", "cpu_share"), 1.0) << file;  // CPU only
+    EXPECT_GT(h5.attribute_int("/run", "work_total"), 0) << file;
+  }
+}
+
 struct CommandResults {
   std::vector<double> log10;
   std::vector<std::uint8_t> in_double;

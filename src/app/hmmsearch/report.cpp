@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "app/kit/run_context.hpp"
+#include "app/kit/run_record.hpp"
 #include "app/kit/trace_output.hpp"
 
 namespace duet::app {
@@ -29,16 +30,8 @@ std::string printf_string(const char* format, auto... args) {
 // shares, throughput (per device kind and per GPU) and idle tails over all queries.
 void write_trace(io::Hdf5Writer& file, const SearchRun& run) {
   file.create_group("/trace");
-  std::int64_t residues = 0, cpu_residues = 0, gpu_residues = 0, faults = 0, reused = 0, blocks = 0;
-  std::int64_t cpu_cells = 0, gpu_cells = 0, post_cells = 0;
+  DeviceTotals totals("residues");
   std::int64_t gpu_resident_residues = 0, gpu_uploaded_residues = 0;
-  double cpu_stage = 0, gpu_stage = 0, post_seconds = 0, idle_tail = 0, worker_idle_tail = 0;
-  bool test_double = false;
-  int cpu_workers = 0, gpu_feeders = 0;
-  // Per GPU (feeder k is worker cpu_workers + k): residues, cells and busy seconds of the
-  // batches it completed.
-  std::vector<std::int64_t> feeder_residues, feeder_cells;
-  std::vector<double> feeder_seconds;
   for (std::size_t qi = 0; qi < run.queries.size(); ++qi) {
     const scheduler::RunSummary& s = run.queries[qi].schedule;
     const std::string g = "/trace/" + query_group_name(run, qi);
@@ -51,17 +44,7 @@ void write_trace(io::Hdf5Writer& file, const SearchRun& run) {
       file.set_attribute(g, "wall_seconds", s.seconds);
       continue;
     }
-    feeder_residues.resize(static_cast<std::size_t>(s.gpu_feeders), 0);
-    feeder_cells.resize(static_cast<std::size_t>(s.gpu_feeders), 0);
-    feeder_seconds.resize(static_cast<std::size_t>(s.gpu_feeders), 0);
-    for (const scheduler::TraceRow& r : s.trace) {
-      const int k = r.worker - s.cpu_workers;
-      if (r.device == scheduler::Device::gpu && !r.failed && k >= 0 && k < s.gpu_feeders) {
-        feeder_residues[static_cast<std::size_t>(k)] += r.residues;
-        feeder_cells[static_cast<std::size_t>(k)] += r.cells;
-        feeder_seconds[static_cast<std::size_t>(k)] += r.end - r.start;
-      }
-    }
+    totals.add(s);
     write_trace_rows(file, g, s.trace, "sequences", true);
     file.set_attribute(g, "models_in_pass", run.queries[qi].pass_models);
     file.set_attribute(
@@ -81,63 +64,8 @@ void write_trace(io::Hdf5Writer& file, const SearchRun& run) {
     file.set_attribute(g, "gpu_kept_residues", q.gpu_kept_residues);
     gpu_resident_residues += q.gpu_resident_residues;
     gpu_uploaded_residues += q.gpu_uploaded_residues;
-    residues += s.residues;
-    cpu_residues += s.cpu_residues;
-    gpu_residues += s.gpu_residues;
-    faults += s.gpu_faults;
-    reused += s.reused_blocks;
-    blocks += s.blocks;
-    cpu_cells += s.cpu_cells;
-    gpu_cells += s.gpu_cells;
-    post_cells += s.post_cells;
-    cpu_stage += s.cpu_stage_seconds;
-    gpu_stage += s.gpu_stage_seconds;
-    post_seconds += s.post_seconds;
-    idle_tail += s.idle_tail_seconds;
-    worker_idle_tail += s.worker_idle_tail_seconds;
-    test_double = test_double || s.test_double;
-    cpu_workers = s.cpu_workers;
-    gpu_feeders = s.gpu_feeders;
   }
-  const double total = static_cast<double>(std::max<std::int64_t>(residues, 1));
-  file.set_attribute("/run", "cpu_workers", cpu_workers);
-  file.set_attribute("/run", "gpu_feeders", gpu_feeders);
-  file.set_attribute(
-      "/run", "gpu_backend",
-      std::string(gpu_feeders == 0 ? "none"
-                  : test_double    ? "TEST DOUBLE (CPU kernels on the feeder thread; debug setting)"
-                                   : "cuda"));
-  file.set_attribute("/run", "test_double_output", std::int64_t{test_double ? 1 : 0});
-  file.set_attribute("/run", "residues_total", residues);
-  file.set_attribute("/run", "cpu_residue_share", static_cast<double>(cpu_residues) / total);
-  file.set_attribute("/run", "gpu_residue_share", static_cast<double>(gpu_residues) / total);
-  file.set_attribute("/run", "cpu_cells_per_second",
-                     cpu_stage > 0
-                         ? static_cast<double>(cpu_cells) / (cpu_stage / std::max(1, cpu_workers))
-                         : 0.0);
-  file.set_attribute("/run", "gpu_cells_per_second",
-                     gpu_stage > 0
-                         ? static_cast<double>(gpu_cells) / (gpu_stage / std::max(1, gpu_feeders))
-                         : 0.0);
-  for (std::size_t k = 0; k < feeder_residues.size(); ++k) {
-    const std::string gpu = "gpu" + std::to_string(k);
-    file.set_attribute("/run", gpu + "_residue_share",
-                       static_cast<double>(feeder_residues[k]) / total);
-    file.set_attribute(
-        "/run", gpu + "_cells_per_second",
-        feeder_seconds[k] > 0 ? static_cast<double>(feeder_cells[k]) / feeder_seconds[k] : 0.0);
-  }
-  file.set_attribute("/run", "post_seconds", post_seconds);
-  file.set_attribute("/run", "post_cells", post_cells);
-  file.set_attribute("/run", "idle_tail_seconds", idle_tail);
-  file.set_attribute("/run", "worker_idle_tail_seconds", worker_idle_tail);
-  file.set_attribute(
-      "/run", "idle_tail_definition",
-      std::string(
-          "per query, run end minus the moment the first device (the CPU workers together, "
-          "or one GPU) ended its last batch; worker_: each CPU worker and GPU feeder on its "
-          "own; summed over queries"));
-  file.set_attribute("/run", "gpu_faults", faults);
+  totals.write(file);
   // The real GPUs' kernel choice: the table it came from and, per query, the kernels.
   std::string kernels;
   for (std::size_t qi = 0; qi < run.queries.size(); ++qi) {
@@ -157,8 +85,6 @@ void write_trace(io::Hdf5Writer& file, const SearchRun& run) {
     jit += (jit.empty() ? "" : "; ") + query_group_name(run, qi) + ": " + run.queries[qi].gpu_jit;
   }
   file.set_attribute("/run", "gpu_jit", jit.empty() ? std::string("off") : jit);
-  file.set_attribute("/run", "blocks", blocks);
-  file.set_attribute("/run", "reused_blocks", reused);
   // Residues the real GPUs read from the blocks kept on them across queries
   // (--gpu-resident), and uploaded; per query in /trace/<query>.
   file.set_attribute("/run", "gpu_resident_residues", gpu_resident_residues);
@@ -283,21 +209,12 @@ void write_tblout(std::ostream& out, const SearchRun& run, const RunInfo& info) 
 
 void write_hdf5(io::Hdf5Writer& file, const SearchRun& run, const io::Config& config,
                 const RunInfo& info) {
-  file.create_group("/run");
-  file.set_attribute("/run", "program", std::string("duet hmmsearch"));
-  file.set_attribute("/run", "version", std::string(DUET_VERSION));
-  file.set_attribute("/run", "command_line", info.command_line);
+  write_run_header(file,
+                   {"duet hmmsearch", info.command_line, info.started, info.isa, run.seconds});
   file.set_attribute("/run", "config_toml", io::to_toml(config));
   file.set_attribute("/run", "hmm_file", info.hmm_path);
   file.set_attribute("/run", "database", info.database_path);
   file.set_attribute("/run", "null2", std::string(kNull2Note));
-  file.set_attribute("/run", "isa", info.isa);
-  file.set_attribute("/run", "machine_host", host_name());
-  file.set_attribute("/run", "machine_cpu", cpu_model());
-  file.set_attribute("/run", "machine_cores",
-                     static_cast<std::int64_t>(std::thread::hardware_concurrency()));
-  file.set_attribute("/run", "started", info.started);
-  file.set_attribute("/run", "wall_seconds", run.seconds);
   write_trace(file, run);
   file.create_group("/results/hmmsearch");
 }

@@ -20,6 +20,7 @@
 #include "app/kit/run_context.hpp"
 #include "app/kit/run_flags.hpp"
 #include "app/kit/run_options.hpp"
+#include "app/kit/run_record.hpp"
 #include "app/kit/trace_output.hpp"
 #include "app/pairhmm/pairhmm_workload.hpp"
 #include "core/error.hpp"
@@ -87,40 +88,19 @@ void write_results(io::Hdf5Writer& file, const pairhmm::Input& input, const Pair
       std::string("GATK/GKL pair-HMM Forward: float (initial constant 2^120 / haplotype "
                   "length), recomputed in double (2^1020) when the float sum < 1e-28"));
 
-  file.create_group("/run");
-  file.set_attribute("/run", "program", std::string("duet pairhmm"));
-  file.set_attribute("/run", "version", std::string(DUET_VERSION));
-  file.set_attribute("/run", "command_line", command_line);
+  write_run_header(file, {"duet pairhmm", command_line, started, run.cpu_kernel, run.seconds});
   file.set_attribute("/run", "input", input.path);
-  file.set_attribute("/run", "isa", run.cpu_kernel);
   file.set_attribute("/run", "cpu_kernel", run.cpu_kernel);
   file.set_attribute("/run", "gpu_kernel",
                      run.gpu_kernel.empty() ? std::string("none") : run.gpu_kernel);
-  file.set_attribute("/run", "machine_host", host_name());
-  file.set_attribute("/run", "machine_cpu", cpu_model());
-  file.set_attribute("/run", "machine_cores",
-                     static_cast<std::int64_t>(std::thread::hardware_concurrency()));
-  file.set_attribute("/run", "started", started);
-  file.set_attribute("/run", "wall_seconds", run.seconds);
   const scheduler::RunSummary& s = run.schedule;
-  file.set_attribute("/run", "cpu_workers", s.cpu_workers);
-  file.set_attribute("/run", "gpu_feeders", s.gpu_feeders);
-  file.set_attribute(
-      "/run", "gpu_backend",
-      std::string(s.gpu_feeders == 0 ? "none"
-                  : s.test_double ? "TEST DOUBLE (CPU kernels on the feeder thread; debug setting)"
-                                  : "cuda"));
-  file.set_attribute("/run", "test_double_output", std::int64_t{s.test_double ? 1 : 0});
-  file.set_attribute("/run", "scheduler_seconds", s.seconds);
+  DeviceTotals totals("DP cells in units of " + std::to_string(kCellsPerUnit) +
+                      " per pair (at least one)");
+  totals.add(s);
+  totals.write(file);
+  // Exact cells (the work units round each pair to kCellsPerUnit) per scheduler second.
   file.set_attribute("/run", "cells_per_second",
                      s.seconds > 0 ? static_cast<double>(run.cells) / s.seconds : 0.0);
-  const double units = static_cast<double>(std::max<std::int64_t>(1, s.residues));
-  file.set_attribute("/run", "cpu_cell_share", static_cast<double>(s.cpu_residues) / units);
-  file.set_attribute("/run", "gpu_cell_share", static_cast<double>(s.gpu_residues) / units);
-  file.set_attribute("/run", "cpu_cells_per_second", s.cpu_cells_per_second);
-  file.set_attribute("/run", "gpu_cells_per_second", s.gpu_cells_per_second);
-  file.set_attribute("/run", "idle_tail_seconds", s.idle_tail_seconds);
-  file.set_attribute("/run", "gpu_faults", s.gpu_faults);
   write_trace(file, s);
 }
 

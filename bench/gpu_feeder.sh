@@ -2,7 +2,7 @@
 # Where the hmmsearch GPU feeder's time goes (issue 5): builds duet with CUDA on the GPU
 # machine, runs GPU-only, CPU-only and hybrid searches of Pkinase against the MMseqs2
 # example database replicated $COPIES times (default 20: 181 M residues) with
-# DUET_GPU_TIMES=1 (the feeder's host phases and kernel times, on stderr), and checks
+# DUET_TIMES=1 (among its lines, the feeder's host phases and kernel times, on stderr), and checks
 # that the results are identical. Run from the source root with .device carried
 # (see bench/device_studies.sh). Extra duet options for every run: $DUET_OPTS; SKIP_CPU=1
 # and SKIP_GPU2=1 leave out the CPU-only run and the second GPU-only run; NO_BUILD=1 reuses
@@ -33,7 +33,7 @@ awk '/^>/ {if (n) print n; n = 0; next} {n += length($0)} END {print n}' /tmp/db
 pk=/usr/share/doc/hmmer/examples/tutorial/Pkinase.hmm
 run() {
   local name=$1; shift
-  /usr/bin/time -f "$name: %e s wall, %P CPU" env DUET_GPU_TIMES=1 $duet hmmsearch --quiet ${DUET_OPTS:-} "$@" -o "$out/$name.h5" $pk "$db" 2>&1 | grep -v '^$'
+  /usr/bin/time -f "$name: %e s wall, %P CPU" env DUET_TIMES=1 $duet hmmsearch --quiet ${DUET_OPTS:-} "$@" -o "$out/$name.h5" $pk "$db" 2>&1 | grep -v '^$'
   python3 - "$out/$name.h5" <<'PY'
 import h5py, sys
 r = h5py.File(sys.argv[1])['run'].attrs

@@ -1,7 +1,7 @@
 #!/bin/bash
 # GPU residency across query models (issue 5): a multi-model hmmsearch with the resident
 # store off (--gpu-resident 0) and on (auto), alternated for ROUNDS rounds, then once on
-# the CPU alone. Prints per run the process wall time and the feeder's DUET_GPU_TIMES line
+# the CPU alone. Prints per run the process wall time and the feeder's DUET_TIMES line
 # (residues from the resident store / uploaded), per query the /trace counts
 # (gpu_resident_residues, gpu_uploaded_residues, gpu_kept_residues) and wall seconds,
 # and compares every run's /results with the CPU run's (bench/compare_results.py).
@@ -22,7 +22,7 @@ one() {  # name, options...
   shift
   local t0
   t0=$(date +%s%N)
-  DUET_GPU_TIMES=1 "$duet" hmmsearch --quiet -o "$out/$name.h5" "$@" "$models" "$db" \
+  DUET_TIMES=1 "$duet" hmmsearch --quiet -o "$out/$name.h5" "$@" "$models" "$db" \
     2> "$out/$name.err" || { echo "$name: failed"; tail -3 "$out/$name.err"; return; }
   echo "$name ($*): wall $(( ($(date +%s%N) - t0) / 1000000 )) ms"
   grep -oE "hmmsearch GPU [0-9]+( feeder [0-9]+)?: set-up.*" "$out/$name.err" | cut -c1-500 | sed 's/^/  /'

@@ -2,7 +2,7 @@
 # Pair-HMM GPU feeder overlapped (issue 7) in one device call: builds this tree (duet,
 # pairhmm_gpu_tests) and a reference tree (duet only) side by side, runs the GPU tests (bit for
 # bit) and the *Throughput* tests, then duet pairhmm on 256 copies of 10s.in with the feeder's
-# time split (DUET_PAIRHMM_GPU_TIMES=1): --gpu-only, --no-gpu and hybrid with the reference
+# time split (DUET_TIMES=1): --gpu-only, --no-gpu and hybrid with the reference
 # build and with this one (--gpu-parts 1, 2, 4, 8), and compares the HDF5 results.
 # Usage: bash bench/pairhmm_feed.sh SETUP DATA REFERENCE_TREE
 #   (SETUP: .device/setup.sh, DATA: folder with pairhmm/, REFERENCE_TREE: e.g. main's checkout)
@@ -35,7 +35,7 @@ run() {  # NAME BINARY ARGS...
   echo "== $name: duet pairhmm $* x256.in" | tee -a "$log"
   local s
   s=$(date +%s%N)
-  DUET_PAIRHMM_GPU_TIMES=1 "$bin" pairhmm "$@" "$big" 2>&1 | grep -v '^#.*progress' | tail -6 | tee -a "$log"
+  DUET_TIMES=1 "$bin" pairhmm "$@" "$big" 2>&1 | grep -v '^#.*progress\|^duet: time \|^duet: cpu seconds' | tail -6 | tee -a "$log"
   echo "wall $(( ($(date +%s%N) - s) / 1000000 )) ms" | tee -a "$log"
 }
 for round in 1 2; do

@@ -2,7 +2,7 @@
 # Pair-HMM GPU with transfers (issue 7) in one device call: build, the GPU tests (bit for bit),
 # kernel-only and with-transfer throughput (pairhmm_gpu_tests *Throughput*), and duet pairhmm
 # --gpu-only / --no-gpu end to end on 256 copies of 10s.in with the feeder's time split
-# (DUET_PAIRHMM_GPU_TIMES=1) and the HDF5 results compared.
+# (DUET_TIMES=1) and the HDF5 results compared.
 # Usage: bash bench/pairhmm_transfer.sh SETUP DATA   (SETUP: .device/setup.sh, DATA: folder with pairhmm/)
 set -u
 setup=$1 data=$(cd "$2" && pwd)
@@ -24,7 +24,7 @@ for run in "--gpu-only -o /tmp/g.h5" "--no-gpu -o /tmp/c.h5" "--gpu-only -o /tmp
   echo "== duet pairhmm $run x256.in" | tee -a "$out/log.txt"
   s=$(date +%s%N)
   # shellcheck disable=SC2086
-  DUET_PAIRHMM_GPU_TIMES=1 /tmp/b/duet pairhmm $run "$big" 2>&1 | tail -8 | tee -a "$out/log.txt"
+  DUET_TIMES=1 /tmp/b/duet pairhmm $run "$big" 2>&1 | grep -v '^duet: time \|^duet: cpu seconds' | tail -8 | tee -a "$out/log.txt"
   echo "wall $(( ($(date +%s%N) - s) / 1000000 )) ms" | tee -a "$out/log.txt"
 done
 python3 bench/compare_results.py /tmp/c.h5 /tmp/g.h5 2>&1 | tail -5 | tee -a "$out/log.txt"

@@ -123,7 +123,7 @@ TEST(SchedulerInvariant, ResultsIdenticalAcrossWorkersBlocksPoliciesAndFaults) {
       const std::string what = std::string(c.name) + " workers=" + std::to_string(workers);
       test::expect_identical(reference, run, what);
       const auto& s = run.queries.at(0).schedule;
-      EXPECT_TRUE(s.test_double) << what;
+      EXPECT_TRUE(run.test_double_gpus) << what;
       EXPECT_EQ(s.residues, reference.queries[0].counts.residues) << what;
       // How much the GPUs get under the dynamic policies depends on their speed against
       // the CPU's; with --gpu-only or the static split it is decided up front.
@@ -505,7 +505,6 @@ TEST(SchedulerParts, WorkerNiceOnlyWithFeeders) {
   class IdleGpu final : public scheduler::GpuBackend {  // takes nothing: it fails every batch
    public:
     std::string name() const override { return "idle"; }
-    bool test_double() const override { return true; }
     std::string stages() const override { return "all"; }
     std::vector<scheduler::GpuBlockOutcome> run(std::span<const scheduler::BlockPtr>,
                                                 int) override {

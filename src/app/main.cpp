@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
   app::phase_time("main");
   std::atexit([] {
     app::phase_time("exit");
-    if (std::getenv("DUET_TIMES") != nullptr) {
+    if (app::timings_wanted()) {
       // CPU seconds by kind of thread (scheduler/thread_cpu.hpp), for throughput studies.
       std::string line = "duet: cpu seconds:";
       for (const auto& [kind, seconds] : scheduler::thread_cpu_seconds()) {

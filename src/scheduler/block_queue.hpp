@@ -55,7 +55,7 @@ class HostLoop {
 // Seconds spent running host-loop chunks since the process started, by who ran them: the
 // feeder that opened the loop, a worker between two targets of its block or post task
 // (help_host_loop), or a worker that took the loop as a task of its own. For measurements
-// (DUET_GPU_TIMES); relaxed atomics, read after the pass.
+// (DUET_TIMES); relaxed atomics, read after the pass.
 struct HostLoopSeconds {
   double feeder = 0, inside_tasks = 0, as_tasks = 0;
 };

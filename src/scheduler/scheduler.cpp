@@ -385,7 +385,6 @@ RunSummary run_blocks(BlockStore& store, Workload& workload, std::span<GpuBacken
   s.cpu_workers = workers;
   s.gpu_feeders = feeders;
   s.stopped = stop_requested(options);
-  for (const GpuBackend* g : gpus) s.test_double = s.test_double || g->test_double();
   s.blocks = blocks_read;
   s.reused_blocks = reused;
   // Idle tails: when each worker, and each device, ended its last row.

@@ -74,8 +74,6 @@ class GpuBackend {
  public:
   virtual ~GpuBackend() = default;
   virtual std::string name() const = 0;
-  // True for the CPU-backed test double: outputs must say so.
-  virtual bool test_double() const = 0;
   // Stages the device runs, for the trace ("all" or e.g. "msv+bias+viterbi").
   virtual std::string stages() const = 0;
   // Called once on the feeder's thread before its first batch, while the CPU workers
@@ -151,7 +149,6 @@ struct RunSummary {
   std::int64_t gpu_faults = 0;
   std::int64_t reused_blocks = 0;  // blocks this pass took from the BlockStore's memory
   int cpu_workers = 0, gpu_feeders = 0;
-  bool test_double = false;
   bool stopped = false;  // stopped through options.stop: results are incomplete
 };
 

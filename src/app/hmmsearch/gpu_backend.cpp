@@ -110,7 +110,7 @@ struct HmmsearchGpuBackend::Lane {
 };
 
 HmmsearchGpuBackend::~HmmsearchGpuBackend() {
-  if (std::getenv("DUET_GPU_TIMES") == nullptr) return;
+  if (!timings_wanted()) return;
   const FeederTimes& t = times_;
   std::fprintf(
       stderr,

@@ -66,10 +66,9 @@ class HmmsearchGpuBackend final : public scheduler::GpuBackend {
                       const CascadeSettings& settings, Deliver deliver,
                       ForwardOnHost forward_on_host, std::vector<EngineSlot>& engines,
                       device::GpuResidentStore* resident = nullptr);
-  // With DUET_GPU_TIMES set, prints where the feeder's time went (for bench/RESULTS.md).
+  // With DUET_TIMES set (timings_wanted), prints where the feeder's time went (for bench/RESULTS.md).
   ~HmmsearchGpuBackend() override;
   std::string name() const override;
-  bool test_double() const override { return false; }
   std::string stages() const override { return "msv+bias+viterbi+forward"; }
   // The kernels of model `model` of the pass (resolved for its length).
   device::GpuKernelChoice kernel_choice(std::size_t model) const { return models_[model].kernels; }

@@ -30,7 +30,7 @@ std::string printf_string(const char* format, auto... args) {
 // shares, throughput (per device kind and per GPU) and idle tails over all queries.
 void write_trace(io::Hdf5Writer& file, const SearchRun& run) {
   file.create_group("/trace");
-  DeviceTotals totals("residues");
+  DeviceTotals totals("residues", run.test_double_gpus);
   std::int64_t gpu_resident_residues = 0, gpu_uploaded_residues = 0;
   for (std::size_t qi = 0; qi < run.queries.size(); ++qi) {
     const scheduler::RunSummary& s = run.queries[qi].schedule;

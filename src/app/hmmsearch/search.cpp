@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "app/kit/run_context.hpp"
+#include "app/kit/test_double_gpu.hpp"
 #include "core/error.hpp"
 #include "host_simd/simd_kernels.hpp"
 #include "io/kernel_table.hpp"
@@ -359,87 +360,66 @@ class HmmsearchWorkload final : public scheduler::Workload {
   std::map<std::int64_t, std::vector<DeviceBlockScores>> partial_;  // blocks awaiting run_post
 };
 
-// TEST DOUBLE of a GPU (debug setting DUET_DEBUG_TEST_GPU only): runs the filters before
-// Forward (run_filters) with the CPU reference kernels on the feeder's own thread, or on
-// blocks of odd index only MSV and the bias filter, and posts the blocks with targets at
-// Forward or at the Viterbi filter to the CPU, exercising the feeder path (batches,
-// post-queue, fault requeue).
-class TestDoubleGpu final : public scheduler::GpuBackend {
+// The filters' scalar references, for the test-double GPU (no state: one per target).
+class ReferenceFilters final : public FilterKernels {
  public:
-  TestDoubleGpu(const CascadeSettings& settings, HmmsearchWorkload& workload, int number)
-      : settings_(settings),
-        workload_(workload),
-        number_(number),
-        run_host_loop_(scheduler::run_host_loop_serially) {}
-  std::string name() const override { return "test-double GPU " + std::to_string(number_); }
-  bool test_double() const override { return true; }
-  std::string stages() const override { return "msv+bias+viterbi"; }
-  void start(const scheduler::HostLoopRunner& run_host_loop) override {
-    run_host_loop_ = run_host_loop;
+  explicit ReferenceFilters(const SearchProfile& profile) : profile_(profile) {}
+  FilterScore msv(const Residue* dsq, int L) override {
+    return msv_filter_reference(profile_.msv, dsq, L);
   }
-  // The filters of each target for each model of the pass as a host loop, as the real
-  // backend shares its host work.
-  std::vector<scheduler::GpuBlockOutcome> run(std::span<const scheduler::BlockPtr> blocks,
-                                              int) override {
-    std::vector<scheduler::GpuBlockOutcome> outcomes;
-    for (const scheduler::BlockPtr& b : blocks) {
-      std::vector<DeviceBlockScores> per_model(workload_.models());
-      scheduler::GpuBlockOutcome outcome;
-      // Blocks of odd index leave the Viterbi filter to the CPU, as a real GPU does with too
-      // few targets to fill it.
-      const bool viterbi_to_cpu = b->index % 2 == 1;
-      for (std::size_t j = 0; j < per_model.size(); ++j) {
-        const SearchProfile& profile = workload_.profile(j);
-        DeviceBlockScores& out = per_model[j];
-        out.scores.resize(b->sequences());
-        out.remains.assign(b->sequences(), Remains::nothing);
-        if (viterbi_to_cpu) out.msv.resize(b->sequences());
-        run_host_loop_(b->sequences(), 16, [&](std::size_t i) {
-          if (viterbi_to_cpu) {
-            out.msv[i] = msv_filter_reference(profile.msv, b->sequence(i), b->length(i));
-            StopBeforeViterbi kernels(out.msv[i]);
-            out.scores[i] = run_filters(profile, settings_, kernels, b->sequence(i), b->length(i));
-            if (kernels.viterbi_requested) out.remains[i] = Remains::viterbi;
-          } else {
-            ReferenceFilters kernels(profile);
-            out.scores[i] = run_filters(profile, settings_, kernels, b->sequence(i), b->length(i));
-          }
-        });
-        for (std::size_t i = 0; i < b->sequences(); ++i) {
-          if (out.remains[i] == Remains::nothing && needs_forward(out.scores[i]))
-            out.remains[i] = Remains::forward;
-          if (out.remains[i] != Remains::nothing) ++outcome.survivors;
-        }
-      }
-      outcome.needs_post = workload_.deliver(*b, std::move(per_model));
-      outcomes.push_back(outcome);
-    }
-    return outcomes;
+  FilterScore viterbi(const Residue* dsq, int L) override {
+    return viterbi_filter_reference(profile_.viterbi, dsq, L);
+  }
+  float forward(const Residue*, int) override {
+    throw std::logic_error("test-double GPU: Forward is the CPU's (post stage)");
   }
 
  private:
-  CascadeSettings settings_;
-  HmmsearchWorkload& workload_;
-  int number_;
-  scheduler::HostLoopRunner run_host_loop_;
-  // The filters' scalar references (no state: one per target).
-  class ReferenceFilters final : public FilterKernels {
-   public:
-    explicit ReferenceFilters(const SearchProfile& profile) : profile_(profile) {}
-    FilterScore msv(const Residue* dsq, int L) override {
-      return msv_filter_reference(profile_.msv, dsq, L);
-    }
-    FilterScore viterbi(const Residue* dsq, int L) override {
-      return viterbi_filter_reference(profile_.viterbi, dsq, L);
-    }
-    float forward(const Residue*, int) override {
-      throw std::logic_error("test-double GPU: Forward is the CPU's (post-queue)");
-    }
-
-   private:
-    const SearchProfile& profile_;
-  };
+  const SearchProfile& profile_;
 };
+
+// What the test-double GPU (kit/test_double_gpu.hpp) computed of a block: each model's
+// scores, and the targets left to the CPU.
+struct TestDoubleBlock {
+  std::vector<DeviceBlockScores> per_model;
+  std::int64_t survivors = 0;
+};
+
+// The test double's device work: the filters before Forward (run_filters) with the CPU
+// reference kernels, as a host loop per model as the real backend shares its host work;
+// on blocks of odd index only MSV and the bias filter, leaving the Viterbi filter to the
+// CPU as a real GPU does with too few targets to fill it.
+TestDoubleBlock test_double_block(const HmmsearchWorkload& workload,
+                                  const CascadeSettings& settings, const scheduler::Block& b,
+                                  const scheduler::HostLoopRunner& run_host_loop) {
+  TestDoubleBlock result;
+  result.per_model.resize(workload.models());
+  const bool viterbi_to_cpu = b.index % 2 == 1;
+  for (std::size_t j = 0; j < result.per_model.size(); ++j) {
+    const SearchProfile& profile = workload.profile(j);
+    DeviceBlockScores& out = result.per_model[j];
+    out.scores.resize(b.sequences());
+    out.remains.assign(b.sequences(), Remains::nothing);
+    if (viterbi_to_cpu) out.msv.resize(b.sequences());
+    run_host_loop(b.sequences(), 16, [&](std::size_t i) {
+      if (viterbi_to_cpu) {
+        out.msv[i] = msv_filter_reference(profile.msv, b.sequence(i), b.length(i));
+        StopBeforeViterbi kernels(out.msv[i]);
+        out.scores[i] = run_filters(profile, settings, kernels, b.sequence(i), b.length(i));
+        if (kernels.viterbi_requested) out.remains[i] = Remains::viterbi;
+      } else {
+        ReferenceFilters kernels(profile);
+        out.scores[i] = run_filters(profile, settings, kernels, b.sequence(i), b.length(i));
+      }
+    });
+    for (std::size_t i = 0; i < b.sequences(); ++i) {
+      if (out.remains[i] == Remains::nothing && needs_forward(out.scores[i]))
+        out.remains[i] = Remains::forward;
+      if (out.remains[i] != Remains::nothing) ++result.survivors;
+    }
+  }
+  return result;
+}
 
 }  // namespace
 
@@ -531,6 +511,7 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
   const simd::Isa isa = simd::isa_from_name(config.run.isa);  // UsageError if the CPU lacks it
   SearchRun run;
   run.gpus_skipped_small_database = small_database;
+  run.test_double_gpus = hybrid.test_gpus > 0 && gpus > 0;
   [[maybe_unused]] bool jit_failure_said = false;  // CUDA builds only
   if (!devices.empty())
     run.gpu_kernel_table = kernel_table ? hybrid.gpu_kernel_table : "built-in rule";
@@ -608,10 +589,20 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
       in_pass.push_back({&profiles[j], sinks[j].get(), {}, {}});
     QueryResult& query = queries.front();
     HmmsearchWorkload workload(std::move(in_pass), settings, options.cpu_workers + feeders, isa);
-    std::vector<std::unique_ptr<TestDoubleGpu>> doubles;
+    std::vector<std::unique_ptr<TestDoubleGpu<TestDoubleBlock>>> doubles;
     std::vector<scheduler::GpuBackend*> backends;
     for (int g = 0; g < hybrid.test_gpus && gpus > 0; ++g) {
-      doubles.push_back(std::make_unique<TestDoubleGpu>(settings, workload, g));
+      doubles.push_back(std::make_unique<TestDoubleGpu<TestDoubleBlock>>(
+          g, "msv+bias+viterbi",
+          [&workload, &settings](const scheduler::Block& b,
+                                 const scheduler::HostLoopRunner& run_host_loop) {
+            return test_double_block(workload, settings, b, run_host_loop);
+          },
+          [&workload](const scheduler::Block& b, TestDoubleBlock&& result) {
+            const std::int64_t survivors = result.survivors;
+            return scheduler::GpuBlockOutcome{workload.deliver(b, std::move(result.per_model)),
+                                              survivors};
+          }));
       backends.push_back(doubles.back().get());
     }
 #ifdef DUET_HAVE_CUDA

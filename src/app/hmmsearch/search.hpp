@@ -81,6 +81,7 @@ struct SearchRun {
   std::string gpu_kernel_table;  // the table the real GPUs' kernels came from; "" = none used
   // The default mode left the GPUs out: the database is below gpu_min_database.
   bool gpus_skipped_small_database = false;
+  bool test_double_gpus = false;  // the GPUs were test doubles (DUET_DEBUG_TEST_GPU)
 };
 
 // Blocks per GPU batch unless [scheduler] gpu_batch_blocks says (blocks of up to

@@ -133,11 +133,15 @@ std::pair<int, std::string> debug_signal_at() {
 }
 }  // namespace
 
+bool timings_wanted() {
+  static const bool on = std::getenv("DUET_TIMES") != nullptr;
+  return on;
+}
+
 void phase_time(const char* what) {
   static const std::pair<int, std::string> raise_at = debug_signal_at();
   if (raise_at.first != 0 && raise_at.second == what) std::raise(raise_at.first);
-  static const bool on = std::getenv("DUET_TIMES") != nullptr;
-  if (!on) return;
+  if (!timings_wanted()) return;
   timespec now{};
   ::clock_gettime(CLOCK_REALTIME, &now);
   std::fprintf(stderr, "duet: time %ld.%06ld %s\n", static_cast<long>(now.tv_sec),

@@ -35,6 +35,12 @@ void check_option_number(const std::string& option, std::string_view key, double
 // otherwise.
 int debug_setting(const char* name);
 
+// The one switch of the timing lines on stderr, for benchmarks (bench/RESULTS.md): the
+// environment variable DUET_TIMES set. With it, each command prints its phases
+// (phase_time), the CPU seconds by kind of thread at exit, and each GPU feeder where its
+// time went when it ends.
+bool timings_wanted();
+
 // With DUET_TIMES set, prints the wall clock (seconds since the epoch) and `what` on
 // stderr, so that a benchmark can tell the pass from what comes before and after it
 // (start-up, GPU set-up, writing, tear-down; bench/RESULTS.md). Any thread. The labels are

@@ -49,7 +49,6 @@ void DeviceTotals::add(const scheduler::RunSummary& s) {
   seconds_ += s.seconds;
   idle_tail_ += s.idle_tail_seconds;
   worker_idle_tail_ += s.worker_idle_tail_seconds;
-  test_double_ = test_double_ || s.test_double;
   cpu_workers_ = s.cpu_workers;
   gpu_feeders_ = s.gpu_feeders;
 }

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "io/hdf5_file.hpp"
@@ -30,7 +31,9 @@ class DeviceTotals {
  public:
   // `work_unit` says what the scheduler counted as a block's size ("residues" for
   // hmmsearch; pairhmm counts DP cells in units of 256 per pair).
-  explicit DeviceTotals(std::string work_unit) : work_unit_(std::move(work_unit)) {}
+  // `test_double_gpus`: the GPU feeders ran test doubles (kit/test_double_gpu.hpp).
+  DeviceTotals(std::string work_unit, bool test_double_gpus)
+      : work_unit_(std::move(work_unit)), test_double_(test_double_gpus) {}
   void add(const scheduler::RunSummary& pass);
   // Writes, on /run: cpu_workers, gpu_feeders, gpu_backend, test_double_output, work_unit,
   // work_total, cpu_share, gpu_share and gpu<k>_share (of the work, completed there),

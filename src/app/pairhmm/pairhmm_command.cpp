@@ -94,8 +94,9 @@ void write_results(io::Hdf5Writer& file, const pairhmm::Input& input, const Pair
   file.set_attribute("/run", "gpu_kernel",
                      run.gpu_kernel.empty() ? std::string("none") : run.gpu_kernel);
   const scheduler::RunSummary& s = run.schedule;
-  DeviceTotals totals("DP cells in units of " + std::to_string(kCellsPerUnit) +
-                      " per pair (at least one)");
+  DeviceTotals totals(
+      "DP cells in units of " + std::to_string(kCellsPerUnit) + " per pair (at least one)",
+      run.test_double_gpus);
   totals.add(s);
   totals.write(file);
   // Exact cells (the work units round each pair to kCellsPerUnit) per scheduler second.
@@ -186,9 +187,9 @@ void add_pairhmm_command(CLI::App& app,
     if (g_interrupted.load()) throw Interrupted{};
     outputs.commit_all();
     phase_time("committed output");
-    // DUET_PAIRHMM_TIMES=1: where the command's wall time went, on stderr (throughput
+    // DUET_TIMES=1 (timings_wanted): where the command's wall time went, on stderr (throughput
     // studies: the scheduler's time is what the GCUPS figure counts).
-    if (std::getenv("DUET_PAIRHMM_TIMES") != nullptr) {
+    if (timings_wanted()) {
       const auto seconds = [](Clock::duration d) {
         return std::chrono::duration<double>(d).count();
       };

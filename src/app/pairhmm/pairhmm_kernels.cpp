@@ -7,9 +7,10 @@
 #include <map>
 #include <mutex>
 
+#include "app/kit/run_context.hpp"
 #include "core/error.hpp"
 #include "host_simd/pairhmm_simd.hpp"
-#ifdef DUET_PAIRHMM_GPU
+#ifdef DUET_HAVE_CUDA
 #include "device/pairhmm_gpu_feed.hpp"
 #endif
 
@@ -33,7 +34,7 @@ const CpuKernel& select_cpu_kernel(const std::string& isa) {
   return it->second;
 }
 
-#ifdef DUET_PAIRHMM_GPU
+#ifdef DUET_HAVE_CUDA
 namespace {
 
 // A GPU as a scheduler backend: the pairs of all blocks of a batch, cut into parts of about
@@ -58,7 +59,6 @@ class PairhmmGpuBackend final : public scheduler::GpuBackend {
   std::string name() const override {
     return "GPU " + std::to_string(device_) + " (" + gpu_.name() + ")";
   }
-  bool test_double() const override { return false; }
   std::string stages() const override { return "all"; }
   // Packing runs on the CPU workers that are free (all of them in a GPU-only run).
   void start(const scheduler::HostLoopRunner& run_host_loop) override {
@@ -101,10 +101,10 @@ class PairhmmGpuBackend final : public scheduler::GpuBackend {
     results_ += seconds(t2 - t1);
     return outcomes;
   }
-  // DUET_PAIRHMM_GPU_TIMES=1: where the feeder's time went, on stderr (for bench/RESULTS.md).
+  // DUET_TIMES=1 (timings_wanted): where the feeder's time went, on stderr.
   // The GPU's kernel and transfer times are summed over parts, which overlap.
   ~PairhmmGpuBackend() override {
-    if (std::getenv("DUET_PAIRHMM_GPU_TIMES") == nullptr) return;
+    if (!timings_wanted()) return;
     std::fprintf(stderr,
                  "pairhmm GPU %d: %lld batches, %lld parts; feeder %.3f s: pack %.3f s, submit "
                  "%.3f s (shape choice %.3f s, staging %.3f s), waiting for the GPU %.3f s, "

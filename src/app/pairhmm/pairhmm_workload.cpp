@@ -7,6 +7,7 @@
 #include <numeric>
 #include <thread>
 
+#include "app/kit/test_double_gpu.hpp"
 #include "app/pairhmm/pairhmm_kernels.hpp"
 #include "core/alphabet.hpp"
 #include "core/error.hpp"
@@ -134,37 +135,6 @@ class PairhmmWorkload final : public scheduler::Workload {
   std::vector<std::vector<float>> sums_;  // per worker
 };
 
-// TEST DOUBLE of a GPU (debug setting DUET_DEBUG_TEST_GPU only): the scalar kernel on the
-// feeder's thread, exercising the feeder path (batches, fault requeue).
-class TestDoubleGpu final : public scheduler::GpuBackend {
- public:
-  TestDoubleGpu(ResultSlots& slots, int number) : slots_(slots), number_(number) {}
-  std::string name() const override { return "test-double GPU " + std::to_string(number_); }
-  bool test_double() const override { return true; }
-  std::string stages() const override { return "all"; }
-  std::vector<scheduler::GpuBlockOutcome> run(std::span<const scheduler::BlockPtr> blocks,
-                                              int) override {
-    std::vector<std::vector<float>> sums(blocks.size());
-    for (std::size_t b = 0; b < blocks.size(); ++b) {
-      const auto pairs = slots_.pairs.subspan(static_cast<std::size_t>(blocks[b]->first_sequence),
-                                              blocks[b]->sequences());
-      sums[b].resize(pairs.size());
-      pairhmm::forward_sums_scalar(slots_.model, pairs, sums[b].data());
-    }
-    // Results are delivered only once the whole batch has succeeded.
-    std::vector<scheduler::GpuBlockOutcome> outcomes;
-    for (std::size_t b = 0; b < blocks.size(); ++b) {
-      slots_.finish(blocks[b]->first_sequence, sums[b]);
-      outcomes.push_back({false, static_cast<std::int64_t>(sums[b].size())});
-    }
-    return outcomes;
-  }
-
- private:
-  ResultSlots& slots_;
-  int number_;
-};
-
 }  // namespace
 
 PairhmmRun run_pairhmm(const pairhmm::Input& input, const pairhmm::Model& model,
@@ -182,8 +152,22 @@ PairhmmRun run_pairhmm(const pairhmm::Input& input, const pairhmm::Model& model,
                     std::vector<std::uint8_t>(pairs.size())};
   if (options.gpu != PairhmmRunOptions::Gpu::off) {
     if (options.test_gpus > 0) {
-      for (int g = 0; g < options.test_gpus; ++g)
-        devices.push_back(std::make_unique<TestDoubleGpu>(slots, g));
+      // The scalar kernel on the feeder's thread (kit/test_double_gpu.hpp).
+      for (int g = 0; g < options.test_gpus; ++g) {
+        devices.push_back(std::make_unique<TestDoubleGpu<std::vector<float>>>(
+            g, "all",
+            [&slots](const scheduler::Block& b, const scheduler::HostLoopRunner&) {
+              const auto block_pairs =
+                  slots.pairs.subspan(static_cast<std::size_t>(b.first_sequence), b.sequences());
+              std::vector<float> sums(block_pairs.size());
+              pairhmm::forward_sums_scalar(slots.model, block_pairs, sums.data());
+              return sums;
+            },
+            [&slots](const scheduler::Block& b, std::vector<float>&& sums) {
+              slots.finish(b.first_sequence, sums);
+              return scheduler::GpuBlockOutcome{false, static_cast<std::int64_t>(sums.size())};
+            }));
+      }
       gpu_kernel = "test-double (scalar)";
     } else {
       GpuBackends found = make_gpu_backends(
@@ -219,6 +203,7 @@ PairhmmRun run_pairhmm(const pairhmm::Input& input, const pairhmm::Model& model,
   run.cells = input.cells();
   run.cpu_kernel = kernel.name;
   run.gpu_kernel = gpu_kernel;
+  run.test_double_gpus = options.test_gpus > 0 && !devices.empty();
   PairhmmWorkload workload(slots, kernel, s.cpu_workers + gpus);
   std::vector<scheduler::GpuBackend*> backends;
   for (auto& d : devices) backends.push_back(d.get());

@@ -44,6 +44,7 @@ struct PairhmmRun {
   std::vector<std::uint8_t> in_double;   // 1 where the float sum was below 1e-28
   std::int64_t pairs = 0, cells = 0, pairs_in_double = 0;
   std::string cpu_kernel, gpu_kernel;  // names of the kernels used ("" when none)
+  bool test_double_gpus = false;       // the GPUs were test doubles (DUET_DEBUG_TEST_GPU)
   scheduler::RunSummary schedule;
   double seconds = 0;
   double block_seconds = 0;  // making blocks (grouping pairs), on the scheduler's reader thread

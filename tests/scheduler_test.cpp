@@ -265,7 +265,7 @@ TEST(SchedulerParts, QueueBoundsDepthAndServesPostAndRequeuedFirst) {
   producer.join();
   EXPECT_TRUE(third_pushed.load());
   queue.requeue({gpu[0]});
-  queue.post(block(9));
+  queue.post(block(9), std::make_unique<scheduler::PostState>());
   queue.end_gpu_batch();
   queue.close();
   auto t = queue.pop_for_cpu();
@@ -428,7 +428,7 @@ TEST(SchedulerParts, BlockSourceFeedsOnePass) {
       firsts[block.index] = block.first_sequence;
       return static_cast<std::int64_t>(block.sequences());
     }
-    std::int64_t run_post(const scheduler::Block& block, int) override {
+    std::int64_t run_post(const scheduler::Block& block, scheduler::PostState&, int) override {
       return static_cast<std::int64_t>(block.sequences());
     }
     std::mutex mutex;
@@ -498,7 +498,9 @@ TEST(SchedulerParts, WorkerNiceOnlyWithFeeders) {
       seen.push_back(nice);
       return 1;
     }
-    std::int64_t run_post(const scheduler::Block&, int) override { return 1; }
+    std::int64_t run_post(const scheduler::Block&, scheduler::PostState&, int) override {
+      return 1;
+    }
     std::mutex mutex;
     std::vector<int> seen;
   };

@@ -13,7 +13,8 @@ void Block::add_header(std::string_view name, std::string_view description) {
 void Block::append(Block&& other) {
   const auto residue_base = static_cast<std::int64_t>(residues.size());
   residues.insert(residues.end(), other.residues.begin(), other.residues.end());
-  for (std::size_t i = 1; i < other.offsets.size(); ++i) offsets.push_back(residue_base + other.offsets[i]);
+  for (std::size_t i = 1; i < other.offsets.size(); ++i)
+    offsets.push_back(residue_base + other.offsets[i]);
   const auto header_base = static_cast<std::int64_t>(header_text.size());
   header_text += other.header_text;
   for (std::size_t i = 1; i < other.header_offsets.size(); ++i) {

@@ -20,8 +20,8 @@ namespace duet::scheduler {
 enum class Affinity : std::uint8_t { any, cpu_only, gpu_only };
 
 struct Block {
-  std::int64_t index = 0;           // position of the block in the database (0, 1, 2...)
-  std::int64_t first_sequence = 0;  // database index of its first sequence
+  std::int64_t index = 0;                // position of the block in the database (0, 1, 2...)
+  std::int64_t first_sequence = 0;       // database index of its first sequence
   std::vector<Residue> residues;         // all sequences, concatenated
   std::vector<std::int64_t> offsets{0};  // size sequences() + 1
   // Name of sequence i: header_text[header_offsets[2i], header_offsets[2i+1]); its
@@ -52,11 +52,21 @@ struct Block {
 
  private:
   std::string_view header(std::size_t k) const {
-    return std::string_view(header_text).substr(static_cast<std::size_t>(header_offsets[k]),
-                                                static_cast<std::size_t>(header_offsets[k + 1] - header_offsets[k]));
+    return std::string_view(header_text)
+        .substr(static_cast<std::size_t>(header_offsets[k]),
+                static_cast<std::size_t>(header_offsets[k + 1] - header_offsets[k]));
   }
 };
 
 using BlockPtr = std::shared_ptr<Block>;
+
+// What a device left of a block for the CPU's post stage: the workload's own state of the
+// block (e.g. its targets' partial scores). It travels with the block, owned by the post
+// task, from the device's batch to Workload::run_post.
+class PostState {
+ public:
+  virtual ~PostState() = default;
+};
+using PostStatePtr = std::unique_ptr<PostState>;
 
 }  // namespace duet::scheduler

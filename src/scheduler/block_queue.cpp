@@ -66,10 +66,10 @@ void BlockQueue::requeue(std::vector<BlockPtr> blocks) {
   changed_.notify_all();
 }
 
-void BlockQueue::post(BlockPtr block) {
+void BlockQueue::post(BlockPtr block, PostStatePtr state) {
   std::lock_guard lock(mutex_);
   if (cancelled_) return;
-  post_.push_back(std::move(block));
+  post_.emplace_back(std::move(block), std::move(state));
   changed_.notify_all();
 }
 
@@ -142,21 +142,23 @@ std::optional<CpuTask> BlockQueue::pop_for_cpu() {
   std::unique_lock lock(mutex_);
   for (;;) {
     if (cancelled_) return std::nullopt;
-    if (auto loop = open_loop_locked()) return CpuTask{CpuTask::Kind::host_loop, nullptr, loop};
+    if (auto loop = open_loop_locked())
+      return CpuTask{CpuTask::Kind::host_loop, nullptr, loop, nullptr};
     if (!post_.empty()) {
-      CpuTask t{CpuTask::Kind::post, std::move(post_.front()), nullptr};
+      CpuTask t{CpuTask::Kind::post, std::move(post_.front().first), nullptr,
+                std::move(post_.front().second)};
       post_.pop_front();
       return t;
     }
     if (!requeued_.empty()) {
-      CpuTask t{CpuTask::Kind::block, std::move(requeued_.front()), nullptr};
+      CpuTask t{CpuTask::Kind::block, std::move(requeued_.front()), nullptr, nullptr};
       requeued_.pop_front();
       return t;
     }
     const auto it = std::find_if(fresh_.begin(), fresh_.end(),
                                  [&](const BlockPtr& b) { return cpu_may_take(*b); });
     if (it != fresh_.end()) {
-      CpuTask t{CpuTask::Kind::block, std::move(*it), nullptr};
+      CpuTask t{CpuTask::Kind::block, std::move(*it), nullptr, nullptr};
       fresh_.erase(it);
       changed_.notify_all();  // room for the reader
       return t;

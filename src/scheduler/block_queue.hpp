@@ -66,6 +66,7 @@ struct CpuTask {
   enum class Kind { block, post, host_loop } kind = Kind::block;
   BlockPtr block;
   std::shared_ptr<HostLoop> loop;  // host_loop: run loop->work()
+  PostStatePtr post;               // post: what the device left of the block
 };
 
 class BlockQueue {
@@ -78,7 +79,7 @@ class BlockQueue {
   void cancel();  // drop everything, wake every waiter; every pop returns nothing
 
   void requeue(std::vector<BlockPtr> blocks);
-  void post(BlockPtr block);
+  void post(BlockPtr block, PostStatePtr state);
 
   std::optional<CpuTask> pop_for_cpu();
   // Empty vector: nothing more for GPUs. A non-empty batch must be ended with
@@ -108,7 +109,8 @@ class BlockQueue {
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::size_t depth_;
-  std::deque<BlockPtr> fresh_, requeued_, post_;
+  std::deque<BlockPtr> fresh_, requeued_;
+  std::deque<std::pair<BlockPtr, PostStatePtr>> post_;
   std::vector<std::shared_ptr<HostLoop>> loops_;  // host loops with chunks left to hand out
   std::atomic<int> loops_open_{0};                // loops_.size(), readable without the lock
   int gpu_batches_out_ = 0;

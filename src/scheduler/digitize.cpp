@@ -13,16 +13,19 @@ DigitizeTable::DigitizeTable(const Alphabet& alphabet) {
   for (const char c : {' ', '\t', '\r'}) codes[static_cast<unsigned char>(c)] = kSkip;
   for (int high = 0; high < 16; ++high) {
     bool used = false;
-    for (int low = 0; low < 16; ++low) used = used || codes[static_cast<std::size_t>(16 * high + low)] != kBad;
+    for (int low = 0; low < 16; ++low)
+      used = used || codes[static_cast<std::size_t>(16 * high + low)] != kBad;
     if (!used) continue;
     auto& lanes = by_nibble[static_cast<std::size_t>(nibbles)];
-    for (int low = 0; low < 32; ++low) lanes[static_cast<std::size_t>(low)] = codes[static_cast<std::size_t>(16 * high + low % 16)];
+    for (int low = 0; low < 32; ++low)
+      lanes[static_cast<std::size_t>(low)] = codes[static_cast<std::size_t>(16 * high + low % 16)];
     nibble_value[static_cast<std::size_t>(nibbles)] = static_cast<std::uint8_t>(high);
     ++nibbles;
   }
 }
 
-bool digitize_line_scalar(const DigitizeTable& table, const char* line, std::size_t n, Residue* out) {
+bool digitize_line_scalar(const DigitizeTable& table, const char* line, std::size_t n,
+                          Residue* out) {
   std::uint8_t seen = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const std::uint8_t x = table.codes[static_cast<unsigned char>(line[i])];

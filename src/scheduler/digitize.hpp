@@ -35,9 +35,11 @@ struct DigitizeTable {
   std::array<std::uint8_t, 16> nibble_value{};
 };
 
-using DigitizeLine = bool (*)(const DigitizeTable& table, const char* line, std::size_t n, Residue* out);
+using DigitizeLine = bool (*)(const DigitizeTable& table, const char* line, std::size_t n,
+                              Residue* out);
 
-bool digitize_line_scalar(const DigitizeTable& table, const char* line, std::size_t n, Residue* out);
+bool digitize_line_scalar(const DigitizeTable& table, const char* line, std::size_t n,
+                          Residue* out);
 bool digitize_line_avx2(const DigitizeTable& table, const char* line, std::size_t n, Residue* out);
 
 // The fastest version this CPU runs; `allow_simd` false gives the scalar one.

@@ -146,8 +146,8 @@ void cpu_worker(Shared& shared, Workload& workload, int worker, const SchedulerO
     const bool post = task->kind == CpuTask::Kind::post;
     const BlockPtr blocks[] = {task->block};
     if (post) {
-      const StageWork work = workload.post_work(*task->block);
-      const std::int64_t survivors = workload.run_post(*task->block, worker);
+      const StageWork work = workload.post_work(*task->block, *task->post);
+      const std::int64_t survivors = workload.run_post(*task->block, *task->post, worker);
       TraceRow row =
           row_for(shared, worker, Device::cpu, "post", start, blocks, workload.cells_per_residue());
       row.sequences = work.sequences;
@@ -237,7 +237,7 @@ void gpu_feeder(Shared& shared, GpuBackend& gpu, std::int64_t cells_per_residue,
         row_for(shared, worker, Device::gpu, gpu.stages(), start, batch, cells_per_residue);
     for (std::size_t i = 0; i < batch.size(); ++i) {
       row.survivors += outcomes[i].survivors;
-      if (outcomes[i].needs_post) shared.queue.post(batch[i]);
+      if (outcomes[i].post) shared.queue.post(batch[i], std::move(outcomes[i].post));
     }
     shared.gpu_residues += row.residues;
     shared.cells += row.cells;

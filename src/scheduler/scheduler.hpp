@@ -39,19 +39,21 @@ class Workload {
   // Runs every stage on a block and delivers its results; returns the survivors of the
   // last stage.
   virtual std::int64_t run_block(const Block& block, int worker) = 0;
-  // Runs the CPU-only stages of a block whose early stages a device ran; delivers its
-  // results; returns the survivors.
-  virtual std::int64_t run_post(const Block& block, int worker) = 0;
+  // Runs the CPU-only stages of a block whose early stages a device ran, from what the
+  // device left of it (GpuBlockOutcome::post); delivers its results; returns the
+  // survivors. A workload whose devices run every stage never gets one.
+  virtual std::int64_t run_post(const Block& block, PostState& state, int worker) = 0;
   // What run_post will work on (called just before it, on the same thread): for the
   // trace. Default: the whole block.
-  virtual StageWork post_work(const Block& block) const {
+  virtual StageWork post_work(const Block& block, const PostState& /*state*/) const {
     return {static_cast<std::int64_t>(block.sequences()), block.residue_count()};
   }
 };
 
 // What a device batch did with one of its blocks.
 struct GpuBlockOutcome {
-  bool needs_post = false;     // early stages only: the block goes to the post-queue
+  // Early stages only: what remains of the block, which goes to the post-queue with it.
+  PostStatePtr post;
   std::int64_t survivors = 0;  // sequences passing the stages the device ran
 };
 

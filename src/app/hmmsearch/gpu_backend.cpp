@@ -273,8 +273,8 @@ std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(
         outcome.survivors += static_cast<std::int64_t>(
             m.remains.size() - std::count(m.remains.begin(), m.remains.end(), Remains::nothing));
       }
-      outcome.needs_post = deliver_(*b, std::move(per_block[block]));
-      outcomes.push_back(outcome);
+      outcome.post = deliver_(*b, std::move(per_block[block]));
+      outcomes.push_back(std::move(outcome));
       ++block;
     }
   }

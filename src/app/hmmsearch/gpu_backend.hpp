@@ -42,9 +42,10 @@ class HmmsearchGpuBackend final : public scheduler::GpuBackend {
  public:
   // Receives a block's scores, one entry per model of the pass, once the whole batch has
   // succeeded for every model; each entry's `remains` marks the targets whose Viterbi
-  // filter or Forward stage is left to the post-queue. Returns whether the block needs
-  // the post-queue.
-  using Deliver = std::function<bool(const scheduler::Block&, std::vector<DeviceBlockScores>&&)>;
+  // filter or Forward stage is left to the post-queue. Returns what the post stage needs
+  // of the block (null: nothing remains).
+  using Deliver = std::function<scheduler::PostStatePtr(const scheduler::Block&,
+                                                        std::vector<DeviceBlockScores>&&)>;
 
   // The Forward stage of some targets for model `model` of the pass on the calling thread,
   // with the CPU's kernels (run_forward_stages): called from host loops, on the feeder's
@@ -66,7 +67,8 @@ class HmmsearchGpuBackend final : public scheduler::GpuBackend {
                       const CascadeSettings& settings, Deliver deliver,
                       ForwardOnHost forward_on_host, std::vector<EngineSlot>& engines,
                       device::GpuResidentStore* resident = nullptr);
-  // With DUET_TIMES set (timings_wanted), prints where the feeder's time went (for bench/RESULTS.md).
+  // With DUET_TIMES set (timings_wanted), prints where the feeder's time went (for
+  // bench/RESULTS.md).
   ~HmmsearchGpuBackend() override;
   std::string name() const override;
   std::string stages() const override { return "msv+bias+viterbi+forward"; }

@@ -141,6 +141,12 @@ struct ModelInPass {
   std::shared_ptr<const simd::StripedProfiles> striped;
 };
 
+// What a device left of a block for the post stage: every model's scores and what remains
+// of each target.
+struct DevicePostState final : scheduler::PostState {
+  std::vector<DeviceBlockScores> per_model;
+};
+
 // The CPU side: the whole cascade on one block, for every model of the pass in turn while
 // the block is in cache, with per-worker kernels; the post stage finishes the targets a
 // device left at Forward.
@@ -239,14 +245,9 @@ class HmmsearchWorkload final : public scheduler::Workload {
  public:
   // Forward for the targets a device left there (needs_forward), model by model, the
   // other scores as the device computed them.
-  std::int64_t run_post(const scheduler::Block& block, int worker) override {
-    std::vector<DeviceBlockScores> per_model;
-    {
-      std::lock_guard lock(mutex_);
-      auto it = partial_.find(block.index);
-      per_model = std::move(it->second);
-      partial_.erase(it);
-    }
+  std::int64_t run_post(const scheduler::Block& block, scheduler::PostState& state,
+                        int worker) override {
+    std::vector<DeviceBlockScores>& per_model = static_cast<DevicePostState&>(state).per_model;
     std::int64_t passed = 0;
     for (std::size_t j = 0; j < models_.size(); ++j) {
       DeviceBlockScores& m = per_model[j];
@@ -268,10 +269,10 @@ class HmmsearchWorkload final : public scheduler::Workload {
     }
     return passed;
   }
-  scheduler::StageWork post_work(const scheduler::Block& block) const override {
-    std::lock_guard lock(mutex_);
+  scheduler::StageWork post_work(const scheduler::Block& block,
+                                 const scheduler::PostState& state) const override {
     scheduler::StageWork work;
-    for (const DeviceBlockScores& m : partial_.at(block.index)) {
+    for (const DeviceBlockScores& m : static_cast<const DevicePostState&>(state).per_model) {
       for (std::size_t i = 0; i < block.sequences(); ++i) {
         if (m.remains[i] == Remains::nothing) continue;
         ++work.sequences;
@@ -301,9 +302,10 @@ class HmmsearchWorkload final : public scheduler::Workload {
     spare.push_back(std::move(k));
   }
   // A device's scores of a block, one entry per model of the pass: the records of a model
-  // whose targets are all done are added now; where any Forward stage remains, the block
-  // waits for the post stage with all of them. Returns whether it does.
-  bool deliver(const scheduler::Block& block, std::vector<DeviceBlockScores>&& per_model) {
+  // whose targets are all done are added now; where any stage remains, the block goes to
+  // the post stage with all of them, which this returns (null: nothing remains).
+  scheduler::PostStatePtr deliver(const scheduler::Block& block,
+                                  std::vector<DeviceBlockScores>&& per_model) {
     bool post = false;
     for (const DeviceBlockScores& m : per_model) {
       post = post || std::find_if(m.remains.begin(), m.remains.end(), [](Remains r) {
@@ -311,13 +313,13 @@ class HmmsearchWorkload final : public scheduler::Workload {
                      }) != m.remains.end();
     }
     if (post) {
-      std::lock_guard lock(mutex_);
-      partial_.emplace(block.index, std::move(per_model));
-    } else {
-      for (std::size_t j = 0; j < models_.size(); ++j)
-        add_block(block, per_model[j].scores, *models_[j].sink);
+      auto state = std::make_unique<DevicePostState>();
+      state->per_model = std::move(per_model);
+      return state;
     }
-    return post;
+    for (std::size_t j = 0; j < models_.size(); ++j)
+      add_block(block, per_model[j].scores, *models_[j].sink);
+    return nullptr;
   }
   std::size_t models() const { return models_.size(); }
   const SearchProfile& profile(std::size_t model) const { return *models_[model].profile; }
@@ -356,8 +358,7 @@ class HmmsearchWorkload final : public scheduler::Workload {
   simd::Isa isa_;
   // forward_on_any_thread's pool, per model.
   std::vector<std::vector<std::unique_ptr<FilterKernels>>> spare_kernels_;
-  mutable std::mutex mutex_;
-  std::map<std::int64_t, std::vector<DeviceBlockScores>> partial_;  // blocks awaiting run_post
+  std::mutex mutex_;  // guards spare_kernels_
 };
 
 // The filters' scalar references, for the test-double GPU (no state: one per target).

@@ -84,7 +84,7 @@ class PairhmmGpuBackend final : public scheduler::GpuBackend {
     for (const scheduler::BlockPtr& b : blocks) {
       starts.push_back(at);
       at += b->sequences();
-      outcomes.push_back({false, static_cast<std::int64_t>(b->sequences())});
+      outcomes.push_back({nullptr, static_cast<std::int64_t>(b->sequences())});
     }
     const auto deliver = [&](std::size_t k) {
       const scheduler::BlockPtr& b = blocks[k];

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <memory>
 #include <numeric>
+#include <stdexcept>
 #include <thread>
 
 #include "app/kit/test_double_gpu.hpp"
@@ -124,9 +125,9 @@ class PairhmmWorkload final : public scheduler::Workload {
     slots_.finish(block.first_sequence, sums);
     return static_cast<std::int64_t>(pairs.size());
   }
-  // A device runs every stage of the pair-HMM: nothing is left for the CPU afterwards.
-  std::int64_t run_post(const scheduler::Block& block, int) override {
-    return static_cast<std::int64_t>(block.sequences());
+  // A device runs every stage of the pair-HMM: no block is ever posted.
+  std::int64_t run_post(const scheduler::Block&, scheduler::PostState&, int) override {
+    throw std::logic_error("pairhmm: a device left a block to the post stage");
   }
 
  private:
@@ -165,7 +166,7 @@ PairhmmRun run_pairhmm(const pairhmm::Input& input, const pairhmm::Model& model,
             },
             [&slots](const scheduler::Block& b, std::vector<float>&& sums) {
               slots.finish(b.first_sequence, sums);
-              return scheduler::GpuBlockOutcome{false, static_cast<std::int64_t>(sums.size())};
+              return scheduler::GpuBlockOutcome{nullptr, static_cast<std::int64_t>(sums.size())};
             }));
       }
       gpu_kernel = "test-double (scalar)";

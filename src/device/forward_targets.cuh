@@ -13,7 +13,7 @@
 
 #include "core/profile.hpp"
 #include "device/by_length.hpp"
-#include "device/cuda_buffers.cuh"
+#include "device/cuda_raii.cuh"
 #include "device/target_order.hpp"
 
 namespace duet::device::detail {

@@ -46,7 +46,7 @@
 #include <string>
 #include <type_traits>
 
-#include "device/cuda_buffers.cuh"
+#include "device/cuda_raii.cuh"
 #include "device/forward_targets.cuh"
 #include "device/ftz_arithmetic.cuh"
 #include "device/hmm_canonical_gpu.cuh"

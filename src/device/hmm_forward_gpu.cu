@@ -26,7 +26,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "device/cuda_buffers.cuh"
+#include "device/cuda_raii.cuh"
 #include "device/forward_targets.cuh"
 #include "device/hmm_forward_gpu.cuh"
 

@@ -14,11 +14,12 @@
 #include <cfloat>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "device/cuda_buffers.cuh"
+#include "device/cuda_raii.cuh"
 #include "device/ftz_arithmetic.cuh"
 #include "device/pairhmm_gpu.hpp"
 
@@ -26,12 +27,7 @@ namespace duet::device::pairhmm {
 
 namespace {
 
-void check(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) {
-    throw std::runtime_error(std::string("CUDA error in pair-HMM ") + what + ": " +
-                             cudaGetErrorString(status));
-  }
-}
+using detail::check;
 
 struct DevicePairs {
   const float* parameters;
@@ -763,11 +759,10 @@ int device_count() {
 // arena (inputs, sums and the kernels' scratch rows). A slot holds one batch from submit to
 // finish, so that batches on different slots overlap.
 struct Slot {
-  cudaStream_t stream = nullptr;
-  cudaEvent_t start = nullptr, kernel_start = nullptr, kernel_end = nullptr, end = nullptr;
-  char* host = nullptr;
-  char* buffers = nullptr;
-  std::size_t host_bytes = 0, buffers_bytes = 0;
+  detail::Stream stream;
+  detail::Event start, kernel_start, kernel_end, end;
+  detail::PinnedBuffer<char> host;
+  detail::DeviceBuffer<char> buffers;
   bool busy = false;
   std::size_t pairs = 0, sums_at = 0;  // of the batch in flight: sums in the pinned buffer
   double staging = 0, choice = 0;      // host seconds spent staging it, choosing its shape
@@ -775,21 +770,13 @@ struct Slot {
 
 struct PairhmmGpu::State {
   int device = 0;
-  std::vector<Slot> slots;
+  std::vector<std::unique_ptr<Slot>> slots;
 };
 
 namespace {
 // Waits for every slot's work, then frees what the slots hold.
-void release(std::vector<Slot>& slots) {
-  for (Slot& s : slots) {
-    if (s.stream != nullptr) cudaStreamSynchronize(s.stream);
-    for (cudaEvent_t e : {s.start, s.kernel_start, s.kernel_end, s.end}) {
-      if (e != nullptr) cudaEventDestroy(e);
-    }
-    cudaFreeHost(s.host);
-    cudaFree(s.buffers);
-    if (s.stream != nullptr) cudaStreamDestroy(s.stream);
-  }
+void release(std::vector<std::unique_ptr<Slot>>& slots) {
+  for (const auto& s : slots) cudaStreamSynchronize(s->stream.get());
   slots.clear();
 }
 }  // namespace
@@ -798,14 +785,8 @@ PairhmmGpu::PairhmmGpu(int device, int slots) : state_(new State) {
   state_->device = device;
   try {
     if (slots < 1) throw std::invalid_argument("PairhmmGpu: at least one slot");
-    state_->slots.resize(static_cast<std::size_t>(slots));
     check(cudaSetDevice(device), "cudaSetDevice");
-    for (Slot& s : state_->slots) {
-      check(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "stream");
-      for (cudaEvent_t* e : {&s.start, &s.kernel_start, &s.kernel_end, &s.end}) {
-        check(cudaEventCreateWithFlags(e, cudaEventBlockingSync), "event");
-      }
-    }
+    for (int i = 0; i < slots; ++i) state_->slots.push_back(std::make_unique<Slot>());
   } catch (...) {
     release(state_->slots);
     delete state_;
@@ -858,11 +839,11 @@ void device_ftz_operations(int device, const std::vector<float>& a, const std::v
 }
 
 namespace {
-Slot& slot_at(std::vector<Slot>& slots, int slot) {
+Slot& slot_at(std::vector<std::unique_ptr<Slot>>& slots, int slot) {
   if (slot < 0 || static_cast<std::size_t>(slot) >= slots.size()) {
     throw std::out_of_range("PairhmmGpu: no slot " + std::to_string(slot));
   }
-  return slots[static_cast<std::size_t>(slot)];
+  return *slots[static_cast<std::size_t>(slot)];
 }
 }  // namespace
 
@@ -907,22 +888,10 @@ void PairhmmGpu::submit(int slot, const PairBatch& b, Kernel kernel, const Paral
   const std::size_t staged_bytes = all.bytes;
   const Section scratch = all.add<float>(3 * static_cast<std::size_t>(b.scratch_columns));
   const Section parameters = all.add<float>(7 * b.read_rows());  // expanded on the device
-  if (sl.host_bytes < staged_bytes) {
-    cudaFreeHost(sl.host);
-    sl.host = nullptr;
-    sl.host_bytes = 0;
-    check(cudaMallocHost(&sl.host, staged_bytes), "cudaMallocHost");
-    sl.host_bytes = staged_bytes;
-  }
-  if (sl.buffers_bytes < all.bytes) {
-    cudaFree(sl.buffers);
-    sl.buffers = nullptr;
-    sl.buffers_bytes = 0;
-    check(cudaMalloc(&sl.buffers, all.bytes), "cudaMalloc");
-    sl.buffers_bytes = all.bytes;
-  }
-  char* const host = sl.host;
-  char* const dev = sl.buffers;
+  sl.host.reserve(staged_bytes);
+  sl.buffers.reserve(all.bytes);
+  char* const host = sl.host.get();
+  char* const dev = sl.buffers.get();
   // The copies into the pinned buffer, in pieces of at most 4 MB (run on several threads
   // with `parallel`).
   struct Copy {
@@ -958,12 +927,12 @@ void PairhmmGpu::submit(int slot, const PairBatch& b, Kernel kernel, const Paral
   }
   sl.staging =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - staging_start).count();
-  cudaStream_t s = sl.stream;
+  cudaStream_t s = sl.stream.get();
   // From here the stream may hold work reading the pinned buffer: the slot is busy (finish
   // or abandon waits for it) even if a later call fails.
   sl.busy = true;
   sl.sums_at = sums_d.at;
-  check(cudaEventRecord(sl.start, s), "event");
+  sl.start.record(s);
   check(cudaMemcpyAsync(dev, host, in_bytes, cudaMemcpyHostToDevice, s), "copy in");
   const DevicePairs d{at<const float>(dev, parameters),
                       at<const std::uint8_t>(dev, read_bases),
@@ -977,7 +946,7 @@ void PairhmmGpu::submit(int slot, const PairBatch& b, Kernel kernel, const Paral
                       at<float>(dev, scratch),
                       at<float>(dev, sums_d),
                       static_cast<int>(n)};
-  check(cudaEventRecord(sl.kernel_start, s), "event");
+  sl.kernel_start.record(s);
   constexpr int kThreads = 128;
   if (b.read_rows() > 0) {
     expand_rows_kernel<<<static_cast<unsigned>((b.read_rows() + kThreads - 1) / kThreads), kThreads,
@@ -996,10 +965,10 @@ void PairhmmGpu::submit(int slot, const PairBatch& b, Kernel kernel, const Paral
     launch_intra(shape, static_cast<unsigned>(n), s, d);
   }
   check(cudaGetLastError(), "kernel launch");
-  check(cudaEventRecord(sl.kernel_end, s), "event");
+  sl.kernel_end.record(s);
   check(cudaMemcpyAsync(host + sums_d.at, dev + sums_d.at, sums_d.bytes, cudaMemcpyDeviceToHost, s),
         "copy out");
-  check(cudaEventRecord(sl.end, s), "event");
+  sl.end.record(s);
 }
 
 void PairhmmGpu::finish(int slot, float* sums, SlotTimes* times) {
@@ -1011,14 +980,13 @@ void PairhmmGpu::finish(int slot, float* sums, SlotTimes* times) {
     return;
   }
   check(cudaSetDevice(state_->device), "cudaSetDevice");
-  const cudaError_t done = cudaEventSynchronize(sl.end);
-  if (done != cudaSuccess) cudaStreamSynchronize(sl.stream);
+  const cudaError_t done = cudaEventSynchronize(sl.end.get());
+  if (done != cudaSuccess) cudaStreamSynchronize(sl.stream.get());
   sl.busy = false;
   check(done, "kernel");
-  std::memcpy(sums, sl.host + sl.sums_at, sl.pairs * sizeof(float));
-  float total = 0, compute = 0;
-  check(cudaEventElapsedTime(&compute, sl.kernel_start, sl.kernel_end), "timing");
-  check(cudaEventElapsedTime(&total, sl.start, sl.end), "timing");
+  std::memcpy(sums, sl.host.get() + sl.sums_at, sl.pairs * sizeof(float));
+  const float compute = sl.kernel_end.ms_since(sl.kernel_start);
+  const float total = sl.end.ms_since(sl.start);
   if (times) {
     *times = SlotTimes{sl.staging, compute / 1e3, (total - compute) / 1e3 + sl.staging, sl.choice};
   }
@@ -1026,9 +994,9 @@ void PairhmmGpu::finish(int slot, float* sums, SlotTimes* times) {
 
 void PairhmmGpu::abandon() noexcept {
   cudaSetDevice(state_->device);
-  for (Slot& s : state_->slots) {
-    if (s.busy && s.pairs > 0) cudaStreamSynchronize(s.stream);
-    s.busy = false;
+  for (const auto& s : state_->slots) {
+    if (s->busy && s->pairs > 0) cudaStreamSynchronize(s->stream.get());
+    s->busy = false;
   }
 }
 

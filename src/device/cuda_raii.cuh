@@ -1,5 +1,5 @@
-// CUDA error checks and owning buffers shared by the hmmsearch GPU files (hmm_gpu.cu, the
-// Forward filter and the canonical Forward): one definition of each.
+// CUDA error checks and the owners of CUDA objects (device and pinned buffers, streams,
+// events), shared by every GPU engine (hmmsearch's, pairhmm's): one definition of each.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -79,6 +79,41 @@ class PinnedBuffer {
   }
   T* data_ = nullptr;
   std::size_t capacity_ = 0;
+};
+
+class Stream {
+ public:
+  Stream() { check(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking), "cudaStreamCreate"); }
+  ~Stream() { cudaStreamDestroy(s_); }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  cudaStream_t get() const { return s_; }
+
+ private:
+  cudaStream_t s_ = nullptr;
+};
+
+// Events wait with cudaEventBlockingSync: the waiting thread sleeps.
+class Event {
+ public:
+  explicit Event(bool timing = true) {
+    check(cudaEventCreateWithFlags(&e_,
+                                   cudaEventBlockingSync | (timing ? 0u : cudaEventDisableTiming)),
+          "cudaEventCreate");
+  }
+  ~Event() { cudaEventDestroy(e_); }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  void record(cudaStream_t s) { check(cudaEventRecord(e_, s), "cudaEventRecord"); }
+  cudaEvent_t get() const { return e_; }
+  float ms_since(const Event& start) const {
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, start.e_, e_), "cudaEventElapsedTime");
+    return ms;
+  }
+
+ private:
+  cudaEvent_t e_ = nullptr;
 };
 
 }  // namespace duet::device::detail

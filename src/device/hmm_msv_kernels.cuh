@@ -1,0 +1,166 @@
+// The MSV filter kernels: the fast wavefront kernel and the exact row kernel
+// (msv_exact_kernel.cuh). Part of hmm_gpu.cu's translation unit: included there only, inside its
+// anonymous namespace, after hmm_kernel_constants.cuh.
+#pragma once
+
+// ---------------------------------------------------------------- MSV, fast wavefront
+
+struct MsvFastArgs {
+  const uint4* profile;  // MsvDeviceLayout::words
+  int profile_vec4;      // its size in 16-byte units
+  int tiles;
+  int pad_residue;                             // Kp: the layout's row of kMsvPadScore
+  const std::uint8_t* const* target_residues;  // per target: its first residue
+  const std::int64_t* offsets;                 // n + 1
+  const int* order;                            // targets, longest first
+  int n;
+  const std::uint8_t* bjbm;  // per target: (tjb(L) + tbm) & 0xff
+  int base, bias, tec;
+  std::int16_t* boundary;  // 2 values per residue: tile boundary columns, ping-pong
+  int* result;
+  int* exact_list;
+  int* exact_count;
+};
+
+// Values above this are clamped every 32 rows (see below); any cell above it has overflowed.
+constexpr int kMsvClamp = 1024;
+
+// One group of G threads per target, N nodes per thread. With the begin score xB held
+// constant (HMMER's SSV shortcut; targets where the J state could matter are re-run by
+// msv_exact_kernel), HMMER's unsigned byte cell
+//     v' = max(min(max(v_diag, xB) + bias, 255) - cost, 0)
+// is kept as u = v - xB and computed without its two clamps:
+//     u' = max(u_diag, 0) + b = max(u_diag + b, b),   b = bias - cost
+// i.e. one __viaddmax_s16x2 (DPX) per two cells, plus one __vimax3_s16x2 per four cells
+// for the best cell. Why the result is HMMER's:
+// - the final max(., 0): a negative v' only ever meets max(., xB) again (xB >= 0), and the
+//   best cell starts at v = 0;
+// - the min(., 255): when xB + bias < 255 it acts only on a cell whose predecessor reached
+//   255 - bias, and the first such cell (rows in order) is computed from unclamped values,
+//   so the best cell reaches 255 - bias exactly when HMMER's does (an overflow: the host
+//   reports it; targets with xB + bias >= 255 are left to the exact kernel). To keep
+//   16 bits from wrapping, cells are clamped to kMsvClamp every 32 rows (after the best
+//   cell has seen them): u grows by at most 255 per row, so |u| stays under 16384;
+// - rows outside the target (the wavefront's fill and drain, and the padding to whole G
+//   steps) take the residue row of kMsvPadScore, as padding nodes do: such a cell is below
+//   -xB (v < 0) and never raises the best cell, and it only feeds rows outside the target
+//   or max(., 0).
+template <int G, int N>
+__global__ void __launch_bounds__(kMsvBlockThreads) msv_wavefront_kernel(MsvFastArgs a) {
+  constexpr int H = N / 2;  // registers, two nodes each
+  constexpr int Q = N / 8;  // 16-byte profile reads per row
+  extern __shared__ uint4 shared_profile[];
+  for (int i = threadIdx.x; i < a.profile_vec4; i += blockDim.x) shared_profile[i] = a.profile[i];
+  __syncthreads();
+
+  const int t = threadIdx.x % G;
+  const int group = (blockIdx.x * blockDim.x + threadIdx.x) / G;
+  const bool has_target = group < a.n;
+  const int target = has_target ? a.order[group] : 0;
+  const std::int64_t offset = has_target ? a.offsets[target] : 0;
+  const int L = has_target ? static_cast<int>(a.offsets[target + 1] - offset) : 0;
+  const std::uint8_t* dsq = a.target_residues[target];
+  const int xB = has_target ? max(a.base - int{a.bjbm[target]}, 0) : 0;
+  const unsigned pad = static_cast<unsigned>(a.pad_residue);
+  const unsigned clamp2 = pack2(kMsvClamp);
+  // Whole G-step blocks: the padding rows are harmless (see above).
+  const int steps =
+      (static_cast<int>(__reduce_max_sync(kAll, static_cast<unsigned>(L))) + 2 * G - 2) / G * G;
+  const std::size_t residue_stride = static_cast<std::size_t>(a.tiles) * Q * G;
+
+  unsigned best = pack2(-xB);  // v = 0
+  std::int16_t* read_column = a.boundary + 2 * offset;
+  std::int16_t* write_column = read_column + L;
+  for (int tile = 0; tile < a.tiles; ++tile) {
+    unsigned w[H];
+#pragma unroll
+    for (int j = 0; j < H; ++j) w[j] = 0;  // u = 0: v = xB, as good as any v <= xB
+    // Last register (holding the strip's last node in its high half) at my two latest
+    // rows: the next thread needs the older one (the diagonal predecessor).
+    unsigned last_now = 0, last_before = 0;
+    unsigned residue = pad;
+    const bool writer = t == G - 1 && tile + 1 < a.tiles;
+    const uint4* tile_profile = shared_profile + static_cast<std::size_t>(tile) * Q * G + t;
+    // Thread 0's input of step s, (boundary cell of row s-1) << 16 | residue of row s, is
+    // loaded by the group's G threads one step each, a whole G steps ahead of use:
+    // global-memory latency stays off the wavefront's critical path.
+    const auto load_input = [&](int s0) -> unsigned {
+      const int row = s0 + t;
+      const unsigned x = row < L ? unsigned{dsq[row]} : pad;
+      const unsigned column = (tile > 0 && row >= 1 && row <= L)
+                                  ? static_cast<std::uint16_t>(read_column[row - 1])
+                                  : 0u;
+      return column << 16 | x;
+    };
+    unsigned inputs_now = load_input(0), inputs_next = load_input(G);
+    for (int s0 = 0; s0 < steps; s0 += G) {
+#pragma unroll 8
+      for (int u = 0; u < G; ++u) {
+        // One shuffle brings my left neighbour's last node (its row before) in the high
+        // half and its residue (my row's) in the low half; thread 0 takes the group's input.
+        const unsigned from_left =
+            __shfl_up_sync(kAll, (last_before & 0xffff0000u) | residue, 1, G);
+        const unsigned from_row = __shfl_sync(kAll, inputs_now, u, G);
+        const unsigned in = t == 0 ? from_row : from_left;
+        residue = in & 0xffffu;
+        const uint4* p = tile_profile + residue * residue_stride;
+        unsigned b[H];
+#pragma unroll
+        for (int q = 0; q < Q; ++q) {
+          const uint4 v = p[q * G];
+          b[4 * q] = v.x;
+          b[4 * q + 1] = v.y;
+          b[4 * q + 2] = v.z;
+          b[4 * q + 3] = v.w;
+        }
+        // Register 0's diagonal predecessors: (left neighbour's last node, my node H-1).
+        const unsigned shifted0 = __byte_perm(in, w[H - 1], 0x5432);
+#pragma unroll
+        for (int j = H - 1; j >= 1; --j) w[j] = __viaddmax_s16x2(w[j - 1], b[j], b[j]);
+        w[0] = __viaddmax_s16x2(shifted0, b[0], b[0]);
+#pragma unroll
+        for (int j = 0; j < H; j += 2) best = __vimax3_s16x2(best, w[j], w[j + 1]);
+        last_before = last_now;
+        last_now = w[H - 1];
+        const int i = s0 + u - t;  // my row
+        if (writer && static_cast<unsigned>(i) < static_cast<unsigned>(L))
+          write_column[i] = static_cast<std::int16_t>(w[H - 1] >> 16);
+      }
+      inputs_now = inputs_next;
+      inputs_next = load_input(s0 + 2 * G);
+      if ((s0 & 31) + G >= 32) {  // every 32 rows
+#pragma unroll
+        for (int j = 0; j < H; ++j) w[j] = __vmins2(w[j], clamp2);
+      }
+    }
+    __syncwarp();
+    std::int16_t* swap = read_column;
+    read_column = write_column;
+    write_column = swap;
+  }
+  int c = max(static_cast<int>(static_cast<std::int16_t>(best & 0xffffu)),
+              static_cast<int>(static_cast<std::int16_t>(best >> 16)));
+#pragma unroll
+  for (int d = G / 2; d >= 1; d /= 2) c = max(c, __shfl_xor_sync(kAll, c, d, G));
+  if (t == 0 && has_target) {
+    const int C = min(c + xB, 255);  // best cell as HMMER's byte (255: overflowed)
+    if (C - a.tec > a.base || xB + a.bias >= 255) {
+      // The J state could have been used: the begin score was not constant; or the begin
+      // score alone reaches the 255 clamp (see above). Exact kernel.
+      a.result[target] = -1;
+      a.exact_list[atomicAdd(a.exact_count, 1)] = target;
+    } else {
+      a.result[target] = C;
+    }
+  }
+}
+
+// ---------------------------------------------------------------- MSV, exact rows
+
+// The generic exact kernel (msv_exact_kernel.cuh): M from the arguments, the rows in
+// global memory. The engine compiles run-time specialisations of the same code with
+// NVRTC (nvrtc_jit.hpp) when GpuKernelChoice::jit asks.
+using MsvExactArgs = msv_exact::Args;
+__global__ void __launch_bounds__(kExactBlockThreads) msv_exact_kernel(MsvExactArgs a) {
+  msv_exact::msv_exact_rows<0>(a);
+}

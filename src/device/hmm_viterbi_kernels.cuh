@@ -1,0 +1,346 @@
+// The Viterbi filter kernels: a warp per target, a warp per target with nodes in registers (strip),
+// and a thread per target. Part of hmm_gpu.cu's translation unit: included there only, inside its
+// anonymous namespace, after hmm_kernel_constants.cuh.
+#pragma once
+
+// ---------------------------------------------------------------- Viterbi filter
+
+struct ViterbiArgs {
+  const std::int16_t* match;  // [x][k], k = 0..M
+  const uint4* nodes;         // per node: bm mm im dm md mi ii dd_in (int16 each)
+  int M;
+  int base, e_loop, e_move, dd_bound;
+  const std::uint8_t* const* target_residues;  // per target: its first residue
+  const std::int64_t* offsets;
+  const int* list;               // targets
+  const std::int16_t* ncj_move;  // per list entry
+  int count;
+  const int* item_order;  // list entries, longest target first (warp strategy)
+  int* next_item;         // work counter (warp strategy), zero at launch
+  short4* rows;           // warp strategy: (M+1) per warp; thread strategy: see kernel
+  int* result;            // per list entry: xC, or kViterbiOverflow
+};
+
+struct NodeScores {
+  int bm, mm, im, dm, md, mi, ii, dd_in;
+};
+__device__ inline NodeScores unpack_node(uint4 q) {
+  const auto lo = [](unsigned v) {
+    return static_cast<int>(static_cast<std::int16_t>(v & 0xffffu));
+  };
+  const auto hi = [](unsigned v) { return static_cast<int>(static_cast<std::int16_t>(v >> 16)); };
+  return {lo(q.x), hi(q.x), lo(q.y), hi(q.y), lo(q.z), hi(q.z), lo(q.w), hi(q.w)};
+}
+
+// A warp per target, rows in order (lane l owns nodes l+1, l+33, ...), the row of
+// (M, I, D) in global memory (cached). The lazy-F rule of viterbi_filter_reference: the
+// delete-delete chain is run on a row only when Dmax + dd_bound > xB. The chain
+// D(k) = max(D(k), D(k-1) + dd(k-1)) with 16-bit saturation equals the unsaturated
+// (max,+) recurrence because dd <= 0 and every D >= -32768, so it is a warp scan of the
+// maps f_k(x) = max(a_k, x + b_k), carried from chunk to chunk.
+__global__ void __launch_bounds__(kExactBlockThreads) viterbi_warp_kernel(ViterbiArgs a) {
+  extern __shared__ short4 shared_rows[];
+  const int lane = threadIdx.x % 32;
+  const int warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+  const int warps = gridDim.x * blockDim.x / 32;
+  // The row in shared memory when the launch gave some (a.rows == nullptr), else global.
+  short4* row = a.rows == nullptr
+                    ? shared_rows + static_cast<std::size_t>(threadIdx.x / 32) * (a.M + 1)
+                    : a.rows + static_cast<std::size_t>(warp) * (a.M + 1);
+  const short neg = static_cast<short>(kNeg16);
+  (void)warps;
+  // Warps take the next target from a counter, longest targets first: no warp is left
+  // with a long tail of fixed work.
+  for (;;) {
+    int next = 0;
+    if (lane == 0) next = atomicAdd(a.next_item, 1);
+    next = __shfl_sync(kAll, next, 0);
+    if (next >= a.count) break;
+    const int item = a.item_order[next];
+    const int target = a.list[item];
+    const std::int64_t offset = a.offsets[target];
+    const int L = static_cast<int>(a.offsets[target + 1] - offset);
+    const std::uint8_t* dsq = a.target_residues[target];
+    const int ncj = a.ncj_move[item];
+    for (int k = lane + 1; k <= a.M; k += 32) row[k] = make_short4(neg, neg, neg, 0);
+    __syncwarp();
+    const int xN = a.base;
+    int xB = static_cast<std::int16_t>(xN + ncj);
+    int xJ = kNeg16, xC = kNeg16;
+    bool overflow = false;
+    for (int i = 0; i < L; ++i) {
+      const std::int16_t* match = a.match + static_cast<std::size_t>(dsq[i]) * (a.M + 1);
+      int carry_m = kNeg16, carry_i = kNeg16, carry_d = kNeg16, carry_md = kNeg16;
+      int best_match = kNeg16, best_delete_entry = kNeg16;
+      for (int c = 0; c < a.M; c += 32) {
+        const int k = c + lane + 1;
+        const bool valid = k <= a.M;
+        const short4 old = valid ? row[k] : make_short4(neg, neg, neg, 0);
+        const NodeScores n = unpack_node(valid ? a.nodes[k] : a.nodes[0]);
+        int diag_m = __shfl_up_sync(kAll, static_cast<int>(old.x), 1);
+        int diag_i = __shfl_up_sync(kAll, static_cast<int>(old.y), 1);
+        int diag_d = __shfl_up_sync(kAll, static_cast<int>(old.z), 1);
+        if (lane == 0) diag_m = carry_m, diag_i = carry_i, diag_d = carry_d;
+        carry_m = __shfl_sync(kAll, static_cast<int>(old.x), 31);
+        carry_i = __shfl_sync(kAll, static_cast<int>(old.y), 31);
+        carry_d = __shfl_sync(kAll, static_cast<int>(old.z), 31);
+        int sv = clamp16(xB + n.bm);
+        sv = max(sv, clamp16(diag_m + n.mm));
+        sv = max(sv, clamp16(diag_i + n.im));
+        sv = max(sv, clamp16(diag_d + n.dm));
+        sv = clamp16(sv + (valid ? int{match[k]} : 0));
+        const int ins = max(clamp16(int{old.x} + n.mi), clamp16(int{old.y} + n.ii));
+        const int md = clamp16(sv + n.md);  // M_k -> D_k+1
+        int del = __shfl_up_sync(kAll, md, 1);
+        if (lane == 0) del = carry_md;
+        carry_md = __shfl_sync(kAll, md, 31);
+        if (valid) {
+          best_match = max(best_match, sv);
+          best_delete_entry = max(best_delete_entry, md);
+          row[k] = make_short4(static_cast<short>(sv), static_cast<short>(ins),
+                               static_cast<short>(k == 1 ? kNeg16 : del), 0);
+        }
+      }
+      const int xE = __reduce_max_sync(kAll, static_cast<unsigned>(best_match + 32768)) - 32768;
+      if (xE >= 32767) {
+        overflow = true;
+        break;
+      }
+      xC = static_cast<std::int16_t>(max(xC, xE + a.e_move));
+      xJ = static_cast<std::int16_t>(max(xJ, xE + a.e_loop));
+      xB = static_cast<std::int16_t>(max(xJ + ncj, xN + ncj));
+      const int d_max =
+          __reduce_max_sync(kAll, static_cast<unsigned>(best_delete_entry + 32768)) - 32768;
+      if (d_max + a.dd_bound > xB) {
+        __syncwarp();
+        int carry = kNeg16;  // D(0): none
+        for (int c = 0; c < a.M; c += 32) {
+          const int k = c + lane + 1;
+          const bool valid = k <= a.M;
+          int A = valid ? int{row[k].z} : kNeg16;
+          int B = valid ? unpack_node(a.nodes[k]).dd_in : kNeg16;
+#pragma unroll
+          for (int d = 1; d < 32; d *= 2) {
+            const int A_before = __shfl_up_sync(kAll, A, d);
+            const int B_before = __shfl_up_sync(kAll, B, d);
+            if (lane >= d) {
+              A = max(A, A_before + B);
+              B = max(B_before + B, -(1 << 24));  // keep sums far from int overflow
+            }
+          }
+          const int D = max(A, carry + B);
+          if (valid && k >= 2) row[k].z = static_cast<short>(D);
+          carry = __shfl_sync(kAll, D, 31);
+        }
+      }
+      __syncwarp();
+    }
+    __syncwarp();
+    if (lane == 0) a.result[item] = overflow ? kViterbiOverflow : xC;
+  }
+}
+
+// Strip kernel (GpuStrategy::warp_strip): a warp per target, lane l owning the S
+// consecutive nodes l*S+1 .. l*S+S in registers (M, I, D in 32-bit ints), so a row is S
+// sequential node updates per lane and one shuffle of the lane's last (M, I, D, M->D)
+// to the next lane, instead of a shuffle chain per 32-node chunk. Nodes past M compute
+// garbage that only flows to higher nodes past M and is left out of xE and Dmax. The
+// lazy-F rule as viterbi_warp_kernel: when Dmax + dd_bound > xB, each lane composes its
+// strip's (max,+) maps, one warp scan gives each lane the D entering its strip, and the
+// lane finishes its strip sequentially (exact by the same argument: dd <= 0, D >= -32768).
+template <int S>
+__global__ void __launch_bounds__(kExactBlockThreads) viterbi_strip_kernel(ViterbiArgs a) {
+  const int lane = threadIdx.x % 32;
+  const int first = lane * S + 1;          // this lane's first node
+  const int valid_nodes = a.M - lane * S;  // nodes j < valid_nodes are <= M
+  for (;;) {
+    int next = 0;
+    if (lane == 0) next = atomicAdd(a.next_item, 1);
+    next = __shfl_sync(kAll, next, 0);
+    if (next >= a.count) break;
+    const int item = a.item_order[next];
+    const int target = a.list[item];
+    const std::int64_t offset = a.offsets[target];
+    const int L = static_cast<int>(a.offsets[target + 1] - offset);
+    const std::uint8_t* dsq = a.target_residues[target];
+    const int ncj = a.ncj_move[item];
+    int mv[S], iv[S], dv[S];
+#pragma unroll
+    for (int j = 0; j < S; ++j) mv[j] = iv[j] = dv[j] = kNeg16;
+    const int xN = a.base;
+    int xB = static_cast<std::int16_t>(xN + ncj);
+    int xJ = kNeg16, xC = kNeg16;
+    bool overflow = false;
+    for (int i = 0; i < L; ++i) {
+      const std::int16_t* match = a.match + static_cast<std::size_t>(dsq[i]) * (a.M + 1);
+      // Row i-1's values of node first-1 (the previous lane's last node).
+      int diag_m = __shfl_up_sync(kAll, mv[S - 1], 1);
+      int diag_i = __shfl_up_sync(kAll, iv[S - 1], 1);
+      int diag_d = __shfl_up_sync(kAll, dv[S - 1], 1);
+      if (lane == 0) diag_m = diag_i = diag_d = kNeg16;
+      int best_match = kNeg16, best_delete_entry = kNeg16;
+      int md_prev = kNeg16;  // M(i, k-1) + md(k-1), within the strip
+#pragma unroll
+      for (int j = 0; j < S; ++j) {
+        const bool valid = j < valid_nodes;
+        const NodeScores n = unpack_node(__ldg(a.nodes + (valid ? first + j : 0)));
+        const int emit = valid ? int{__ldg(match + first + j)} : 0;
+        int sv = clamp16(xB + n.bm);
+        sv = max(sv, clamp16(diag_m + n.mm));
+        sv = max(sv, clamp16(diag_i + n.im));
+        sv = max(sv, clamp16(diag_d + n.dm));
+        sv = clamp16(sv + emit);
+        const int ins = max(clamp16(mv[j] + n.mi), clamp16(iv[j] + n.ii));
+        const int md = clamp16(sv + n.md);
+        diag_m = mv[j];
+        diag_i = iv[j];
+        diag_d = dv[j];
+        mv[j] = sv;
+        iv[j] = ins;
+        dv[j] = md_prev;  // j = 0 is set from the previous lane below
+        md_prev = md;
+        if (valid) {
+          best_match = max(best_match, sv);
+          best_delete_entry = max(best_delete_entry, md);
+        }
+      }
+      {
+        const int from_left = __shfl_up_sync(kAll, md_prev, 1);
+        dv[0] = lane == 0 ? kNeg16 : from_left;  // node 1 has no D
+      }
+      const int xE = __reduce_max_sync(kAll, static_cast<unsigned>(best_match + 32768)) - 32768;
+      if (xE >= 32767) {
+        overflow = true;
+        break;
+      }
+      xC = static_cast<std::int16_t>(max(xC, xE + a.e_move));
+      xJ = static_cast<std::int16_t>(max(xJ, xE + a.e_loop));
+      xB = static_cast<std::int16_t>(max(xJ + ncj, xN + ncj));
+      const int d_max =
+          __reduce_max_sync(kAll, static_cast<unsigned>(best_delete_entry + 32768)) - 32768;
+      if (d_max + a.dd_bound > xB) {
+        // The strip's map x -> max(A, x + B), x the D entering node `first`.
+        int A = kNeg16, B = 0;
+#pragma unroll
+        for (int j = 0; j < S; ++j) {
+          const int dd = j < valid_nodes ? unpack_node(__ldg(a.nodes + first + j)).dd_in : kNeg16;
+          A = max(dv[j], A + dd);
+          B = max(B + dd, -(1 << 24));
+        }
+#pragma unroll
+        for (int d = 1; d < 32; d *= 2) {
+          const int A_before = __shfl_up_sync(kAll, A, d);
+          const int B_before = __shfl_up_sync(kAll, B, d);
+          if (lane >= d) {
+            A = max(A, A_before + B);
+            B = max(B_before + B, -(1 << 24));
+          }
+        }
+        int carry = __shfl_up_sync(kAll, A, 1);  // D of the previous lane's last node
+        if (lane == 0) carry = kNeg16;
+#pragma unroll
+        for (int j = 0; j < S; ++j) {
+          const int dd = j < valid_nodes ? unpack_node(__ldg(a.nodes + first + j)).dd_in : kNeg16;
+          dv[j] = max(dv[j], carry + dd);
+          carry = dv[j];
+        }
+      }
+    }
+    if (lane == 0) a.result[item] = overflow ? kViterbiOverflow : xC;
+  }
+}
+
+// Walters et al. (2009): one thread per target, the whole row in 32-bit registers and
+// global memory, interleaved across threads so that neighbouring threads' accesses
+// coalesce. Same arithmetic as viterbi_filter_reference, step for step.
+__global__ void viterbi_thread_kernel(ViterbiArgs a) {
+  const int thread = blockIdx.x * blockDim.x + threadIdx.x;
+  const int threads = gridDim.x * blockDim.x;
+  const short neg = static_cast<short>(kNeg16);
+  // rows[k * threads + thread], k = 0..M+1.
+  const auto at = [&](int k) -> short4& {
+    return a.rows[static_cast<std::size_t>(k) * threads + thread];
+  };
+  for (int item = thread; item < a.count; item += threads) {
+    const int target = a.list[item];
+    const std::int64_t offset = a.offsets[target];
+    const int L = static_cast<int>(a.offsets[target + 1] - offset);
+    const std::uint8_t* dsq = a.target_residues[target];
+    const int ncj = a.ncj_move[item];
+    for (int k = 0; k <= a.M + 1; ++k) at(k) = make_short4(neg, neg, neg, 0);
+    const int xN = a.base;
+    int xB = static_cast<std::int16_t>(xN + ncj);
+    int xJ = kNeg16, xC = kNeg16;
+    bool overflow = false;
+    for (int i = 0; i < L && !overflow; ++i) {
+      const std::int16_t* match = a.match + static_cast<std::size_t>(dsq[i]) * (a.M + 1);
+      int best_match = kNeg16, best_delete_entry = kNeg16;
+      short4 diag = at(0);  // row i-1, node k-1
+      int d_next = kNeg16;  // D(i, k) from M(i, k-1)
+      for (int k = 1; k <= a.M; ++k) {
+        const short4 old = at(k);
+        const NodeScores n = unpack_node(a.nodes[k]);
+        int sv = clamp16(xB + n.bm);
+        sv = max(sv, clamp16(int{diag.x} + n.mm));
+        sv = max(sv, clamp16(int{diag.y} + n.im));
+        sv = max(sv, clamp16(int{diag.z} + n.dm));
+        sv = clamp16(sv + match[k]);
+        best_match = max(best_match, sv);
+        const int md = clamp16(sv + n.md);
+        best_delete_entry = max(best_delete_entry, md);
+        const int ins = max(clamp16(int{old.x} + n.mi), clamp16(int{old.y} + n.ii));
+        at(k) = make_short4(static_cast<short>(sv), static_cast<short>(ins),
+                            static_cast<short>(d_next), 0);
+        d_next = md;
+        diag = old;
+      }
+      const int xE = best_match;
+      if (xE >= 32767) {
+        overflow = true;
+        break;
+      }
+      xC = static_cast<std::int16_t>(max(xC, xE + a.e_move));
+      xJ = static_cast<std::int16_t>(max(xJ, xE + a.e_loop));
+      xB = static_cast<std::int16_t>(max(xJ + ncj, xN + ncj));
+      if (best_delete_entry + a.dd_bound > xB) {
+        int previous = at(1).z;
+        for (int k = 2; k <= a.M; ++k) {
+          short4 cell = at(k);
+          const int d = max(int{cell.z}, clamp16(previous + unpack_node(a.nodes[k]).dd_in));
+          cell.z = static_cast<short>(d);
+          at(k) = cell;
+          previous = d;
+        }
+      }
+    }
+    a.result[item] = overflow ? kViterbiOverflow : xC;
+  }
+}
+
+// Nodes per lane of viterbi_strip_kernel for a model of M nodes: the smallest strip of
+// 4, 8, 16 or 32 that covers the model, 0 past 1024 nodes (viterbi_warp_kernel then).
+int viterbi_strip_width(int M) {
+  static_assert(32 * 32 == kViterbiStripMaxLength);
+  for (int s = 4; s <= 32; s *= 2) {
+    if (32 * s >= M) return s;
+  }
+  return 0;
+}
+
+template <typename F>
+void with_strip_kernel(int width, F&& f) {
+  switch (width) {
+    case 4:
+      f(viterbi_strip_kernel<4>);
+      break;
+    case 8:
+      f(viterbi_strip_kernel<8>);
+      break;
+    case 16:
+      f(viterbi_strip_kernel<16>);
+      break;
+    default:
+      f(viterbi_strip_kernel<32>);
+      break;
+  }
+}

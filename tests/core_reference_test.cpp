@@ -464,11 +464,12 @@ TEST(Reference, SsvShortcutAgreesWithMsv) {
   EXPECT_GT(below_floor, 0);
 }
 
-// run_with_bias_together (the first pass stops at the bias filter, the bias filters of the
-// targets that asked are computed together, their second pass finishes them) gives every
-// target run_filters' scores, bit for bit: random targets with planted consensus (they pass
-// MSV) and biased stretches, on the tutorial models, at two F1 thresholds.
-TEST(Reference, BiasTogetherGivesRunFiltersScores) {
+// run_filters_together (the bias filters of the targets that reach it computed together)
+// and the decisions on scores computed elsewhere (decide_through_bias, then
+// decide_after_viterbi, as a GPU feeder makes them) give every target run_filters' scores,
+// bit for bit: random targets with planted consensus (they pass MSV) and biased stretches,
+// on the tutorial models, at three F1 thresholds and without the bias filter.
+TEST(Reference, FiltersTogetherAndDeviceDecisionsGiveRunFiltersScores) {
   const auto same = [](float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; };
   const std::uint64_t seed = test::test_seed();
   std::mt19937_64 rng(seed);
@@ -495,40 +496,41 @@ TEST(Reference, BiasTogetherGivesRunFiltersScores) {
       dsq.push_back(s.data());
       L.push_back(static_cast<int>(s.size()));
     }
-    for (const double F1 : {0.02, 0.5}) {
+    for (const auto& [F1, bias_filter] : std::vector<std::pair<double, bool>>{
+             {0.02, true}, {0.5, true}, {1.0, true}, {0.02, false}}) {
       CascadeSettings settings;
       settings.F1 = F1;
-      ASSERT_TRUE(bias_together_applies(settings));
-      std::vector<TargetScores> got(seqs.size());
-      std::vector<FilterScore> msv(seqs.size());
-      std::size_t second = 0;
-      run_with_bias_together(sp.bias, seqs.size(), dsq.data(), L.data(),
-                             [&](std::size_t i, const float* bias) {
-                               MsvThenBias two(kernels);
-                               if (bias != nullptr) {
-                                 two.msv_score = msv[i];
-                                 two.bias_score = bias;
-                                 ++second;
-                               }
-                               got[i] = run_filters(sp, settings, two, dsq[i], L[i]);
-                               if (bias == nullptr) msv[i] = two.msv_score;
-                               return two.wants_bias;
-                             });
+      settings.bias_filter = bias_filter;
+      const std::string what =
+          std::string(name) + " F1 " + std::to_string(F1) + (bias_filter ? "" : " nobias");
+      std::vector<TargetScores> together(seqs.size());
+      int between = 0;
+      run_filters_together(sp, settings, kernels, seqs.size(), dsq.data(), L.data(),
+                           together.data(), [&] { ++between; });
+      EXPECT_GE(between, static_cast<int>(seqs.size())) << what;
       int past_bias = 0;
       for (std::size_t i = 0; i < seqs.size(); ++i) {
         const TargetScores want = run_filters(sp, settings, kernels, dsq[i], L[i]);
-        const TargetScores& t = got[i];
-        EXPECT_EQ(t.stage, want.stage) << name << " target " << i;
-        EXPECT_TRUE(same(t.filter_nats, want.filter_nats)) << name << " target " << i;
-        EXPECT_TRUE(same(t.msv_bits, want.msv_bits)) << name << " target " << i;
-        EXPECT_TRUE(same(t.viterbi_bits, want.viterbi_bits) ||
-                    (std::isnan(t.viterbi_bits) && std::isnan(want.viterbi_bits)))
-            << name << " target " << i;
-        EXPECT_EQ(t.pvalue, want.pvalue) << name << " target " << i;
+        // The decisions on scores computed elsewhere, as a GPU feeder makes them.
+        TargetScores device;
+        if (decide_through_bias(sp, settings, dsq[i], L[i], kernels.msv(dsq[i], L[i]), device) ==
+            NextStage::viterbi)
+          decide_after_viterbi(sp, settings, kernels.viterbi(dsq[i], L[i]), device);
+        for (const TargetScores* t : {&together[i], &device}) {
+          const std::string who =
+              what + (t == &device ? " device" : " together") + " target " + std::to_string(i);
+          EXPECT_EQ(t->stage, want.stage) << who;
+          EXPECT_TRUE(same(t->null_nats, want.null_nats)) << who;
+          EXPECT_TRUE(same(t->filter_nats, want.filter_nats)) << who;
+          EXPECT_TRUE(same(t->msv_bits, want.msv_bits)) << who;
+          EXPECT_TRUE(same(t->viterbi_bits, want.viterbi_bits) ||
+                      (std::isnan(t->viterbi_bits) && std::isnan(want.viterbi_bits)))
+              << who;
+          EXPECT_EQ(t->pvalue, want.pvalue) << who;
+        }
         past_bias += want.stage != Stage::msv && want.stage != Stage::bias;
       }
-      EXPECT_GT(second, 0u) << name << " F1 " << F1;  // some targets took the second pass
-      EXPECT_GT(past_bias, 0) << name << " F1 " << F1;
+      EXPECT_GT(past_bias, 0) << what;
     }
   }
 }

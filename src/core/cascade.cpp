@@ -15,61 +15,73 @@ double forward_pvalue(const SearchProfile& profile, double bits) {
   return std::exp(exponential_log_survival(bits, profile.forward_tau, profile.forward_lambda));
 }
 
-TargetScores run_filters(const SearchProfile& profile, const CascadeSettings& settings,
-                         FilterKernels& kernels, const Residue* dsq, int L) {
-  TargetScores out;
-  if (L == 0) return out;  // HMMER skips empty targets silently
-  const float nullsc = null_score(L);
-  out.null_nats = nullsc;
+namespace {
 
-  // MSV filter.
-  FilterScore msv = kernels.msv(dsq, L);
-  // HMMER's MSV stage runs SSV first: its begin score floors the reported score.
+// The MSV score as HMMER's MSV stage reports it: SSV runs first, and its begin score
+// floors the MSV score.
+float floored_msv_nats(const SearchProfile& profile, int L, FilterScore msv) {
   float floor_nats;
   if (!msv.overflow && msv_ssv_floor(profile.msv, L, floor_nats))
     msv.nats = std::max(msv.nats, floor_nats);
-  float seq_score = (msv.nats - nullsc) / static_cast<float>(kLog2);
-  out.msv_bits = seq_score;
-  double P = gumbel_survival(seq_score, profile.msv_mu, profile.msv_lambda);
-  out.pvalue = P;
-  out.stage = Stage::msv;
-  if (P > settings.F1) return out;
-
-  // Bias (composition) filter: the MSV score against a null that may absorb biased
-  // composition.
-  float filtersc = nullsc;
-  out.stage = Stage::bias;
-  if (settings.bias_filter) {
-    filtersc = kernels.bias(profile.bias, dsq, L);
-    seq_score = (msv.nats - filtersc) / static_cast<float>(kLog2);
-    P = gumbel_survival(seq_score, profile.msv_mu, profile.msv_lambda);
-    out.pvalue = P;
-    if (P > settings.F1) return out;
-  }
-  out.filter_nats = filtersc;
-
-  // Viterbi filter, unless the MSV P-value already meets its threshold.
-  out.stage = Stage::viterbi;
-  if (P > settings.F2) {
-    const FilterScore vit = kernels.viterbi(dsq, L);
-    seq_score = (vit.nats - filtersc) / static_cast<float>(kLog2);
-    out.viterbi_bits = seq_score;
-    P = gumbel_survival(seq_score, profile.viterbi_mu, profile.viterbi_lambda);
-    out.pvalue = P;
-    if (P > settings.F2) return out;
-  }
-
-  out.stage = Stage::forward;  // Forward comes next (run_forward_stage)
-  return out;
+  return msv.nats;
 }
 
-namespace {
+// After the bias filter (or without one): the Viterbi filter, unless the MSV P-value
+// already meets its threshold.
+NextStage viterbi_or_forward(const CascadeSettings& settings, double P, TargetScores& out) {
+  out.stage = Stage::viterbi;
+  if (P > settings.F2) return NextStage::viterbi;
+  out.stage = Stage::forward;
+  return NextStage::forward;
+}
 
-// The F3 decision and what the target keeps, from its Forward score (nats).
-void finish_forward_stage(const SearchProfile& profile, const CascadeSettings& settings,
-                          float fwdsc, TargetScores& out) {
+}  // namespace
+
+NextStage decide_after_msv(const SearchProfile& profile, const CascadeSettings& settings, int L,
+                           FilterScore msv, TargetScores& out) {
+  out = TargetScores{};
+  if (L == 0) return NextStage::none;  // HMMER skips empty targets silently
+  const float nullsc = null_score(L);
+  out.null_nats = nullsc;
+  const float seq_score = (floored_msv_nats(profile, L, msv) - nullsc) / static_cast<float>(kLog2);
+  out.msv_bits = seq_score;
+  const double P = gumbel_survival(seq_score, profile.msv_mu, profile.msv_lambda);
+  out.pvalue = P;
+  out.stage = Stage::msv;
+  if (P > settings.F1) return NextStage::none;
+  out.stage = Stage::bias;
+  if (settings.bias_filter) return NextStage::bias;
+  out.filter_nats = nullsc;
+  return viterbi_or_forward(settings, P, out);
+}
+
+NextStage decide_after_bias(const SearchProfile& profile, const CascadeSettings& settings, int L,
+                            FilterScore msv, float bias_nats, TargetScores& out) {
+  // The MSV score against a null that may absorb biased composition.
+  const float seq_score =
+      (floored_msv_nats(profile, L, msv) - bias_nats) / static_cast<float>(kLog2);
+  const double P = gumbel_survival(seq_score, profile.msv_mu, profile.msv_lambda);
+  out.pvalue = P;
+  if (P > settings.F1) return NextStage::none;
+  out.filter_nats = bias_nats;
+  return viterbi_or_forward(settings, P, out);
+}
+
+NextStage decide_after_viterbi(const SearchProfile& profile, const CascadeSettings& settings,
+                               FilterScore viterbi, TargetScores& out) {
+  const float seq_score = (viterbi.nats - out.filter_nats) / static_cast<float>(kLog2);
+  out.viterbi_bits = seq_score;
+  const double P = gumbel_survival(seq_score, profile.viterbi_mu, profile.viterbi_lambda);
+  out.pvalue = P;
+  if (P > settings.F2) return NextStage::none;
+  out.stage = Stage::forward;
+  return NextStage::forward;
+}
+
+void decide_after_forward(const SearchProfile& profile, const CascadeSettings& settings,
+                          float forward_nats, TargetScores& out) {
   out.forward_run = true;
-  const float seq_score = (fwdsc - out.filter_nats) / static_cast<float>(kLog2);
+  const float seq_score = (forward_nats - out.filter_nats) / static_cast<float>(kLog2);
   const double P = exponential_survival(seq_score, profile.forward_tau, profile.forward_lambda);
   if (P > settings.F3) {
     // Rejected. A fast kernel may have decided this with a score that is not the
@@ -80,16 +92,31 @@ void finish_forward_stage(const SearchProfile& profile, const CascadeSettings& s
     return;
   }
   // The reported score uses the plain null model (no null2: --nonull2 semantics).
-  out.forward_bits = (fwdsc - out.null_nats) / static_cast<float>(kLog2);
+  out.forward_bits = (forward_nats - out.null_nats) / static_cast<float>(kLog2);
   out.stage = Stage::passed;
   out.pvalue = forward_pvalue(profile, out.forward_bits);
 }
 
-}  // namespace
+NextStage decide_through_bias(const SearchProfile& profile, const CascadeSettings& settings,
+                              const Residue* dsq, int L, FilterScore msv, TargetScores& out) {
+  const NextStage next = decide_after_msv(profile, settings, L, msv, out);
+  if (next != NextStage::bias) return next;
+  return decide_after_bias(profile, settings, L, msv, bias_filter_score(profile.bias, dsq, L), out);
+}
+
+TargetScores run_filters(const SearchProfile& profile, const CascadeSettings& settings,
+                         FilterKernels& kernels, const Residue* dsq, int L) {
+  TargetScores out;
+  if (L == 0) return out;
+  const NextStage next = decide_through_bias(profile, settings, dsq, L, kernels.msv(dsq, L), out);
+  if (next == NextStage::viterbi)
+    decide_after_viterbi(profile, settings, kernels.viterbi(dsq, L), out);
+  return out;
+}
 
 void run_forward_stage(const SearchProfile& profile, const CascadeSettings& settings,
                        FilterKernels& kernels, const Residue* dsq, int L, TargetScores& out) {
-  finish_forward_stage(profile, settings, kernels.forward(dsq, L), out);
+  decide_after_forward(profile, settings, kernels.forward(dsq, L), out);
 }
 
 void run_forward_stages(const SearchProfile& profile, const CascadeSettings& settings,
@@ -98,7 +125,7 @@ void run_forward_stages(const SearchProfile& profile, const CascadeSettings& set
   std::vector<float> scores(targets.size());
   kernels.forward_many(targets, scores);
   for (std::size_t j = 0; j < targets.size(); ++j)
-    finish_forward_stage(profile, settings, scores[j], *outs[j]);
+    decide_after_forward(profile, settings, scores[j], *outs[j]);
 }
 
 TargetScores run_cascade(const SearchProfile& profile, const CascadeSettings& settings,

@@ -68,10 +68,6 @@ class FilterKernels {
     for (std::size_t j = 0; j < targets.size(); ++j)
       scores[j] = forward(targets[j].dsq, targets[j].L);
   }
-  // The bias filter's null score (nats): bias_filter_score unless a caller already has it.
-  virtual float bias(const BiasFilterModel& model, const Residue* dsq, int L) {
-    return bias_filter_score(model, dsq, L);
-  }
 };
 
 // The scalar references as a FilterKernels, with the canonical Forward (which the
@@ -93,7 +89,32 @@ class ReferenceKernels final : public FilterKernels {
   CanonicalForward forward_;
 };
 
-// The whole cascade for one target.
+// The cascade's decisions: pure functions of a target's scores, with HMMER 3.3.2's rules,
+// so that a CPU worker, a GPU feeder's host work and the post stage make the same
+// decisions on the same scores in the same order, whatever computed them. Each records
+// the stage reached in `out` (stage, bits, P-value) and says which stage runs next
+// (none: the target stopped, out.stage says where).
+enum class NextStage : std::uint8_t { none, bias, viterbi, forward };
+// First: the MSV filter's score `msv` (nats, as the kernel returns it: HMMER's SSV floor
+// is applied here) of a target of L residues. Resets `out`; an empty target stops.
+NextStage decide_after_msv(const SearchProfile& profile, const CascadeSettings& settings, int L,
+                           FilterScore msv, TargetScores& out);
+// decide_after_msv, then the bias filter (bias_filter_score) and decide_after_bias where
+// it runs: the decisions on an MSV score computed elsewhere (a GPU). Returns none,
+// viterbi or forward.
+NextStage decide_through_bias(const SearchProfile& profile, const CascadeSettings& settings,
+                              const Residue* dsq, int L, FilterScore msv, TargetScores& out);
+// After NextStage::bias: the same MSV score and the bias filter's null score (nats).
+NextStage decide_after_bias(const SearchProfile& profile, const CascadeSettings& settings, int L,
+                            FilterScore msv, float bias_nats, TargetScores& out);
+// After NextStage::viterbi: the Viterbi filter's score.
+NextStage decide_after_viterbi(const SearchProfile& profile, const CascadeSettings& settings,
+                               FilterScore viterbi, TargetScores& out);
+// After NextStage::forward (needs_forward): the Forward score (nats).
+void decide_after_forward(const SearchProfile& profile, const CascadeSettings& settings,
+                          float forward_nats, TargetScores& out);
+
+// The whole cascade for one target: the kernels run and the decisions above.
 TargetScores run_cascade(const SearchProfile& profile, const CascadeSettings& settings,
                          FilterKernels& kernels, const Residue* dsq, int L);
 
@@ -115,86 +136,38 @@ void run_forward_stages(const SearchProfile& profile, const CascadeSettings& set
                         FilterKernels& kernels, std::span<const ForwardTarget> targets,
                         std::span<TargetScores* const> outs);
 
-// A target's kernels as run_with_bias_together's two passes see them. First pass
-// (bias_score null): MSV from `kernels`, its score kept in msv_score; the bias filter
-// answered with +infinity and recorded in wants_bias. Second pass (the caller sets
-// msv_score to the first pass' and bias_score): that MSV score, that bias score, the
-// Viterbi filter from `kernels`. Forward is not a filter's: forward() throws.
-class MsvThenBias final : public FilterKernels {
- public:
-  explicit MsvThenBias(FilterKernels& kernels) : kernels_(kernels) {}
-  FilterScore msv_score{};
-  bool wants_bias = false;
-  const float* bias_score = nullptr;
-  FilterScore msv(const Residue* dsq, int L) override {
-    if (bias_score == nullptr) msv_score = kernels_.msv(dsq, L);
-    return msv_score;
-  }
-  float bias(const BiasFilterModel&, const Residue*, int) override {
-    if (bias_score != nullptr) return *bias_score;
-    wants_bias = true;
-    return std::numeric_limits<float>::infinity();
-  }
-  FilterScore viterbi(const Residue* dsq, int L) override {
-    if (bias_score == nullptr) throw std::logic_error("MsvThenBias: Viterbi before the bias");
-    return kernels_.viterbi(dsq, L);
-  }
-  float forward(const Residue*, int) override {
-    throw std::logic_error("MsvThenBias: Forward is the Forward stage's");
-  }
-
- private:
-  FilterKernels& kernels_;
-};
-
-// A target's kernels when its MSV score was computed elsewhere (a GPU) and its Viterbi
-// filter may run elsewhere or later: MSV answers msv_score, the bias filter runs here (its
-// score is then the result's filter_nats), and a Viterbi filter asked for is recorded in
-// viterbi_requested and answered with an overflow. run_filters' result is final only
-// when !viterbi_requested; otherwise the target resumes with MsvThenBias (msv_score, the
-// result's filter_nats as the bias score) and the real Viterbi filter. Forward throws.
-class StopBeforeViterbi final : public FilterKernels {
- public:
-  explicit StopBeforeViterbi(FilterScore msv) : msv_score(msv) {}
-  FilterScore msv_score;
-  bool viterbi_requested = false;
-  FilterScore msv(const Residue*, int) override { return msv_score; }
-  FilterScore viterbi(const Residue*, int) override {
-    viterbi_requested = true;
-    return {std::numeric_limits<float>::infinity(), true};
-  }
-  float forward(const Residue*, int) override {
-    throw std::logic_error("StopBeforeViterbi: Forward is the Forward stage's");
-  }
-};
-
-// Several targets' cascades with their bias filters computed together (bias_filter_scores,
-// bit for bit bias_filter_score, several targets interleaved). run(i, bias) runs target i's
-// cascade: with bias == nullptr (the first pass) its bias filter must give +infinity and
-// run must return whether the target asked for it, which stops the target there with a
-// P-value of 1; with a score, its bias filter gives *bias (the second pass, only for the
-// targets that asked). That stop is a rejection only when F1 < 1 with the bias filter on:
-// callers use this when bias_together_applies, else run every target once with its own
-// bias filter.
-inline bool bias_together_applies(const CascadeSettings& settings) {
-  return settings.bias_filter && settings.F1 < 1.0;
-}
-
-template <class Run>
-void run_with_bias_together(const BiasFilterModel& model, std::size_t n, const Residue* const* dsq,
-                            const int* L, Run&& run) {
-  std::vector<std::size_t> asked;
-  std::vector<const Residue*> asked_dsq;
-  std::vector<int> asked_L;
+// run_filters for n targets, the bias filters of those that reach it computed together
+// (bias_filter_scores: bit for bit bias_filter_score, several targets interleaved), then
+// the rest of their filters: out[i] is what run_filters gives for target i. `between()`
+// runs after each target's kernels (a CPU worker lends a hand to GPU feeders there).
+template <class Between>
+void run_filters_together(const SearchProfile& profile, const CascadeSettings& settings,
+                          FilterKernels& kernels, std::size_t n, const Residue* const* dsq,
+                          const int* L, TargetScores* out, Between&& between) {
+  std::vector<FilterScore> msv(n);
+  std::vector<std::size_t> at_bias;
+  std::vector<const Residue*> bias_dsq;
+  std::vector<int> bias_L;
   for (std::size_t i = 0; i < n; ++i) {
-    if (!run(i, static_cast<const float*>(nullptr))) continue;
-    asked.push_back(i);
-    asked_dsq.push_back(dsq[i]);
-    asked_L.push_back(L[i]);
+    if (L[i] > 0) msv[i] = kernels.msv(dsq[i], L[i]);
+    const NextStage next = decide_after_msv(profile, settings, L[i], msv[i], out[i]);
+    if (next == NextStage::bias) {
+      at_bias.push_back(i);
+      bias_dsq.push_back(dsq[i]);
+      bias_L.push_back(L[i]);
+    } else if (next == NextStage::viterbi) {
+      decide_after_viterbi(profile, settings, kernels.viterbi(dsq[i], L[i]), out[i]);
+    }
+    between();
   }
-  std::vector<float> bias(asked.size());
-  bias_filter_scores(model, asked_dsq.data(), asked_L.data(), asked.size(), bias.data());
-  for (std::size_t j = 0; j < asked.size(); ++j) run(asked[j], &bias[j]);
+  std::vector<float> bias(at_bias.size());
+  bias_filter_scores(profile.bias, bias_dsq.data(), bias_L.data(), at_bias.size(), bias.data());
+  for (std::size_t j = 0; j < at_bias.size(); ++j) {
+    const std::size_t i = at_bias[j];
+    if (decide_after_bias(profile, settings, L[i], msv[i], bias[j], out[i]) == NextStage::viterbi)
+      decide_after_viterbi(profile, settings, kernels.viterbi(dsq[i], L[i]), out[i]);
+    between();
+  }
 }
 
 // The margin (nats) added to an inexact Forward score (a SIMD or GPU parser known to be

@@ -16,41 +16,6 @@ namespace duet::app {
 
 namespace {
 
-// FilterKernels answering with the MSV and Viterbi scores computed on the GPU and the
-// bias filter's score of phase one (StopBeforeViterbi): the cascade again for a target
-// that ran the Viterbi filter on the GPU.
-class GpuViterbi final : public FilterKernels {
- public:
-  GpuViterbi(FilterScore msv, float bias, FilterScore viterbi)
-      : msv_(msv), bias_(bias), viterbi_(viterbi) {}
-  float bias(const BiasFilterModel&, const Residue*, int) override { return bias_; }
-  FilterScore msv(const Residue*, int) override { return msv_; }
-  FilterScore viterbi(const Residue*, int) override { return viterbi_; }
-  float forward(const Residue*, int) override {
-    throw std::logic_error(
-        "GPU backend: Forward scores come from the canonical kernel (phase three)");
-  }
-
- private:
-  FilterScore msv_;
-  float bias_;
-  FilterScore viterbi_;
-};
-
-// The canonical Forward score the GPU computed (bit for bit CanonicalForward::score):
-// run_forward_stage with it decides and records exactly what a CPU worker would.
-class CanonicalScore final : public FilterKernels {
- public:
-  float score = 0;
-  FilterScore msv(const Residue*, int) override {
-    throw std::logic_error("CanonicalScore: Forward only");
-  }
-  FilterScore viterbi(const Residue*, int) override {
-    throw std::logic_error("CanonicalScore: Forward only");
-  }
-  float forward(const Residue*, int) override { return score; }
-};
-
 std::string gpu_name(int device) {
   for (const auto& g : device::list_gpus().gpus) {
     if (g.index == device) return g.name;
@@ -103,9 +68,8 @@ struct HmmsearchGpuBackend::Lane {
     std::vector<int> viterbi;
     std::vector<int> forward;
     // Too few targets need the Viterbi filter to fill the GPU: their later stages are left
-    // to the CPU's post stage, from their MSV scores (kept here) and bias filter scores.
+    // to the CPU's post stage, their decisions made up to the Viterbi filter.
     bool to_cpu = false;
-    std::vector<FilterScore> msv;
   } halves[device::HmmGpuEngine::kSlots];
 };
 
@@ -251,7 +215,6 @@ std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(
             if (needs_forward(out.scores[i])) out.remains[i] = Remains::forward;
           }
           if (l.to_cpu) {
-            out.msv.assign(l.msv.begin() + at, l.msv.begin() + at + b->sequences());
             for (int i : l.viterbi) {
               const auto t = static_cast<std::size_t>(i);
               if (t >= at && t - at < b->sequences()) out.remains[t - at] = Remains::viterbi;
@@ -314,10 +277,9 @@ void HmmsearchGpuBackend::run_lanes(std::vector<Lane>& lanes, Half* halves) {
       l.scores.resize(h.targets.size());
       std::vector<char> wants_viterbi(h.targets.size(), 0);
       run_host_loop_(h.targets.size(), kChunk, [&](std::size_t i) {
-        StopBeforeViterbi kernels(msv[i]);
-        l.scores[i] =
-            run_filters(profile, settings_, kernels, h.targets[i].residues, h.targets[i].length);
-        wants_viterbi[i] = kernels.viterbi_requested;
+        wants_viterbi[i] =
+            decide_through_bias(profile, settings_, h.targets[i].residues, h.targets[i].length,
+                                msv[i], l.scores[i]) == NextStage::viterbi;
       });
       for (std::size_t i = 0; i < h.targets.size(); ++i) {
         if (wants_viterbi[i]) l.viterbi.push_back(static_cast<int>(i));
@@ -327,7 +289,6 @@ void HmmsearchGpuBackend::run_lanes(std::vector<Lane>& lanes, Half* halves) {
       // takes them, and the half's Forward stage with them.
       l.to_cpu = !l.viterbi.empty() && std::ssize(l.viterbi) < lane.engine->viterbi_wave_targets();
       if (l.to_cpu) {
-        l.msv = msv;
         times.viterbi_to_cpu += static_cast<std::int64_t>(l.viterbi.size());
       } else {
         lane.engine->submit_viterbi(s, l.viterbi.data(), l.viterbi.size());
@@ -352,15 +313,10 @@ void HmmsearchGpuBackend::run_lanes(std::vector<Lane>& lanes, Half* halves) {
       const Half& h = halves[s];
       Lane::PerHalf& l = lane.halves[s];
       if (l.to_cpu) continue;
-      const std::vector<FilterScore>& msv = lane.engine->wait_msv(s);
       const std::vector<FilterScore>& vit = lane.engine->wait_viterbi(s);
       times.wait_viterbi += since(tick);
       run_host_loop_(l.viterbi.size(), kChunk / 4, [&](std::size_t j) {
-        const int i = l.viterbi[j];
-        // Phase one ran the bias filter (if on) and kept its score as filter_nats.
-        GpuViterbi kernels(msv[i], l.scores[i].filter_nats, vit[j]);
-        l.scores[i] =
-            run_filters(profile, settings_, kernels, h.targets[i].residues, h.targets[i].length);
+        decide_after_viterbi(profile, settings_, vit[j], l.scores[l.viterbi[j]]);
       });
       const std::int64_t vectors =
           (profile.M + kCanonicalForwardLanes - 1) / kCanonicalForwardLanes;
@@ -401,11 +357,9 @@ void HmmsearchGpuBackend::run_lanes(std::vector<Lane>& lanes, Half* halves) {
   }
   // Phase three: the Forward stage with the canonical scores (the engine computed a target
   // rescaled too often for the GPU's record on this thread, the same score).
-  CanonicalScore canonical;
   for (Lane& lane : lanes) {
     const SearchProfile& profile = *models_[lane.model].profile;
     for (int s = 0; s < kSlots; ++s) {
-      const Half& h = halves[s];
       Lane::PerHalf& l = lane.halves[s];
       const std::vector<float> none;
       const std::vector<float>& fwd = l.to_cpu ? none : lane.engine->wait_canonical_forward(s);
@@ -430,9 +384,7 @@ void HmmsearchGpuBackend::run_lanes(std::vector<Lane>& lanes, Half* halves) {
       }
       for (std::size_t j = 0; j < l.forward.size(); ++j) {
         const int i = l.forward[j];
-        canonical.score = fwd[j];
-        run_forward_stage(profile, settings_, canonical, h.targets[i].residues, h.targets[i].length,
-                          l.scores[i]);
+        decide_after_forward(profile, settings_, fwd[j], l.scores[i]);
       }
       times.phase_three += since(tick);
     }

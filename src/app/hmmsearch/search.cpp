@@ -199,45 +199,25 @@ class HmmsearchWorkload final : public scheduler::Workload {
         *model.profile, isa_, simd::ForwardGate::from(settings_), std::move(striped));
   }
 
-  // The filters target by target, then Forward for the block's targets that reached it,
-  // several at once (forward_stage): what run_cascade gives on each. With the bias filter
-  // on, in two passes: MSV for every target (a target that reaches the bias filter stops
-  // there, its MSV score kept), then the bias filter of those targets several at once
-  // (bias_filter_scores, bit for bit bias_filter_score) and the rest of their cascade.
+  // The filters target by target, the bias filters of the targets that reach it together
+  // (run_filters_together), then Forward for the block's targets that reached it, several
+  // at once (forward_stage): what run_cascade gives on each.
   std::int64_t run_model(const SearchProfile& profile, FilterKernels& k,
                          scheduler::ResultSink<BlockRecords>& sink, const scheduler::Block& block) {
-    std::vector<TargetScores> scores(block.sequences());
-    std::vector<std::size_t> at_forward;
-    if (!bias_together_applies(settings_)) {
-      for (std::size_t i = 0; i < block.sequences(); ++i) {
-        scores[i] = run_filters(profile, settings_, k, block.sequence(i), block.length(i));
-        if (needs_forward(scores[i])) at_forward.push_back(i);
-        scheduler::help_host_loops();  // a GPU feeder's host work first (scheduler.hpp)
-      }
-    } else {
-      const std::size_t n = block.sequences();
-      std::vector<const Residue*> dsq(n);
-      std::vector<int> lengths(n);
-      for (std::size_t i = 0; i < n; ++i) {
-        dsq[i] = block.sequence(i);
-        lengths[i] = block.length(i);
-      }
-      std::vector<FilterScore> msv(n);  // the first pass' MSV scores, for the second
-      run_with_bias_together(
-          profile.bias, n, dsq.data(), lengths.data(), [&](std::size_t i, const float* bias) {
-            MsvThenBias kernels(k);
-            if (bias != nullptr) {
-              kernels.msv_score = msv[i];
-              kernels.bias_score = bias;
-            }
-            scores[i] = run_filters(profile, settings_, kernels, dsq[i], lengths[i]);
-            if (bias == nullptr) msv[i] = kernels.msv_score;
-            scheduler::help_host_loops();
-            return kernels.wants_bias;
-          });
-      for (std::size_t i = 0; i < n; ++i)
-        if (needs_forward(scores[i])) at_forward.push_back(i);
+    const std::size_t n = block.sequences();
+    std::vector<TargetScores> scores(n);
+    std::vector<const Residue*> dsq(n);
+    std::vector<int> lengths(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      dsq[i] = block.sequence(i);
+      lengths[i] = block.length(i);
     }
+    // A GPU feeder's host work first between targets (scheduler.hpp).
+    run_filters_together(profile, settings_, k, n, dsq.data(), lengths.data(), scores.data(),
+                         scheduler::help_host_loops);
+    std::vector<std::size_t> at_forward;
+    for (std::size_t i = 0; i < n; ++i)
+      if (needs_forward(scores[i])) at_forward.push_back(i);
     forward_stage(profile, block, at_forward, scores, k);
     return add_block(block, scores, sink);
   }
@@ -255,13 +235,9 @@ class HmmsearchWorkload final : public scheduler::Workload {
       FilterKernels& k = kernels(models_[j], worker);
       std::vector<std::size_t> at_forward;
       for (std::size_t i = 0; i < block.sequences(); ++i) {
-        if (m.remains[i] == Remains::viterbi) {
-          MsvThenBias resume(k);
-          resume.msv_score = m.msv[i];
-          const float bias = m.scores[i].filter_nats;
-          resume.bias_score = &bias;
-          m.scores[i] = run_filters(profile, settings_, resume, block.sequence(i), block.length(i));
-        }
+        if (m.remains[i] == Remains::viterbi)  // the device decided up to the Viterbi filter
+          decide_after_viterbi(profile, settings_, k.viterbi(block.sequence(i), block.length(i)),
+                               m.scores[i]);
         if (m.remains[i] != Remains::nothing && needs_forward(m.scores[i])) at_forward.push_back(i);
       }
       forward_stage(profile, block, at_forward, m.scores, k);
@@ -361,24 +337,6 @@ class HmmsearchWorkload final : public scheduler::Workload {
   std::mutex mutex_;  // guards spare_kernels_
 };
 
-// The filters' scalar references, for the test-double GPU (no state: one per target).
-class ReferenceFilters final : public FilterKernels {
- public:
-  explicit ReferenceFilters(const SearchProfile& profile) : profile_(profile) {}
-  FilterScore msv(const Residue* dsq, int L) override {
-    return msv_filter_reference(profile_.msv, dsq, L);
-  }
-  FilterScore viterbi(const Residue* dsq, int L) override {
-    return viterbi_filter_reference(profile_.viterbi, dsq, L);
-  }
-  float forward(const Residue*, int) override {
-    throw std::logic_error("test-double GPU: Forward is the CPU's (post stage)");
-  }
-
- private:
-  const SearchProfile& profile_;
-};
-
 // What the test-double GPU (kit/test_double_gpu.hpp) computed of a block: each model's
 // scores, and the targets left to the CPU.
 struct TestDoubleBlock {
@@ -401,16 +359,17 @@ TestDoubleBlock test_double_block(const HmmsearchWorkload& workload,
     DeviceBlockScores& out = result.per_model[j];
     out.scores.resize(b.sequences());
     out.remains.assign(b.sequences(), Remains::nothing);
-    if (viterbi_to_cpu) out.msv.resize(b.sequences());
     run_host_loop(b.sequences(), 16, [&](std::size_t i) {
+      const Residue* dsq = b.sequence(i);
+      const int L = b.length(i);
+      const NextStage next = decide_through_bias(
+          profile, settings, dsq, L, msv_filter_reference(profile.msv, dsq, L), out.scores[i]);
+      if (next != NextStage::viterbi) return;
       if (viterbi_to_cpu) {
-        out.msv[i] = msv_filter_reference(profile.msv, b.sequence(i), b.length(i));
-        StopBeforeViterbi kernels(out.msv[i]);
-        out.scores[i] = run_filters(profile, settings, kernels, b.sequence(i), b.length(i));
-        if (kernels.viterbi_requested) out.remains[i] = Remains::viterbi;
+        out.remains[i] = Remains::viterbi;
       } else {
-        ReferenceFilters kernels(profile);
-        out.scores[i] = run_filters(profile, settings, kernels, b.sequence(i), b.length(i));
+        decide_after_viterbi(profile, settings, viterbi_filter_reference(profile.viterbi, dsq, L),
+                             out.scores[i]);
       }
     });
     for (std::size_t i = 0; i < b.sequences(); ++i) {

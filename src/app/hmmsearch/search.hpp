@@ -33,16 +33,14 @@ struct TargetRecord {
 enum class Remains : std::uint8_t {
   nothing,
   forward,  // the Forward stage (needs_forward)
-  viterbi,  // the Viterbi filter on (StopBeforeViterbi), then Forward if it passes
+  viterbi,  // the Viterbi filter (decided up to it: decide_through_bias), then Forward
 };
 
 // One block's scores for one model, as a device computed them, and what remains per
-// target. Where a Viterbi filter remains, `msv` holds every target's MSV score (the bias
-// filter's score is the target's filter_nats).
+// target.
 struct DeviceBlockScores {
   std::vector<TargetScores> scores;
   std::vector<Remains> remains;
-  std::vector<FilterScore> msv;
 };
 
 struct PipelineCounts {

@@ -1,4 +1,4 @@
-// Kernel-only throughput of the hmmsearch GPU kernels (src/device/hmm_gpu.hpp): MSV and
+// Kernel-only throughput of the hmmsearch GPU kernels (src/device/hmmsearch/hmm_gpu.hpp): MSV and
 // the Viterbi filter, in cells per second (model length x residues / kernel time, CUDA
 // events, uploads excluded), against model length, on the MMseqs2 example database
 // replicated to a given size. Each run checks a sample of its scores against the scalar
@@ -38,8 +38,8 @@
 #include "core/forward_canonical.hpp"
 #include "core/profile.hpp"
 #include "core/reference_kernels.hpp"
-#include "device/hmm_gpu.hpp"
-#include "device/hmm_gpu_timing.hpp"
+#include "device/hmmsearch/hmm_gpu.hpp"
+#include "device/hmmsearch/hmm_gpu_timing.hpp"
 #include "device/nvrtc_jit.hpp"
 
 using namespace duet;
@@ -313,7 +313,7 @@ int main(int argc, char** argv) {
       std::vector<int> node_choices = {0};
       if (strategy == device::GpuStrategy::warp_groups) node_choices = {0, 16, 32};
       for (int nodes : node_choices) {
-        // The timing code of `duet tune` (device/hmm_gpu_timing.hpp): warm-up, CUDA
+        // The timing code of `duet tune` (device/hmmsearch/hmm_gpu_timing.hpp): warm-up, CUDA
         // events, sampled scores checked against the references.
         const std::vector<device::GpuTarget> none;
         const bool msv = strategy == device::GpuStrategy::warp_groups;

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Build, test and time the NVRTC run-time specialisation of the exact MSV kernel
-# (src/device/msv_exact_kernel.cuh, nvrtc_jit.hpp) on the GPU machine in one call.
+# (src/device/hmmsearch/msv_exact_kernel.cuh, nvrtc_jit.hpp) on the GPU machine in one call.
 # Run from the source root after `source <.device>/setup.sh`; logs under $OUT (or ./jit-out).
 #   usage: bash bench/jit_bench.sh [build dir (default /tmp/b)] [bench arguments...]
 # With JIT_FULL=1 it then runs a memcheck of the JIT launch path, whole GPU-only searches

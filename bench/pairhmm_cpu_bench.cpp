@@ -22,7 +22,7 @@
 
 #include "core/pairhmm_input.hpp"
 #include "core/pairhmm_model.hpp"
-#include "host_simd/pairhmm_simd.hpp"
+#include "host_simd/pairhmm/pairhmm_simd.hpp"
 
 namespace {
 

@@ -40,7 +40,7 @@
 #include "core/hmm.hpp"
 #include "core/profile.hpp"
 #include "core/reference_kernels.hpp"
-#include "host_simd/simd_kernels.hpp"
+#include "host_simd/hmmsearch/simd_kernels.hpp"
 
 namespace {
 

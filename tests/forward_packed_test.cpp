@@ -23,8 +23,8 @@
 #include "core/hmm.hpp"
 #include "core/profile.hpp"
 #include "core/striping.hpp"
-#include "host_simd/isa_kernels.hpp"
-#include "host_simd/simd_kernels.hpp"
+#include "host_simd/hmmsearch/isa_kernels.hpp"
+#include "host_simd/hmmsearch/simd_kernels.hpp"
 #include "simd_test_support.hpp"
 
 namespace duet::simd {

@@ -1,4 +1,4 @@
-// The GPU canonical Forward (HmmGpuEngine::canonical_forward, src/device/hmm_gpu.hpp)
+// The GPU canonical Forward (HmmGpuEngine::canonical_forward, src/device/hmmsearch/hmm_gpu.hpp)
 // against the CPU's canonical Forward (core/forward_canonical.hpp), bit for bit (the
 // floats' bits compared), on random models of every length class and on the tutorial
 // models; targets of every residue code, lengths 0 to 5000, long strong hits that rescale
@@ -20,7 +20,7 @@
 #include "core/striping.hpp"
 #include "core/text_reader.hpp"
 #include "device/gpu_info.hpp"
-#include "device/hmm_gpu.hpp"
+#include "device/hmmsearch/hmm_gpu.hpp"
 #include "gpu_test_support.hpp"
 #include "simd_test_support.hpp"
 

@@ -1,4 +1,4 @@
-// The GPU kernels of hmmsearch (src/device/hmm_gpu.hpp) against the scalar references,
+// The GPU kernels of hmmsearch (src/device/hmmsearch/hmm_gpu.hpp) against the scalar references,
 // and whole searches with and without the GPU. Labelled `gpu`; where no GPU is present
 // the device tests are skipped with a message (the layout round trips still run).
 // Random models and targets print their seed; DUET_TEST_SEED replays one.
@@ -21,10 +21,10 @@
 #include "core/reference_kernels.hpp"
 #include "core/text_reader.hpp"
 #include "device/gpu_info.hpp"
-#include "device/hmm_gpu.hpp"
-#include "device/hmm_gpu_timing.hpp"
+#include "device/hmmsearch/hmm_gpu.hpp"
+#include "device/hmmsearch/hmm_gpu_timing.hpp"
+#include "device/hmmsearch/jit_sources.hpp"
 #include "device/jit_cache.hpp"
-#include "device/jit_sources.hpp"
 #include "device/nvrtc_jit.hpp"
 #include "gpu_test_support.hpp"
 #include "search_compare.hpp"
@@ -537,7 +537,8 @@ void write_bytes(const std::string& path, const std::string& bytes) {
 
 // The text NVRTC compiles is the header nvcc compiled (no GPU needed: runs everywhere).
 TEST(GpuJit, EmbeddedSourceIsTheKernelHeader) {
-  const std::string header = read_bytes(DUET_SOURCE_DIR "/src/device/msv_exact_kernel.cuh");
+  const std::string header =
+      read_bytes(DUET_SOURCE_DIR "/src/device/hmmsearch/msv_exact_kernel.cuh");
   ASSERT_FALSE(header.empty());
   EXPECT_EQ(std::string(device::msv_exact_kernel_source()), header);
   EXPECT_NE(header.find("duet_msv_exact_jit"), std::string::npos);

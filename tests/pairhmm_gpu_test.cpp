@@ -15,8 +15,8 @@
 #endif
 
 #include "core/pairhmm_model.hpp"
-#include "device/pairhmm_gpu_feed.hpp"
-#include "device/pairhmm_gpu_layout.hpp"
+#include "device/pairhmm/pairhmm_gpu_feed.hpp"
+#include "device/pairhmm/pairhmm_gpu_layout.hpp"
 #include "pairhmm_test_support.hpp"
 #include "test_support.hpp"
 

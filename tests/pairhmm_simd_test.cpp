@@ -1,7 +1,7 @@
 // Every pair-HMM CPU kernel of the variant table against the canonical float sum (bit for
 // bit) and, through finish_likelihood, against the double reference; ISAs this CPU lacks
 // are skipped. Random tests print their seed; DUET_TEST_SEED replays one.
-#include "host_simd/pairhmm_simd.hpp"
+#include "host_simd/pairhmm/pairhmm_simd.hpp"
 
 #include <gtest/gtest.h>
 #include <simde/x86/sse.h>

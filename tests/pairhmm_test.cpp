@@ -11,7 +11,7 @@
 #include "core/error.hpp"
 #include "core/pairhmm_input.hpp"
 #include "core/pairhmm_model.hpp"
-#include "host_simd/pairhmm_simd.hpp"
+#include "host_simd/pairhmm/pairhmm_simd.hpp"
 #include "io/hdf5_file.hpp"
 #include "pairhmm_test_support.hpp"
 #include "test_support.hpp"

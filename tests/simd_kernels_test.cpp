@@ -4,7 +4,7 @@
 // with DUET_TEST_SEED) and on HMMER's tutorial models against the MMseqs2 example
 // database. Also: the striped layouts' round trip, the variant table, the dispatcher, and
 // the cascade run through SimdFilterKernels.
-#include "host_simd/simd_kernels.hpp"
+#include "host_simd/hmmsearch/simd_kernels.hpp"
 
 #include <gtest/gtest.h>
 #include <xmmintrin.h>
@@ -30,7 +30,7 @@
 #include "core/profile.hpp"
 #include "core/reference_kernels.hpp"
 #include "core/statistics.hpp"
-#include "host_simd/striped_profiles.hpp"
+#include "host_simd/hmmsearch/striped_profiles.hpp"
 #include "simd_test_support.hpp"
 
 namespace duet::simd {

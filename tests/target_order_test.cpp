@@ -1,6 +1,6 @@
-// order_longest_first (src/device/target_order.hpp, host code of the GPU engines): the same
-// order as std::stable_sort by key descending, on both of its paths.
-#include "device/target_order.hpp"
+// order_longest_first (src/device/hmmsearch/target_order.hpp, host code of the GPU engines): the
+// same order as std::stable_sort by key descending, on both of its paths.
+#include "device/hmmsearch/target_order.hpp"
 
 #include <gtest/gtest.h>
 

@@ -29,7 +29,7 @@
 #include "core/hmm.hpp"
 #include "core/input_file.hpp"
 #include "device/gpu_info.hpp"
-#include "host_simd/simd_kernels.hpp"
+#include "host_simd/hmmsearch/simd_kernels.hpp"
 #include "io/config.hpp"
 #include "io/hdf5_file.hpp"
 #include "io/kernel_table.hpp"

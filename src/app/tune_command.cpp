@@ -1,9 +1,9 @@
 // `duet tune`: see tune_command.hpp. For each model length: a synthetic model (drawn from
 // real models as `duet synth-model` draws them), every MSV thread-group size and the
 // Viterbi strategies (warp, thread, and strip up to its length limit) timed kernel-only
-// (device/hmm_gpu_timing.hpp, the same code as bench/hmm_gpu_bench) on a database replicated to a
-// residue budget that shrinks with the length; the fastest per length kept, adjacent lengths with
-// the same choice merged.
+// (device/hmmsearch/hmm_gpu_timing.hpp, the same code as bench/hmm_gpu_bench) on a database
+// replicated to a residue budget that shrinks with the length; the fastest per length kept,
+// adjacent lengths with the same choice merged.
 #include "app/tune_command.hpp"
 
 #include <unistd.h>
@@ -25,7 +25,7 @@
 #include "io/kernel_table.hpp"
 #ifdef DUET_HAVE_CUDA
 #include "device/gpu_info.hpp"
-#include "device/hmm_gpu_timing.hpp"
+#include "device/hmmsearch/hmm_gpu_timing.hpp"
 #endif
 
 namespace duet::app {

@@ -3,15 +3,15 @@
 //
 // Definition: the Forward parser (p7_ForwardParser's recurrence, as forward_parser_reference
 // writes it) computed in a fixed order, that of the striped parser in 4 float lanes
-// (host_simd/kernels_impl.hpp's forward_parser, SSE4.1 instance), with denormals flushed
+// (host_simd/hmmsearch/kernels_impl.hpp's forward_parser, SSE4.1 instance), with denormals flushed
 // to zero and read as zero. forward_canonical below is that computation written with
 // vectors of 4 floats (the GCC/Clang vector extension), one operation where the SIMD
 // parser has one vector instruction; the SSE4.1 kernel equals it bit for bit
 // (tests/simd_kernels_test.cpp), and so does the packed kernel that runs this order for
-// several targets at once, one per 128 bits of a vector (host_simd/isa_kernels.hpp's
+// several targets at once, one per 128 bits of a vector (host_simd/hmmsearch/isa_kernels.hpp's
 // forward_canonical_packed, tests/forward_packed_test.cpp): the search's CPU workers use it.
 // forward_parser_reference stays the textbook reference: the canonical score is within
-// the SIMD Forward tolerance of it (host_simd/simd_kernels.hpp).
+// the SIMD Forward tolerance of it (host_simd/hmmsearch/simd_kernels.hpp).
 //
 // The order, per target row i (Q = ceil(M / 4) vectors; node k in vector (k-1) % Q, lane
 // (k-1) / Q; striped_layout.hpp):
@@ -46,7 +46,7 @@ float forward_canonical(const ForwardStripedView& profile, const Residue* dsq, i
                         float move, float* rows);
 
 // The logarithms of the canonical score, written once: forward_canonical ends with them,
-// and so does the GPU canonical Forward (src/device/hmm_gpu.hpp), whose kernel computes
+// and so does the GPU canonical Forward (src/device/hmmsearch/hmm_gpu.hpp), whose kernel computes
 // every float of the parser and records the xE of each rescaled row and the final C * move
 // for the host to finish. After a row rescaled by 1/xE (xE > 1e4), the running scale is
 // canonical_forward_rescaled(scale, xE) = float(scale + log(double(xE))); the DP's score is

@@ -1,6 +1,6 @@
 // The striped (Farrar) order of profile scores, as plain data shared by the scalar
 // canonical Forward (core/forward_canonical.hpp) and the per-ISA SIMD kernels
-// (host_simd/isa_kernels.hpp). Only plain data here: the SIMD kernel objects include
+// (host_simd/hmmsearch/isa_kernels.hpp). Only plain data here: the SIMD kernel objects include
 // this header, and no inline code of the standard library may be instantiated in them.
 //
 // A model of M nodes in vectors of n lanes uses Q = ceil(M / n) vectors per row (at least

@@ -1,5 +1,5 @@
 // The GPU kernel-choice table: which hmmsearch kernels (MSV thread-group size, Viterbi
-// strategy; src/device/hmm_gpu.hpp) run a model of a given length, as measured on one GPU
+// strategy; src/device/hmmsearch/hmm_gpu.hpp) run a model of a given length, as measured on one GPU
 // by `duet tune` (src/app/tune_command.cpp). A TOML file, by default configs/gpu-kernels.toml:
 //
 //   device = "NVIDIA H100 80GB HBM3"      # the GPU it was measured on (not empty)

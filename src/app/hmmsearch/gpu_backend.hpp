@@ -1,9 +1,9 @@
 // The real GPU backend of the hmmsearch workload (CUDA builds only): a GpuBackend that
-// runs MSV, the Viterbi filter and the canonical Forward on one GPU (src/device/hmm_gpu.hpp),
-// the bias filter and the cascade's decisions on the host. The GPU's Forward scores are
-// the canonical ones bit for bit (the engine finishes them on the host, and computes the
-// rare target rescaled too often for the GPU's record with forward_canonical); only targets
-// too long for one GPU thread's row walk are computed on the host, in packs of similar
+// runs MSV, the Viterbi filter and the canonical Forward on one GPU
+// (src/device/hmmsearch/hmm_gpu.hpp), the bias filter and the cascade's decisions on the host. The
+// GPU's Forward scores are the canonical ones bit for bit (the engine finishes them on the host,
+// and computes the rare target rescaled too often for the GPU's record with forward_canonical);
+// only targets too long for one GPU thread's row walk are computed on the host, in packs of similar
 // length, in a host loop that runs while the GPU computes the others. A batch runs
 // against every model of the pass in turn, and is split in two halves on the engine's two
 // slots (streams), so that one half's kernels overlap the other half's host work and
@@ -19,7 +19,7 @@
 
 #include "app/hmmsearch/search.hpp"
 #include "core/cascade.hpp"
-#include "device/hmm_gpu.hpp"
+#include "device/hmmsearch/hmm_gpu.hpp"
 #include "scheduler/scheduler.hpp"
 
 namespace duet::app {

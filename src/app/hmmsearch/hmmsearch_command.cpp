@@ -18,7 +18,7 @@
 #include "core/error.hpp"
 #include "core/hmm.hpp"
 #include "core/input_file.hpp"
-#include "host_simd/simd_kernels.hpp"
+#include "host_simd/hmmsearch/simd_kernels.hpp"
 #include "io/config.hpp"
 #include "io/hdf5_file.hpp"
 #include "io/kernel_table.hpp"

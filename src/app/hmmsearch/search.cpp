@@ -17,7 +17,7 @@
 #include "app/kit/run_context.hpp"
 #include "app/kit/test_double_gpu.hpp"
 #include "core/error.hpp"
-#include "host_simd/simd_kernels.hpp"
+#include "host_simd/hmmsearch/simd_kernels.hpp"
 #include "io/kernel_table.hpp"
 #include "scheduler/result_sink.hpp"
 #ifdef DUET_HAVE_CUDA

@@ -9,9 +9,9 @@
 
 #include "app/kit/run_context.hpp"
 #include "core/error.hpp"
-#include "host_simd/pairhmm_simd.hpp"
+#include "host_simd/pairhmm/pairhmm_simd.hpp"
 #ifdef DUET_HAVE_CUDA
-#include "device/pairhmm_gpu_feed.hpp"
+#include "device/pairhmm/pairhmm_gpu_feed.hpp"
 #endif
 
 namespace duet::app {

@@ -12,7 +12,7 @@
 #include "app/pairhmm/pairhmm_kernels.hpp"
 #include "core/alphabet.hpp"
 #include "core/error.hpp"
-#include "host_simd/pairhmm_simd.hpp"
+#include "host_simd/pairhmm/pairhmm_simd.hpp"
 
 namespace duet::app {
 

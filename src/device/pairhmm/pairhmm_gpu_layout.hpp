@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/pairhmm_model.hpp"
-#include "device/pairhmm_gpu.hpp"
+#include "device/pairhmm/pairhmm_gpu.hpp"
 
 namespace duet::device::pairhmm {
 

@@ -10,7 +10,7 @@
 
 #include "core/profile.hpp"
 #include "core/striping.hpp"
-#include "host_simd/isa_kernels.hpp"
+#include "host_simd/hmmsearch/isa_kernels.hpp"
 
 namespace duet::simd {
 

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "core/profile.hpp"
-#include "device/by_length.hpp"
 #include "device/cuda_raii.cuh"
-#include "device/target_order.hpp"
+#include "device/hmmsearch/by_length.hpp"
+#include "device/hmmsearch/target_order.hpp"
 
 namespace duet::device::detail {
 

@@ -10,7 +10,7 @@
 
 #include <cstdint>
 
-#include "host_simd/pairhmm_isa_kernels.hpp"
+#include "host_simd/pairhmm/pairhmm_isa_kernels.hpp"
 
 #if DUET_PAIRHMM_VECTOR_BITS == 256
 #include <simde/x86/avx2.h>

@@ -21,7 +21,7 @@
 
 #include "device/cuda_raii.cuh"
 #include "device/ftz_arithmetic.cuh"
-#include "device/pairhmm_gpu.hpp"
+#include "device/pairhmm/pairhmm_gpu.hpp"
 
 namespace duet::device::pairhmm {
 

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "core/pairhmm_model.hpp"
-#include "device/pairhmm_gpu.hpp"
-#include "device/pairhmm_gpu_layout.hpp"
+#include "device/pairhmm/pairhmm_gpu.hpp"
+#include "device/pairhmm/pairhmm_gpu_layout.hpp"
 
 namespace duet::device::pairhmm {
 

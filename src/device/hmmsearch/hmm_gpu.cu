@@ -16,16 +16,16 @@
 #include <string>
 #include <unordered_map>
 
-#include "device/by_length.hpp"
 #include "device/cuda_raii.cuh"
-#include "device/hmm_canonical_gpu.cuh"
-#include "device/hmm_forward_gpu.cuh"
-#include "device/hmm_gpu.hpp"
-#include "device/jit_sources.hpp"
-#include "device/msv_exact_kernel.cuh"
+#include "device/hmmsearch/by_length.hpp"
+#include "device/hmmsearch/hmm_canonical_gpu.cuh"
+#include "device/hmmsearch/hmm_forward_gpu.cuh"
+#include "device/hmmsearch/hmm_gpu.hpp"
+#include "device/hmmsearch/jit_sources.hpp"
+#include "device/hmmsearch/msv_exact_kernel.cuh"
+#include "device/hmmsearch/target_order.hpp"
 #include "device/nvrtc_jit.hpp"
 #include "device/resident_store.cuh"
-#include "device/target_order.hpp"
 
 namespace duet::device {
 
@@ -45,9 +45,9 @@ using detail::Stream;
 // ---------------------------------------------------------------- kernels
 
 // Included inside this anonymous namespace: the kernels belong to this translation unit.
-#include "device/hmm_kernel_constants.cuh"
-#include "device/hmm_msv_kernels.cuh"
-#include "device/hmm_viterbi_kernels.cuh"
+#include "device/hmmsearch/hmm_kernel_constants.cuh"
+#include "device/hmmsearch/hmm_msv_kernels.cuh"
+#include "device/hmmsearch/hmm_viterbi_kernels.cuh"
 
 // ---------------------------------------------------------------- context setup
 

@@ -7,4 +7,4 @@
 
 #define DUET_PAIRHMM_NAMESPACE avx2
 #define DUET_PAIRHMM_VECTOR_BITS 256
-#include "host_simd/pairhmm_kernel_impl.hpp"
+#include "host_simd/pairhmm/pairhmm_kernel_impl.hpp"

@@ -7,4 +7,4 @@
 
 #define DUET_SIMD_NAMESPACE avx2
 #define DUET_SIMD_VECTOR_BITS 256
-#include "host_simd/kernels_impl.hpp"
+#include "host_simd/hmmsearch/kernels_impl.hpp"

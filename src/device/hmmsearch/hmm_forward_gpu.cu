@@ -27,8 +27,8 @@
 #include <string>
 
 #include "device/cuda_raii.cuh"
-#include "device/forward_targets.cuh"
-#include "device/hmm_forward_gpu.cuh"
+#include "device/hmmsearch/forward_targets.cuh"
+#include "device/hmmsearch/hmm_forward_gpu.cuh"
 
 namespace duet::device::detail {
 

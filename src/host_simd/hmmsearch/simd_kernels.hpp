@@ -3,7 +3,7 @@
 //
 // Contract of every kernel (written once, here):
 //   - Inputs: a SearchProfile's scores (core/profile.hpp), striped for the ISA's vector
-//     width by the functions of host_simd/striped_profiles.hpp, and a target of L digital
+//     width by the functions of host_simd/hmmsearch/striped_profiles.hpp, and a target of L digital
 //     residues (any code 0..Kp-1, degenerate, gap, '*' and '~' included); L = 0 is allowed.
 //   - SSV, MSV and Viterbi return EXACTLY the score of the scalar reference of
 //     core/reference_kernels.hpp, bit for bit, overflow included: an MSV or Viterbi
@@ -109,9 +109,9 @@ struct ForwardGate {
 // tolerance the tests enforce, plus 0.01 nats.
 float forward_margin(float simd_score);
 
-struct StripedProfiles;  // host_simd/striped_profiles.hpp
+struct StripedProfiles;  // host_simd/hmmsearch/striped_profiles.hpp
 struct DpRows;
-struct CanonicalTarget;  // host_simd/isa_kernels.hpp
+struct CanonicalTarget;  // host_simd/hmmsearch/isa_kernels.hpp
 
 // The SIMD filters of one model for one ISA: striped profiles (read-only, shareable
 // between the kernels of several threads: stripe_profiles) and DP rows (its own).

@@ -1,6 +1,6 @@
 // Pair-HMM SIMD dispatch and the inter-pair layout (see pairhmm_simd.hpp and
 // pairhmm_isa_kernels.hpp). Compiled without ISA flags.
-#include "host_simd/pairhmm_simd.hpp"
+#include "host_simd/pairhmm/pairhmm_simd.hpp"
 
 #include <simde/x86/sse.h>
 
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "host_simd/pairhmm_isa_kernels.hpp"
+#include "host_simd/pairhmm/pairhmm_isa_kernels.hpp"
 
 namespace duet::simd::pairhmm {
 

@@ -2,9 +2,10 @@
 // duet::simd::pairhmm::avx512. The source is pairhmm_kernel_impl.hpp; this file only
 // chooses the width. CMake compiles it, and nothing else, with the avx512 flags.
 #if !defined(__AVX512BW__)
-#error "pairhmm_avx512.cpp must be compiled with the avx512 flags (see src/host_simd/CMakeLists.txt)"
+#error \
+    "pairhmm_avx512.cpp must be compiled with the avx512 flags (see src/host_simd/CMakeLists.txt)"
 #endif
 
 #define DUET_PAIRHMM_NAMESPACE avx512
 #define DUET_PAIRHMM_VECTOR_BITS 512
-#include "host_simd/pairhmm_kernel_impl.hpp"
+#include "host_simd/pairhmm/pairhmm_kernel_impl.hpp"

@@ -8,4 +8,4 @@
 
 #define DUET_SIMD_NAMESPACE avx512
 #define DUET_SIMD_VECTOR_BITS 512
-#include "host_simd/kernels_impl.hpp"
+#include "host_simd/hmmsearch/kernels_impl.hpp"

@@ -1,5 +1,5 @@
 // Striped layouts of the filter scores and their inverses; see striped_profiles.hpp.
-#include "host_simd/striped_profiles.hpp"
+#include "host_simd/hmmsearch/striped_profiles.hpp"
 
 #include <algorithm>
 #include <cstddef>

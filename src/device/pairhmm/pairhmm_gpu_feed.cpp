@@ -1,5 +1,5 @@
 // forward_sums_in_parts: see pairhmm_gpu_feed.hpp.
-#include "device/pairhmm_gpu_feed.hpp"
+#include "device/pairhmm/pairhmm_gpu_feed.hpp"
 
 #include <algorithm>
 #include <chrono>

@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "device/hmm_gpu.hpp"
+#include "device/hmmsearch/hmm_gpu.hpp"
 
 namespace duet::device {
 

@@ -8,7 +8,7 @@
 
 namespace duet::device {
 
-// src/device/msv_exact_kernel.cuh
+// src/device/hmmsearch/msv_exact_kernel.cuh
 std::string_view msv_exact_kernel_source();
 
 }  // namespace duet::device

@@ -1,5 +1,5 @@
 // pack_pairs: the device layout of a batch of pairs (see pairhmm_gpu.hpp).
-#include "device/pairhmm_gpu_layout.hpp"
+#include "device/pairhmm/pairhmm_gpu_layout.hpp"
 
 #include <algorithm>
 #include <cfloat>

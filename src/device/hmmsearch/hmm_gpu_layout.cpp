@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "device/hmm_gpu.hpp"
+#include "device/hmmsearch/hmm_gpu.hpp"
 
 namespace duet::device {
 

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <utility>
 
-#include "host_simd/isa_kernels.hpp"
+#include "host_simd/hmmsearch/isa_kernels.hpp"
 #include "host_simd/vector_ops.hpp"
 
 namespace duet::simd::DUET_SIMD_NAMESPACE {

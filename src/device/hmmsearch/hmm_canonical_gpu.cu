@@ -47,10 +47,10 @@
 #include <type_traits>
 
 #include "device/cuda_raii.cuh"
-#include "device/forward_targets.cuh"
 #include "device/ftz_arithmetic.cuh"
-#include "device/hmm_canonical_gpu.cuh"
-#include "device/hmm_gpu.hpp"
+#include "device/hmmsearch/forward_targets.cuh"
+#include "device/hmmsearch/hmm_canonical_gpu.cuh"
+#include "device/hmmsearch/hmm_gpu.hpp"
 
 namespace duet::device::detail {
 

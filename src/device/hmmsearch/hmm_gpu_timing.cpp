@@ -1,5 +1,5 @@
 // Kernel-only timing of the hmmsearch GPU kernels: see hmm_gpu_timing.hpp.
-#include "device/hmm_gpu_timing.hpp"
+#include "device/hmmsearch/hmm_gpu_timing.hpp"
 
 #include <algorithm>
 #include <cstring>

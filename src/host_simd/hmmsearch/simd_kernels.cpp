@@ -1,7 +1,7 @@
 // The variant table's helpers, the ISA dispatcher and SimdFilterKernels; the contract is
 // in simd_kernels.hpp. The raw results of the ISA kernels become scores here, with the
 // references' own expressions, so the scores are the same bit for bit.
-#include "host_simd/simd_kernels.hpp"
+#include "host_simd/hmmsearch/simd_kernels.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -12,7 +12,7 @@
 
 #include "core/error.hpp"
 #include "core/statistics.hpp"
-#include "host_simd/striped_profiles.hpp"
+#include "host_simd/hmmsearch/striped_profiles.hpp"
 
 namespace duet::simd {
 

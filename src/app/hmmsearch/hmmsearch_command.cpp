@@ -37,19 +37,6 @@ void write_text_output(io::OutputFile& output, const std::function<void(std::ost
   if (!out) throw InputError(output.path(), 0, "cannot write (is the disk full?)");
 }
 
-// A default for the help text, as the configuration file would write it.
-std::string number(double value) {
-  std::ostringstream out;
-  out << value;
-  return out.str();
-}
-
-// A number given on the command line, checked as the configuration file's
-// (check_option_number).
-void check_number(const CLI::Option* option, std::string_view key, double value) {
-  if (option->count() != 0) check_option_number(option->get_name(), key, value);
-}
-
 // hmmsearch's own flags (the values given; each applies only when given); the shared ones
 // are RunFlags'.
 struct HmmsearchOptions {
@@ -84,15 +71,15 @@ void add_hmmsearch_command(CLI::App& app,
                   "FASTA database (plain or .gz), or a packed database (duet makedb)")
       ->required();
   auto* E = cmd->add_option(
-      "-E", o.E, "report targets with E-value <= E (default " + number(d.search.E) + ")");
+      "-E", o.E, "report targets with E-value <= E (default " + help_number(d.search.E) + ")");
   auto* T = cmd->add_option("-T", o.T, "report targets with bit score >= T");
   auto* Z = cmd->add_option("-Z", o.Z, "number of targets for E-values (default: actual)");
-  auto* F1 = cmd->add_option("--F1", o.F1,
-                             "MSV filter P-value threshold (default " + number(d.search.F1) + ")");
+  auto* F1 = cmd->add_option(
+      "--F1", o.F1, "MSV filter P-value threshold (default " + help_number(d.search.F1) + ")");
   auto* F2 = cmd->add_option(
-      "--F2", o.F2, "Viterbi filter P-value threshold (default " + number(d.search.F2) + ")");
+      "--F2", o.F2, "Viterbi filter P-value threshold (default " + help_number(d.search.F2) + ")");
   auto* F3 = cmd->add_option(
-      "--F3", o.F3, "Forward filter P-value threshold (default " + number(d.search.F3) + ")");
+      "--F3", o.F3, "Forward filter P-value threshold (default " + help_number(d.search.F3) + ")");
   auto* max = cmd->add_flag("--max", o.max, "turn off all filters, bias filter included");
   auto* nobias = cmd->add_flag("--nobias", o.nobias, "turn off the composition bias filter");
   auto* nonull2 =

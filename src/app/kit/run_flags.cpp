@@ -6,20 +6,15 @@
 
 namespace duet::app {
 
-namespace {
-
-std::string number(double value) {
+std::string help_number(double value) {
   std::ostringstream out;
   out << value;
   return out.str();
 }
 
-// A number given on the command line, checked as the configuration file's.
 void check_number(const CLI::Option* option, std::string_view key, double value) {
   if (option->count() != 0) check_option_number(option->get_name(), key, value);
 }
-
-}  // namespace
 
 RunFlags::RunFlags(CLI::App& cmd, const std::string& work, std::size_t default_batch_blocks) {
   const io::Config d;
@@ -45,7 +40,7 @@ RunFlags::RunFlags(CLI::App& cmd, const std::string& work, std::size_t default_b
   static_cpu_fraction_option_ =
       cmd.add_option("--static-cpu-fraction", static_cpu_fraction_,
                      "static policy: share of the " + work + " for the CPU (default " +
-                         number(s.static_cpu_fraction) + ")");
+                         help_number(s.static_cpu_fraction) + ")");
   queue_depth_option_ = cmd.add_option(
       "--queue-depth", queue_depth_,
       "blocks waiting in the queue (memory budget; 0 = 2 per worker and 2 GPU batches per "

@@ -8,10 +8,17 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "io/config.hpp"
 
 namespace duet::app {
+
+// A default as the help text shows it (as the configuration file would write it).
+std::string help_number(double value);
+// A number given on the command line (`option` counted), checked with the rule of its TOML
+// key (check_option_number); nothing when the option was not given.
+void check_number(const CLI::Option* option, std::string_view key, double value);
 
 class RunFlags {
  public:

@@ -150,8 +150,7 @@ void add_pairhmm_command(CLI::App& app,
     const std::string started = now_iso8601();
     using Clock = std::chrono::steady_clock;
     const auto t0 = Clock::now();
-    if (min_base_quality->count() != 0)
-      check_option_number(min_base_quality->get_name(), "min_base_quality", o->min_base_quality);
+    check_number(min_base_quality, "min_base_quality", o->min_base_quality);
     const io::Config config = o->flags->config();
     if (!o->isa.empty()) {
       o->run.isa = o->isa;

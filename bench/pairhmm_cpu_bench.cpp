@@ -97,9 +97,9 @@ int main(int argc, char** argv) {
   int failures = 0;
   std::vector<float> sums(pairs.size());
   for (const PairhmmVariant& v : duet::simd::pairhmm::kPairhmmVariants) {
-    if (v.isa == duet::simd::pairhmm::PairhmmIsa::scalar) continue;
+    if (v.isa == duet::simd::Isa::scalar) continue;
     if (!isas.empty() && isas.find("," + std::string(v.name) + ",") == std::string::npos) continue;
-    if (!duet::simd::pairhmm::cpu_supports(v.isa)) {
+    if (!duet::simd::cpu_supports(v.isa)) {
       std::printf("%-24s %10s %10s\n", std::string(v.name).c_str(), "-", "no CPU");
       continue;
     }

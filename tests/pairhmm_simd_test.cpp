@@ -274,7 +274,7 @@ TEST_P(PairhmmKernel, EveryFourBitBaseCode) {
 }
 
 TEST_P(PairhmmKernel, RefusesBaseCodesAbove15) {
-  if (GetParam().isa == PairhmmIsa::scalar) GTEST_SKIP() << "the scalar kernel takes any code";
+  if (GetParam().isa == simd::Isa::scalar) GTEST_SKIP() << "the scalar kernel takes any code";
   std::mt19937_64 rng(test::test_seed());
   Input input = test::random_input(rng, 1, 10, 1, 1);
   input.batches[0].haplotypes[0].bases[0] = 16;

@@ -352,14 +352,11 @@ TEST(PairhmmCommand, IdenticalWhateverTheSplit) {
       {"--cpu 1 --block-cells 1000000000", ""},
       {"--cpu 2 --block-cells 5000", ""},
       {"--cpu 2 --block-cells 7000 --isa " +
-           std::string(simd::pairhmm::cpu_supports(simd::pairhmm::PairhmmIsa::avx2) ? "avx2"
-                                                                                    : "scalar"),
+           std::string(simd::cpu_supports(simd::Isa::avx2) ? "avx2" : "scalar"),
        ""},
       {"--cpu 3 --block-cells 20000 --isa scalar", ""},
       {"--cpu 2 --block-cells 9000 --isa " +
-           std::string(simd::pairhmm::cpu_supports(simd::pairhmm::PairhmmIsa::avx2)
-                           ? "avx2-diagonal"
-                           : "scalar"),
+           std::string(simd::cpu_supports(simd::Isa::avx2) ? "avx2-diagonal" : "scalar"),
        ""},
       {"--cpu 2 --block-cells 10000", "DUET_DEBUG_TEST_GPU=1"},
       {"--cpu 1 --block-cells 10000 --gpu-batch-blocks 3",

@@ -40,22 +40,14 @@ namespace {
 
 using namespace duet;
 
-bool cpu_has(const char* feature) {
-  __builtin_cpu_init();
-  if (std::string(feature) == "sse4.1") return __builtin_cpu_supports("sse4.1");
-  if (std::string(feature) == "avx2") return __builtin_cpu_supports("avx2");
-  if (std::string(feature) == "avx512bw") return __builtin_cpu_supports("avx512bw");
-  return false;
-}
-
 int run_info() {
   const std::string model = app::cpu_model();
   std::cout << "duet " << DUET_VERSION << "\n";
   std::cout << "CPU:        " << model << "\n";
   std::cout << "cores:      " << std::thread::hardware_concurrency() << "\n";
-  std::cout << "ISAs:       sse4.1 " << (cpu_has("sse4.1") ? "yes" : "no") << ", avx2 "
-            << (cpu_has("avx2") ? "yes" : "no") << ", avx512bw "
-            << (cpu_has("avx512bw") ? "yes" : "no") << "\n";
+  const auto has = [](simd::Isa isa) { return simd::cpu_supports(isa) ? "yes" : "no"; };
+  std::cout << "ISAs:       sse4.1 " << has(simd::Isa::sse41) << ", avx2 " << has(simd::Isa::avx2)
+            << ", avx512bw " << has(simd::Isa::avx512) << "\n";
   std::cout << "kernels:    scalar references";
   for (const simd::Isa isa : simd::kIsaPreference) {
     if (isa != simd::Isa::scalar && simd::cpu_supports(isa))

@@ -77,20 +77,6 @@ FilterScore viterbi_score(const ViterbiScores& vit, int ncj_move, ViterbiRaw raw
 
 }  // namespace
 
-std::string_view isa_name(Isa isa) {
-  switch (isa) {
-    case Isa::scalar:
-      return "scalar";
-    case Isa::sse41:
-      return "sse4.1";
-    case Isa::avx2:
-      return "avx2";
-    case Isa::avx512:
-      return "avx512";
-  }
-  return "?";
-}
-
 std::string_view kernel_name(Kernel kernel) {
   switch (kernel) {
     case Kernel::ssv:
@@ -116,21 +102,6 @@ const Variant& variant(Kernel kernel, Isa isa) {
 int vector_bytes(Isa isa) {
   const IsaKernels* kernels = isa_kernels_of(isa);
   return kernels != nullptr ? kernels->vector_bytes : 1;
-}
-
-bool cpu_supports(Isa isa) {
-  __builtin_cpu_init();  // harmless when already done; needed before static constructors
-  switch (isa) {
-    case Isa::scalar:
-      return true;
-    case Isa::sse41:
-      return __builtin_cpu_supports("sse4.1");
-    case Isa::avx2:
-      return __builtin_cpu_supports("avx2");
-    case Isa::avx512:
-      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
-  }
-  return false;
 }
 
 Isa best_isa() {

@@ -41,10 +41,10 @@
 #include "core/forward_canonical.hpp"
 #include "core/profile.hpp"
 #include "core/reference_kernels.hpp"
+#include "host_simd/cpu_features.hpp"
 
 namespace duet::simd {
 
-enum class Isa : std::uint8_t { scalar, sse41, avx2, avx512 };
 enum class Kernel : std::uint8_t { ssv, msv, viterbi, forward };
 
 // One row per (kernel, ISA): the vector lanes and their element width.
@@ -82,12 +82,10 @@ inline constexpr std::array<Isa, 4> kIsaPreference{Isa::avx512, Isa::avx2, Isa::
 inline constexpr double kForwardAbsoluteTolerance = 1e-4;
 inline constexpr double kForwardRelativeTolerance = 1e-5;
 
-std::string_view isa_name(Isa isa);           // "scalar", "sse4.1", "avx2", "avx512"
 std::string_view kernel_name(Kernel kernel);  // "ssv", "msv", "viterbi", "forward"
 const Variant& variant(Kernel kernel, Isa isa);
 int vector_bytes(Isa isa);  // 16, 32, 64 (1 for scalar)
 
-bool cpu_supports(Isa isa);
 // The ISA the dispatcher uses: the first of kIsaPreference this CPU has, decided once.
 Isa best_isa();
 // An ISA by name ("scalar", "sse4.1", "avx2", "avx512"); "auto" is best_isa(). Throws

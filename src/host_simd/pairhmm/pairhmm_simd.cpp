@@ -402,19 +402,6 @@ void forward_sums_avx512_diagonal(const Model& model, std::span<const Pair> pair
   forward_sums_diagonal<avx512::kLanes>(&avx512::forward_pair_diagonal, model, pairs, sums);
 }
 
-bool cpu_supports(PairhmmIsa isa) {
-  __builtin_cpu_init();
-  switch (isa) {
-    case PairhmmIsa::scalar:
-      return true;
-    case PairhmmIsa::avx2:
-      return __builtin_cpu_supports("avx2");
-    case PairhmmIsa::avx512:
-      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
-  }
-  return false;
-}
-
 const PairhmmVariant& best_pairhmm_variant() {
   // A pointer, not a reference: g++ 13 warns (-Wdangling-reference) on a reference
   // initialised from a lambda's returned reference.

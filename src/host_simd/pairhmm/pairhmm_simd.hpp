@@ -21,14 +21,13 @@
 #include <vector>
 
 #include "core/pairhmm_model.hpp"
+#include "host_simd/cpu_features.hpp"
 
 namespace duet::simd::pairhmm {
 
-enum class PairhmmIsa { scalar, avx2, avx512 };
-
 // One row per variant: tests, benchmarks and the dispatcher read this table.
 struct PairhmmVariant {
-  PairhmmIsa isa;
+  Isa isa;
   std::string_view name;  // "scalar", "avx2", "avx512"
   int lanes;              // pairs computed at once (1: the scalar or an anti-diagonal kernel)
   int element_bits;       // 32: float
@@ -78,21 +77,20 @@ void forward_sums_avx512_skewed_grouped(const duet::pairhmm::Model& model,
                                         std::span<const duet::pairhmm::Pair> pairs, float* sums);
 
 inline constexpr std::array<PairhmmVariant, 7> kPairhmmVariants{{
-    {PairhmmIsa::scalar, "scalar", 1, 32, &duet::pairhmm::forward_sums_scalar,
+    {Isa::scalar, "scalar", 1, 32, &duet::pairhmm::forward_sums_scalar,
      &duet::pairhmm::forward_sums_scalar},
-    {PairhmmIsa::avx2, "avx2", 8, 32, &forward_sums_avx2, &forward_sums_avx2_grouped},
-    {PairhmmIsa::avx512, "avx512", 16, 32, &forward_sums_avx512, &forward_sums_avx512_grouped},
-    {PairhmmIsa::avx2, "avx2-skewed", 8, 32, &forward_sums_avx2_skewed,
-     &forward_sums_avx2_skewed_grouped, true},
-    {PairhmmIsa::avx512, "avx512-skewed", 16, 32, &forward_sums_avx512_skewed,
+    {Isa::avx2, "avx2", 8, 32, &forward_sums_avx2, &forward_sums_avx2_grouped},
+    {Isa::avx512, "avx512", 16, 32, &forward_sums_avx512, &forward_sums_avx512_grouped},
+    {Isa::avx2, "avx2-skewed", 8, 32, &forward_sums_avx2_skewed, &forward_sums_avx2_skewed_grouped,
+     true},
+    {Isa::avx512, "avx512-skewed", 16, 32, &forward_sums_avx512_skewed,
      &forward_sums_avx512_skewed_grouped, true},
-    {PairhmmIsa::avx2, "avx2-diagonal", 1, 32, &forward_sums_avx2_diagonal,
-     &forward_sums_avx2_diagonal, true, 8},
-    {PairhmmIsa::avx512, "avx512-diagonal", 1, 32, &forward_sums_avx512_diagonal,
+    {Isa::avx2, "avx2-diagonal", 1, 32, &forward_sums_avx2_diagonal, &forward_sums_avx2_diagonal,
+     true, 8},
+    {Isa::avx512, "avx512-diagonal", 1, 32, &forward_sums_avx512_diagonal,
      &forward_sums_avx512_diagonal, true, 16},
 }};
 
-bool cpu_supports(PairhmmIsa isa);
 // The fastest variant this CPU runs (AVX-512, then AVX2, then scalar), decided once.
 const PairhmmVariant& best_pairhmm_variant();
 // A variant by name ("auto" is the best); throws UsageError when unknown or unsupported.

@@ -330,6 +330,12 @@ TEST(PairhmmCommand, OutputLayoutAndGklValues) {
   EXPECT_EQ(h5.attribute_string("/results/pairhmm", "format"), "gkl");
   EXPECT_EQ(h5.attribute_string("/run", "program"), "duet pairhmm");
   EXPECT_TRUE(h5.exists("/trace/pairhmm/start"));
+  // Each block carries its exact DP cells: the trace's rows add up to the input's cells.
+  const auto cells = h5.read_int64("/trace/pairhmm/cells");
+  const auto failed = h5.read_uint8("/trace/pairhmm/failed");
+  std::int64_t traced = 0;
+  for (std::size_t i = 0; i < cells.size(); ++i) traced += failed[i] ? 0 : cells[i];
+  EXPECT_EQ(traced, h5.attribute_int("/results/pairhmm", "cells"));
 }
 
 // Identical results, bit for bit, whatever the worker count, block size, ISA or split with

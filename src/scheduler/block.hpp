@@ -33,7 +33,15 @@ struct Block {
   // line number of the header. Lets a later pass re-read the file from this block on.
   std::uint64_t file_offset = 0;
   std::int64_t first_line = 0;
+  // The block's cost when it is not its residues: a workload whose blocks are not
+  // sequences (pairhmm: pairs, which hold no residues here) gives its work in units the
+  // scheduler balances (pairhmm: DP cells / 256, at least one per pair) and its exact DP
+  // cells. 0: residue_count() units, and residues x the workload's cells per residue.
+  std::int64_t work_units = 0;
+  std::int64_t work_cells = 0;
 
+  // The scheduler's measure of the block's work (queue budgets, shares, trace, progress).
+  std::int64_t work() const { return work_units > 0 ? work_units : residue_count(); }
   std::size_t sequences() const { return offsets.size() - 1; }
   std::int64_t residue_count() const { return static_cast<std::int64_t>(residues.size()); }
   const Residue* sequence(std::size_t i) const { return residues.data() + offsets[i]; }

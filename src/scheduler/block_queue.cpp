@@ -180,7 +180,7 @@ std::vector<BlockPtr> BlockQueue::pop_batch_for_gpu(std::size_t max_blocks,
     std::int64_t residues = 0;
     for (auto it = fresh_.begin();
          it != fresh_.end() && batch.size() < std::max<std::size_t>(1, max_blocks);) {
-      const std::int64_t r = (*it)->residue_count();
+      const std::int64_t r = (*it)->work();
       if (!gpu_may_take(**it)) {
         ++it;
         continue;

@@ -86,7 +86,7 @@ BlockPtr BlockStore::Pass::next() {
       s.keeping_ = false;
       return nullptr;
     }
-    s.first_pass_residues_ += block->residue_count();
+    s.first_pass_residues_ += block->work();
     ++s.first_pass_blocks_;
     if (s.keeping_) {
       const std::uint64_t bytes = block->memory_bytes();

@@ -79,7 +79,7 @@ void read_blocks(Shared& shared, BlockStore::Pass& pass, const SchedulerOptions&
                  bool have_gpus, std::int64_t& blocks_out, std::int64_t& reused_out) {
   double cpu_assigned = 0, all_assigned = 0;
   while (BlockPtr block = pass.next()) {
-    shared.read_residues += block->residue_count();
+    shared.read_residues += block->work();
     shared.fraction_read = pass.fraction_done();
     reused_out = pass.kept_blocks_handed();
     if (stop_requested(options)) break;
@@ -87,7 +87,7 @@ void read_blocks(Shared& shared, BlockStore::Pass& pass, const SchedulerOptions&
     if (have_gpus && options.gpu_only) {
       block->affinity = Affinity::gpu_only;
     } else if (have_gpus && options.policy == SplitPolicy::static_fraction) {
-      const auto r = static_cast<double>(block->residue_count());
+      const auto r = static_cast<double>(block->work());
       const bool to_cpu = cpu_assigned + r / 2 <= options.static_cpu_fraction * (all_assigned + r);
       block->affinity = to_cpu ? Affinity::cpu_only : Affinity::gpu_only;
       if (to_cpu) cpu_assigned += r;
@@ -113,9 +113,9 @@ TraceRow row_for(const Shared& shared, int worker, Device device, std::string st
   row.blocks = static_cast<std::int64_t>(blocks.size());
   for (const BlockPtr& b : blocks) {
     row.sequences += static_cast<std::int64_t>(b->sequences());
-    row.residues += b->residue_count();
+    row.residues += b->work();
+    row.cells += b->work_cells > 0 ? b->work_cells : b->work() * cells_per_residue;
   }
-  row.cells = row.residues * cells_per_residue;
   return row;
 }
 
@@ -157,7 +157,7 @@ void cpu_worker(Shared& shared, Workload& workload, int worker, const SchedulerO
       trace.push_back(std::move(row));
       continue;
     }
-    shared.started_residues += task->block->residue_count();
+    shared.started_residues += task->block->work();
     const std::int64_t survivors = workload.run_block(*task->block, worker);
     TraceRow row =
         row_for(shared, worker, Device::cpu, "all", start, blocks, workload.cells_per_residue());
@@ -201,7 +201,7 @@ void gpu_feeder(Shared& shared, GpuBackend& gpu, std::int64_t cells_per_residue,
     }
     ++batches;
     std::int64_t batch_residues = 0;
-    for (const BlockPtr& b : batch) batch_residues += b->residue_count();
+    for (const BlockPtr& b : batch) batch_residues += b->work();
     shared.started_residues += batch_residues;
     const double start = shared.now();
     std::vector<GpuBlockOutcome> outcomes;

@@ -45,10 +45,6 @@ struct Options {
 void write_trace(io::Hdf5Writer& file, const scheduler::RunSummary& s) {
   const std::string g = "/trace/pairhmm";
   write_trace_rows(file, g, s.trace, "pairs", false);
-  file.set_attribute(
-      g, "cells_note",
-      std::string("DP cells counted in units of 256 per pair (the cost of a block of pairs): "
-                  "within 256 cells per pair of the exact count"));
   file.set_attribute(g, "time_unit", std::string("seconds from the start of the run"));
   file.set_attribute(g, "wall_seconds", s.seconds);
   file.set_attribute(g, "idle_tail_seconds", s.idle_tail_seconds);

@@ -41,7 +41,7 @@ class PairBlocks final : public scheduler::BlockSource {
     auto block = std::make_shared<scheduler::Block>();
     block->index = blocks_++;
     block->first_sequence = static_cast<std::int64_t>(next_);
-    std::int64_t units = 0;
+    std::int64_t units = 0, cells = 0;
     while (next_ < input_.size() && units < block_units_) {
       if (next_ == grouped_end_) group_window();
       // One group: `lanes_` pairs, fewer at the end of the input.
@@ -49,10 +49,12 @@ class PairBlocks final : public scheduler::BlockSource {
       for (; next_ < end; ++next_) {
         units += std::max<std::int64_t>(
             1, (grouped_[next_].cells() + kCellsPerUnit / 2) / kCellsPerUnit);
-        block->offsets.push_back(units);
+        cells += grouped_[next_].cells();
+        block->offsets.push_back(0);  // a pair per "sequence"; no residues
       }
     }
-    block->residues.assign(static_cast<std::size_t>(units), Residue{0});
+    block->work_units = units;
+    block->work_cells = cells;
     done_ = static_cast<double>(next_) / static_cast<double>(input_.size());
     seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
     return block;
@@ -115,7 +117,8 @@ class PairhmmWorkload final : public scheduler::Workload {
  public:
   PairhmmWorkload(ResultSlots& slots, const CpuKernel& kernel, int threads)
       : slots_(slots), kernel_(kernel), sums_(static_cast<std::size_t>(threads)) {}
-  std::int64_t cells_per_residue() const override { return kCellsPerUnit; }
+  // Unused: every block gives its own cells (Block::work_cells).
+  std::int64_t cells_per_residue() const override { return 1; }
   std::int64_t run_block(const scheduler::Block& block, int worker) override {
     std::vector<float>& sums = sums_[static_cast<std::size_t>(worker)];
     const auto pairs =

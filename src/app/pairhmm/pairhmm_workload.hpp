@@ -6,10 +6,10 @@
 // kGroupingPairs pairs of input order at a time), a block holds whole groups of about
 // block_cells cells, and the CPU kernel takes the groups as they are (its `grouped` form):
 // grouping over more pairs than a block holds leaves fewer lanes idle. A block's
-// "sequences" are its pairs in that grouped order; its "residues" are a count of
-// kCellsPerUnit DP cells per pair (at least one), the cost the scheduler balances, so
-// trace cells are within kCellsPerUnit per pair of the exact count (exact totals are in
-// PairhmmRun). Results are put back in input order.
+// "sequences" are its pairs in that grouped order (it holds no residues); its cost is its
+// own (Block::work_units: kCellsPerUnit DP cells per pair, at least one, the unit the
+// scheduler balances; Block::work_cells: its exact DP cells, which the trace records).
+// Results are put back in input order.
 #pragma once
 
 #include <atomic>

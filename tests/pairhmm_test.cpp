@@ -1,4 +1,4 @@
-// The pair-HMM workload (issue 7): readers, model, the scalar reference against GKL's
+// The pair-HMM workload: readers, model, the scalar reference against GKL's
 // published expectations, the canonical float computation with its double fallback, and
 // the `duet pairhmm` command (bad input, output layout, identical results whatever the
 // split). Random tests print their seed; DUET_TEST_SEED replays one.

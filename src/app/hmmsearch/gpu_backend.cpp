@@ -23,9 +23,9 @@ std::string gpu_name(int device) {
   return "?";
 }
 
-// Rows x striped vectors of the longest target the GPU's canonical Forward takes (about
-// 5 ms of one launch on an H100; measured 24 ms for 8,081 rows of 65 vectors); a longer
-// one is computed on the host. DUET_GPU_FORWARD_MAX_STEPS (a positive integer) sets
+// Rows x striped vectors of the longest target the GPU's canonical Forward takes (a few
+// milliseconds of one launch; bench/RESULTS.md, GPU Forward); a longer one is computed on
+// the host. DUET_GPU_FORWARD_MAX_STEPS (a positive integer) sets
 // another limit, for measurements.
 std::int64_t gpu_forward_max_steps() {
   static const std::int64_t steps = [] {

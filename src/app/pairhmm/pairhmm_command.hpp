@@ -1,4 +1,4 @@
-// `duet pairhmm`: GATK's pair-HMM Forward over read/haplotype pairs (issue 7).
+// `duet pairhmm`: GATK's pair-HMM Forward over read/haplotype pairs.
 #pragma once
 
 #include <CLI/CLI.hpp>

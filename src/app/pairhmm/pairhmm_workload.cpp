@@ -189,10 +189,9 @@ PairhmmRun run_pairhmm(const pairhmm::Input& input, const pairhmm::Model& model,
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
   // GPU-only: the CPU workers only help the feeders' host loops and redo failed batches;
-  // more of them made the run slower (H100, 16 cores, 1,024 copies of 10s.in: 16 workers
-  // 70 to 111 GCUPS, 2 workers 140 to 185, bench/RESULTS.md), so two unless --cpu says.
-  // Hybrid: four cores per GPU left to its feeder's packing (same machine and input: 12
-  // workers 158 to 212 GCUPS against 143 to 187 with 15); measured on that machine only.
+  // more of them made the run slower, so two unless --cpu says. Hybrid: four cores per GPU
+  // left to its feeder's packing. Both measured on one H100 machine with 16 cores
+  // (bench/RESULTS.md, pair-HMM sections).
   constexpr int kGpuOnlyWorkers = 2, kCoresPerFeeder = 4;
   const int default_workers = options.gpu == PairhmmRunOptions::Gpu::only
                                   ? std::min(kGpuOnlyWorkers, cores)

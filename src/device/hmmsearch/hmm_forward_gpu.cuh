@@ -1,4 +1,4 @@
-// The float Forward parser on the GPU (issue 5): internal to src/device, used by
+// The float Forward parser on the GPU: internal to src/device, used by
 // HmmGpuEngine (hmm_gpu.cu). One warp per target, rows in order, longest targets first
 // from an atomic counter. The design and the arithmetic are described in
 // hmm_forward_gpu.cu; the contract (tolerance against forward_parser_reference) in

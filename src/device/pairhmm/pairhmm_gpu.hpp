@@ -1,4 +1,4 @@
-// GPU kernels of the pair-HMM Forward (issue 7), behind a plain C++ header (C++17: the
+// GPU kernels of the pair-HMM Forward, behind a plain C++ header (C++17: the
 // CUDA sources include it; pairhmm_gpu_layout.hpp builds a PairBatch from core pairs).
 //
 // Contract: the canonical float sum of every pair, bit for bit that of

@@ -1,4 +1,4 @@
-// CPU SIMD kernels of the pair-HMM Forward (issue 7) and their run-time dispatch.
+// CPU SIMD kernels of the pair-HMM Forward and their run-time dispatch.
 //
 // Contract (every variant): the canonical float sum of each pair, bit for bit equal to
 // pairhmm::forward_sum<float> (core/pairhmm_model.hpp); the caller turns sums into

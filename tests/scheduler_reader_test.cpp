@@ -14,8 +14,8 @@
 
 #include "core/error.hpp"
 #include "core/fasta_reader.hpp"
+#include "host_simd/digitize.hpp"
 #include "scheduler/block_reader.hpp"
-#include "scheduler/digitize.hpp"
 #include "test_support.hpp"
 
 namespace duet {
@@ -367,23 +367,21 @@ TEST(BlockReader, StopsEarlyWithoutReadingEverything) {
 }
 
 TEST(Digitize, VectorAndScalarVersionsAgreeOnEveryByte) {
-  if (scheduler::best_digitizer() == scheduler::digitize_line_scalar)
-    GTEST_SKIP() << "no AVX2 on this CPU";
+  if (simd::best_digitizer() == simd::digitize_line_scalar) GTEST_SKIP() << "no AVX2 on this CPU";
   auto rng = seeded_rng();
   for (const Alphabet* alphabet : {&Alphabet::amino(), &Alphabet::dna()}) {
-    const scheduler::DigitizeTable table(*alphabet);
+    const simd::DigitizeTable table(*alphabet);
     for (int round = 0; round < 3000; ++round) {
       const std::size_t n = rng() % 100;
       std::vector<char> line(n + 32);
       const bool clean = round % 2 == 0;  // half the lines hold residues only
       for (char& c : line) {
         do c = static_cast<char>(rng() % 256);
-        while (clean &&
-               table.codes[static_cast<unsigned char>(c)] >= scheduler::DigitizeTable::kSkip);
+        while (clean && table.codes[static_cast<unsigned char>(c)] >= simd::DigitizeTable::kSkip);
       }
       std::vector<Residue> scalar(n + 32), vector(n + 32);
-      const bool a = scheduler::digitize_line_scalar(table, line.data(), n, scalar.data());
-      const bool b = scheduler::digitize_line_avx2(table, line.data(), n, vector.data());
+      const bool a = simd::digitize_line_scalar(table, line.data(), n, scalar.data());
+      const bool b = simd::digitize_line_avx2(table, line.data(), n, vector.data());
       ASSERT_EQ(a, b) << "round " << round;
       ASSERT_TRUE(std::equal(scalar.begin(), scalar.begin() + static_cast<long>(n), vector.begin()))
           << round;
@@ -394,12 +392,12 @@ TEST(Digitize, VectorAndScalarVersionsAgreeOnEveryByte) {
     for (int c = 0; c < 256; ++c) {  // each byte alone
       char line[33] = {static_cast<char>(c)};
       Residue s[33], v[33];
-      EXPECT_EQ(scheduler::digitize_line_scalar(table, line, 1, s),
-                scheduler::digitize_line_avx2(table, line, 1, v));
+      EXPECT_EQ(simd::digitize_line_scalar(table, line, 1, s),
+                simd::digitize_line_avx2(table, line, 1, v));
       EXPECT_EQ(s[0], v[0]) << c;
       const Residue x = alphabet->digitize(static_cast<char>(c));
       if (c == '-' || x == Alphabet::kIllegal) {
-        EXPECT_GE(s[0], scheduler::DigitizeTable::kSkip) << c;
+        EXPECT_GE(s[0], simd::DigitizeTable::kSkip) << c;
       } else {
         EXPECT_EQ(s[0], x) << c;
       }

@@ -31,8 +31,8 @@ namespace {
 
 constexpr std::size_t kMaxSequencesPerBlock = 1 << 16;
 constexpr std::size_t kMiB = std::size_t{1} << 20;
-constexpr std::uint8_t kSkip = DigitizeTable::kSkip;
-constexpr std::uint8_t kBad = DigitizeTable::kBad;
+constexpr std::uint8_t kSkip = simd::DigitizeTable::kSkip;
+constexpr std::uint8_t kBad = simd::DigitizeTable::kBad;
 // Room past the end of chunk texts and residue buffers for whole-vector reads and writes.
 constexpr std::size_t kPad = 32;
 
@@ -93,7 +93,7 @@ BlockReader::BlockReader(const InputFile& file, const Alphabet& alphabet,
     : path_(file.path()),
       alphabet_(alphabet),
       table_(alphabet),
-      digitize_(best_digitizer(options.simd)),
+      digitize_(simd::best_digitizer(options.simd)),
       block_residues_(std::max<std::size_t>(1, options.block_residues)),
       lines_before_(options.start.line - 1),
       next_block_(options.start.block),
@@ -478,8 +478,8 @@ BlockReader::ParsedChunk BlockReader::parse(const RawChunk& raw) const {
         block->residues.resize(std::max(used + n + kPad, 2 * block->residues.size()));
       }
       Residue* to = block->residues.data() + used;
-      const DigitizeLine digitize =
-          p + n + kPad <= raw.readable_end ? digitize_ : digitize_line_scalar;
+      const simd::DigitizeLine digitize =
+          p + n + kPad <= raw.readable_end ? digitize_ : simd::digitize_line_scalar;
       if (digitize(table_, p, n, to)) {
         used += n;
       } else {  // white space to drop, or an illegal byte

@@ -47,8 +47,8 @@
 
 #include "core/alphabet.hpp"
 #include "core/input_file.hpp"
+#include "host_simd/digitize.hpp"
 #include "scheduler/block.hpp"
-#include "scheduler/digitize.hpp"
 
 namespace duet::scheduler {
 
@@ -149,8 +149,8 @@ class BlockReader {
 
   std::string path_;
   const Alphabet& alphabet_;
-  DigitizeTable table_;
-  DigitizeLine digitize_;
+  simd::DigitizeTable table_;
+  simd::DigitizeLine digitize_;
   std::size_t block_residues_;
   std::size_t chunk_bytes_;
   int consumers_ = 0;

@@ -4,9 +4,9 @@
 // in where the high nibble matches; bytes of no listed nibble stay kBad.
 #include <simde/x86/avx2.h>
 
-#include "scheduler/digitize.hpp"
+#include "host_simd/digitize.hpp"
 
-namespace duet::scheduler {
+namespace duet::simd {
 
 bool digitize_line_avx2(const DigitizeTable& table, const char* line, std::size_t n, Residue* out) {
   const simde__m256i low_bits = simde_mm256_set1_epi8(0x0f);
@@ -34,4 +34,4 @@ bool digitize_line_avx2(const DigitizeTable& table, const char* line, std::size_
   return flagged == 0;
 }
 
-}  // namespace duet::scheduler
+}  // namespace duet::simd

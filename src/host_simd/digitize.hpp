@@ -1,4 +1,5 @@
-// Digitizing one FASTA sequence line through a 256-entry table, for BlockReader.
+// Digitizing one FASTA sequence line through a 256-entry table, for the FASTA block reader
+// (scheduler/block_reader.hpp).
 //
 // The table maps every byte to a residue code (< 0x80), to kSkip (white space that a
 // sequence line may hold: space, tab, '\r') or to kBad (anything else). A digitizer
@@ -10,7 +11,7 @@
 //
 // Two versions, one result: scalar (any x86-64) and AVX2 (16-entry shuffles, one per
 // high nibble that has residues, blended by comparing the high nibble); the dispatcher
-// picks AVX2 when the CPU has it. Tests compare them on every byte value.
+// picks AVX2 when the CPU has it (cpu_features.hpp). Tests compare them on every byte value.
 #pragma once
 
 #include <array>
@@ -19,7 +20,7 @@
 
 #include "core/alphabet.hpp"
 
-namespace duet::scheduler {
+namespace duet::simd {
 
 struct DigitizeTable {
   static constexpr std::uint8_t kSkip = 0x80;
@@ -45,4 +46,4 @@ bool digitize_line_avx2(const DigitizeTable& table, const char* line, std::size_
 // The fastest version this CPU runs; `allow_simd` false gives the scalar one.
 DigitizeLine best_digitizer(bool allow_simd = true);
 
-}  // namespace duet::scheduler
+}  // namespace duet::simd

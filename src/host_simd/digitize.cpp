@@ -1,8 +1,10 @@
 // DigitizeTable, the scalar digitizer and the dispatcher; see digitize.hpp. The AVX2
 // version is in digitize_avx2.cpp (compiled with -mavx2).
-#include "scheduler/digitize.hpp"
+#include "host_simd/digitize.hpp"
 
-namespace duet::scheduler {
+#include "host_simd/cpu_features.hpp"
+
+namespace duet::simd {
 
 DigitizeTable::DigitizeTable(const Alphabet& alphabet) {
   for (int c = 0; c < 256; ++c) {
@@ -36,9 +38,8 @@ bool digitize_line_scalar(const DigitizeTable& table, const char* line, std::siz
 }
 
 DigitizeLine best_digitizer(bool allow_simd) {
-  __builtin_cpu_init();
-  if (allow_simd && __builtin_cpu_supports("avx2")) return digitize_line_avx2;
+  if (allow_simd && cpu_supports(Isa::avx2)) return digitize_line_avx2;
   return digitize_line_scalar;
 }
 
-}  // namespace duet::scheduler
+}  // namespace duet::simd

@@ -55,6 +55,17 @@ TEST(IoKernelTable, ReadsAGoodFile) {
   EXPECT_EQ(t.rows[1], (KernelTableRow{300, 16, "thread", ""}));
   EXPECT_EQ(t.rows[2], (KernelTableRow{1024, 16, "strip", ""}));
   EXPECT_EQ(t.rows[3], (KernelTableRow{3000, 32, "warp", ""}));
+  EXPECT_EQ(t.tuning, GpuTuning{});  // no [tuning]: the defaults
+  const KernelTable tuned =
+      parse_kernel_table(std::string(kGood) +
+                             "[tuning]\nforward_max_steps = 5000\nmax_lanes = 4\n"
+                             "pairhmm_cores_per_feeder = 0\n",
+                         "k.toml");
+  GpuTuning want;
+  want.forward_max_steps = 5000;
+  want.max_lanes = 4;
+  want.pairhmm_cores_per_feeder = 0;
+  EXPECT_EQ(tuned.tuning, want);
 }
 
 // The committed table (measured by `duet tune`) reads and round-trips.
@@ -155,6 +166,13 @@ const TableErrorCase kTableErrors[] = {
      "[[row]] lacks 'msv_group_threads'"},
     {"MissingStrategy", kHead + kRow + row("max_length = 200\nmsv_group_threads = 8\n"), 7,
      "[[row]] lacks 'viterbi_strategy'"},
+    {"TuningNotTable", kHead + "tuning = 3\n" + kRow, 3, "'tuning' must be a table"},
+    {"TuningUnknownKey", kHead + kRow + "[tuning]\nspeed = 1\n", 8,
+     "unknown key 'speed' in [tuning]"},
+    {"TuningOutOfRange", kHead + kRow + "[tuning]\nmax_lanes = 0\n", 8,
+     "'max_lanes' must be in [1, 64], not 0"},
+    {"TuningStepsNotInteger", kHead + kRow + "[tuning]\nforward_max_steps = \"many\"\n", 8,
+     "'forward_max_steps' must be an integer"},
     {"LengthsNotIncreasing",
      kHead + kRow + row("max_length = 100\nmsv_group_threads = 8\nviterbi_strategy = \"warp\"\n"),
      8, "'max_length' must increase from row to row (100 follows 100)"},
@@ -223,6 +241,9 @@ TEST(IoKernelTable, ToTomlRoundTrips) {
   EXPECT_NE(text.find("duet tune -o"), std::string::npos);  // how to regenerate it
   EXPECT_NE(text.find("# M=16: MSV ms"), std::string::npos) << text;
   EXPECT_EQ(parse_kernel_table(text, "t.toml"), t) << text;
+  t.tuning.lane_residues = 12345;
+  t.tuning.pairhmm_gpu_only_workers = 3;
+  EXPECT_EQ(parse_kernel_table(to_toml(t), "t.toml"), t);
   t.command.clear();
   EXPECT_EQ(parse_kernel_table(to_toml(t), "t.toml"), t);
 }

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <thread>
 
 #include "core/error.hpp"
 #include "core/pairhmm_input.hpp"
@@ -262,6 +263,30 @@ TEST(PairhmmCommand, ConfigurationFile) {
                          "pairhmm --config " + configs.file("isa.toml") + " -o " +
                              dir.file("o.h5") + " " + dir.file("ok.in"),
                          "isa = \"sse4.1\"");
+}
+
+// The workers beside the GPUs come from the kernel-choice table's [tuning] ([gpu]
+// kernel_table of the configuration), here with test-double GPUs.
+TEST(PairhmmCommand, WorkersBesideGpusFromTheTuningTable) {
+  TempDir dir, files;
+  test::write_file(dir.file("ok.in"), "1 1\nACG III III III +++\nACGT\n");
+  test::write_file(files.file("k.toml"),
+                   "device = \"gpu\"\nmeasured = \"today\"\n[[row]]\nmax_length = 100\n"
+                   "msv_group_threads = 8\nviterbi_strategy = \"warp\"\n[tuning]\n"
+                   "pairhmm_gpu_only_workers = 1\npairhmm_cores_per_feeder = 0\n");
+  test::write_file(files.file("c.toml"),
+                   "[gpu]\nkernel_table = \"" + files.file("k.toml") + "\"\n");
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  for (const auto& [mode, workers] :
+       std::vector<std::pair<std::string, int>>{{"", cores}, {"--gpu-only", 1}}) {
+    const auto r = test::run_command("DUET_DEBUG_TEST_GPU=1 " + kDuet + " pairhmm --quiet " + mode +
+                                     " --config " + files.file("c.toml") + " -o " +
+                                     files.file("w.h5") + " " + dir.file("ok.in"));
+    ASSERT_EQ(r.status, 0) << r.output;
+    const io::Hdf5Reader h5(files.file("w.h5"));
+    EXPECT_EQ(h5.attribute_int("/run", "cpu_workers"), workers) << mode;
+    EXPECT_EQ(h5.attribute_int("/run", "gpu_feeders"), 1) << mode;
+  }
 }
 
 // /run's device figures have the same names in every workload (app/kit/run_record.hpp).

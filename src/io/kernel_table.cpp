@@ -42,6 +42,10 @@ struct Reader {
     return s->get();
   }
   int integer(std::string_view key, const toml::node& node, int low, int high) const {
+    return static_cast<int>(integer64(key, node, low, high));
+  }
+  std::int64_t integer64(std::string_view key, const toml::node& node, std::int64_t low,
+                         std::int64_t high) const {
     const auto* i = node.as_integer();
     if (i == nullptr)
       fail(line_of(node), "'" + std::string(key) + "' must be an integer, not " +
@@ -51,9 +55,38 @@ struct Reader {
       fail(line_of(node), "'" + std::string(key) + "' must be in [" + std::to_string(low) + ", " +
                               std::to_string(high) + "], not " + std::to_string(v));
     }
-    return static_cast<int>(v);
+    return v;
   }
 };
+
+GpuTuning read_tuning(const Reader& reader, const toml::node& node, std::int64_t line) {
+  const auto* table = node.as_table();
+  if (table == nullptr)
+    reader.fail(line, "'tuning' must be a table ([tuning]), not " +
+                          std::string(describe_type(node.type())));
+  GpuTuning t;
+  constexpr std::int64_t kMax = std::int64_t{1} << 40;
+  for (auto&& [key, value] : *table) {
+    const std::string_view k = key.str();
+    if (k == "forward_max_steps") {
+      t.forward_max_steps = reader.integer64(k, value, 1, kMax);
+    } else if (k == "lane_residues") {
+      t.lane_residues = reader.integer64(k, value, 1, kMax);
+    } else if (k == "max_lanes") {
+      t.max_lanes = reader.integer(k, value, 1, 64);
+    } else if (k == "pairhmm_gpu_only_workers") {
+      t.pairhmm_gpu_only_workers = reader.integer(k, value, 1, 1024);
+    } else if (k == "pairhmm_cores_per_feeder") {
+      t.pairhmm_cores_per_feeder = reader.integer(k, value, 0, 64);
+    } else {
+      reader.fail(line_of(value),
+                  "unknown key '" + std::string(k) +
+                      "' in [tuning] (the keys are forward_max_steps, lane_residues, max_lanes, "
+                      "pairhmm_gpu_only_workers, pairhmm_cores_per_feeder)");
+    }
+  }
+  return t;
+}
 
 KernelTableRow read_row(const Reader& reader, const toml::table& row, std::int64_t row_line) {
   KernelTableRow r;
@@ -154,9 +187,11 @@ KernelTable parse_kernel_table(std::string_view toml_text, const std::string& so
         table.rows.push_back(std::move(row));
       }
       has_rows = true;
+    } else if (key == "tuning") {
+      table.tuning = read_tuning(reader, value, line);
     } else {
       reader.fail(line, "unknown key '" + std::string(key) +
-                            "' (the keys are device, measured, command and [[row]])");
+                            "' (the keys are device, measured, command, [[row]] and [tuning])");
     }
   }
   if (table.device.empty())
@@ -204,6 +239,13 @@ std::string to_toml(const KernelTable& table) {
     text << "msv_group_threads = " << row.msv_group_threads << '\n';
     text << "viterbi_strategy = " << quoted(row.viterbi_strategy) << '\n';
   }
+  const GpuTuning& t = table.tuning;
+  text << "\n# Tuning constants of the GPU paths (see src/io/kernel_table.hpp).\n[tuning]\n";
+  text << "forward_max_steps = " << t.forward_max_steps << '\n';
+  text << "lane_residues = " << t.lane_residues << '\n';
+  text << "max_lanes = " << t.max_lanes << '\n';
+  text << "pairhmm_gpu_only_workers = " << t.pairhmm_gpu_only_workers << '\n';
+  text << "pairhmm_cores_per_feeder = " << t.pairhmm_cores_per_feeder << '\n';
   return text.str();
 }
 

@@ -10,11 +10,21 @@
 //   msv_group_threads = 8                 # 8, 16 or 32
 //   viterbi_strategy = "warp"             # warp, thread or strip
 //
+//   [tuning]                              # optional; each key optional (defaults below)
+//   forward_max_steps = 100000            # 1 to 2^40: hmmsearch, rows x striped vectors
+//                                         #   past which a target's Forward runs on the host
+//   lane_residues = 67108864              # 1 to 2^40: hmmsearch, a batch below this many
+//                                         #   residues runs several models at once
+//   max_lanes = 16                        # 1 to 64: ... at most this many
+//   pairhmm_gpu_only_workers = 2          # 1 to 1024: pairhmm --gpu-only, CPU workers
+//   pairhmm_cores_per_feeder = 4          # 0 to 64: pairhmm hybrid, cores left per GPU
+//
 // A model longer than the last row's max_length takes the last row. Reading is strict as
 // for the configuration (io/config.hpp): any unknown key, wrong type, value out of range,
 // missing key or syntax error throws duet::InputError naming the file and the line.
 #pragma once
 
+#include <cstdint>
 #include <limits>
 #include <string>
 #include <string_view>
@@ -34,9 +44,22 @@ struct KernelTableRow {
   }
 };
 
+// The GPU paths' tuning constants, measured on the table's device (bench/RESULTS.md):
+// the [tuning] table, else these defaults.
+struct GpuTuning {
+  std::int64_t forward_max_steps = 100000;
+  std::int64_t lane_residues = std::int64_t{64} << 20;
+  int max_lanes = 16;
+  int pairhmm_gpu_only_workers = 2;
+  int pairhmm_cores_per_feeder = 4;
+
+  friend bool operator==(const GpuTuning&, const GpuTuning&) = default;
+};
+
 struct KernelTable {
   std::string device, measured, command;
   std::vector<KernelTableRow> rows;
+  GpuTuning tuning;
 
   friend bool operator==(const KernelTable&, const KernelTable&) = default;
 };

@@ -23,23 +23,6 @@ std::string gpu_name(int device) {
   return "?";
 }
 
-// Rows x striped vectors of the longest target the GPU's canonical Forward takes (a few
-// milliseconds of one launch; bench/RESULTS.md, GPU Forward); a longer one is computed on
-// the host. DUET_GPU_FORWARD_MAX_STEPS (a positive integer) sets
-// another limit, for measurements.
-std::int64_t gpu_forward_max_steps() {
-  static const std::int64_t steps = [] {
-    const char* value = std::getenv("DUET_GPU_FORWARD_MAX_STEPS");
-    if (value == nullptr || *value == 0) return std::int64_t{100000};
-    char* end = nullptr;
-    const long long n = std::strtoll(value, &end, 10);
-    if (*end != 0 || n < 1)
-      throw UsageError("DUET_GPU_FORWARD_MAX_STEPS must be a positive integer");
-    return static_cast<std::int64_t>(n);
-  }();
-  return steps;
-}
-
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point& t) {
   const Clock::time_point now = Clock::now();
@@ -109,8 +92,10 @@ HmmsearchGpuBackend::HmmsearchGpuBackend(int device, int feeder, std::vector<Gpu
                                          const CascadeSettings& settings, Deliver deliver,
                                          ForwardOnHost forward_on_host,
                                          std::vector<EngineSlot>& engines,
+                                         const io::GpuTuning& tuning,
                                          device::GpuResidentStore* resident)
-    : settings_(settings),
+    : tuning_(tuning),
+      settings_(settings),
       deliver_(std::move(deliver)),
       forward_on_host_(std::move(forward_on_host)),
       device_(device),
@@ -193,8 +178,8 @@ std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(
   std::vector<std::vector<DeviceBlockScores>> per_block(blocks.size());
   for (auto& b : per_block) b.resize(models_.size());
   const std::size_t lanes = std::clamp<std::size_t>(
-      static_cast<std::size_t>(kLaneResidues / std::max<std::int64_t>(1, total)), 1,
-      std::min(models_.size(), kMaxLanes));
+      static_cast<std::size_t>(tuning_.lane_residues / std::max<std::int64_t>(1, total)), 1,
+      std::min(models_.size(), static_cast<std::size_t>(tuning_.max_lanes)));
   for (std::size_t first = 0; first < models_.size(); first += lanes) {
     const std::size_t count = std::min(lanes, models_.size() - first);
     std::vector<Lane> running(count);
@@ -301,7 +286,7 @@ void HmmsearchGpuBackend::run_lanes(std::vector<Lane>& lanes, Half* halves) {
   // canonical Forward on the GPU for the targets that reached it (the Viterbi survivors,
   // and those whose MSV P-value skipped the Viterbi filter), except long ones: a GPU
   // thread walks each row's striped vectors in sequence, so a target of L rows holds its
-  // launch for about L x Q steps (Q = ceil(M / 4)); past gpu_forward_max_steps() the host
+  // launch for about L x Q steps (Q = ceil(M / 4)); past tuning_.forward_max_steps the host
   // computes it, where a core takes some milliseconds for it.
   for (Lane& lane : lanes) {
     const SearchProfile& profile = *models_[lane.model].profile;
@@ -322,7 +307,7 @@ void HmmsearchGpuBackend::run_lanes(std::vector<Lane>& lanes, Half* halves) {
           (profile.M + kCanonicalForwardLanes - 1) / kCanonicalForwardLanes;
       for (std::size_t i = 0; i < h.targets.size(); ++i) {
         if (!needs_forward(l.scores[i])) continue;
-        if (h.targets[i].length * vectors > gpu_forward_max_steps()) {
+        if (h.targets[i].length * vectors > tuning_.forward_max_steps) {
           on_host.push_back({s, static_cast<int>(i)});
         } else {
           l.forward.push_back(static_cast<int>(i));

@@ -20,6 +20,7 @@
 #include "app/hmmsearch/search.hpp"
 #include "core/cascade.hpp"
 #include "device/hmmsearch/hmm_gpu.hpp"
+#include "io/kernel_table.hpp"
 #include "scheduler/scheduler.hpp"
 
 namespace duet::app {
@@ -66,7 +67,7 @@ class HmmsearchGpuBackend final : public scheduler::GpuBackend {
   HmmsearchGpuBackend(int device, int feeder, std::vector<GpuPassModel> models,
                       const CascadeSettings& settings, Deliver deliver,
                       ForwardOnHost forward_on_host, std::vector<EngineSlot>& engines,
-                      device::GpuResidentStore* resident = nullptr);
+                      const io::GpuTuning& tuning, device::GpuResidentStore* resident = nullptr);
   // With DUET_TIMES set (timings_wanted), prints where the feeder's time went (for
   // bench/RESULTS.md).
   ~HmmsearchGpuBackend() override;
@@ -105,11 +106,11 @@ class HmmsearchGpuBackend final : public scheduler::GpuBackend {
   // A batch (split in halves) through the cascades of the lanes' models, each on an engine
   // of its own, their kernels running at once: every target's scores in the lanes.
   void run_lanes(std::vector<Lane>& lanes, Half* halves);
-  // Models run at once on a batch of at most kLaneResidues / (its residues) of them (each
-  // engine's buffers hold the batch): a proteome-sized batch leaves one model's kernels
-  // far from filling the GPU.
-  static constexpr std::int64_t kLaneResidues = std::int64_t{64} << 20;
-  static constexpr std::size_t kMaxLanes = 16;
+  // Models run at once on a batch: at most tuning_.lane_residues / (its residues) of them
+  // and tuning_.max_lanes (each engine's buffers hold the batch): a proteome-sized batch
+  // leaves one model's kernels far from filling the GPU. Past tuning_.forward_max_steps
+  // rows x striped vectors, a target's Forward runs on the host.
+  io::GpuTuning tuning_;
 
   std::vector<Model> models_;
   CascadeSettings settings_;

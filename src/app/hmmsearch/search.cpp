@@ -40,16 +40,6 @@ CascadeSettings cascade_settings(const io::SearchConfig& config) {
   return s;
 }
 
-std::vector<std::string> default_kernel_table_paths() {
-  std::vector<std::string> paths;
-  std::error_code error;
-  const auto exe = std::filesystem::read_symlink("/proc/self/exe", error);
-  if (!error)
-    paths.push_back((exe.parent_path() / ".." / "share" / "duet" / "gpu-kernels.toml").string());
-  paths.push_back(std::string(DUET_CONFIGS_DIR) + "/gpu-kernels.toml");
-  return paths;
-}
-
 HybridOptions hybrid_options(const io::Config& config) {
   const io::SchedulerConfig& c = config.scheduler;
   HybridOptions h;
@@ -593,6 +583,7 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
             devices[g], f, gpu_models, settings, deliver, forward_on_host,
             engines[g * static_cast<std::size_t>(std::max(1, hybrid.gpu_feeders)) +
                     static_cast<std::size_t>(f)],
+            kernel_table ? kernel_table->tuning : io::GpuTuning{},
             resident.empty() ? nullptr : resident[g].get()));
         backends.push_back(devices_in_use.back().get());
       }

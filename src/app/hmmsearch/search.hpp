@@ -127,11 +127,6 @@ struct HybridOptions : RunOptions {
 // adds what is not configuration (debug settings, progress, the stop flag).
 HybridOptions hybrid_options(const io::Config& config);
 
-// Where a kernel-choice table is looked for when neither --gpu-kernel-table nor
-// [gpu] kernel_table names one: <executable's folder>/../share/duet/gpu-kernels.toml,
-// then the source tree's configs/gpu-kernels.toml.
-std::vector<std::string> default_kernel_table_paths();
-
 // HMMER's settings derived from the options (--max, --nobias, F1..F3).
 CascadeSettings cascade_settings(const io::SearchConfig& config);
 

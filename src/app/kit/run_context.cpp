@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <utility>
@@ -78,6 +79,16 @@ int debug_setting(const char* name) {
   if (*end != 0 || n < 0 || n > 64)
     throw UsageError(std::string(name) + " must be an integer in 0..64");
   return static_cast<int>(n);
+}
+
+std::vector<std::string> default_kernel_table_paths() {
+  std::vector<std::string> paths;
+  std::error_code error;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (!error)
+    paths.push_back((exe.parent_path() / ".." / "share" / "duet" / "gpu-kernels.toml").string());
+  paths.push_back(std::string(DUET_CONFIGS_DIR) + "/gpu-kernels.toml");
+  return paths;
 }
 
 std::string now_iso8601() {

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace duet::app {
 
@@ -47,6 +48,12 @@ bool timings_wanted();
 // also the phases where the debug setting DUET_DEBUG_SIGNAL_AT="<signal>@<label>" raises
 // a signal, for the tests of what a signal at each phase leaves behind.
 void phase_time(const char* what);
+
+// Where a kernel-choice table (with the GPU paths' tuning constants) is looked for when
+// neither --gpu-kernel-table nor [gpu] kernel_table names one:
+// <executable's folder>/../share/duet/gpu-kernels.toml, then the source tree's
+// configs/gpu-kernels.toml.
+std::vector<std::string> default_kernel_table_paths();
 
 std::string now_iso8601();
 std::string join_command_line(int argc, char** argv);

@@ -28,6 +28,7 @@
 #include "core/pairhmm_model.hpp"
 #include "host_simd/pairhmm/pairhmm_simd.hpp"
 #include "io/hdf5_file.hpp"
+#include "io/kernel_table.hpp"
 #include "io/output_file.hpp"
 
 namespace duet::app {
@@ -159,7 +160,7 @@ void add_pairhmm_command(CLI::App& app,
     }
     // The output can be created and is not the input, the input parses: checked before any
     // work.
-    io::OutputSet outputs({o->input, o->flags->config_path()});
+    io::OutputSet outputs({o->input, o->flags->config_path(), config.gpu.kernel_table});
     io::Hdf5Writer h5(outputs.add(config.run.out, "-o"));
     phase_time("checked options");
     const pairhmm::Input input = pairhmm::read_input(o->input, pairhmm::parse_format(o->format));
@@ -171,6 +172,13 @@ void add_pairhmm_command(CLI::App& app,
     static_cast<RunOptions&>(r) = run_options(config);
     r.cpu_workers = config.run.cpu;
     add_process_settings(r, config.run.quiet);
+    // The tuning constants of the kernel-choice table ([gpu] kernel_table, else the
+    // installed or source tree's configs/gpu-kernels.toml), where GPUs may run.
+    if (r.gpu != RunOptions::Gpu::off) {
+      const std::string table =
+          io::resolve_kernel_table_path("", config.gpu.kernel_table, default_kernel_table_paths());
+      if (!table.empty()) r.tuning = io::load_kernel_table(table).tuning;
+    }
     phase_time("search starts");
     const PairhmmRun run = run_pairhmm(input, model, r);
     phase_time("search returned");

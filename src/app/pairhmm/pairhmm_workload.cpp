@@ -189,13 +189,12 @@ PairhmmRun run_pairhmm(const pairhmm::Input& input, const pairhmm::Model& model,
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
   // GPU-only: the CPU workers only help the feeders' host loops and redo failed batches;
-  // more of them made the run slower, so two unless --cpu says. Hybrid: four cores per GPU
-  // left to its feeder's packing. Both measured on one H100 machine with 16 cores
-  // (bench/RESULTS.md, pair-HMM sections).
-  constexpr int kGpuOnlyWorkers = 2, kCoresPerFeeder = 4;
+  // more of them made the run slower. Hybrid: cores per GPU left to its feeder's packing.
+  // Both from the tuning table (configs/gpu-kernels.toml, measured: bench/RESULTS.md).
+  const io::GpuTuning& t = options.tuning;
   const int default_workers = options.gpu == PairhmmRunOptions::Gpu::only
-                                  ? std::min(kGpuOnlyWorkers, cores)
-                                  : std::max(1, cores - kCoresPerFeeder * gpus);
+                                  ? std::min(t.pairhmm_gpu_only_workers, cores)
+                                  : std::max(1, cores - t.pairhmm_cores_per_feeder * gpus);
   scheduler::SchedulerOptions s =
       scheduler_options(options, options.cpu_workers > 0 ? options.cpu_workers : default_workers,
                         kPairhmmGpuBatchBlocks);

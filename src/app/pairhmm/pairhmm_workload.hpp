@@ -20,6 +20,7 @@
 #include "app/kit/run_options.hpp"
 #include "core/pairhmm_input.hpp"
 #include "core/pairhmm_model.hpp"
+#include "io/kernel_table.hpp"
 #include "scheduler/scheduler.hpp"
 
 namespace duet::app {
@@ -37,6 +38,9 @@ struct PairhmmRunOptions : RunOptions {
   std::string gpu_kernel = "auto";  // auto, inter (a thread per pair), intra (a warp per pair)
   std::int64_t block_cells = 1 << 22;
   int gpu_parts = 2;  // parts per GPU batch, overlapped on two streams (1: none)
+  // Workers beside the GPUs (pairhmm_gpu_only_workers, pairhmm_cores_per_feeder): the
+  // kernel-choice table's [tuning], else its defaults.
+  io::GpuTuning tuning;
 };
 
 struct PairhmmRun {

@@ -4,17 +4,10 @@
 #include <H5public.h>
 #include <oneapi/tbb/version.h>
 #include <toml++/toml.h>
-#include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <atomic>
-#include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <thread>
 
@@ -26,14 +19,8 @@
 #include "app/synth_command.hpp"
 #include "app/tune_command.hpp"
 #include "core/error.hpp"
-#include "core/hmm.hpp"
-#include "core/input_file.hpp"
 #include "device/gpu_info.hpp"
 #include "host_simd/hmmsearch/simd_kernels.hpp"
-#include "io/config.hpp"
-#include "io/hdf5_file.hpp"
-#include "io/kernel_table.hpp"
-#include "io/output_file.hpp"
 #include "scheduler/thread_cpu.hpp"
 
 namespace {

@@ -17,15 +17,6 @@ double forward_pvalue(const SearchProfile& profile, double bits) {
 
 namespace {
 
-// The MSV score as HMMER's MSV stage reports it: SSV runs first, and its begin score
-// floors the MSV score.
-float floored_msv_nats(const SearchProfile& profile, int L, FilterScore msv) {
-  float floor_nats;
-  if (!msv.overflow && msv_ssv_floor(profile.msv, L, floor_nats))
-    msv.nats = std::max(msv.nats, floor_nats);
-  return msv.nats;
-}
-
 // After the bias filter (or without one): the Viterbi filter, unless the MSV P-value
 // already meets its threshold.
 NextStage viterbi_or_forward(const CascadeSettings& settings, double P, TargetScores& out) {
@@ -38,12 +29,16 @@ NextStage viterbi_or_forward(const CascadeSettings& settings, double P, TargetSc
 }  // namespace
 
 NextStage decide_after_msv(const SearchProfile& profile, const CascadeSettings& settings, int L,
-                           FilterScore msv, TargetScores& out) {
+                           FilterScore& msv, TargetScores& out) {
   out = TargetScores{};
   if (L == 0) return NextStage::none;  // HMMER skips empty targets silently
+  // HMMER's MSV stage runs SSV first: its begin score floors the MSV score.
+  float floor_nats;
+  if (!msv.overflow && msv_ssv_floor(profile.msv, L, floor_nats))
+    msv.nats = std::max(msv.nats, floor_nats);
   const float nullsc = null_score(L);
   out.null_nats = nullsc;
-  const float seq_score = (floored_msv_nats(profile, L, msv) - nullsc) / static_cast<float>(kLog2);
+  const float seq_score = (msv.nats - nullsc) / static_cast<float>(kLog2);
   out.msv_bits = seq_score;
   const double P = gumbel_survival(seq_score, profile.msv_mu, profile.msv_lambda);
   out.pvalue = P;
@@ -55,11 +50,10 @@ NextStage decide_after_msv(const SearchProfile& profile, const CascadeSettings& 
   return viterbi_or_forward(settings, P, out);
 }
 
-NextStage decide_after_bias(const SearchProfile& profile, const CascadeSettings& settings, int L,
-                            FilterScore msv, float bias_nats, TargetScores& out) {
+NextStage decide_after_bias(const SearchProfile& profile, const CascadeSettings& settings,
+                            float msv_nats, float bias_nats, TargetScores& out) {
   // The MSV score against a null that may absorb biased composition.
-  const float seq_score =
-      (floored_msv_nats(profile, L, msv) - bias_nats) / static_cast<float>(kLog2);
+  const float seq_score = (msv_nats - bias_nats) / static_cast<float>(kLog2);
   const double P = gumbel_survival(seq_score, profile.msv_mu, profile.msv_lambda);
   out.pvalue = P;
   if (P > settings.F1) return NextStage::none;
@@ -101,7 +95,8 @@ NextStage decide_through_bias(const SearchProfile& profile, const CascadeSetting
                               const Residue* dsq, int L, FilterScore msv, TargetScores& out) {
   const NextStage next = decide_after_msv(profile, settings, L, msv, out);
   if (next != NextStage::bias) return next;
-  return decide_after_bias(profile, settings, L, msv, bias_filter_score(profile.bias, dsq, L), out);
+  return decide_after_bias(profile, settings, msv.nats, bias_filter_score(profile.bias, dsq, L),
+                           out);
 }
 
 TargetScores run_filters(const SearchProfile& profile, const CascadeSettings& settings,

@@ -95,18 +95,20 @@ class ReferenceKernels final : public FilterKernels {
 // the stage reached in `out` (stage, bits, P-value) and says which stage runs next
 // (none: the target stopped, out.stage says where).
 enum class NextStage : std::uint8_t { none, bias, viterbi, forward };
-// First: the MSV filter's score `msv` (nats, as the kernel returns it: HMMER's SSV floor
-// is applied here) of a target of L residues. Resets `out`; an empty target stops.
+// First: the MSV filter's score `msv` (nats, as the kernel returns it) of a target of L
+// residues; HMMER's SSV floor is applied to it here, in place, for decide_after_bias.
+// Resets `out`; an empty target stops.
 NextStage decide_after_msv(const SearchProfile& profile, const CascadeSettings& settings, int L,
-                           FilterScore msv, TargetScores& out);
+                           FilterScore& msv, TargetScores& out);
 // decide_after_msv, then the bias filter (bias_filter_score) and decide_after_bias where
 // it runs: the decisions on an MSV score computed elsewhere (a GPU). Returns none,
 // viterbi or forward.
 NextStage decide_through_bias(const SearchProfile& profile, const CascadeSettings& settings,
                               const Residue* dsq, int L, FilterScore msv, TargetScores& out);
-// After NextStage::bias: the same MSV score and the bias filter's null score (nats).
-NextStage decide_after_bias(const SearchProfile& profile, const CascadeSettings& settings, int L,
-                            FilterScore msv, float bias_nats, TargetScores& out);
+// After NextStage::bias: the MSV score as decide_after_msv left it (nats) and the bias
+// filter's null score (nats).
+NextStage decide_after_bias(const SearchProfile& profile, const CascadeSettings& settings,
+                            float msv_nats, float bias_nats, TargetScores& out);
 // After NextStage::viterbi: the Viterbi filter's score.
 NextStage decide_after_viterbi(const SearchProfile& profile, const CascadeSettings& settings,
                                FilterScore viterbi, TargetScores& out);
@@ -164,7 +166,7 @@ void run_filters_together(const SearchProfile& profile, const CascadeSettings& s
   bias_filter_scores(profile.bias, bias_dsq.data(), bias_L.data(), at_bias.size(), bias.data());
   for (std::size_t j = 0; j < at_bias.size(); ++j) {
     const std::size_t i = at_bias[j];
-    if (decide_after_bias(profile, settings, L[i], msv[i], bias[j], out[i]) == NextStage::viterbi)
+    if (decide_after_bias(profile, settings, msv[i].nats, bias[j], out[i]) == NextStage::viterbi)
       decide_after_viterbi(profile, settings, kernels.viterbi(dsq[i], L[i]), out[i]);
     between();
   }

@@ -155,9 +155,16 @@ class HmmsearchWorkload final : public scheduler::Workload {
   // The block against each model in turn; returns the targets that passed every filter,
   // summed over the models.
   std::int64_t run_block(const scheduler::Block& block, int worker) override {
+    const std::size_t n = block.sequences();
+    std::vector<const Residue*> dsq(n);
+    std::vector<int> lengths(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      dsq[i] = block.sequence(i);
+      lengths[i] = block.length(i);
+    }
     std::int64_t passed = 0;
     for (ModelInPass& m : models_)
-      passed += run_model(*m.profile, kernels(m, worker), *m.sink, block);
+      passed += run_model(*m.profile, kernels(m, worker), *m.sink, block, dsq, lengths);
     return passed;
   }
 
@@ -192,16 +199,12 @@ class HmmsearchWorkload final : public scheduler::Workload {
   // The filters target by target, the bias filters of the targets that reach it together
   // (run_filters_together), then Forward for the block's targets that reached it, several
   // at once (forward_stage): what run_cascade gives on each.
+  // `dsq` and `lengths`: the block's targets, made once for every model of the pass.
   std::int64_t run_model(const SearchProfile& profile, FilterKernels& k,
-                         scheduler::ResultSink<BlockRecords>& sink, const scheduler::Block& block) {
+                         scheduler::ResultSink<BlockRecords>& sink, const scheduler::Block& block,
+                         const std::vector<const Residue*>& dsq, const std::vector<int>& lengths) {
     const std::size_t n = block.sequences();
     std::vector<TargetScores> scores(n);
-    std::vector<const Residue*> dsq(n);
-    std::vector<int> lengths(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      dsq[i] = block.sequence(i);
-      lengths[i] = block.length(i);
-    }
     // A GPU feeder's host work first between targets (scheduler.hpp).
     run_filters_together(profile, settings_, k, n, dsq.data(), lengths.data(), scores.data(),
                          scheduler::help_host_loops);

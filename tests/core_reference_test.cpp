@@ -504,10 +504,8 @@ TEST(Reference, FiltersTogetherAndDeviceDecisionsGiveRunFiltersScores) {
       const std::string what =
           std::string(name) + " F1 " + std::to_string(F1) + (bias_filter ? "" : " nobias");
       std::vector<TargetScores> together(seqs.size());
-      int between = 0;
       run_filters_together(sp, settings, kernels, seqs.size(), dsq.data(), L.data(),
-                           together.data(), [&] { ++between; });
-      EXPECT_GE(between, static_cast<int>(seqs.size())) << what;
+                           together.data());
       int past_bias = 0;
       for (std::size_t i = 0; i < seqs.size(); ++i) {
         const TargetScores want = run_filters(sp, settings, kernels, dsq[i], L[i]);

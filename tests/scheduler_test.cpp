@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -34,6 +35,7 @@
 #include "io/hdf5_file.hpp"
 #include "scheduler/block_queue.hpp"
 #include "scheduler/block_store.hpp"
+#include "scheduler/cpu_pool.hpp"
 #include "scheduler/result_sink.hpp"
 #include "search_compare.hpp"
 #include "test_support.hpp"
@@ -268,49 +270,127 @@ TEST(SchedulerParts, QueueBoundsDepthAndServesPostAndRequeuedFirst) {
   queue.post(block(9), std::make_unique<scheduler::PostState>());
   queue.end_gpu_batch();
   queue.close();
-  auto t = queue.pop_for_cpu();
-  ASSERT_TRUE(t);
-  EXPECT_EQ(t->kind, scheduler::CpuTask::Kind::post);
-  t = queue.pop_for_cpu();
-  ASSERT_TRUE(t);
-  EXPECT_EQ(t->block->index, 0);  // requeued, cpu_only
-  EXPECT_EQ(t->block->affinity, scheduler::Affinity::cpu_only);
-  EXPECT_EQ(queue.pop_for_cpu()->block->index, 1);
-  EXPECT_EQ(queue.pop_for_cpu()->block->index, 2);
-  EXPECT_FALSE(queue.pop_for_cpu());
+  scheduler::CpuTask t;
+  ASSERT_EQ(queue.take_for_cpu(0, t), scheduler::BlockQueue::Take::task);
+  EXPECT_EQ(t.kind, scheduler::CpuTask::Kind::post);
+  ASSERT_EQ(queue.take_for_cpu(0, t), scheduler::BlockQueue::Take::task);
+  EXPECT_EQ(t.block->index, 0);  // requeued, cpu_only
+  EXPECT_EQ(t.block->affinity, scheduler::Affinity::cpu_only);
+  ASSERT_EQ(queue.take_for_cpu(0, t), scheduler::BlockQueue::Take::task);
+  EXPECT_EQ(t.block->index, 1);
+  ASSERT_EQ(queue.take_for_cpu(0, t), scheduler::BlockQueue::Take::task);
+  EXPECT_EQ(t.block->index, 2);
+  EXPECT_EQ(queue.take_for_cpu(0, t), scheduler::BlockQueue::Take::finished);
   EXPECT_TRUE(queue.pop_batch_for_gpu(4, 100).empty());
 }
 
-// A GPU feeder's host loop goes to waiting CPU workers before anything else; every index
-// runs once; an exception in a body reaches the feeder; after cancel() the feeder does it
-// all alone.
-TEST(SchedulerParts, HostLoopsAreSharedWithWaitingWorkers) {
+// A CPU worker that finds nothing is parked, and handed back once the queue changes in a
+// way that may give it work: a block it may take, a post, the end of a GPU batch, close.
+TEST(SchedulerParts, QueueParksIdleWorkersAndResumesThem) {
+  scheduler::BlockQueue queue(8);
+  std::vector<int> resumed;
+  queue.set_resume([&](int w) { resumed.push_back(w); });
+  scheduler::CpuTask t;
+  EXPECT_EQ(queue.take_for_cpu(3, t), scheduler::BlockQueue::Take::parked);
+  EXPECT_EQ(queue.take_for_cpu(5, t), scheduler::BlockQueue::Take::parked);
+  auto gpu_block = std::make_shared<scheduler::Block>();
+  gpu_block->affinity = scheduler::Affinity::gpu_only;
+  ASSERT_TRUE(queue.push(gpu_block));
+  EXPECT_TRUE(resumed.empty());  // nothing a CPU may take
+  ASSERT_TRUE(queue.push(std::make_shared<scheduler::Block>()));
+  EXPECT_EQ(resumed, (std::vector<int>{3, 5}));
+  ASSERT_EQ(queue.take_for_cpu(3, t), scheduler::BlockQueue::Take::task);
+  ASSERT_EQ(queue.pop_batch_for_gpu(1, 1 << 20).size(), 1u);
+  queue.close();
+  EXPECT_EQ(queue.take_for_cpu(5, t), scheduler::BlockQueue::Take::parked);  // a batch is out
+  resumed.clear();
+  queue.post(std::make_shared<scheduler::Block>(), std::make_unique<scheduler::PostState>());
+  EXPECT_EQ(resumed, (std::vector<int>{5}));
+  ASSERT_EQ(queue.take_for_cpu(5, t), scheduler::BlockQueue::Take::task);
+  EXPECT_EQ(t.kind, scheduler::CpuTask::Kind::post);
+  EXPECT_EQ(queue.take_for_cpu(5, t), scheduler::BlockQueue::Take::parked);
+  resumed.clear();
+  queue.end_gpu_batch();
+  EXPECT_EQ(resumed, (std::vector<int>{5}));
+  EXPECT_EQ(queue.take_for_cpu(5, t), scheduler::BlockQueue::Take::finished);
+}
+
+// The pool: every task reaches one worker once; a worker runs one task at a time; an
+// exception of a task goes to the pool's fail function.
+TEST(SchedulerParts, PoolRunsEveryTaskOnceOneTaskPerWorkerAtATime) {
+  constexpr int kWorkers = 4;
+  scheduler::BlockQueue queue(1000);
+  constexpr int kBlocks = 300;
+  for (int i = 0; i < kBlocks; ++i) {
+    auto b = std::make_shared<scheduler::Block>();
+    b->index = i;
+    ASSERT_TRUE(queue.push(b));
+  }
+  auto posted = std::make_shared<scheduler::Block>();
+  posted->index = -1;
+  queue.post(posted, std::make_unique<scheduler::PostState>());
+  queue.close();
+  std::vector<std::atomic<int>> runs(kBlocks);
+  std::vector<std::atomic<bool>> busy(kWorkers);
+  std::atomic<bool> overlap{false};
+  std::atomic<int> posts{0};
+  scheduler::CpuPool pool(kWorkers, 0, 0);
+  pool.start(
+      queue,
+      [&](int w, scheduler::CpuTask& task) {
+        ASSERT_GE(w, 0);
+        ASSERT_LT(w, kWorkers);
+        if (busy[static_cast<std::size_t>(w)].exchange(true)) overlap = true;
+        if (task.kind == scheduler::CpuTask::Kind::post) {
+          ++posts;
+        } else {
+          ++runs[static_cast<std::size_t>(task.block->index)];
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+        busy[static_cast<std::size_t>(w)] = false;
+      },
+      [](std::exception_ptr) { ADD_FAILURE() << "no task fails"; });
+  pool.wait();
+  EXPECT_FALSE(overlap.load());
+  EXPECT_EQ(posts.load(), 1);
+  for (int i = 0; i < kBlocks; ++i) ASSERT_EQ(runs[static_cast<std::size_t>(i)], 1) << i;
+
+  scheduler::BlockQueue failing(8);
+  ASSERT_TRUE(failing.push(std::make_shared<scheduler::Block>()));
+  ASSERT_TRUE(failing.push(std::make_shared<scheduler::Block>()));
+  std::atomic<int> failures{0};
+  scheduler::CpuPool second(2, 0, 0);
+  second.start(
+      failing, [](int, scheduler::CpuTask&) { throw std::runtime_error("task failed"); },
+      [&](std::exception_ptr e) {
+        ++failures;
+        failing.cancel();
+        EXPECT_THROW(std::rethrow_exception(e), std::runtime_error);
+      });
+  second.wait();  // cancelled: every worker ends, though the queue was never closed
+  EXPECT_GE(failures.load(), 1);
+}
+
+// A GPU feeder's host loop is shared with CPU workers that have nothing else to do; every
+// index runs once; an exception in a body reaches the feeder.
+TEST(SchedulerParts, HostLoopsAreSharedWithIdleWorkers) {
   scheduler::BlockQueue queue(4);
-  auto block = std::make_shared<scheduler::Block>();
-  ASSERT_TRUE(queue.push(block));
-  ASSERT_EQ(queue.pop_batch_for_gpu(1, 1 << 20).size(), 1u);  // a batch out: workers wait
+  ASSERT_TRUE(queue.push(std::make_shared<scheduler::Block>()));
+  ASSERT_EQ(queue.pop_batch_for_gpu(1, 1 << 20).size(), 1u);  // a batch out: workers park
+  scheduler::CpuPool pool(3, 1, 0);
+  pool.start(
+      queue, [](int, scheduler::CpuTask&) { ADD_FAILURE() << "no CPU task"; },
+      [](std::exception_ptr) {});
   std::mutex mutex;
   std::map<std::thread::id, int> ran;  // indices run per thread
-  std::atomic<bool> helped{false};
   const std::thread::id feeder = std::this_thread::get_id();
-  std::vector<std::thread> workers;
-  std::atomic<int> loops_taken{0};
-  for (int w = 0; w < 3; ++w) {
-    workers.emplace_back([&] {
-      while (auto task = queue.pop_for_cpu()) {
-        ASSERT_EQ(task->kind, scheduler::CpuTask::Kind::host_loop);
-        ++loops_taken;
-        task->loop->work();
-      }
-    });
-  }
+  std::atomic<bool> helped{false};
   constexpr std::size_t n = 5000;
   std::vector<std::size_t> out(n, 0);
-  queue.run_host_loop(n, 8, [&](std::size_t i) {
+  pool.run_host_loop(n, 8, [&](std::size_t i) {
     const std::thread::id me = std::this_thread::get_id();
-    // Whoever runs index 0 (the feeder or a worker) waits until another thread has run an
-    // index: the loop is shared whatever the timing (on a busy machine one thread could
-    // otherwise run it all).
+    // Whoever runs index 0 waits until another thread has run an index: the loop is
+    // shared whatever the timing (on a busy machine one thread could otherwise run it all).
     if (i == 0) {
       const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
       for (bool other = false; !other && std::chrono::steady_clock::now() < until;) {
@@ -324,51 +404,22 @@ TEST(SchedulerParts, HostLoopsAreSharedWithWaitingWorkers) {
     if (me != feeder) helped = true;
     out[i] += 3 * i + 1;
     std::lock_guard lock(mutex);
-    ++ran[std::this_thread::get_id()];
+    ++ran[me];
   });
   for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], 3 * i + 1) << "index " << i;
   EXPECT_TRUE(helped.load());
   EXPECT_GE(ran.size(), 2u);
-  EXPECT_GE(loops_taken.load(), 1);
-  EXPECT_THROW(queue.run_host_loop(100, 4,
-                                   [](std::size_t i) {
-                                     if (i == 37) throw std::runtime_error("body failed");
-                                   }),
+  EXPECT_THROW(pool.run_host_loop(100, 4,
+                                  [](std::size_t i) {
+                                    if (i == 37) throw std::runtime_error("body failed");
+                                  }),
                std::runtime_error);
   queue.end_gpu_batch();
   queue.close();
-  for (auto& t : workers) t.join();  // closed and drained: the workers stop
-  queue.cancel();
-  std::vector<int> alone(300, 0);
-  queue.run_host_loop(alone.size(), 16, [&](std::size_t i) { alone[i] = static_cast<int>(i); });
-  for (std::size_t i = 0; i < alone.size(); ++i) EXPECT_EQ(alone[i], static_cast<int>(i));
-}
-
-// A worker busy with a block helps between two of its targets (help_host_loop); with no
-// loop waiting it returns false at once.
-TEST(SchedulerParts, BusyWorkersHelpHostLoopsBetweenTargets) {
-  scheduler::BlockQueue queue(4);
-  EXPECT_FALSE(queue.help_host_loop());
-  std::atomic<bool> helped{false}, done{false};
-  const std::thread::id feeder = std::this_thread::get_id();
-  std::thread busy([&] {  // stands for a worker between two targets of its block
-    while (!done.load()) queue.help_host_loop();
-  });
-  constexpr std::size_t n = 2000;
-  std::vector<int> out(n, 0);
-  queue.run_host_loop(n, 4, [&](std::size_t i) {
-    if (i == 0 && std::this_thread::get_id() == feeder) {
-      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-      while (!helped.load() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
-    }
-    if (std::this_thread::get_id() != feeder) helped = true;
-    out[i] += 1;
-  });
-  done = true;
-  busy.join();
-  EXPECT_TRUE(helped.load());
-  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], 1) << "index " << i;
-  EXPECT_FALSE(queue.help_host_loop());  // nothing left
+  pool.wait();  // closed and drained: the workers end
+  std::vector<int> after(300, 0);
+  pool.run_host_loop(after.size(), 16, [&](std::size_t i) { after[i] = static_cast<int>(i); });
+  for (std::size_t i = 0; i < after.size(); ++i) EXPECT_EQ(after[i], static_cast<int>(i));
 }
 
 // The adaptive policy's batch size: about half of what the device does in the time the
@@ -467,10 +518,37 @@ TEST(SchedulerParts, ResultSinkDeliversInOrder) {
   EXPECT_THROW(sink.put(2, 20), std::logic_error);
 }
 
-// With GPU feeders the CPU workers raise their own nice value by worker_nice (so that
-// feeders and the reader get a core at once); without feeders, or with 0, they keep it.
-// The threads end with the pass: the caller's priority is unchanged.
+// With GPU feeders the CPU workers' threads raise their own nice value by worker_nice (so
+// that feeders and the reader get a core at once); without feeders, or with 0, they keep
+// it; the caller's priority is unchanged. The workers are oneTBB's threads, which outlive
+// a pass and stay lowered, so each case runs in a fresh process: this test binary again,
+// with only WorkerNiceInOneProcess and the case in DUET_TEST_NICE_CASE.
 TEST(SchedulerParts, WorkerNiceOnlyWithFeeders) {
+  const int base = ::getpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()));
+  if (base > 19 - 5) GTEST_SKIP() << "this process already runs at nice " << base;
+  for (const char* nice_case : {"0 0", "0 5", "1 0", "1 5"}) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      ::setenv("DUET_TEST_NICE_CASE", nice_case, 1);
+      const char* argv[] = {"scheduler_tests",
+                            "--gtest_filter=SchedulerParts.WorkerNiceInOneProcess",
+                            "--gtest_brief=1", nullptr};
+      ::execv("/proc/self/exe", const_cast<char* const*>(argv));
+      ::_exit(127);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << "case (GPU, increment) " << nice_case << ": status " << status;
+  }
+}
+
+TEST(SchedulerParts, WorkerNiceInOneProcess) {
+  const char* nice_case = std::getenv("DUET_TEST_NICE_CASE");
+  if (nice_case == nullptr) GTEST_SKIP() << "run by WorkerNiceOnlyWithFeeders";
+  int with_gpu = 0, increment = 0;
+  ASSERT_EQ(std::sscanf(nice_case, "%d %d", &with_gpu, &increment), 2);
   class NiceSource final : public scheduler::BlockSource {
    public:
     scheduler::BlockPtr next() override {
@@ -514,26 +592,21 @@ TEST(SchedulerParts, WorkerNiceOnlyWithFeeders) {
     }
   };
   const int base = ::getpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()));
-  if (base > 19 - 5) GTEST_SKIP() << "this process already runs at nice " << base;
-  for (const bool with_gpu : {false, true}) {
-    for (const int increment : {0, 5}) {
-      NiceSource source;
-      scheduler::BlockStore store(source, Alphabet::dna());
-      NiceRecorder recorder;
-      IdleGpu gpu;
-      std::vector<scheduler::GpuBackend*> gpus;
-      if (with_gpu) gpus.push_back(&gpu);
-      scheduler::SchedulerOptions options;
-      options.cpu_workers = 2;
-      options.worker_nice = increment;
-      options.warnings = false;
-      scheduler::run_blocks(store, recorder, gpus, options);
-      ASSERT_FALSE(recorder.seen.empty());
-      const int expected = with_gpu ? base + increment : base;
-      for (int nice : recorder.seen)
-        EXPECT_EQ(nice, expected) << (with_gpu ? "with" : "without") << " a GPU, +" << increment;
-    }
-  }
+  NiceSource source;
+  scheduler::BlockStore store(source, Alphabet::dna());
+  NiceRecorder recorder;
+  IdleGpu gpu;
+  std::vector<scheduler::GpuBackend*> gpus;
+  if (with_gpu) gpus.push_back(&gpu);
+  scheduler::SchedulerOptions options;
+  options.cpu_workers = 2;
+  options.worker_nice = increment;
+  options.warnings = false;
+  scheduler::run_blocks(store, recorder, gpus, options);
+  ASSERT_FALSE(recorder.seen.empty());
+  const int expected = with_gpu ? base + increment : base;
+  for (int nice : recorder.seen)
+    EXPECT_EQ(nice, expected) << (with_gpu ? "with" : "without") << " a GPU, +" << increment;
   EXPECT_EQ(::getpriority(PRIO_PROCESS, static_cast<id_t>(::gettid())), base);
 }
 

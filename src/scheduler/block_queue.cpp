@@ -1,5 +1,5 @@
-// BlockQueue: see block_queue.hpp. One mutex and one condition variable guard all three
-// queues, so that a waiter wakes for whichever of them gets work.
+// BlockQueue: see block_queue.hpp. One mutex guards all three queues; the reader and GPU
+// feeders wait on one condition variable, parked CPU workers are resumed through the pool.
 #include "scheduler/block_queue.hpp"
 
 #include <algorithm>
@@ -9,30 +9,14 @@
 
 namespace duet::scheduler {
 
-namespace {
-std::atomic<std::int64_t> feeder_ns{0}, inside_ns{0}, task_ns{0};
-std::int64_t to_ns(double s) {
-  return static_cast<std::int64_t>(s * 1e9);
-}
-}  // namespace
-
-HostLoopSeconds host_loop_seconds() {
-  const auto seconds = [](const std::atomic<std::int64_t>& ns) {
-    return static_cast<double>(ns.load(std::memory_order_relaxed)) / 1e9;
-  };
-  return {seconds(feeder_ns), seconds(inside_ns), seconds(task_ns)};
-}
-
-void add_host_loop_seconds_as_task(double s) {
-  task_ns.fetch_add(to_ns(s), std::memory_order_relaxed);
-}
-
 bool BlockQueue::push(BlockPtr block) {
   std::unique_lock lock(mutex_);
   changed_.wait(lock, [&] { return cancelled_ || fresh_.size() < depth_; });
   if (cancelled_) return false;
+  const bool for_cpu = cpu_may_take(*block);
   fresh_.push_back(std::move(block));
   changed_.notify_all();
+  if (for_cpu) resume_parked_locked();
   return true;
 }
 
@@ -40,6 +24,7 @@ void BlockQueue::close() {
   std::lock_guard lock(mutex_);
   closed_ = true;
   changed_.notify_all();
+  resume_parked_locked();
 }
 
 void BlockQueue::cancel() {
@@ -49,6 +34,7 @@ void BlockQueue::cancel() {
   requeued_.clear();
   post_.clear();
   changed_.notify_all();
+  resume_parked_locked();
 }
 
 bool BlockQueue::cancelled() const {
@@ -64,6 +50,7 @@ void BlockQueue::requeue(std::vector<BlockPtr> blocks) {
     requeued_.push_back(std::move(b));
   }
   changed_.notify_all();
+  resume_parked_locked();
 }
 
 void BlockQueue::post(BlockPtr block, PostStatePtr state) {
@@ -71,104 +58,50 @@ void BlockQueue::post(BlockPtr block, PostStatePtr state) {
   if (cancelled_) return;
   post_.emplace_back(std::move(block), std::move(state));
   changed_.notify_all();
+  resume_parked_locked();
 }
 
-double HostLoop::work() {
-  using Clock = std::chrono::steady_clock;
-  Clock::duration spent{};
-  for (;;) {
-    const std::size_t begin = next_.fetch_add(chunk_);
-    if (begin >= n_) return std::chrono::duration<double>(spent).count();
-    const auto started = Clock::now();
-    const std::size_t end = std::min(n_, begin + chunk_);
-    std::exception_ptr error;
-    try {
-      for (std::size_t i = begin; i < end; ++i) body_(i);
-    } catch (...) {
-      error = std::current_exception();
-    }
-    spent += Clock::now() - started;
-    std::lock_guard lock(mutex_);
-    if (error && !error_) error_ = error;
-    done_ += end - begin;
-    if (done_ == n_) all_done_.notify_all();
+void BlockQueue::set_resume(std::function<void(int)> resume) {
+  std::lock_guard lock(mutex_);
+  resume_ = std::move(resume);
+}
+
+void BlockQueue::resume_parked_locked() {
+  if (parked_.empty()) return;
+  const auto now = std::chrono::steady_clock::now();
+  double waited = 0;
+  for (const auto& [worker, since] : parked_) {
+    waited += std::chrono::duration<double>(now - since).count();
+    resume_(worker);
   }
+  parked_.clear();
+  note_cpu_queue_wait_seconds(waited);
 }
 
-void HostLoop::wait() {
-  std::unique_lock lock(mutex_);
-  all_done_.wait(lock, [&] { return done_ == n_; });
-  if (error_) std::rethrow_exception(error_);
-}
-
-void BlockQueue::run_host_loop(std::size_t n, std::size_t chunk,
-                               const std::function<void(std::size_t)>& body) {
-  if (n == 0) return;
-  auto loop = std::make_shared<HostLoop>(n, chunk, body);
-  if (n > chunk) {  // worth sharing
-    std::lock_guard lock(mutex_);
-    loops_.push_back(loop);
-    loops_open_ = static_cast<int>(loops_.size());
-    changed_.notify_all();
+BlockQueue::Take BlockQueue::take_for_cpu(int worker, CpuTask& task) {
+  std::lock_guard lock(mutex_);
+  if (cancelled_) return Take::finished;
+  if (!post_.empty()) {
+    task = {CpuTask::Kind::post, std::move(post_.front().first), std::move(post_.front().second)};
+    post_.pop_front();
+    return Take::task;
   }
-  feeder_ns.fetch_add(to_ns(loop->work()), std::memory_order_relaxed);
-  {
-    std::lock_guard lock(mutex_);
-    std::erase(loops_, loop);
-    loops_open_ = static_cast<int>(loops_.size());
+  if (!requeued_.empty()) {
+    task = {CpuTask::Kind::block, std::move(requeued_.front()), nullptr};
+    requeued_.pop_front();
+    return Take::task;
   }
-  loop->wait();
-}
-
-std::shared_ptr<HostLoop> BlockQueue::open_loop_locked() {
-  std::erase_if(loops_, [](const std::shared_ptr<HostLoop>& l) { return l->exhausted(); });
-  loops_open_ = static_cast<int>(loops_.size());
-  return loops_.empty() ? nullptr : loops_.front();
-}
-
-bool BlockQueue::help_host_loop() {
-  if (loops_open_.load(std::memory_order_relaxed) == 0) return false;
-  std::shared_ptr<HostLoop> loop;
-  {
-    std::lock_guard lock(mutex_);
-    loop = open_loop_locked();
+  const auto it = std::find_if(fresh_.begin(), fresh_.end(),
+                               [&](const BlockPtr& b) { return cpu_may_take(*b); });
+  if (it != fresh_.end()) {
+    task = {CpuTask::Kind::block, std::move(*it), nullptr};
+    fresh_.erase(it);
+    changed_.notify_all();  // room for the reader
+    return Take::task;
   }
-  if (!loop) return false;
-  inside_ns.fetch_add(to_ns(loop->work()), std::memory_order_relaxed);
-  return true;
-}
-
-std::optional<CpuTask> BlockQueue::pop_for_cpu() {
-  std::unique_lock lock(mutex_);
-  for (;;) {
-    if (cancelled_) return std::nullopt;
-    if (auto loop = open_loop_locked())
-      return CpuTask{CpuTask::Kind::host_loop, nullptr, loop, nullptr};
-    if (!post_.empty()) {
-      CpuTask t{CpuTask::Kind::post, std::move(post_.front().first), nullptr,
-                std::move(post_.front().second)};
-      post_.pop_front();
-      return t;
-    }
-    if (!requeued_.empty()) {
-      CpuTask t{CpuTask::Kind::block, std::move(requeued_.front()), nullptr, nullptr};
-      requeued_.pop_front();
-      return t;
-    }
-    const auto it = std::find_if(fresh_.begin(), fresh_.end(),
-                                 [&](const BlockPtr& b) { return cpu_may_take(*b); });
-    if (it != fresh_.end()) {
-      CpuTask t{CpuTask::Kind::block, std::move(*it), nullptr, nullptr};
-      fresh_.erase(it);
-      changed_.notify_all();  // room for the reader
-      return t;
-    }
-    if (!more_may_come() && fresh_.empty()) return std::nullopt;
-    const auto waiting = std::chrono::steady_clock::now();
-    changed_.wait(lock);
-    note_cpu_queue_wait_seconds(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - waiting).count());
-  }
+  if (!more_may_come() && fresh_.empty()) return Take::finished;
+  parked_.emplace_back(worker, std::chrono::steady_clock::now());
+  return Take::parked;
 }
 
 std::vector<BlockPtr> BlockQueue::pop_batch_for_gpu(std::size_t max_blocks,
@@ -205,6 +138,7 @@ void BlockQueue::end_gpu_batch() {
   std::lock_guard lock(mutex_);
   --gpu_batches_out_;
   changed_.notify_all();
+  resume_parked_locked();
 }
 
 }  // namespace duet::scheduler

@@ -1,19 +1,9 @@
-// run_blocks: the reader thread, CPU workers, GPU feeders and the progress line; see
-// scheduler.hpp.
-//
-// Every worker and feeder is its own std::thread. A CPU worker is a loop that lives for
-// the whole pass and sleeps on the queue's condition variable when there is nothing to
-// take: one OS thread per worker is exactly that, where a oneTBB task would occupy a TBB
-// thread just the same while hiding the count (--cpu N is N threads) and, because
-// Debian's libtbb is not built for ThreadSanitizer, would make TSAN report TBB's own task
-// hand-offs as data races in CI.
+// run_blocks: the reader thread, the CPU pool (cpu_pool.hpp: oneTBB), GPU feeders and the
+// progress line; see scheduler.hpp. The reader, each feeder and the progress line are
+// threads of their own: they wait on a file, the queue or a device, not on the CPU.
 #include "scheduler/scheduler.hpp"
 
-#include <sys/resource.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -23,13 +13,12 @@
 #include <thread>
 
 #include "scheduler/block_queue.hpp"
+#include "scheduler/cpu_pool.hpp"
 #include "scheduler/thread_cpu.hpp"
 
 namespace duet::scheduler {
 
 namespace {
-
-thread_local BlockQueue* worker_queue = nullptr;  // set on run_blocks' CPU workers
 
 using Clock = std::chrono::steady_clock;
 
@@ -119,53 +108,36 @@ TraceRow row_for(const Shared& shared, int worker, Device device, std::string st
   return row;
 }
 
-// Raises the calling thread's nice value by `increment` (SchedulerOptions::worker_nice);
-// a thread may always lower its own priority. The thread ends with the pass.
-void lower_worker_priority(int increment) {
-  if (increment < 1) return;
-  const id_t thread = static_cast<id_t>(::gettid());
-  errno = 0;
-  const int current = ::getpriority(PRIO_PROCESS, thread);
-  if (errno != 0) return;
-  ::setpriority(PRIO_PROCESS, thread, std::min(19, current + increment));
-}
-
-void cpu_worker(Shared& shared, Workload& workload, int worker, const SchedulerOptions& options,
-                std::vector<TraceRow>& trace) {
-  worker_queue = &shared.queue;
-  while (auto task = shared.queue.pop_for_cpu()) {
-    if (stop_requested(options)) {
-      shared.queue.cancel();
-      return;
-    }
-    if (task->kind == CpuTask::Kind::host_loop) {  // a feeder's host work: no trace row of its own
-      add_host_loop_seconds_as_task(task->loop->work());
-      continue;
-    }
-    const double start = shared.now();
-    const bool post = task->kind == CpuTask::Kind::post;
-    const BlockPtr blocks[] = {task->block};
-    if (post) {
-      const StageWork work = workload.post_work(*task->block, *task->post);
-      const std::int64_t survivors = workload.run_post(*task->block, *task->post, worker);
-      TraceRow row =
-          row_for(shared, worker, Device::cpu, "post", start, blocks, workload.cells_per_residue());
-      row.sequences = work.sequences;
-      row.residues = work.residues;
-      row.cells = work.residues * workload.cells_per_residue();
-      row.survivors = survivors;
-      trace.push_back(std::move(row));
-      continue;
-    }
-    shared.started_residues += task->block->work();
-    const std::int64_t survivors = workload.run_block(*task->block, worker);
-    TraceRow row =
-        row_for(shared, worker, Device::cpu, "all", start, blocks, workload.cells_per_residue());
-    row.survivors = survivors;
-    shared.cpu_residues += row.residues;
-    shared.cells += row.cells;
-    trace.push_back(std::move(row));
+// A CPU worker's task (CpuPool::RunTask): a block's every stage, or the post stage of a
+// block a device ran the early stages of; one trace row.
+void run_cpu_task(Shared& shared, Workload& workload, int worker, CpuTask& task,
+                  const SchedulerOptions& options, std::vector<TraceRow>& trace) {
+  if (stop_requested(options)) {
+    shared.queue.cancel();
+    return;
   }
+  const double start = shared.now();
+  const BlockPtr blocks[] = {task.block};
+  if (task.kind == CpuTask::Kind::post) {
+    const StageWork work = workload.post_work(*task.block, *task.post);
+    const std::int64_t survivors = workload.run_post(*task.block, *task.post, worker);
+    TraceRow row =
+        row_for(shared, worker, Device::cpu, "post", start, blocks, workload.cells_per_residue());
+    row.sequences = work.sequences;
+    row.residues = work.residues;
+    row.cells = work.residues * workload.cells_per_residue();
+    row.survivors = survivors;
+    trace.push_back(std::move(row));
+    return;
+  }
+  shared.started_residues += task.block->work();
+  const std::int64_t survivors = workload.run_block(*task.block, worker);
+  TraceRow row =
+      row_for(shared, worker, Device::cpu, "all", start, blocks, workload.cells_per_residue());
+  row.survivors = survivors;
+  shared.cpu_residues += row.residues;
+  shared.cells += row.cells;
+  trace.push_back(std::move(row));
 }
 
 // The residue budget of the next batch of an adaptive feeder (adaptive_batch_residues).
@@ -178,12 +150,12 @@ std::int64_t adaptive_budget(const Shared& shared, std::size_t feeder,
                                  shared.remaining_residues(), options.gpu_batch_residues);
 }
 
-void gpu_feeder(Shared& shared, GpuBackend& gpu, std::int64_t cells_per_residue, int worker,
-                std::size_t feeder, const SchedulerOptions& options, std::vector<TraceRow>& trace,
-                std::int64_t& faults) {
+void gpu_feeder(Shared& shared, CpuPool& pool, GpuBackend& gpu, std::int64_t cells_per_residue,
+                int worker, std::size_t feeder, const SchedulerOptions& options,
+                std::vector<TraceRow>& trace, std::int64_t& faults) {
   gpu.start(
-      [&shared](std::size_t n, std::size_t chunk, const std::function<void(std::size_t)>& body) {
-        shared.queue.run_host_loop(n, chunk, body);
+      [&pool](std::size_t n, std::size_t chunk, const std::function<void(std::size_t)>& body) {
+        pool.run_host_loop(n, chunk, body);
       });
   std::int64_t batches = 0;
   double busy = 0;
@@ -276,10 +248,6 @@ void progress_line(const Shared& shared) {
 
 }  // namespace
 
-void help_host_loops() {
-  if (worker_queue != nullptr) worker_queue->help_host_loop();
-}
-
 void run_host_loop_serially(std::size_t n, std::size_t,
                             const std::function<void(std::size_t)>& body) {
   for (std::size_t i = 0; i < n; ++i) body(i);
@@ -334,6 +302,13 @@ RunSummary run_blocks(BlockStore& store, Workload& workload, std::span<GpuBacken
                              " running): " + e.what() + "; ask for fewer with --cpu")));
     }
   };
+  CpuPool pool(workers, feeders, options.worker_nice);
+  pool.start(
+      shared.queue,
+      [&](int w, CpuTask& task) {
+        run_cpu_task(shared, workload, w, task, options, traces[static_cast<std::size_t>(w)]);
+      },
+      [&shared](std::exception_ptr e) { shared.fail(std::move(e)); });
   start([&] {
     ThreadCpuAccount account("reader (hand-out)");
     read_blocks(shared, pass, options, feeders > 0, blocks_read, reused);
@@ -342,7 +317,7 @@ RunSummary run_blocks(BlockStore& store, Workload& workload, std::span<GpuBacken
     const int worker = workers + g;
     start([&, g, worker] {
       ThreadCpuAccount account("GPU feeders");
-      gpu_feeder(shared, *gpus[static_cast<std::size_t>(g)], cells_per_residue, worker,
+      gpu_feeder(shared, pool, *gpus[static_cast<std::size_t>(g)], cells_per_residue, worker,
                  static_cast<std::size_t>(g), options, traces[static_cast<std::size_t>(worker)],
                  faults[static_cast<std::size_t>(g)]);
     });
@@ -360,14 +335,8 @@ RunSummary run_blocks(BlockStore& store, Workload& workload, std::span<GpuBacken
       }
     });
   }
-  for (int w = 0; w < workers; ++w) {
-    start([&, w] {
-      ThreadCpuAccount account("CPU workers");
-      if (feeders > 0) lower_worker_priority(options.worker_nice);
-      cpu_worker(shared, workload, w, options, traces[static_cast<std::size_t>(w)]);
-    });
-  }
   for (auto& t : threads) t.join();
+  pool.wait();
   if (progress.joinable()) {
     {
       std::lock_guard lock(progress_mutex);

@@ -1,5 +1,5 @@
 // The hybrid scheduler: a reader thread streams the database (a BlockStore pass) into a
-// bounded BlockQueue; CPU workers (one thread each, one block at a time) and GPU feeders
+// bounded BlockQueue; CPU workers (oneTBB tasks, one block at a time: cpu_pool.hpp) and GPU feeders
 // (one host thread per GPU, up to K blocks per batch) drain it at the same time;
 // a device that runs only the early stages posts its blocks to the post-queue, which CPU
 // workers serve first; a failed device batch goes back to the queue and the CPU finishes
@@ -58,14 +58,9 @@ struct GpuBlockOutcome {
 };
 
 // Runs body(i) for i in [0, n) in chunks, sharing the work with CPU workers that are idle
-// or finish a block meanwhile (BlockQueue::run_host_loop); returns when all are done.
+// or finish a task meanwhile (CpuPool::run_host_loop); returns when all are done.
 using HostLoopRunner = std::function<void(std::size_t n, std::size_t chunk,
                                           const std::function<void(std::size_t)>& body)>;
-// For a Workload, between two pieces of a block (e.g. two targets): on a CPU worker of
-// run_blocks, runs chunks of GPU feeders' host loops that wait for help, so that a feeder
-// need not wait until a worker finishes its block; elsewhere, or with no such loop, it
-// returns at once (one atomic load).
-void help_host_loops();
 // The same on the calling thread alone (no scheduler: tests, tools).
 void run_host_loop_serially(std::size_t n, std::size_t chunk,
                             const std::function<void(std::size_t)>& body);
@@ -110,7 +105,8 @@ struct SchedulerOptions {
   bool warnings = true;              // device faults reported on stderr (off with --quiet)
   const std::atomic<bool>* stop = nullptr;  // set (e.g. by SIGINT) to stop early
   // With GPU feeders, each CPU worker thread raises its nice value by this much (0 to 19;
-  // 0 = unchanged), so that a feeder or parser thread that wakes gets a core at once.
+  // 0 = unchanged), so that a feeder or parser thread that wakes gets a core at once. The
+  // threads are oneTBB's and outlive the pass: they stay lowered.
   int worker_nice = 0;
 };
 

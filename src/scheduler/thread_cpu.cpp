@@ -51,14 +51,22 @@ std::atomic<std::int64_t> sink_waiting_ns{0}, sink_consuming_ns{0}, queue_waitin
 
 }  // namespace
 
-void account_thread_cpu(const char* kind) {
+ThreadCpuMark thread_cpu_mark() {
   timespec now{};
-  if (::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now) != 0) return;
-  const double s = static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) / 1e9;
-  const double waited = run_queue_wait();
+  if (::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now) != 0) return {};
+  return {static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) / 1e9,
+          run_queue_wait()};
+}
+
+void account_thread_cpu_since(const char* kind, const ThreadCpuMark& since) {
+  const ThreadCpuMark now = thread_cpu_mark();
   std::lock_guard lock(accounts_mutex);
-  add(kind, s);
-  add(std::string(kind) + kWaitSuffix, waited);
+  add(kind, now.cpu - since.cpu);
+  add(std::string(kind) + kWaitSuffix, now.waited - since.waited);
+}
+
+void account_thread_cpu(const char* kind) {
+  account_thread_cpu_since(kind, {});
 }
 
 void note_result_sink_seconds(double waiting, double consuming) {

@@ -15,6 +15,15 @@ namespace duet::scheduler {
 // ends; a static string).
 void account_thread_cpu(const char* kind);
 
+// The calling thread's CPU seconds, and seconds waited for a core, so far.
+struct ThreadCpuMark {
+  double cpu = 0, waited = 0;
+};
+ThreadCpuMark thread_cpu_mark();
+// Adds what the calling thread used since `since` under `kind`, as account_thread_cpu: a
+// span of work on a thread that lives longer than the pass (a oneTBB worker).
+void account_thread_cpu_since(const char* kind, const ThreadCpuMark& since);
+
 // Kinds in the order first seen, with their seconds; then "other" (the process's user and
 // system seconds less the CPU seconds of the kinds) and "process".
 std::vector<std::pair<std::string, double>> thread_cpu_seconds();
@@ -22,7 +31,7 @@ std::vector<std::pair<std::string, double>> thread_cpu_seconds();
 // Wall seconds that ResultSink::put callers spent waiting for its lock and handing results
 // to its consumer (summed over threads), reported with thread_cpu_seconds.
 void note_result_sink_seconds(double waiting, double consuming);
-// Wall seconds CPU workers spent waiting for something to take (BlockQueue::pop_for_cpu).
+// Wall seconds CPU workers spent parked with nothing to take (BlockQueue::take_for_cpu).
 void note_cpu_queue_wait_seconds(double waiting);
 
 // Ends the calling thread's account when it goes out of scope (also on an exception).

@@ -10,7 +10,7 @@
 #include "app/kit/run_context.hpp"
 #include "core/error.hpp"
 #include "device/gpu_info.hpp"
-#include "scheduler/block_queue.hpp"
+#include "scheduler/cpu_pool.hpp"
 
 namespace duet::app {
 
@@ -82,10 +82,9 @@ HmmsearchGpuBackend::~HmmsearchGpuBackend() {
   // Every feeder's host loops together (scheduler::host_loop_seconds), by who ran them.
   const scheduler::HostLoopSeconds loops = scheduler::host_loop_seconds();
   std::fprintf(stderr,
-               "hmmsearch GPU %d: host loops so far (all feeders) %.3f CPU-s: feeders %.3f, "
-               "workers between targets %.3f, workers as tasks %.3f\n",
-               device_, loops.feeder + loops.inside_tasks + loops.as_tasks, loops.feeder,
-               loops.inside_tasks, loops.as_tasks);
+               "hmmsearch GPU %d: host loops so far (all feeders) %.3f s: feeders %.3f, "
+               "CPU workers %.3f\n",
+               device_, loops.feeder + loops.workers, loops.feeder, loops.workers);
 }
 
 HmmsearchGpuBackend::HmmsearchGpuBackend(int device, int feeder, std::vector<GpuPassModel> models,

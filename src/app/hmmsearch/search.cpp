@@ -205,9 +205,7 @@ class HmmsearchWorkload final : public scheduler::Workload {
                          const std::vector<const Residue*>& dsq, const std::vector<int>& lengths) {
     const std::size_t n = block.sequences();
     std::vector<TargetScores> scores(n);
-    // A GPU feeder's host work first between targets (scheduler.hpp).
-    run_filters_together(profile, settings_, k, n, dsq.data(), lengths.data(), scores.data(),
-                         scheduler::help_host_loops);
+    run_filters_together(profile, settings_, k, n, dsq.data(), lengths.data(), scores.data());
     std::vector<std::size_t> at_forward;
     for (std::size_t i = 0; i < n; ++i)
       if (needs_forward(scores[i])) at_forward.push_back(i);
@@ -318,7 +316,6 @@ class HmmsearchWorkload final : public scheduler::Workload {
         outs.push_back(&scores[at[j]]);
       }
       run_forward_stages(profile, settings_, k, targets, outs);
-      scheduler::help_host_loops();
     }
   }
 

@@ -75,11 +75,18 @@ class LowerWorkerPriority final : public tbb::task_scheduler_observer {
  public:
   LowerWorkerPriority(tbb::task_arena& arena, int increment)
       : tbb::task_scheduler_observer(arena), increment_(increment) {
+    hand_over(this);
     observe(true);
   }
-  ~LowerWorkerPriority() override { observe(false); }
+  // observe(false) waits for the callbacks under way.
+  ~LowerWorkerPriority() override {
+    observe(false);
+    take_over(this);
+  }
   void on_scheduler_entry(bool is_worker) override {
+    take_over(this);
     if (is_worker) lower_thread_priority(increment_);
+    hand_over(this);
   }
 
  private:
@@ -109,6 +116,7 @@ struct CpuPool::State {
   std::mutex mutex;
   std::condition_variable all_finished;
   int finished = 0;
+  std::atomic<int> running{0};  // turns under way: the state outlives them
 
   State(int workers_in, int feeders)
       : workers(workers_in),
@@ -118,18 +126,34 @@ struct CpuPool::State {
         turn_tokens(static_cast<std::size_t>(workers_in)) {}
 };
 
+// A turn as oneTBB holds it: plain data, so that oneTBB copies it in its own code. Its
+// call is the one frame tests/tsan.supp names: it reads the task object oneTBB made on
+// the thread that queued it.
+struct CpuPool::Turn {
+  State* state;
+  int worker;
+  char* token;  // &state->turn_tokens[worker]
+  [[gnu::noinline]] void operator()() const {
+    take_over(token);
+    State* s = state;
+    const int w = worker;
+    s->running.fetch_add(1, std::memory_order_relaxed);
+    run(*s, w);
+    s->running.fetch_sub(1, std::memory_order_release);  // the last touch of the state
+  }
+};
+
 // One turn of worker `w`: one task from the queue, then the next turn at the back of the
 // arena; parked: the queue queues the next turn; finished: the worker ends.
-void CpuPool::turn(const std::shared_ptr<State>& state, int w) {
-  take_over(&state->turn_tokens[static_cast<std::size_t>(w)]);
+void CpuPool::run(State& state, int w) {
   CpuTask task;
-  switch (state->queue->take_for_cpu(w, task)) {
+  switch (state.queue->take_for_cpu(w, task)) {
     case BlockQueue::Take::parked:
       return;
     case BlockQueue::Take::finished: {
-      std::lock_guard lock(state->mutex);
-      ++state->finished;
-      state->all_finished.notify_all();
+      std::lock_guard lock(state.mutex);
+      ++state.finished;
+      state.all_finished.notify_all();
       return;
     }
     case BlockQueue::Take::task:
@@ -138,9 +162,9 @@ void CpuPool::turn(const std::shared_ptr<State>& state, int w) {
   {
     const ThreadCpuMark start = thread_cpu_mark();
     try {
-      state->run_task(w, task);
+      state.run_task(w, task);
     } catch (...) {
-      state->fail(std::current_exception());
+      state.fail(std::current_exception());
     }
     task = {};
     account_thread_cpu_since("CPU workers", start);
@@ -148,31 +172,34 @@ void CpuPool::turn(const std::shared_ptr<State>& state, int w) {
   queue_turn(state, w);
 }
 
-void CpuPool::queue_turn(const std::shared_ptr<State>& state, int w) {
-  hand_over(&state->turn_tokens[static_cast<std::size_t>(w)]);
-  state->arena.enqueue([state, w] { turn(state, w); });
+void CpuPool::queue_turn(State& state, int w) {
+  char* token = &state.turn_tokens[static_cast<std::size_t>(w)];
+  hand_over(token);
+  state.arena.enqueue(Turn{&state, w, token});
 }
 
 CpuPool::CpuPool(int workers, int feeders, int worker_nice)
-    : state_(std::make_shared<State>(std::max(workers, 1), std::max(feeders, 0))) {
+    : state_(std::make_unique<State>(std::max(workers, 1), std::max(feeders, 0))) {
   state_->arena.initialize();
   if (feeders > 0 && worker_nice > 0)
     state_->priority = std::make_unique<LowerWorkerPriority>(state_->arena, worker_nice);
 }
 
-CpuPool::~CpuPool() = default;
+CpuPool::~CpuPool() {
+  if (state_->queue == nullptr) return;
+  wait();
+  state_->queue->set_resume(nullptr);
+  while (state_->running.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+}
 
 void CpuPool::start(BlockQueue& queue, RunTask run_task, Fail fail) {
   State& s = *state_;
   s.queue = &queue;
   s.run_task = std::move(run_task);
   s.fail = std::move(fail);
-  std::weak_ptr<State> weak = state_;
   // Called with the queue's lock held: a parked worker cannot be resumed twice.
-  queue.set_resume([weak](int w) {
-    if (auto state = weak.lock()) queue_turn(state, w);
-  });
-  for (int w = 0; w < s.workers; ++w) queue_turn(state_, w);
+  queue.set_resume([&s](int w) { queue_turn(s, w); });
+  for (int w = 0; w < s.workers; ++w) queue_turn(s, w);
 }
 
 void CpuPool::wait() {
@@ -180,31 +207,50 @@ void CpuPool::wait() {
   state_->all_finished.wait(lock, [&] { return state_->finished == state_->workers; });
 }
 
+namespace {
+
+// One run_host_loop call, on its feeder's stack.
+struct HostLoop {
+  const std::function<void(std::size_t)>* body;
+  std::thread::id feeder;
+  char started = 0, ended = 0;  // addresses for hand_over / take_over
+};
+
+void run_chunk(HostLoop& loop, std::size_t begin, std::size_t end) {
+  take_over(&loop.started);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (std::size_t i = begin; i != end; ++i) (*loop.body)(i);
+  const auto ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
+  (std::this_thread::get_id() == loop.feeder ? feeder_ns : workers_ns)
+      .fetch_add(ns, std::memory_order_relaxed);
+  hand_over(&loop.ended);
+}
+
+// A chunk as parallel_for holds it: plain data, copied by oneTBB's own code. Its call is
+// the one frame tests/tsan.supp names, as CpuPool::Turn's.
+struct HostLoopChunk {
+  HostLoop* loop;
+  [[gnu::noinline]] void operator()(const tbb::blocked_range<std::size_t>& range) const {
+    run_chunk(*loop, range.begin(), range.end());
+  }
+};
+
+}  // namespace
+
 void CpuPool::run_host_loop(std::size_t n, std::size_t chunk,
                             const std::function<void(std::size_t)>& body) {
   if (n == 0) return;
-  const std::thread::id feeder = std::this_thread::get_id();
-  char started = 0, ended = 0;  // addresses for hand_over / take_over
-  hand_over(&started);
+  HostLoop loop{&body, std::this_thread::get_id()};
+  hand_over(&loop.started);
   state_->arena.execute([&] {
     tbb::this_task_arena::isolate([&] {
-      tbb::parallel_for(
-          tbb::blocked_range<std::size_t>(0, n, std::max<std::size_t>(chunk, 1)),
-          [&](const tbb::blocked_range<std::size_t>& range) {
-            take_over(&started);
-            const auto t0 = std::chrono::steady_clock::now();
-            for (std::size_t i = range.begin(); i != range.end(); ++i) body(i);
-            const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                std::chrono::steady_clock::now() - t0)
-                                .count();
-            (std::this_thread::get_id() == feeder ? feeder_ns : workers_ns)
-                .fetch_add(ns, std::memory_order_relaxed);
-            hand_over(&ended);
-          },
-          tbb::simple_partitioner());
+      tbb::parallel_for(tbb::blocked_range<std::size_t>(0, n, std::max<std::size_t>(chunk, 1)),
+                        HostLoopChunk{&loop}, tbb::simple_partitioner());
     });
   });
-  take_over(&ended);
+  take_over(&loop.ended);
 }
 
 }  // namespace duet::scheduler

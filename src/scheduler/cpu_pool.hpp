@@ -32,7 +32,7 @@ class CpuPool {
 
   // `feeders`: threads that will call run_host_loop; `worker_nice`: SchedulerOptions'.
   CpuPool(int workers, int feeders, int worker_nice);
-  ~CpuPool();
+  ~CpuPool();  // after start(): waits for the workers (wait()) and their last turns
   CpuPool(const CpuPool&) = delete;
   CpuPool& operator=(const CpuPool&) = delete;
 
@@ -51,9 +51,10 @@ class CpuPool {
 
  private:
   struct State;
-  static void turn(const std::shared_ptr<State>& state, int worker);
-  static void queue_turn(const std::shared_ptr<State>& state, int worker);
-  std::shared_ptr<State> state_;  // shared with the turns in flight
+  struct Turn;
+  static void run(State& state, int worker);
+  static void queue_turn(State& state, int worker);
+  std::unique_ptr<State> state_;
 };
 
 // Seconds spent running host-loop chunks since the process started, by who ran them: the

@@ -1,6 +1,7 @@
-// Per-core throughput of the pair-HMM CPU kernels (src/host_simd/pairhmm_*): GCUPS (cells
-// of the pairs, not of the padded lanes, per second of this thread's CPU time) of every
-// variant of kPairhmmVariants this CPU runs, single thread, on a pair-HMM input file
+// Per-core throughput of the pair-HMM CPU kernels (src/host_simd/pairhmm) and of the study
+// kernels (bench/pairhmm_study): GCUPS (cells of the pairs, not of the padded lanes, per
+// second of this thread's CPU time) of every variant of kPairhmmVariants and
+// kPairhmmStudies this CPU runs, single thread, on a pair-HMM input file
 // (10s.in of the shared data for the figures in bench/RESULTS.md). Each variant's sums are
 // checked bit for bit against the scalar canonical kernel before it is timed; a mismatch
 // fails the run. Also timed, to show where the time of `duet pairhmm --cpu 1` goes besides
@@ -23,11 +24,13 @@
 #include "core/pairhmm_input.hpp"
 #include "core/pairhmm_model.hpp"
 #include "host_simd/pairhmm/pairhmm_simd.hpp"
+#include "pairhmm_study/pairhmm_study.hpp"
 
 namespace {
 
 using duet::pairhmm::Model;
 using duet::pairhmm::Pair;
+using duet::simd::pairhmm::PairhmmStudy;
 using duet::simd::pairhmm::PairhmmVariant;
 
 double thread_seconds() {
@@ -96,12 +99,12 @@ int main(int argc, char** argv) {
 
   int failures = 0;
   std::vector<float> sums(pairs.size());
-  for (const PairhmmVariant& v : duet::simd::pairhmm::kPairhmmVariants) {
-    if (v.isa == duet::simd::Isa::scalar) continue;
-    if (!isas.empty() && isas.find("," + std::string(v.name) + ",") == std::string::npos) continue;
+  // One variant, `width` its vector's pairs (inter-pair) or read rows (anti-diagonal).
+  const auto measure = [&](const PairhmmVariant& v, int width) {
+    if (!isas.empty() && isas.find("," + std::string(v.name) + ",") == std::string::npos) return;
     if (!duet::simd::cpu_supports(v.isa)) {
       std::printf("%-24s %10s %10s\n", std::string(v.name).c_str(), "-", "no CPU");
-      continue;
+      return;
     }
     std::fill(sums.begin(), sums.end(), -1.0f);
     v.function(model, pairs, sums.data());
@@ -112,13 +115,16 @@ int main(int argc, char** argv) {
       std::printf("%-24s %zu of %zu sums differ from the canonical ones\n",
                   std::string(v.name).c_str(), wrong, pairs.size());
       ++failures;
-      continue;
+      return;
     }
     const double s = best_seconds(repeats, [&] { v.function(model, pairs, sums.data()); });
-    const std::string name = std::string(v.name) + " x" +
-                             std::to_string(v.diagonal_rows > 0 ? v.diagonal_rows : v.lanes);
+    const std::string name = std::string(v.name) + " x" + std::to_string(width);
     std::printf("%-24s %10.4f %10.3f\n", name.c_str(), s, static_cast<double>(cells) / s * 1e-9);
-  }
+  };
+  for (const PairhmmVariant& v : duet::simd::pairhmm::kPairhmmVariants)
+    if (v.isa != duet::simd::Isa::scalar) measure(v, v.lanes);
+  for (const PairhmmStudy& study : duet::simd::pairhmm::kPairhmmStudies)
+    measure(study.kernel, study.diagonal_rows > 0 ? study.diagonal_rows : study.kernel.lanes);
 
   // Around the kernel: row parameters of every pair's read, and the reported values.
   std::vector<duet::pairhmm::RowParameters<float>> rows;

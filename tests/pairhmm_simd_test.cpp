@@ -1,6 +1,7 @@
-// Every pair-HMM CPU kernel of the variant table against the canonical float sum (bit for
-// bit) and, through finish_likelihood, against the double reference; ISAs this CPU lacks
-// are skipped. Random tests print their seed; DUET_TEST_SEED replays one.
+// Every pair-HMM CPU kernel of the variant table, and every study kernel of
+// bench/pairhmm_study, against the canonical float sum (bit for bit) and, through
+// finish_likelihood, against the double reference; ISAs this CPU lacks are skipped. Random
+// tests print their seed; DUET_TEST_SEED replays one.
 #include "host_simd/pairhmm/pairhmm_simd.hpp"
 
 #include <gtest/gtest.h>
@@ -15,6 +16,7 @@
 
 #include "core/error.hpp"
 #include "core/pairhmm_model.hpp"
+#include "pairhmm_study/pairhmm_study.hpp"
 #include "pairhmm_test_support.hpp"
 #include "test_support.hpp"
 
@@ -294,19 +296,30 @@ TEST_P(PairhmmKernel, LeavesTheFloatingPointModeAsFound) {
   EXPECT_EQ(control(), before);
 }
 
-INSTANTIATE_TEST_SUITE_P(Variants, PairhmmKernel, ::testing::ValuesIn(kPairhmmVariants),
-                         [](const ::testing::TestParamInfo<PairhmmVariant>& variant) {
-                           std::string name(variant.param.name);  // avx2-skewed: avx2_skewed
-                           std::replace(name.begin(), name.end(), '-', '_');
-                           return name;
-                         });
+std::string test_name(const ::testing::TestParamInfo<PairhmmVariant>& variant) {
+  std::string name(variant.param.name);  // avx2-skewed: avx2_skewed
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
+}
+
+std::vector<PairhmmVariant> study_kernels() {
+  std::vector<PairhmmVariant> kernels;
+  for (const PairhmmStudy& study : kPairhmmStudies) kernels.push_back(study.kernel);
+  return kernels;
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, PairhmmKernel, ::testing::ValuesIn(kPairhmmVariants), test_name);
+INSTANTIATE_TEST_SUITE_P(Studies, PairhmmKernel, ::testing::ValuesIn(study_kernels()), test_name);
 
 TEST(PairhmmDispatch, BestVariantAndNames) {
   EXPECT_TRUE(cpu_supports(best_pairhmm_variant().isa));
   EXPECT_EQ(&pairhmm_variant("auto"), &best_pairhmm_variant());
   EXPECT_EQ(pairhmm_variant("scalar").lanes, 1);
   EXPECT_THROW(pairhmm_variant("sse2"), duet::UsageError);
-  EXPECT_FALSE(best_pairhmm_variant().study);
+  // The study kernels are no variants of the dispatcher: "auto" never picks one, nor does
+  // --isa name one.
+  for (const PairhmmStudy& study : kPairhmmStudies)
+    EXPECT_THROW(pairhmm_variant(study.kernel.name), duet::UsageError) << study.kernel.name;
 }
 
 }  // namespace

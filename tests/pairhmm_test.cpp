@@ -387,7 +387,7 @@ TEST(PairhmmCommand, IdenticalWhateverTheSplit) {
        ""},
       {"--cpu 3 --block-cells 20000 --isa scalar", ""},
       {"--cpu 2 --block-cells 9000 --isa " +
-           std::string(simd::cpu_supports(simd::Isa::avx2) ? "avx2-diagonal" : "scalar"),
+           std::string(simd::cpu_supports(simd::Isa::avx512) ? "avx512" : "scalar"),
        ""},
       {"--cpu 2 --block-cells 10000", "DUET_DEBUG_TEST_GPU=1"},
       {"--cpu 1 --block-cells 10000 --gpu-batch-blocks 3",

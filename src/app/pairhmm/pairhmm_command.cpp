@@ -123,8 +123,7 @@ void add_pairhmm_command(CLI::App& app,
   std::vector<std::string> isas = {"auto"};
   for (const auto& v : simd::pairhmm::kPairhmmVariants) isas.emplace_back(v.name);
   cmd->add_option("--isa", o->isa,
-                  "CPU kernel: auto, scalar, avx2, avx512 (studies: avx2-skewed, avx512-skewed, "
-                  "avx2-diagonal, avx512-diagonal) (default: [run] isa, else auto)")
+                  "CPU kernel: auto, scalar, avx2, avx512 (default: [run] isa, else auto)")
       ->check(CLI::IsMember(isas));
   cmd->add_option("--gpu-kernel", o->run.gpu_kernel,
                   "GPU kernel: auto, inter (a thread per pair), intra (4 to 32 lanes per pair; "

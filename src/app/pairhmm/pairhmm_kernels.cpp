@@ -25,10 +25,7 @@ const CpuKernel& select_cpu_kernel(const std::string& isa) {
   auto it = kernels.find(name);
   if (it == kernels.end()) {
     const std::string description =
-        v.diagonal_rows > 0
-            ? name + " anti-diagonal x" + std::to_string(v.diagonal_rows) + " rows float"
-        : v.lanes == 1 ? "scalar float"
-                       : name + " inter-pair x" + std::to_string(v.lanes) + " float";
+        v.lanes == 1 ? "scalar float" : name + " inter-pair x" + std::to_string(v.lanes) + " float";
     it = kernels.emplace(name, CpuKernel{description, name, v.lanes, v.function, v.grouped}).first;
   }
   return it->second;

@@ -5,15 +5,14 @@
 #include <simde/x86/sse.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
-#include <memory>
 #include <numeric>
 #include <stdexcept>
 #include <unordered_map>
 #include <vector>
 
 #include "core/error.hpp"
+#include "host_simd/pairhmm/pairhmm_driver_support.hpp"
 #include "host_simd/pairhmm/pairhmm_isa_kernels.hpp"
 
 namespace duet::simd::pairhmm {
@@ -23,26 +22,6 @@ namespace {
 using duet::pairhmm::Model;
 using duet::pairhmm::Pair;
 using duet::pairhmm::RowParameters;
-
-// 64-byte aligned float scratch that only grows.
-class AlignedFloats {
- public:
-  float* get(std::size_t n) {
-    if (n > size_) {
-      data_.reset(static_cast<float*>(std::aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64)));
-      if (!data_) throw std::bad_alloc();
-      size_ = n;
-    }
-    return data_.get();
-  }
-
- private:
-  struct Free {
-    void operator()(float* p) const { std::free(p); }
-  };
-  std::unique_ptr<float, Free> data_;
-  std::size_t size_ = 0;
-};
 
 // A read row as the kernels take it: the entries of RowParameter (the base code's bits as
 // the last), 32-byte aligned so that the packing moves them four at a time.
@@ -62,13 +41,6 @@ struct Workspace {
   std::unordered_map<const duet::pairhmm::Read*, std::size_t> read_at;  // read: first row
   std::vector<std::size_t> order;  // the pairs group by group (group_pairs)
 };
-
-// The kernels' emission keys cover the four-bit codes of BaseCode (what the readers make):
-// `codes`, the codes of a call or-ed together, must stay below 16.
-void require_base_codes(unsigned codes) {
-  if (codes > 15)
-    throw std::invalid_argument("pair-HMM SIMD kernels: a base code above 15 (not a BaseCode)");
-}
 
 // The rows of every pair's read, computed once per read of the call: a pair whose read is
 // the previous pair's (the batch format's order) or one seen before (grouped pairs) shares
@@ -184,24 +156,11 @@ PairGroupView pack_group(std::span<const Pair> pairs, std::span<const std::size_
   return g;
 }
 
-// Flush to zero (MXCSR bit 15) while a kernel runs, as the canonical computation defines;
-// the caller's mode is restored after.
-class FlushToZero {
- public:
-  FlushToZero() : saved_(simde_mm_getcsr()) { simde_mm_setcsr(saved_ | 0x8000u); }
-  ~FlushToZero() { simde_mm_setcsr(saved_); }
-  FlushToZero(const FlushToZero&) = delete;
-  FlushToZero& operator=(const FlushToZero&) = delete;
+}  // namespace
 
- private:
-  unsigned saved_;
-};
-
-// Grouped: the pairs come in groups of W as group_pairs orders them (the caller grouped
-// them); otherwise the kernel groups them.
 template <int W, bool kGrouped>
-void forward_sums_inter_pair(void (*kernel)(const PairGroupView&), const Model& model,
-                             std::span<const Pair> pairs, float* sums) {
+void forward_sums_inter_pair(GroupKernel kernel, const Model& model, std::span<const Pair> pairs,
+                             float* sums) {
   static_assert(kGroupingPairs % W == 0, "groups must not straddle two chunks");
   thread_local Workspace ws;
   const FlushToZero flush_to_zero;
@@ -227,70 +186,14 @@ void forward_sums_inter_pair(void (*kernel)(const PairGroupView&), const Model& 
   }
 }
 
-// The anti-diagonal kernels: each pair alone, its read's rows in the [parameter][row]
-// layout (made once per run of pairs of one read) and its haplotype reversed, padded.
-struct DiagonalWorkspace {
-  AlignedFloats parameters, work;
-  std::vector<std::int32_t> haplotype;
-  std::vector<RowParameters<float>> one_read;
-};
-
-template <int W>
-void forward_sums_diagonal(float (*kernel)(const DiagonalPairView&), const Model& model,
-                           std::span<const Pair> pairs, float* sums) {
-  thread_local DiagonalWorkspace ws;
-  const FlushToZero flush_to_zero;
-  const duet::pairhmm::Read* packed_read = nullptr;
-  DiagonalPairView p;
-  for (std::size_t i = 0; i < pairs.size(); ++i) {
-    const Pair& pair = pairs[i];
-    const int R = pair.rows(), C = pair.columns();
-    if (R == 0 || C == 0) {  // nothing to vectorise: the canonical computation itself
-      sums[i] = duet::pairhmm::forward_sum<float>(model, pair);
-      continue;
-    }
-    if (pair.read != packed_read) {
-      packed_read = pair.read;
-      p.rows = R;
-      p.padded_rows = (R + W - 1) / W * W;
-      const auto padded = static_cast<std::size_t>(p.padded_rows);
-      float* parameters = ws.parameters.get(kParameters * padded);
-      std::fill(parameters, parameters + kParameters * padded, 0.0f);
-      model.rows(*pair.read, ws.one_read);
-      unsigned codes = 0;  // the read's base codes, or-ed
-      for (std::size_t r = 0; r < static_cast<std::size_t>(R); ++r) {
-        const RowParameters<float>& q = ws.one_read[r];
-        parameters[kMatchToMatch * padded + r] = q.match_to_match;
-        parameters[kIndelToMatch * padded + r] = q.indel_to_match;
-        parameters[kMatchToInsertion * padded + r] = q.match_to_insertion;
-        parameters[kMatchToDeletion * padded + r] = q.match_to_deletion;
-        parameters[kGapExtension * padded + r] = q.gap_extension;
-        parameters[kEmissionMatch * padded + r] = q.emission_match;
-        parameters[kEmissionMismatch * padded + r] = q.emission_mismatch;
-        const std::int32_t base = pair.read->bases[r];
-        codes |= pair.read->bases[r];
-        std::memcpy(&parameters[kReadBase * padded + r], &base, sizeof(float));
-      }
-      require_base_codes(codes);
-      p.parameters = parameters;
-    }
-    const auto columns = static_cast<std::size_t>(C);
-    ws.haplotype.assign(columns + 2 * (W - 1), 0);
-    unsigned codes = 0;  // the haplotype's base codes, or-ed
-    for (std::size_t j = 0; j < columns; ++j) {
-      codes |= pair.haplotype->bases[columns - 1 - j];
-      ws.haplotype[W - 1 + j] = pair.haplotype->bases[columns - 1 - j];
-    }
-    require_base_codes(codes);
-    p.columns = C;
-    p.haplotype = ws.haplotype.data() + (W - 1);
-    p.initial_deletion = Model::initial_deletion_float(C);
-    p.work = ws.work.get(diagonal_work_floats(C, W));
-    sums[i] = kernel(p);
-  }
-}
-
-}  // namespace
+template void forward_sums_inter_pair<avx2::kLanes, false>(GroupKernel, const Model&,
+                                                           std::span<const Pair>, float*);
+template void forward_sums_inter_pair<avx2::kLanes, true>(GroupKernel, const Model&,
+                                                          std::span<const Pair>, float*);
+template void forward_sums_inter_pair<avx512::kLanes, false>(GroupKernel, const Model&,
+                                                             std::span<const Pair>, float*);
+template void forward_sums_inter_pair<avx512::kLanes, true>(GroupKernel, const Model&,
+                                                            std::span<const Pair>, float*);
 
 // Lanes idle where a pair is smaller than its group's largest read and haplotype, so
 // pairs are grouped greedily by size (see pairhmm_simd.hpp); the idle cells of a size r x c
@@ -368,14 +271,6 @@ void forward_sums_avx512(const Model& model, std::span<const Pair> pairs, float*
   forward_sums_inter_pair<avx512::kLanes, false>(&avx512::forward_group, model, pairs, sums);
 }
 
-void forward_sums_avx2_skewed(const Model& model, std::span<const Pair> pairs, float* sums) {
-  forward_sums_inter_pair<avx2::kLanes, false>(&avx2::forward_group_skewed, model, pairs, sums);
-}
-
-void forward_sums_avx512_skewed(const Model& model, std::span<const Pair> pairs, float* sums) {
-  forward_sums_inter_pair<avx512::kLanes, false>(&avx512::forward_group_skewed, model, pairs, sums);
-}
-
 void forward_sums_avx2_grouped(const Model& model, std::span<const Pair> pairs, float* sums) {
   forward_sums_inter_pair<avx2::kLanes, true>(&avx2::forward_group, model, pairs, sums);
 }
@@ -384,30 +279,12 @@ void forward_sums_avx512_grouped(const Model& model, std::span<const Pair> pairs
   forward_sums_inter_pair<avx512::kLanes, true>(&avx512::forward_group, model, pairs, sums);
 }
 
-void forward_sums_avx2_skewed_grouped(const Model& model, std::span<const Pair> pairs,
-                                      float* sums) {
-  forward_sums_inter_pair<avx2::kLanes, true>(&avx2::forward_group_skewed, model, pairs, sums);
-}
-
-void forward_sums_avx512_skewed_grouped(const Model& model, std::span<const Pair> pairs,
-                                        float* sums) {
-  forward_sums_inter_pair<avx512::kLanes, true>(&avx512::forward_group_skewed, model, pairs, sums);
-}
-
-void forward_sums_avx2_diagonal(const Model& model, std::span<const Pair> pairs, float* sums) {
-  forward_sums_diagonal<avx2::kLanes>(&avx2::forward_pair_diagonal, model, pairs, sums);
-}
-
-void forward_sums_avx512_diagonal(const Model& model, std::span<const Pair> pairs, float* sums) {
-  forward_sums_diagonal<avx512::kLanes>(&avx512::forward_pair_diagonal, model, pairs, sums);
-}
-
 const PairhmmVariant& best_pairhmm_variant() {
   // A pointer, not a reference: g++ 13 warns (-Wdangling-reference) on a reference
   // initialised from a lambda's returned reference.
   static const PairhmmVariant* const best = []() -> const PairhmmVariant* {
     for (auto it = kPairhmmVariants.rbegin(); it != kPairhmmVariants.rend(); ++it)
-      if (!it->study && cpu_supports(it->isa)) return &*it;
+      if (cpu_supports(it->isa)) return &*it;
     return &kPairhmmVariants.front();
   }();
   return *best;
@@ -422,8 +299,7 @@ const PairhmmVariant& pairhmm_variant(std::string_view name) {
     return v;
   }
   throw UsageError("--isa " + std::string(name) +
-                   ": no such pair-HMM kernel (scalar, avx2, avx512, avx2-skewed, avx512-skewed, "
-                   "avx2-diagonal, avx512-diagonal)");
+                   ": no such pair-HMM kernel (scalar, avx2, avx512)");
 }
 
 }  // namespace duet::simd::pairhmm

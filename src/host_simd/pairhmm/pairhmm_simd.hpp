@@ -11,6 +11,9 @@
 // `grouped` form takes pairs a caller already grouped: groups of W consecutive pairs,
 // as group_pairs orders them (the scheduler's blocks of pairs: grouped once, over more
 // pairs than a block holds, so that fewer lanes idle).
+//
+// Other vectorisations, kept as studies to be measured and tested but never run by duet
+// (rows of a strip skewed; one pair along anti-diagonals), are in bench/pairhmm_study.
 #pragma once
 
 #include <array>
@@ -29,14 +32,12 @@ namespace duet::simd::pairhmm {
 struct PairhmmVariant {
   Isa isa;
   std::string_view name;  // "scalar", "avx2", "avx512"
-  int lanes;              // pairs computed at once (1: the scalar or an anti-diagonal kernel)
+  int lanes;              // pairs computed at once (1: the scalar kernel)
   int element_bits;       // 32: float
   duet::pairhmm::ForwardSumsFunction function;
   // The same kernel on pairs already grouped: pairs[k * lanes, k * lanes + lanes) is
   // group k (only the last may be partial). Same sums whatever the grouping.
   duet::pairhmm::ForwardSumsFunction grouped;
-  bool study = false;     // kept for measurements: never chosen by "auto"
-  int diagonal_rows = 0;  // anti-diagonal kernels: read rows per vector (lanes is 1)
 };
 
 // Pairs grouped at once by a kernel (and by group_pairs' callers: a multiple of every
@@ -54,42 +55,29 @@ void forward_sums_avx2(const duet::pairhmm::Model& model,
                        std::span<const duet::pairhmm::Pair> pairs, float* sums);
 void forward_sums_avx512(const duet::pairhmm::Model& model,
                          std::span<const duet::pairhmm::Pair> pairs, float* sums);
-// The same with the rows of a strip skewed (one column further left per row, so that the
-// cells of a step are independent): a study, no faster on the development machine.
-void forward_sums_avx2_skewed(const duet::pairhmm::Model& model,
-                              std::span<const duet::pairhmm::Pair> pairs, float* sums);
-void forward_sums_avx512_skewed(const duet::pairhmm::Model& model,
-                                std::span<const duet::pairhmm::Pair> pairs, float* sums);
-// Anti-diagonal (intra-pair) vectorisation, a study: one pair at a time, W read rows per
-// strip, a step computing the W cells of an anti-diagonal (GKL's layout); the same sums.
-void forward_sums_avx2_diagonal(const duet::pairhmm::Model& model,
-                                std::span<const duet::pairhmm::Pair> pairs, float* sums);
-void forward_sums_avx512_diagonal(const duet::pairhmm::Model& model,
-                                  std::span<const duet::pairhmm::Pair> pairs, float* sums);
 // The grouped forms (see PairhmmVariant::grouped).
 void forward_sums_avx2_grouped(const duet::pairhmm::Model& model,
                                std::span<const duet::pairhmm::Pair> pairs, float* sums);
 void forward_sums_avx512_grouped(const duet::pairhmm::Model& model,
                                  std::span<const duet::pairhmm::Pair> pairs, float* sums);
-void forward_sums_avx2_skewed_grouped(const duet::pairhmm::Model& model,
-                                      std::span<const duet::pairhmm::Pair> pairs, float* sums);
-void forward_sums_avx512_skewed_grouped(const duet::pairhmm::Model& model,
-                                        std::span<const duet::pairhmm::Pair> pairs, float* sums);
 
-inline constexpr std::array<PairhmmVariant, 7> kPairhmmVariants{{
+inline constexpr std::array<PairhmmVariant, 3> kPairhmmVariants{{
     {Isa::scalar, "scalar", 1, 32, &duet::pairhmm::forward_sums_scalar,
      &duet::pairhmm::forward_sums_scalar},
     {Isa::avx2, "avx2", 8, 32, &forward_sums_avx2, &forward_sums_avx2_grouped},
     {Isa::avx512, "avx512", 16, 32, &forward_sums_avx512, &forward_sums_avx512_grouped},
-    {Isa::avx2, "avx2-skewed", 8, 32, &forward_sums_avx2_skewed, &forward_sums_avx2_skewed_grouped,
-     true},
-    {Isa::avx512, "avx512-skewed", 16, 32, &forward_sums_avx512_skewed,
-     &forward_sums_avx512_skewed_grouped, true},
-    {Isa::avx2, "avx2-diagonal", 1, 32, &forward_sums_avx2_diagonal, &forward_sums_avx2_diagonal,
-     true, 8},
-    {Isa::avx512, "avx512-diagonal", 1, 32, &forward_sums_avx512_diagonal,
-     &forward_sums_avx512_diagonal, true, 16},
 }};
+
+// The driver of the inter-pair kernels, which forward_sums_avx2 and the others run (and
+// the study kernels of bench/pairhmm_study): at most kGroupingPairs pairs at a time, formed
+// into groups of W (or, kGrouped, taken as the caller grouped them: see
+// PairhmmVariant::grouped), each group packed (pairhmm_isa_kernels.hpp) and given to
+// `kernel`, with flush to zero on. Instantiated for W = 8 and 16.
+struct PairGroupView;
+using GroupKernel = void (*)(const PairGroupView&);
+template <int W, bool kGrouped>
+void forward_sums_inter_pair(GroupKernel kernel, const duet::pairhmm::Model& model,
+                             std::span<const duet::pairhmm::Pair> pairs, float* sums);
 
 // The fastest variant this CPU runs (AVX-512, then AVX2, then scalar), decided once.
 const PairhmmVariant& best_pairhmm_variant();

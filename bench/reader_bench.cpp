@@ -13,7 +13,7 @@
 
 #include "core/alphabet.hpp"
 #include "core/fasta_reader.hpp"
-#include "scheduler/block_reader.hpp"
+#include "io/block_reader.hpp"
 
 namespace {
 
@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: reader_bench FASTA [block_residues] [repeats] [parser_threads]\n");
     return 2;
   }
-  duet::scheduler::ReaderOptions options;
+  duet::io::ReaderOptions options;
   options.block_residues = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 1 << 20;
   const int repeats = argc > 3 ? std::atoi(argv[3]) : 3;
   options.threads = argc > 4 ? std::atoi(argv[4]) : 0;
@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
   for (int r = 0; r < repeats; ++r) {
     const double cpu0 = cpu_seconds();
     const auto start = std::chrono::steady_clock::now();
-    duet::scheduler::BlockReader reader(argv[1], alphabet, options);
+    duet::io::BlockReader reader(argv[1], alphabet, options);
     std::int64_t residues = 0, sequences = 0, blocks = 0;
     while (auto block = reader.next()) {
       if (block->index != blocks || block->first_sequence != sequences) {

@@ -1,10 +1,10 @@
-// The packed database (`duet makedb`, scheduler/packed_database.hpp): every sequence's
+// The packed database (`duet makedb`, io/packed_database.hpp): every sequence's
 // name, description and residues as the FASTA's; blocks numbered as the FASTA reader
 // numbers them; searches whose results equal the FASTA's, bit for bit, on random
 // databases (seed printed; DUET_TEST_SEED replays) and several block sizes; gzip input;
 // the empty database; and the refusals: a truncated file, a changed byte, another
 // version, another alphabet, a FIFO, bad FASTA (no file left, an existing one untouched).
-#include "scheduler/packed_database.hpp"
+#include "io/packed_database.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -20,9 +20,9 @@
 #include "core/error.hpp"
 #include "core/hmm.hpp"
 #include "core/input_file.hpp"
+#include "io/block_reader.hpp"
+#include "io/block_store.hpp"
 #include "io/hdf5_file.hpp"
-#include "scheduler/block_reader.hpp"
-#include "scheduler/block_store.hpp"
 #include "search_compare.hpp"
 #include "test_support.hpp"
 
@@ -93,24 +93,24 @@ test::CommandResult makedb(const std::string& args) {
 }
 
 // Every block of `path` read as `alphabet` with `block_residues`.
-std::vector<scheduler::BlockPtr> read_blocks(const std::string& path, const Alphabet& alphabet,
-                                             std::size_t block_residues) {
+std::vector<BlockPtr> read_blocks(const std::string& path, const Alphabet& alphabet,
+                                  std::size_t block_residues) {
   const InputFile file(path);
-  scheduler::ReaderOptions options;
+  io::ReaderOptions options;
   options.block_residues = block_residues;
-  scheduler::BlockStore store(file, alphabet, options, 0, false);
-  scheduler::BlockStore::Pass pass = store.begin_pass();
-  std::vector<scheduler::BlockPtr> blocks;
-  while (scheduler::BlockPtr b = pass.next()) blocks.push_back(b);
+  io::BlockStore store(file, alphabet, options, 0, false);
+  io::BlockStore::Pass pass = store.begin_pass();
+  std::vector<BlockPtr> blocks;
+  while (BlockPtr b = pass.next()) blocks.push_back(b);
   return blocks;
 }
 
-void expect_same_blocks(const std::vector<scheduler::BlockPtr>& fasta,
-                        const std::vector<scheduler::BlockPtr>& packed, const std::string& what) {
+void expect_same_blocks(const std::vector<BlockPtr>& fasta, const std::vector<BlockPtr>& packed,
+                        const std::string& what) {
   ASSERT_EQ(fasta.size(), packed.size()) << what;
   for (std::size_t b = 0; b < fasta.size(); ++b) {
-    const scheduler::Block& x = *fasta[b];
-    const scheduler::Block& y = *packed[b];
+    const Block& x = *fasta[b];
+    const Block& y = *packed[b];
     const std::string where = what + ", block " + std::to_string(b);
     ASSERT_EQ(x.index, y.index) << where;
     ASSERT_EQ(x.first_sequence, y.first_sequence) << where;
@@ -160,8 +160,8 @@ TEST(PackedDatabase, RoundTripEqualsFastaBlockForBlock) {
     ASSERT_EQ(made.status, 0) << made.output;
     {
       const InputFile file(packed);
-      ASSERT_TRUE(scheduler::PackedDatabase::is_packed(file));
-      const scheduler::PackedDatabase db(file);
+      ASSERT_TRUE(io::PackedDatabase::is_packed(file));
+      const io::PackedDatabase db(file);
       EXPECT_EQ(&db.alphabet(), alphabet);
       EXPECT_EQ(db.sequences(), 3000);
       EXPECT_NO_THROW(db.verify_checksums());
@@ -271,7 +271,7 @@ TEST(PackedDatabase, EmptyFastaMakesAnEmptyDatabase) {
   const auto made = makedb(dir.file("empty.fa") + " " + dir.file("empty.duetdb"));
   ASSERT_EQ(made.status, 0) << made.output;
   const InputFile file(dir.file("empty.duetdb"));
-  const scheduler::PackedDatabase db(file);
+  const io::PackedDatabase db(file);
   EXPECT_EQ(db.sequences(), 0);
   EXPECT_EQ(db.residues(), 0);
   EXPECT_NO_THROW(db.verify_checksums());
@@ -332,7 +332,7 @@ TEST(PackedDatabase, ChangedByteIsFoundByTheChecksums) {
   s.expect_refused(db, "checksum of its residues section does not match");
   {
     const InputFile file(db);
-    const scheduler::PackedDatabase packed(file);
+    const io::PackedDatabase packed(file);
     EXPECT_THROW(packed.verify_checksums(), InputError);
   }
   // A name changed.

@@ -15,15 +15,15 @@
 #include "core/error.hpp"
 #include "core/fasta_reader.hpp"
 #include "host_simd/digitize.hpp"
-#include "scheduler/block_reader.hpp"
+#include "io/block_reader.hpp"
 #include "test_support.hpp"
 
 namespace duet {
 namespace {
 
-using scheduler::BlockPtr;
-using scheduler::BlockReader;
-using scheduler::ReaderOptions;
+using BlockPtr;
+using io::BlockReader;
+using io::ReaderOptions;
 
 std::mt19937_64 seeded_rng() {
   return std::mt19937_64(test::test_seed());

@@ -32,9 +32,9 @@
 #include "core/error.hpp"
 #include "core/hmm.hpp"
 #include "core/text_reader.hpp"
+#include "io/block_store.hpp"
 #include "io/hdf5_file.hpp"
 #include "scheduler/block_queue.hpp"
-#include "scheduler/block_store.hpp"
 #include "scheduler/cpu_pool.hpp"
 #include "scheduler/result_sink.hpp"
 #include "search_compare.hpp"
@@ -249,7 +249,7 @@ TEST(SchedulerEdges, NoGpuAvailableIsUsageError) {
 TEST(SchedulerParts, QueueBoundsDepthAndServesPostAndRequeuedFirst) {
   scheduler::BlockQueue queue(2);
   auto block = [](std::int64_t i) {
-    auto b = std::make_shared<scheduler::Block>();
+    auto b = std::make_shared<Block>();
     b->index = i;
     return b;
   };
@@ -267,7 +267,7 @@ TEST(SchedulerParts, QueueBoundsDepthAndServesPostAndRequeuedFirst) {
   producer.join();
   EXPECT_TRUE(third_pushed.load());
   queue.requeue({gpu[0]});
-  queue.post(block(9), std::make_unique<scheduler::PostState>());
+  queue.post(block(9), std::make_unique<PostState>());
   queue.end_gpu_batch();
   queue.close();
   scheduler::CpuTask t;
@@ -275,7 +275,7 @@ TEST(SchedulerParts, QueueBoundsDepthAndServesPostAndRequeuedFirst) {
   EXPECT_EQ(t.kind, scheduler::CpuTask::Kind::post);
   ASSERT_EQ(queue.take_for_cpu(0, t), scheduler::BlockQueue::Take::task);
   EXPECT_EQ(t.block->index, 0);  // requeued, cpu_only
-  EXPECT_EQ(t.block->affinity, scheduler::Affinity::cpu_only);
+  EXPECT_EQ(t.block->affinity, Affinity::cpu_only);
   ASSERT_EQ(queue.take_for_cpu(0, t), scheduler::BlockQueue::Take::task);
   EXPECT_EQ(t.block->index, 1);
   ASSERT_EQ(queue.take_for_cpu(0, t), scheduler::BlockQueue::Take::task);
@@ -293,18 +293,18 @@ TEST(SchedulerParts, QueueParksIdleWorkersAndResumesThem) {
   scheduler::CpuTask t;
   EXPECT_EQ(queue.take_for_cpu(3, t), scheduler::BlockQueue::Take::parked);
   EXPECT_EQ(queue.take_for_cpu(5, t), scheduler::BlockQueue::Take::parked);
-  auto gpu_block = std::make_shared<scheduler::Block>();
-  gpu_block->affinity = scheduler::Affinity::gpu_only;
+  auto gpu_block = std::make_shared<Block>();
+  gpu_block->affinity = Affinity::gpu_only;
   ASSERT_TRUE(queue.push(gpu_block));
   EXPECT_TRUE(resumed.empty());  // nothing a CPU may take
-  ASSERT_TRUE(queue.push(std::make_shared<scheduler::Block>()));
+  ASSERT_TRUE(queue.push(std::make_shared<Block>()));
   EXPECT_EQ(resumed, (std::vector<int>{3, 5}));
   ASSERT_EQ(queue.take_for_cpu(3, t), scheduler::BlockQueue::Take::task);
   ASSERT_EQ(queue.pop_batch_for_gpu(1, 1 << 20).size(), 1u);
   queue.close();
   EXPECT_EQ(queue.take_for_cpu(5, t), scheduler::BlockQueue::Take::parked);  // a batch is out
   resumed.clear();
-  queue.post(std::make_shared<scheduler::Block>(), std::make_unique<scheduler::PostState>());
+  queue.post(std::make_shared<Block>(), std::make_unique<PostState>());
   EXPECT_EQ(resumed, (std::vector<int>{5}));
   ASSERT_EQ(queue.take_for_cpu(5, t), scheduler::BlockQueue::Take::task);
   EXPECT_EQ(t.kind, scheduler::CpuTask::Kind::post);
@@ -322,13 +322,13 @@ TEST(SchedulerParts, PoolRunsEveryTaskOnceOneTaskPerWorkerAtATime) {
   scheduler::BlockQueue queue(1000);
   constexpr int kBlocks = 300;
   for (int i = 0; i < kBlocks; ++i) {
-    auto b = std::make_shared<scheduler::Block>();
+    auto b = std::make_shared<Block>();
     b->index = i;
     ASSERT_TRUE(queue.push(b));
   }
-  auto posted = std::make_shared<scheduler::Block>();
+  auto posted = std::make_shared<Block>();
   posted->index = -1;
-  queue.post(posted, std::make_unique<scheduler::PostState>());
+  queue.post(posted, std::make_unique<PostState>());
   queue.close();
   std::vector<std::atomic<int>> runs(kBlocks);
   std::vector<std::atomic<bool>> busy(kWorkers);
@@ -356,8 +356,8 @@ TEST(SchedulerParts, PoolRunsEveryTaskOnceOneTaskPerWorkerAtATime) {
   for (int i = 0; i < kBlocks; ++i) ASSERT_EQ(runs[static_cast<std::size_t>(i)], 1) << i;
 
   scheduler::BlockQueue failing(8);
-  ASSERT_TRUE(failing.push(std::make_shared<scheduler::Block>()));
-  ASSERT_TRUE(failing.push(std::make_shared<scheduler::Block>()));
+  ASSERT_TRUE(failing.push(std::make_shared<Block>()));
+  ASSERT_TRUE(failing.push(std::make_shared<Block>()));
   std::atomic<int> failures{0};
   scheduler::CpuPool second(2, 0, 0);
   second.start(
@@ -375,7 +375,7 @@ TEST(SchedulerParts, PoolRunsEveryTaskOnceOneTaskPerWorkerAtATime) {
 // index runs once; an exception in a body reaches the feeder.
 TEST(SchedulerParts, HostLoopsAreSharedWithIdleWorkers) {
   scheduler::BlockQueue queue(4);
-  ASSERT_TRUE(queue.push(std::make_shared<scheduler::Block>()));
+  ASSERT_TRUE(queue.push(std::make_shared<Block>()));
   ASSERT_EQ(queue.pop_batch_for_gpu(1, 1 << 20).size(), 1u);  // a batch out: workers park
   scheduler::CpuPool pool(3, 1, 0);
   pool.start(
@@ -447,12 +447,12 @@ TEST(SchedulerParts, AdaptiveBatchShrinksAsWorkRunsOut) {
 // Blocks made in memory (the pair-HMM's source): every block reaches the workload once, on
 // any number of workers; such a store has one pass.
 TEST(SchedulerParts, BlockSourceFeedsOnePass) {
-  class CountingSource final : public scheduler::BlockSource {
+  class CountingSource final : public BlockSource {
    public:
     explicit CountingSource(int blocks) : blocks_(blocks) {}
-    scheduler::BlockPtr next() override {
+    BlockPtr next() override {
       if (made_ == blocks_) return nullptr;
-      auto b = std::make_shared<scheduler::Block>();
+      auto b = std::make_shared<Block>();
       b->index = made_;
       b->first_sequence = first_;
       const int sequences = 1 + made_ % 3;
@@ -473,13 +473,13 @@ TEST(SchedulerParts, BlockSourceFeedsOnePass) {
   class Recorder final : public scheduler::Workload {
    public:
     std::int64_t cells_per_residue() const override { return 1; }
-    std::int64_t run_block(const scheduler::Block& block, int) override {
+    std::int64_t run_block(const Block& block, int) override {
       std::lock_guard lock(mutex);
       runs[block.index] += 1;
       firsts[block.index] = block.first_sequence;
       return static_cast<std::int64_t>(block.sequences());
     }
-    std::int64_t run_post(const scheduler::Block& block, scheduler::PostState&, int) override {
+    std::int64_t run_post(const Block& block, PostState&, int) override {
       return static_cast<std::int64_t>(block.sequences());
     }
     std::mutex mutex;
@@ -488,11 +488,10 @@ TEST(SchedulerParts, BlockSourceFeedsOnePass) {
   };
   for (int workers : {1, 4}) {
     CountingSource source(50);
-    scheduler::BlockStore store(source, Alphabet::dna());
     Recorder recorder;
     scheduler::SchedulerOptions options;
     options.cpu_workers = workers;
-    const scheduler::RunSummary summary = scheduler::run_blocks(store, recorder, {}, options);
+    const scheduler::RunSummary summary = scheduler::run_blocks(source, recorder, {}, options);
     EXPECT_EQ(summary.blocks, 50);
     ASSERT_EQ(recorder.runs.size(), 50u);
     std::int64_t first = 0;
@@ -502,7 +501,6 @@ TEST(SchedulerParts, BlockSourceFeedsOnePass) {
       first += 1 + b % 3;
     }
     EXPECT_EQ(summary.sequences, first);
-    EXPECT_THROW(store.begin_pass(), std::logic_error);
   }
 }
 
@@ -549,11 +547,11 @@ TEST(SchedulerParts, WorkerNiceInOneProcess) {
   if (nice_case == nullptr) GTEST_SKIP() << "run by WorkerNiceOnlyWithFeeders";
   int with_gpu = 0, increment = 0;
   ASSERT_EQ(std::sscanf(nice_case, "%d %d", &with_gpu, &increment), 2);
-  class NiceSource final : public scheduler::BlockSource {
+  class NiceSource final : public BlockSource {
    public:
-    scheduler::BlockPtr next() override {
+    BlockPtr next() override {
       if (made_ == 40) return nullptr;
-      auto b = std::make_shared<scheduler::Block>();
+      auto b = std::make_shared<Block>();
       b->index = made_;
       b->first_sequence = made_;
       b->residues.assign(10, 1);
@@ -570,15 +568,13 @@ TEST(SchedulerParts, WorkerNiceInOneProcess) {
   class NiceRecorder final : public scheduler::Workload {
    public:
     std::int64_t cells_per_residue() const override { return 1; }
-    std::int64_t run_block(const scheduler::Block&, int) override {
+    std::int64_t run_block(const Block&, int) override {
       const int nice = ::getpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()));
       std::lock_guard lock(mutex);
       seen.push_back(nice);
       return 1;
     }
-    std::int64_t run_post(const scheduler::Block&, scheduler::PostState&, int) override {
-      return 1;
-    }
+    std::int64_t run_post(const Block&, PostState&, int) override { return 1; }
     std::mutex mutex;
     std::vector<int> seen;
   };
@@ -586,14 +582,12 @@ TEST(SchedulerParts, WorkerNiceInOneProcess) {
    public:
     std::string name() const override { return "idle"; }
     std::string stages() const override { return "all"; }
-    std::vector<scheduler::GpuBlockOutcome> run(std::span<const scheduler::BlockPtr>,
-                                                int) override {
+    std::vector<scheduler::GpuBlockOutcome> run(std::span<const BlockPtr>, int) override {
       throw std::runtime_error("idle GPU: no device");
     }
   };
   const int base = ::getpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()));
   NiceSource source;
-  scheduler::BlockStore store(source, Alphabet::dna());
   NiceRecorder recorder;
   IdleGpu gpu;
   std::vector<scheduler::GpuBackend*> gpus;
@@ -602,7 +596,7 @@ TEST(SchedulerParts, WorkerNiceInOneProcess) {
   options.cpu_workers = 2;
   options.worker_nice = increment;
   options.warnings = false;
-  scheduler::run_blocks(store, recorder, gpus, options);
+  scheduler::run_blocks(source, recorder, gpus, options);
   ASSERT_FALSE(recorder.seen.empty());
   const int expected = with_gpu ? base + increment : base;
   for (int nice : recorder.seen)

@@ -19,9 +19,9 @@
 #include "app/synth_command.hpp"
 #include "app/tune_command.hpp"
 #include "core/error.hpp"
+#include "core/thread_cpu.hpp"
 #include "device/gpu_info.hpp"
 #include "host_simd/hmmsearch/simd_kernels.hpp"
-#include "scheduler/thread_cpu.hpp"
 
 namespace {
 
@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
     if (app::timings_wanted()) {
       // CPU seconds by kind of thread (scheduler/thread_cpu.hpp), for throughput studies.
       std::string line = "duet: cpu seconds:";
-      for (const auto& [kind, seconds] : scheduler::thread_cpu_seconds()) {
+      for (const auto& [kind, seconds] : thread_cpu_seconds()) {
         char figure[32];
         std::snprintf(figure, sizeof figure, " %.3f", seconds);
         line += " " + kind + figure + ";";

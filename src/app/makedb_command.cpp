@@ -1,5 +1,5 @@
 // `duet makedb`: see makedb_command.hpp. The FASTA is parsed and digitized in parallel by
-// scheduler::BlockReader; this thread writes each block as it arrives
+// io::BlockReader; this thread writes each block as it arrives
 // (PackedDatabaseWriter), so memory stays bounded whatever the database's size. The
 // output keeps the output promise (io/output_file.hpp): it is written to a temporary file
 // beside it and renamed at the end; bad input or a signal leaves no file and changes none.
@@ -13,9 +13,9 @@
 #include "core/alphabet.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
+#include "io/block_reader.hpp"
 #include "io/output_file.hpp"
-#include "scheduler/block_reader.hpp"
-#include "scheduler/packed_database.hpp"
+#include "io/packed_database.hpp"
 
 namespace duet::app {
 
@@ -41,18 +41,18 @@ int run_makedb(const MakedbOptions& o) {
   phase_time("checked options");
   const InputFile input(o.input, &g_interrupted);
   if (g_interrupted.load()) return report_stop();
-  if (scheduler::PackedDatabase::is_packed(input))
+  if (io::PackedDatabase::is_packed(input))
     throw InputError(o.input, 0, "is already a packed database");
   phase_time("opened inputs");
 
-  scheduler::ReaderOptions reader_options;
+  io::ReaderOptions reader_options;
   reader_options.threads = o.reader_threads;
   reader_options.stop = &g_interrupted;
   std::int64_t sequences = 0, residues = 0;
   {
-    scheduler::BlockReader reader(input, alphabet, reader_options);
-    scheduler::PackedDatabaseWriter writer(output.create_temporary(), output.path(), alphabet);
-    while (const scheduler::BlockPtr block = reader.next()) writer.add(*block);
+    io::BlockReader reader(input, alphabet, reader_options);
+    io::PackedDatabaseWriter writer(output.create_temporary(), output.path(), alphabet);
+    while (const BlockPtr block = reader.next()) writer.add(*block);
     if (g_interrupted.load()) return report_stop();
     writer.finish();
     sequences = writer.sequences();

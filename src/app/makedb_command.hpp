@@ -1,5 +1,5 @@
 // `duet makedb`: a FASTA database (plain or gzip) made into a packed database
-// (scheduler/packed_database.hpp) that every command taking a sequence database maps
+// (io/packed_database.hpp) that every command taking a sequence database maps
 // instead of parsing.
 #pragma once
 

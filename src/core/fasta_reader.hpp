@@ -1,27 +1,15 @@
-// Streaming FASTA reader (plain or gzip) that digitizes residues as Easel does for an
-// unaligned file: letters of the alphabet in either case with Easel's synonyms, '*' as
-// the nonresidue; '-' and anything else is an error naming the file and line, as is a NUL
-// byte in a header line.
+// Streaming FASTA reader (plain or gzip), record by record, on the grammar of
+// fasta_grammar.hpp (the block reader's too).
 #pragma once
 
 #include <string>
-#include <string_view>
 
 #include "core/alphabet.hpp"
+#include "core/fasta_grammar.hpp"
 #include "core/sequence.hpp"
 #include "core/text_reader.hpp"
 
 namespace duet {
-
-// The first line of a packed database (duet makedb: its magic bytes up to their '\n'),
-// and what both FASTA readers say of a file whose first line it is (a packed database
-// reaches a FASTA reader only when it could not be mapped: a pipe, a FIFO, or gzip).
-inline constexpr std::string_view kPackedDatabaseFirstLine =
-    "\x89"
-    "DUETDB";
-inline constexpr const char* kPackedDatabaseNotMapped =
-    "a packed database (duet makedb) must be given as itself, a regular file: not through a "
-    "pipe or FIFO, and not compressed";
 
 class FastaReader {
  public:

@@ -2,17 +2,19 @@
 // version is in digitize_avx2.cpp (compiled with -mavx2).
 #include "host_simd/digitize.hpp"
 
+#include "core/fasta_grammar.hpp"
 #include "host_simd/cpu_features.hpp"
 
 namespace duet::simd {
 
 DigitizeTable::DigitizeTable(const Alphabet& alphabet) {
   for (int c = 0; c < 256; ++c) {
-    const Residue x = alphabet.digitize(static_cast<char>(c));
-    // '-' is a gap: not allowed in an unaligned sequence (FastaReader's rule).
-    codes[static_cast<std::size_t>(c)] = (c == '-' || x == Alphabet::kIllegal) ? kBad : x;
+    const char byte = static_cast<char>(c);
+    const Residue x = fasta::residue_code(alphabet, byte);
+    codes[static_cast<std::size_t>(c)] = fasta::is_dropped(byte)   ? kSkip
+                                         : x == Alphabet::kIllegal ? kBad
+                                                                   : x;
   }
-  for (const char c : {' ', '\t', '\r'}) codes[static_cast<unsigned char>(c)] = kSkip;
   for (int high = 0; high < 16; ++high) {
     bool used = false;
     for (int low = 0; low < 16; ++low)

@@ -1,8 +1,9 @@
 // Digitizing one FASTA sequence line through a 256-entry table, for the FASTA block reader
-// (scheduler/block_reader.hpp).
+// (io/block_reader.hpp).
 //
 // The table maps every byte to a residue code (< 0x80), to kSkip (white space that a
-// sequence line may hold: space, tab, '\r') or to kBad (anything else). A digitizer
+// sequence line may hold) or to kBad (anything else), by the grammar's rules
+// (core/fasta_grammar.hpp). A digitizer
 // writes the table entry of each of the n bytes of `line` to `out` and returns true when
 // all were residue codes; otherwise the caller redoes the line byte by byte (dropping
 // white space, reporting the bad byte). Both `line` and `out` must have 32 bytes of room

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "scheduler/thread_cpu.hpp"
+#include "core/thread_cpu.hpp"
 
 namespace duet::scheduler {
 

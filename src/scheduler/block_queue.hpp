@@ -24,7 +24,7 @@
 #include <mutex>
 #include <vector>
 
-#include "scheduler/block.hpp"
+#include "core/block.hpp"
 
 namespace duet::scheduler {
 

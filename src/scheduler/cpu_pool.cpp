@@ -26,7 +26,7 @@
 #include <utility>
 #include <vector>
 
-#include "scheduler/thread_cpu.hpp"
+#include "core/thread_cpu.hpp"
 
 #if defined(__SANITIZE_THREAD__)
 #define DUET_UNDER_TSAN 1

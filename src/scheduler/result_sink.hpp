@@ -13,7 +13,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "scheduler/thread_cpu.hpp"
+#include "core/thread_cpu.hpp"
 
 namespace duet::scheduler {
 

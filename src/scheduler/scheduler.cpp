@@ -12,9 +12,9 @@
 #include <system_error>
 #include <thread>
 
+#include "core/thread_cpu.hpp"
 #include "scheduler/block_queue.hpp"
 #include "scheduler/cpu_pool.hpp"
-#include "scheduler/thread_cpu.hpp"
 
 namespace duet::scheduler {
 
@@ -64,13 +64,13 @@ bool stop_requested(const SchedulerOptions& options) {
   return options.stop && options.stop->load();
 }
 
-void read_blocks(Shared& shared, BlockStore::Pass& pass, const SchedulerOptions& options,
-                 bool have_gpus, std::int64_t& blocks_out, std::int64_t& reused_out) {
+void read_blocks(Shared& shared, BlockSource& pass, const SchedulerOptions& options, bool have_gpus,
+                 std::int64_t& blocks_out, std::int64_t& reused_out) {
   double cpu_assigned = 0, all_assigned = 0;
   while (BlockPtr block = pass.next()) {
     shared.read_residues += block->work();
     shared.fraction_read = pass.fraction_done();
-    reused_out = pass.kept_blocks_handed();
+    reused_out = pass.reused_blocks();
     if (stop_requested(options)) break;
     block->affinity = Affinity::any;  // a kept block may carry the last pass's
     if (have_gpus && options.gpu_only) {
@@ -261,7 +261,7 @@ std::int64_t adaptive_batch_residues(double own_rate, double machine_rate, doubl
   return static_cast<std::int64_t>(std::clamp(budget, 1.0, static_cast<double>(max_residues)));
 }
 
-RunSummary run_blocks(BlockStore& store, Workload& workload, std::span<GpuBackend* const> gpus,
+RunSummary run_blocks(BlockSource& blocks, Workload& workload, std::span<GpuBackend* const> gpus,
                       const SchedulerOptions& options) {
   const int feeders = static_cast<int>(gpus.size());
   const int workers = std::max(options.cpu_workers, 1);
@@ -270,9 +270,8 @@ RunSummary run_blocks(BlockStore& store, Workload& workload, std::span<GpuBacken
                           : 2 * static_cast<std::size_t>(workers) +
                                 2 * options.gpu_batch_blocks * static_cast<std::size_t>(feeders);
   Shared shared(depth, feeders);
-  shared.known_total = store.total_residues();
+  shared.known_total = blocks.known_work();
   const std::int64_t cells_per_residue = workload.cells_per_residue();
-  BlockStore::Pass pass = store.begin_pass();
 
   std::vector<std::vector<TraceRow>> traces(static_cast<std::size_t>(workers + feeders));
   std::vector<std::int64_t> faults(static_cast<std::size_t>(feeders), 0);
@@ -311,7 +310,7 @@ RunSummary run_blocks(BlockStore& store, Workload& workload, std::span<GpuBacken
       [&shared](std::exception_ptr e) { shared.fail(std::move(e)); });
   start([&] {
     ThreadCpuAccount account("reader (hand-out)");
-    read_blocks(shared, pass, options, feeders > 0, blocks_read, reused);
+    read_blocks(shared, blocks, options, feeders > 0, blocks_read, reused);
   });
   for (int g = 0; g < feeders; ++g) {
     const int worker = workers + g;
@@ -409,17 +408,6 @@ RunSummary run_blocks(BlockStore& store, Workload& workload, std::span<GpuBacken
   if (cpu_block_seconds > 0) s.cpu_cells_per_second = cpu_cells / (cpu_block_seconds / workers);
   if (gpu_block_seconds > 0) s.gpu_cells_per_second = gpu_cells / (gpu_block_seconds / feeders);
   return s;
-}
-
-RunSummary run_blocks(const std::string& database, const Alphabet& alphabet, Workload& workload,
-                      std::span<GpuBackend* const> gpus, const SchedulerOptions& options) {
-  ReaderOptions reader;
-  reader.block_residues = options.block_residues;
-  reader.threads = options.reader_threads;
-  reader.stop = options.stop;
-  const InputFile file(database, options.stop);
-  BlockStore store(file, alphabet, reader, 0, false);
-  return run_blocks(store, workload, gpus, options);
 }
 
 }  // namespace duet::scheduler

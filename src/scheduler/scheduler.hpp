@@ -1,4 +1,5 @@
-// The hybrid scheduler: a reader thread streams the database (a BlockStore pass) into a
+// The hybrid scheduler: a reader thread streams the database (a BlockSource: a pass of
+// io's BlockStore, or blocks a workload makes) into a
 // bounded BlockQueue; CPU workers (oneTBB tasks, one block at a time: cpu_pool.hpp) and GPU feeders
 // (one host thread per GPU, up to K blocks per batch) drain it at the same time;
 // a device that runs only the early stages posts its blocks to the post-queue, which CPU
@@ -19,8 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/block.hpp"
-#include "scheduler/block_store.hpp"
+#include "core/block.hpp"
 
 namespace duet::scheduler {
 
@@ -91,8 +91,6 @@ enum class SplitPolicy { dynamic, static_fraction, adaptive };
 struct SchedulerOptions {
   int cpu_workers =
       1;  // >= 0 ; 0 only with a GPU (then faults and the post-queue still need one: see run())
-  std::size_t block_residues = 1 << 20;  // run_blocks(path...) only; a BlockStore has its own
-  int reader_threads = 0;  // parser threads of the reader (0: one per core, at most 4)
   // Fresh blocks waiting; 0 = 2 per worker and two batches (gpu_batch_blocks) per feeder.
   std::size_t queue_depth = 0;
   std::size_t gpu_batch_blocks = 32;
@@ -157,16 +155,12 @@ struct RunSummary {
 std::int64_t adaptive_batch_residues(double own_rate, double machine_rate, double remaining,
                                      std::int64_t max_residues);
 
-// Runs one pass of `store` (one query). `gpus` may be empty. Blocks reach the Workload or
+// Runs one pass of `blocks` (one query). `gpus` may be empty. Blocks reach the Workload or
 // a GpuBackend exactly once each (a failed GPU batch delivers nothing and is redone by a
 // CPU worker). With GPUs and cpu_workers == 0, one CPU worker is still started to serve
 // the post-queue and failed batches. Rethrows the first exception of any thread after
 // stopping the others.
-RunSummary run_blocks(BlockStore& store, Workload& workload, std::span<GpuBackend* const> gpus,
+RunSummary run_blocks(BlockSource& blocks, Workload& workload, std::span<GpuBackend* const> gpus,
                       const SchedulerOptions& options);
-
-// One pass over a file read with options.block_residues and options.reader_threads.
-RunSummary run_blocks(const std::string& database, const Alphabet& alphabet, Workload& workload,
-                      std::span<GpuBackend* const> gpus, const SchedulerOptions& options);
 
 }  // namespace duet::scheduler

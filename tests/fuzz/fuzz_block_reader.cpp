@@ -1,4 +1,4 @@
-// Fuzz target: the parallel BlockReader (scheduler/block_reader.hpp) against FastaReader,
+// Fuzz target: the parallel BlockReader (io/block_reader.hpp) against FastaReader,
 // whose parsing it promises to follow exactly: the same sequences, the same error with the
 // same line. Each input is read as a plain file and gzip-compressed, with several parser
 // threads and chunks and blocks of a few bytes (sizes taken from a hash of the input, so
@@ -12,17 +12,17 @@
 #include "core/error.hpp"
 #include "fasta_outcome.hpp"
 #include "fuzz_support.hpp"
-#include "scheduler/block_reader.hpp"
+#include "io/block_reader.hpp"
 
 namespace {
 
 duet::fuzz::FastaOutcome read_with_block_reader(const std::string& path,
                                                 const duet::Alphabet& alphabet,
-                                                const duet::scheduler::ReaderOptions& options) {
+                                                const duet::io::ReaderOptions& options) {
   duet::fuzz::FastaOutcome out;
   try {
-    duet::scheduler::BlockReader reader(path, alphabet, options);
-    while (const duet::scheduler::BlockPtr block = reader.next()) {
+    duet::io::BlockReader reader(path, alphabet, options);
+    while (const duet::BlockPtr block = reader.next()) {
       for (std::size_t i = 0; i < block->sequences(); ++i) {
         duet::Sequence s;
         s.name = block->name(i);
@@ -57,11 +57,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return x;
   };
   // The smallest sizes everywhere, then sizes and settings from the input's hash.
-  duet::scheduler::ReaderOptions tiny;
+  duet::io::ReaderOptions tiny;
   tiny.threads = 3;
   tiny.chunk_bytes = 1;
   tiny.block_residues = 1;
-  duet::scheduler::ReaderOptions varied;
+  duet::io::ReaderOptions varied;
   varied.threads = 1 + static_cast<int>(pick(3));
   varied.chunk_bytes = 1 + pick(96);
   varied.block_residues = 1 + pick(48);

@@ -35,7 +35,7 @@ double since(Clock::time_point& t) {
 
 // A batch's targets on one engine slot: half of its blocks by residues.
 struct HmmsearchGpuBackend::Half {
-  std::vector<const scheduler::Block*> blocks;
+  std::vector<const Block*> blocks;
   std::vector<device::GpuBlockSpan> spans;  // the blocks' runs of targets
   std::vector<device::GpuTarget> targets;
 };
@@ -148,8 +148,8 @@ device::HmmGpuEngine& HmmsearchGpuBackend::engine(std::size_t lane, std::size_t 
   return *e.engine;
 }
 
-std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(
-    std::span<const scheduler::BlockPtr> blocks, int) {
+std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(std::span<const BlockPtr> blocks,
+                                                                 int) {
   // Two halves by residues, one per engine slot.
   FeederTimes& times = times_;
   Clock::time_point tick = Clock::now();
@@ -191,7 +191,7 @@ std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(
         const Half& h = halves[s];
         const Lane::PerHalf& l = lane.halves[s];
         std::size_t at = 0;
-        for (const scheduler::Block* b : h.blocks) {
+        for (const Block* b : h.blocks) {
           DeviceBlockScores& out = per_block[block++][lane.model];
           out.scores.assign(l.scores.begin() + at, l.scores.begin() + at + b->sequences());
           out.remains.assign(b->sequences(), Remains::nothing);
@@ -214,7 +214,7 @@ std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(
   std::vector<scheduler::GpuBlockOutcome> outcomes;
   std::size_t block = 0;
   for (Half& h : halves) {
-    for (const scheduler::Block* b : h.blocks) {
+    for (const Block* b : h.blocks) {
       scheduler::GpuBlockOutcome outcome;
       for (const DeviceBlockScores& m : per_block[block]) {
         outcome.survivors += static_cast<std::int64_t>(

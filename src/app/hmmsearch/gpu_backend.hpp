@@ -45,8 +45,7 @@ class HmmsearchGpuBackend final : public scheduler::GpuBackend {
   // succeeded for every model; each entry's `remains` marks the targets whose Viterbi
   // filter or Forward stage is left to the post-queue. Returns what the post stage needs
   // of the block (null: nothing remains).
-  using Deliver = std::function<scheduler::PostStatePtr(const scheduler::Block&,
-                                                        std::vector<DeviceBlockScores>&&)>;
+  using Deliver = std::function<PostStatePtr(const Block&, std::vector<DeviceBlockScores>&&)>;
 
   // The Forward stage of some targets for model `model` of the pass on the calling thread,
   // with the CPU's kernels (run_forward_stages): called from host loops, on the feeder's
@@ -89,7 +88,7 @@ class HmmsearchGpuBackend final : public scheduler::GpuBackend {
   // Creates the engine (CUDA context, first model's upload) on the feeder's thread, so
   // that the CPU workers start meanwhile; run() creates it if start() was not called.
   void start(const scheduler::HostLoopRunner& run_host_loop) override;
-  std::vector<scheduler::GpuBlockOutcome> run(std::span<const scheduler::BlockPtr> blocks,
+  std::vector<scheduler::GpuBlockOutcome> run(std::span<const BlockPtr> blocks,
                                               int worker) override;
 
  private:

@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "app/hmmsearch/report.hpp"
-#include "scheduler/thread_cpu.hpp"
+#include "core/thread_cpu.hpp"
 
 namespace duet::app {
 
@@ -106,7 +106,7 @@ const std::vector<std::string>& ResultStream::column_names() {
 
 ResultStream::ResultStream(io::Hdf5Writer& file, std::vector<std::string> group_paths)
     : file_(file), groups_(std::move(group_paths)), thread_([this] {
-        scheduler::ThreadCpuAccount account("column writer");
+        ThreadCpuAccount account("column writer");
         run();
       }) {}
 

@@ -94,7 +94,7 @@ struct BlockRecords {
 
 // Turns the scores of one block into its records; returns the targets that passed every
 // filter.
-std::int64_t add_block(const scheduler::Block& block, const std::vector<TargetScores>& scores,
+std::int64_t add_block(const Block& block, const std::vector<TargetScores>& scores,
                        scheduler::ResultSink<BlockRecords>& sink) {
   BlockRecords out;
   std::int64_t passed = 0;
@@ -133,7 +133,7 @@ struct ModelInPass {
 
 // What a device left of a block for the post stage: every model's scores and what remains
 // of each target.
-struct DevicePostState final : scheduler::PostState {
+struct DevicePostState final : PostState {
   std::vector<DeviceBlockScores> per_model;
 };
 
@@ -154,7 +154,7 @@ class HmmsearchWorkload final : public scheduler::Workload {
   }
   // The block against each model in turn; returns the targets that passed every filter,
   // summed over the models.
-  std::int64_t run_block(const scheduler::Block& block, int worker) override {
+  std::int64_t run_block(const Block& block, int worker) override {
     const std::size_t n = block.sequences();
     std::vector<const Residue*> dsq(n);
     std::vector<int> lengths(n);
@@ -201,7 +201,7 @@ class HmmsearchWorkload final : public scheduler::Workload {
   // at once (forward_stage): what run_cascade gives on each.
   // `dsq` and `lengths`: the block's targets, made once for every model of the pass.
   std::int64_t run_model(const SearchProfile& profile, FilterKernels& k,
-                         scheduler::ResultSink<BlockRecords>& sink, const scheduler::Block& block,
+                         scheduler::ResultSink<BlockRecords>& sink, const Block& block,
                          const std::vector<const Residue*>& dsq, const std::vector<int>& lengths) {
     const std::size_t n = block.sequences();
     std::vector<TargetScores> scores(n);
@@ -216,8 +216,7 @@ class HmmsearchWorkload final : public scheduler::Workload {
  public:
   // Forward for the targets a device left there (needs_forward), model by model, the
   // other scores as the device computed them.
-  std::int64_t run_post(const scheduler::Block& block, scheduler::PostState& state,
-                        int worker) override {
+  std::int64_t run_post(const Block& block, PostState& state, int worker) override {
     std::vector<DeviceBlockScores>& per_model = static_cast<DevicePostState&>(state).per_model;
     std::int64_t passed = 0;
     for (std::size_t j = 0; j < models_.size(); ++j) {
@@ -236,8 +235,7 @@ class HmmsearchWorkload final : public scheduler::Workload {
     }
     return passed;
   }
-  scheduler::StageWork post_work(const scheduler::Block& block,
-                                 const scheduler::PostState& state) const override {
+  scheduler::StageWork post_work(const Block& block, const PostState& state) const override {
     scheduler::StageWork work;
     for (const DeviceBlockScores& m : static_cast<const DevicePostState&>(state).per_model) {
       for (std::size_t i = 0; i < block.sequences(); ++i) {
@@ -271,8 +269,7 @@ class HmmsearchWorkload final : public scheduler::Workload {
   // A device's scores of a block, one entry per model of the pass: the records of a model
   // whose targets are all done are added now; where any stage remains, the block goes to
   // the post stage with all of them, which this returns (null: nothing remains).
-  scheduler::PostStatePtr deliver(const scheduler::Block& block,
-                                  std::vector<DeviceBlockScores>&& per_model) {
+  PostStatePtr deliver(const Block& block, std::vector<DeviceBlockScores>&& per_model) {
     bool post = false;
     for (const DeviceBlockScores& m : per_model) {
       post = post || std::find_if(m.remains.begin(), m.remains.end(), [](Remains r) {
@@ -299,9 +296,8 @@ class HmmsearchWorkload final : public scheduler::Workload {
   // run_forward_stage for the block's targets `at` (in block order), kForwardPack at a
   // time, longest first so that the targets of a pack have similar lengths (the kernel
   // computes several side by side).
-  void forward_stage(const SearchProfile& profile, const scheduler::Block& block,
-                     std::vector<std::size_t> at, std::vector<TargetScores>& scores,
-                     FilterKernels& k) {
+  void forward_stage(const SearchProfile& profile, const Block& block, std::vector<std::size_t> at,
+                     std::vector<TargetScores>& scores, FilterKernels& k) {
     std::stable_sort(at.begin(), at.end(), [&](std::size_t a, std::size_t b) {
       return block.length(a) > block.length(b);
     });
@@ -339,7 +335,7 @@ struct TestDoubleBlock {
 // on blocks of odd index only MSV and the bias filter, leaving the Viterbi filter to the
 // CPU as a real GPU does with too few targets to fill it.
 TestDoubleBlock test_double_block(const HmmsearchWorkload& workload,
-                                  const CascadeSettings& settings, const scheduler::Block& b,
+                                  const CascadeSettings& settings, const Block& b,
                                   const scheduler::HostLoopRunner& run_host_loop) {
   TestDoubleBlock result;
   result.per_model.resize(workload.models());
@@ -424,12 +420,10 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
   scheduler::SchedulerOptions options =
       scheduler_options(hybrid, config.run.cpu > 0 ? config.run.cpu : std::max(1, cores - gpus),
                         kHmmsearchGpuBatchBlocks);
-  options.block_residues = hybrid.block_residues;
-  options.reader_threads = hybrid.reader_threads;
   options.gpu_batch_residues = hybrid.gpu_batch_residues;
 
   // The database as blocks, kept in memory across queries within the reuse budget.
-  scheduler::ReaderOptions reader;
+  io::ReaderOptions reader;
   reader.block_residues = hybrid.block_residues;
   if (gpus == 0 && models.size() > 1 && hybrid.block_residues == HybridOptions{}.block_residues) {
     // Many models on a small database (a proteome), with the default block size: the
@@ -446,7 +440,7 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
   reader.consumers = options.cpu_workers + feeders;
   reader.stop = hybrid.stop;
   const std::uint64_t reuse = models.size() > 1 ? hybrid.reuse_memory : 0;
-  std::unique_ptr<scheduler::BlockStore> store;
+  std::unique_ptr<io::BlockStore> store;
 #ifdef DUET_HAVE_CUDA
   // Several models: database blocks kept on each GPU across them (made with the block
   // store, whose block indices they are keyed by; declared after it, ended before it).
@@ -491,8 +485,8 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
       resident.clear();  // blocks of another alphabet's codes
 #endif
       store.reset();  // frees what a store of another alphabet kept
-      store = std::make_unique<scheduler::BlockStore>(database, *hmm.alphabet, reader, reuse,
-                                                      models.size() > 1);
+      store = std::make_unique<io::BlockStore>(database, *hmm.alphabet, reader, reuse,
+                                               models.size() > 1);
 #ifdef DUET_HAVE_CUDA
       for (int d : devices) {
         if (keep_resident)
@@ -544,11 +538,10 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
     for (int g = 0; g < hybrid.test_gpus && gpus > 0; ++g) {
       doubles.push_back(std::make_unique<TestDoubleGpu<TestDoubleBlock>>(
           g, "msv+bias+viterbi",
-          [&workload, &settings](const scheduler::Block& b,
-                                 const scheduler::HostLoopRunner& run_host_loop) {
+          [&workload, &settings](const Block& b, const scheduler::HostLoopRunner& run_host_loop) {
             return test_double_block(workload, settings, b, run_host_loop);
           },
-          [&workload](const scheduler::Block& b, TestDoubleBlock&& result) {
+          [&workload](const Block& b, TestDoubleBlock&& result) {
             const std::int64_t survivors = result.survivors;
             return scheduler::GpuBlockOutcome{workload.deliver(b, std::move(result.per_model)),
                                               survivors};
@@ -557,8 +550,7 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
     }
 #ifdef DUET_HAVE_CUDA
     std::vector<std::unique_ptr<HmmsearchGpuBackend>> devices_in_use;
-    const auto deliver = [&workload](const scheduler::Block& b,
-                                     std::vector<DeviceBlockScores>&& per_model) {
+    const auto deliver = [&workload](const Block& b, std::vector<DeviceBlockScores>&& per_model) {
       return workload.deliver(b, std::move(per_model));
     };
     const auto forward_on_host = [&workload](std::size_t model,
@@ -597,7 +589,8 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
     }
 #endif
     phase_time("pass starts");
-    query.schedule = scheduler::run_blocks(*store, workload, backends, options);
+    io::BlockStore::Pass pass = store->begin_pass();
+    query.schedule = scheduler::run_blocks(pass, workload, backends, options);
     phase_time("pass ended");
 #ifdef DUET_HAVE_CUDA
     for (std::size_t j = 0; j < group; ++j) {

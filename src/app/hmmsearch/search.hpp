@@ -155,7 +155,7 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& 
                         const io::Config& config, const HybridOptions& hybrid = {},
                         TargetStream* stream = nullptr);
 // The same on a database opened once by the caller (a FIFO or pipe is read only once:
-// scheduler::BlockStore says when that is enough).
+// io::BlockStore says when that is enough).
 SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& database,
                         const io::Config& config, const HybridOptions& hybrid = {},
                         TargetStream* stream = nullptr);

@@ -19,10 +19,10 @@ template <class BlockResult>
 class TestDoubleGpu final : public scheduler::GpuBackend {
  public:
   // A block's results, computed on the feeder's thread (host loops through the runner).
-  using Compute = std::function<BlockResult(const scheduler::Block&,
-                                            const scheduler::HostLoopRunner& run_host_loop)>;
+  using Compute =
+      std::function<BlockResult(const Block&, const scheduler::HostLoopRunner& run_host_loop)>;
   // Hands a block's results to the workload and says what remains of it.
-  using Deliver = std::function<scheduler::GpuBlockOutcome(const scheduler::Block&, BlockResult&&)>;
+  using Deliver = std::function<scheduler::GpuBlockOutcome(const Block&, BlockResult&&)>;
 
   TestDoubleGpu(int number, std::string stages, Compute compute, Deliver deliver)
       : number_(number),
@@ -37,11 +37,10 @@ class TestDoubleGpu final : public scheduler::GpuBackend {
   }
   // Every block of the batch is computed before any is delivered, as a device must: a
   // batch that fails delivers nothing.
-  std::vector<scheduler::GpuBlockOutcome> run(std::span<const scheduler::BlockPtr> blocks,
-                                              int) override {
+  std::vector<scheduler::GpuBlockOutcome> run(std::span<const BlockPtr> blocks, int) override {
     std::vector<BlockResult> results;
     results.reserve(blocks.size());
-    for (const scheduler::BlockPtr& b : blocks) results.push_back(compute_(*b, run_host_loop_));
+    for (const BlockPtr& b : blocks) results.push_back(compute_(*b, run_host_loop_));
     std::vector<scheduler::GpuBlockOutcome> outcomes;
     outcomes.reserve(blocks.size());
     for (std::size_t i = 0; i < blocks.size(); ++i)

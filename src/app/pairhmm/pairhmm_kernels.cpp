@@ -61,11 +61,10 @@ class PairhmmGpuBackend final : public scheduler::GpuBackend {
   void start(const scheduler::HostLoopRunner& run_host_loop) override {
     run_host_loop_ = run_host_loop;
   }
-  std::vector<scheduler::GpuBlockOutcome> run(std::span<const scheduler::BlockPtr> blocks,
-                                              int) override {
+  std::vector<scheduler::GpuBlockOutcome> run(std::span<const BlockPtr> blocks, int) override {
     const auto t0 = Clock::now();
     batch_.clear();
-    for (const scheduler::BlockPtr& b : blocks) {
+    for (const BlockPtr& b : blocks) {
       const auto part = pairs_.subspan(static_cast<std::size_t>(b->first_sequence), b->sequences());
       batch_.insert(batch_.end(), part.begin(), part.end());
     }
@@ -78,13 +77,13 @@ class PairhmmGpuBackend final : public scheduler::GpuBackend {
     std::vector<scheduler::GpuBlockOutcome> outcomes;
     std::vector<std::size_t> starts;
     std::size_t at = 0;
-    for (const scheduler::BlockPtr& b : blocks) {
+    for (const BlockPtr& b : blocks) {
       starts.push_back(at);
       at += b->sequences();
       outcomes.push_back({nullptr, static_cast<std::int64_t>(b->sequences())});
     }
     const auto deliver = [&](std::size_t k) {
-      const scheduler::BlockPtr& b = blocks[k];
+      const BlockPtr& b = blocks[k];
       consumer_(b->first_sequence, std::span<const float>(sums).subspan(starts[k], b->sequences()));
     };
     if (run_host_loop_) {

@@ -22,7 +22,7 @@ namespace {
 // pairhmm_workload.hpp). The grouping runs on the scheduler's reader thread, window by
 // window of kGroupingPairs input pairs, as blocks are asked for; a block's pairs are
 // written before the block is handed out and never change after.
-class PairBlocks final : public scheduler::BlockSource {
+class PairBlocks final : public BlockSource {
  public:
   PairBlocks(std::span<const pairhmm::Pair> pairs, int lanes, std::int64_t block_cells)
       : input_(pairs),
@@ -35,10 +35,10 @@ class PairBlocks final : public scheduler::BlockSource {
   std::span<const pairhmm::Pair> grouped() const { return grouped_; }
   std::span<const std::size_t> input_index() const { return input_index_; }
 
-  scheduler::BlockPtr next() override {
+  BlockPtr next() override {
     if (next_ == input_.size()) return nullptr;
     const auto start = Clock::now();
-    auto block = std::make_shared<scheduler::Block>();
+    auto block = std::make_shared<Block>();
     block->index = blocks_++;
     block->first_sequence = static_cast<std::int64_t>(next_);
     std::int64_t units = 0, cells = 0;
@@ -119,7 +119,7 @@ class PairhmmWorkload final : public scheduler::Workload {
       : slots_(slots), kernel_(kernel), sums_(static_cast<std::size_t>(threads)) {}
   // Unused: every block gives its own cells (Block::work_cells).
   std::int64_t cells_per_residue() const override { return 1; }
-  std::int64_t run_block(const scheduler::Block& block, int worker) override {
+  std::int64_t run_block(const Block& block, int worker) override {
     std::vector<float>& sums = sums_[static_cast<std::size_t>(worker)];
     const auto pairs =
         slots_.pairs.subspan(static_cast<std::size_t>(block.first_sequence), block.sequences());
@@ -129,7 +129,7 @@ class PairhmmWorkload final : public scheduler::Workload {
     return static_cast<std::int64_t>(pairs.size());
   }
   // A device runs every stage of the pair-HMM: no block is ever posted.
-  std::int64_t run_post(const scheduler::Block&, scheduler::PostState&, int) override {
+  std::int64_t run_post(const Block&, PostState&, int) override {
     throw std::logic_error("pairhmm: a device left a block to the post stage");
   }
 
@@ -160,14 +160,14 @@ PairhmmRun run_pairhmm(const pairhmm::Input& input, const pairhmm::Model& model,
       for (int g = 0; g < options.test_gpus; ++g) {
         devices.push_back(std::make_unique<TestDoubleGpu<std::vector<float>>>(
             g, "all",
-            [&slots](const scheduler::Block& b, const scheduler::HostLoopRunner&) {
+            [&slots](const Block& b, const scheduler::HostLoopRunner&) {
               const auto block_pairs =
                   slots.pairs.subspan(static_cast<std::size_t>(b.first_sequence), b.sequences());
               std::vector<float> sums(block_pairs.size());
               pairhmm::forward_sums_scalar(slots.model, block_pairs, sums.data());
               return sums;
             },
-            [&slots](const scheduler::Block& b, std::vector<float>&& sums) {
+            [&slots](const Block& b, std::vector<float>&& sums) {
               slots.finish(b.first_sequence, sums);
               return scheduler::GpuBlockOutcome{nullptr, static_cast<std::int64_t>(sums.size())};
             }));
@@ -210,8 +210,7 @@ PairhmmRun run_pairhmm(const pairhmm::Input& input, const pairhmm::Model& model,
   std::vector<scheduler::GpuBackend*> backends;
   for (auto& d : devices) backends.push_back(d.get());
   if (!pairs.empty()) {
-    scheduler::BlockStore store(blocks, Alphabet::dna());
-    run.schedule = scheduler::run_blocks(store, workload, backends, s);
+    run.schedule = scheduler::run_blocks(blocks, workload, backends, s);
   }
   run.block_seconds = blocks.seconds();
   run.stopped = run.schedule.stopped;

@@ -177,7 +177,7 @@ struct GpuTarget {
 };
 
 // Consecutive targets of a batch that are one whole database block, in order: `index`
-// and `first_sequence` identify the block (scheduler::Block; a block of the same index
+// and `first_sequence` identify the block (core/block.hpp; a block of the same index
 // but other sequences, or another residue count, is never served from the store).
 struct GpuBlockSpan {
   std::int64_t index = 0;

@@ -47,11 +47,11 @@
 #include <thread>
 
 #include "core/alphabet.hpp"
+#include "core/block.hpp"
 #include "core/input_file.hpp"
-#include "scheduler/block.hpp"
-#include "scheduler/block_store.hpp"
+#include "io/block_reader.hpp"
 
-namespace duet::scheduler {
+namespace duet::io {
 
 inline constexpr unsigned char kPackedMagic[8] = {0x89, 'D', 'U', 'E', 'T', 'D', 'B', '\n'};
 inline constexpr std::uint32_t kPackedVersion = 1;
@@ -173,4 +173,4 @@ class PackedBlockReader : public BlockSource {
   const std::atomic<bool>* stop_ = nullptr;
 };
 
-}  // namespace duet::scheduler
+}  // namespace duet::io

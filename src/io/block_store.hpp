@@ -18,9 +18,7 @@
 // (PackedBlockReader): sequences numbered as in its FASTA, blocks by the FASTA reader's
 // rule (the same blocks where the FASTA reader joins no chunks: a file of one chunk), the
 // same blocks in every pass. Nothing is kept: the mapping is the cache.
-//
-// A store can also be fed by a BlockSource instead of a file: a workload whose blocks are
-// made in memory (the pair-HMM's blocks of pairs). Such a store has one pass.
+
 #pragma once
 
 #include <cstdint>
@@ -29,21 +27,10 @@
 #include <vector>
 
 #include "core/alphabet.hpp"
-#include "scheduler/block.hpp"
-#include "scheduler/block_reader.hpp"
+#include "core/block.hpp"
+#include "io/block_reader.hpp"
 
-namespace duet::scheduler {
-
-// Blocks made by the caller, in database order: indices 0, 1, 2... and first sequences
-// that follow on (the scheduler relies on both). Called from the scheduler's reader thread.
-class BlockSource {
- public:
-  virtual ~BlockSource() = default;
-  // The next block; nullptr at the end.
-  virtual BlockPtr next() = 0;
-  // Share of the database handed out so far, in [0, 1].
-  virtual double fraction_done() const = 0;
-};
+namespace duet::io {
 
 class PackedDatabase;
 class PackedBlockReader;
@@ -58,19 +45,21 @@ class BlockStore {
   // alphabet is not `alphabet`, or that is truncated or corrupt, throws InputError.
   BlockStore(const InputFile& file, const Alphabet& alphabet, const ReaderOptions& reader,
              std::uint64_t reuse_bytes, bool several_passes);
-  // A store of one pass over `source` (a second begin_pass throws std::logic_error).
-  BlockStore(BlockSource& source, const Alphabet& alphabet);
   ~BlockStore();
 
-  class Pass {
+  // One pass: what the scheduler drains (BlockSource, core/block.hpp).
+  class Pass final : public BlockSource {
    public:
-    ~Pass();
+    ~Pass() override;
+    Pass(Pass&&) = default;
     // The next block in database order; nullptr at the end. Throws InputError.
-    BlockPtr next();
+    BlockPtr next() override;
     // Share of the database handed out so far, in [0, 1] (estimated from file offsets).
     // From the thread that calls next().
-    double fraction_done() const;
-    std::int64_t kept_blocks_handed() const { return kept_handed_; }
+    double fraction_done() const override;
+    std::int64_t reused_blocks() const override { return static_cast<std::int64_t>(kept_handed_); }
+    // The database's residues once a first pass is complete (BlockStore::total_residues).
+    std::int64_t known_work() const override;
 
    private:
     friend class BlockStore;
@@ -86,7 +75,7 @@ class BlockStore {
   Pass begin_pass();
 
   const Alphabet& alphabet() const { return alphabet_; }
-  // The packed database the store reads, nullptr for FASTA or a BlockSource.
+  // The packed database the store reads, nullptr for FASTA.
   const PackedDatabase* packed() const { return packed_.get(); }
   const std::string& path() const { return path_; }
   // Sizes known after one complete pass (0 before).
@@ -100,7 +89,6 @@ class BlockStore {
  private:
   const InputFile* file_ = nullptr;
   std::string path_;
-  BlockSource* source_ = nullptr;           // set: blocks from the source, not from file_
   std::unique_ptr<PackedDatabase> packed_;  // set: file_ is a packed database
   bool must_keep_all_ = false;              // several passes over a file that cannot be read twice
   const Alphabet& alphabet_;
@@ -117,4 +105,4 @@ class BlockStore {
   std::int64_t first_pass_residues_ = 0, first_pass_blocks_ = 0;
 };
 
-}  // namespace duet::scheduler
+}  // namespace duet::io

@@ -1,7 +1,7 @@
 // Block: see block.hpp.
-#include "scheduler/block.hpp"
+#include "core/block.hpp"
 
-namespace duet::scheduler {
+namespace duet {
 
 void Block::add_header(std::string_view name, std::string_view description) {
   header_text.append(name);
@@ -28,4 +28,4 @@ std::size_t Block::memory_bytes() const {
          (offsets.capacity() + header_offsets.capacity()) * sizeof(std::int64_t);
 }
 
-}  // namespace duet::scheduler
+}  // namespace duet

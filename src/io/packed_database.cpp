@@ -1,5 +1,5 @@
 // The packed database: see packed_database.hpp for the format.
-#include "scheduler/packed_database.hpp"
+#include "io/packed_database.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "scheduler/thread_cpu.hpp"
+#include "core/thread_cpu.hpp"
 
-namespace duet::scheduler {
+namespace duet::io {
 
 static_assert(std::endian::native == std::endian::little,
               "the packed database is read and written in the machine's byte order, "
@@ -467,4 +467,4 @@ double PackedBlockReader::fraction_done() const {
          static_cast<double>(database_.residues());
 }
 
-}  // namespace duet::scheduler
+}  // namespace duet::io

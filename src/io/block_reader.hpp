@@ -25,11 +25,8 @@
 // in a block, the two parts are joined (one copy), so a block holds less than about 2 x
 // block_residues plus one sequence. Results never depend on where blocks end.
 //
-// Parsing follows FastaReader exactly (same accepted input, same error messages with the
-// file and line): a header line starts with '>' and holds no NUL byte, the name is its
-// first word, the description the rest with surrounding white space removed; sequence
-// lines may hold spaces, tabs and '\r'; '-' and any byte outside the alphabet is an
-// error; blank lines may precede the first header; anything else before it is an error.
+// Parsing follows the grammar of core/fasta_grammar.hpp, FastaReader's: the same input
+// accepted, the same error messages with the file and line.
 #pragma once
 
 #include <array>
@@ -46,11 +43,11 @@
 #include <vector>
 
 #include "core/alphabet.hpp"
+#include "core/block.hpp"
 #include "core/input_file.hpp"
 #include "host_simd/digitize.hpp"
-#include "scheduler/block.hpp"
 
-namespace duet::scheduler {
+namespace duet::io {
 
 // Where reading starts: the start of the file, or the header of a block seen in an
 // earlier pass (Block::file_offset, first_line, index, first_sequence), for a pass that
@@ -185,4 +182,4 @@ class BlockReader {
   const std::atomic<bool>* stop_ = nullptr;
 };
 
-}  // namespace duet::scheduler
+}  // namespace duet::io

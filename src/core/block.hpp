@@ -1,8 +1,9 @@
 // Block: a run of consecutive database sequences, the unit of work every worker and
 // feeder takes. Residues of all sequences are concatenated; sequence i occupies
 // residues[offsets[i], offsets[i+1]). Names and descriptions are packed the same way in
-// one string (one allocation per block, not two per sequence). BlockReader
-// (block_reader.hpp) streams a FASTA file into blocks.
+// one string (one allocation per block, not two per sequence). The readers of
+// src/io make blocks of a FASTA file or a packed database (io/block_store.hpp); the
+// scheduler hands them out (scheduler/scheduler.hpp).
 #pragma once
 
 #include <cstdint>
@@ -13,7 +14,7 @@
 
 #include "core/alphabet.hpp"
 
-namespace duet::scheduler {
+namespace duet {
 
 // Which devices may take a block: the static policy decides it up front; a block that a
 // device failed on comes back as cpu_only.
@@ -77,4 +78,21 @@ class PostState {
 };
 using PostStatePtr = std::unique_ptr<PostState>;
 
-}  // namespace duet::scheduler
+// One pass of blocks in database order: indices 0, 1, 2... and first sequences that
+// follow on (the scheduler relies on both). What the scheduler's reader thread drains: a
+// pass of a BlockStore (io/block_store.hpp), or blocks a workload makes in memory (the
+// pair-HMM's blocks of pairs).
+class BlockSource {
+ public:
+  virtual ~BlockSource() = default;
+  // The next block; nullptr at the end. May throw InputError.
+  virtual BlockPtr next() = 0;
+  // Share of the database handed out so far, in [0, 1].
+  virtual double fraction_done() const = 0;
+  // Blocks handed out so far that were kept in memory from an earlier pass.
+  virtual std::int64_t reused_blocks() const { return 0; }
+  // The work of the whole pass (Block::work summed) when known before it starts; 0 if not.
+  virtual std::int64_t known_work() const { return 0; }
+};
+
+}  // namespace duet

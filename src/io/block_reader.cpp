@@ -1,6 +1,6 @@
 // BlockReader: see block_reader.hpp. The parsing rules and error messages are those of
 // FastaReader (core/fasta_reader.cpp); tests compare the two.
-#include "scheduler/block_reader.hpp"
+#include "io/block_reader.hpp"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -10,7 +10,6 @@
 #include <zlib.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -19,13 +18,13 @@
 #include <utility>
 
 #include "core/error.hpp"
-#include "core/fasta_reader.hpp"
+#include "core/fasta_grammar.hpp"
 #include "core/input_file.hpp"
 #include "core/text_reader.hpp"
-#include "scheduler/packed_database.hpp"
-#include "scheduler/thread_cpu.hpp"
+#include "core/thread_cpu.hpp"
+#include "io/packed_database.hpp"
 
-namespace duet::scheduler {
+namespace duet::io {
 
 namespace {
 
@@ -35,11 +34,6 @@ constexpr std::uint8_t kSkip = simd::DigitizeTable::kSkip;
 constexpr std::uint8_t kBad = simd::DigitizeTable::kBad;
 // Room past the end of chunk texts and residue buffers for whole-vector reads and writes.
 constexpr std::size_t kPad = 32;
-
-// std::isspace in the C locale.
-bool is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
-}
 
 bool full(const Block& b, std::size_t block_residues) {
   return b.residues.size() >= block_residues || b.sequences() >= kMaxSequencesPerBlock;
@@ -424,13 +418,13 @@ BlockReader::ParsedChunk BlockReader::parse(const RawChunk& raw) const {
     // first line is told as FastaReader tells it (a '\r' before the '\n' dropped).
     std::string_view first(begin, static_cast<std::size_t>(find_line_end(begin) - begin));
     if (!first.empty() && first.back() == '\r') first.remove_suffix(1);
-    if (first == kPackedDatabaseFirstLine) return fail(kPackedDatabaseNotMapped);
+    if (first == fasta::kPackedDatabaseFirstLine) return fail(fasta::kPackedDatabaseNotMapped);
   }
   if (raw.first) {  // blank lines may precede the first header
     while (p < end && *p != '>') {
       const char* e = find_line_end(p);
-      if (!std::all_of(p, e, is_space))
-        return fail("not a FASTA file: the first line must start with '>'");
+      if (!fasta::is_blank(std::string_view(p, static_cast<std::size_t>(e - p))))
+        return fail(fasta::not_a_header(true));
       next_line(e);
     }
   }
@@ -445,17 +439,10 @@ BlockReader::ParsedChunk BlockReader::parse(const RawChunk& raw) const {
   while (p < end) {
     // Header: '>' name description
     const char* e = find_line_end(p);
-    if (std::memchr(p, '\0', static_cast<std::size_t>(e - p)) != nullptr)
-      return fail("illegal NUL byte in a sequence header");
-    const char* s = p + 1;
-    while (s < e && is_space(*s)) ++s;
-    const char* name_end = s;
-    while (name_end < e && !is_space(*name_end)) ++name_end;
-    if (name_end == s) return fail("sequence header has no name");
-    const char* d = name_end;
-    while (d < e && is_space(*d)) ++d;
-    const char* d_end = e;
-    while (d_end > d && is_space(d_end[-1])) --d_end;
+    fasta::Header header;
+    if (const char* error =
+            fasta::split_header(std::string_view(p, static_cast<std::size_t>(e - p)), header))
+      return fail(error);
     if (!block || used >= block_residues || block->sequences() >= kMaxSequencesPerBlock) {
       close_block();
       block = std::make_shared<Block>();
@@ -466,8 +453,7 @@ BlockReader::ParsedChunk BlockReader::parse(const RawChunk& raw) const {
                              kPad);
       used = 0;
     }
-    block->add_header(std::string_view(s, static_cast<std::size_t>(name_end - s)),
-                      std::string_view(d, static_cast<std::size_t>(d_end - d)));
+    block->add_header(header.name, header.description);
     next_line(e);
 
     // Sequence lines, up to the next header.
@@ -489,12 +475,7 @@ BlockReader::ParsedChunk BlockReader::parse(const RawChunk& raw) const {
           if (x < kSkip) {
             to[kept++] = x;
           } else if (x == kBad) {
-            const auto u = static_cast<unsigned char>(p[i]);
-            const std::string shown = std::isprint(u)
-                                          ? std::string("'") + p[i] + "'"
-                                          : "byte " + std::to_string(static_cast<int>(u));
-            return fail("illegal character " + shown + " in " + std::string(alphabet_.name()) +
-                        " sequence '" + std::string(block->name(block->sequences())) + "'");
+            return fail(fasta::illegal_character(p[i], alphabet_, block->name(block->sequences())));
           }
         }
         used += kept;
@@ -588,4 +569,4 @@ BlockPtr BlockReader::next() {
   }
 }
 
-}  // namespace duet::scheduler
+}  // namespace duet::io

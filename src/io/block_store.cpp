@@ -1,13 +1,13 @@
 // BlockStore: see block_store.hpp.
-#include "scheduler/block_store.hpp"
+#include "io/block_store.hpp"
 
 #include <algorithm>
 #include <stdexcept>
 
 #include "core/error.hpp"
-#include "scheduler/packed_database.hpp"
+#include "io/packed_database.hpp"
 
-namespace duet::scheduler {
+namespace duet::io {
 
 namespace {
 
@@ -46,11 +46,6 @@ BlockStore::BlockStore(const InputFile& file, const Alphabet& alphabet, const Re
   keeping_ = reuse_bytes_ > 0;
 }
 
-BlockStore::BlockStore(BlockSource& source, const Alphabet& alphabet)
-    : source_(&source), alphabet_(alphabet), reuse_bytes_(0) {
-  keeping_ = false;
-}
-
 BlockStore::~BlockStore() = default;
 
 BlockStore::Pass BlockStore::begin_pass() {
@@ -58,13 +53,11 @@ BlockStore::Pass BlockStore::begin_pass() {
 }
 
 BlockStore::Pass::Pass(BlockStore& store) : store_(store), first_(!store.first_pass_done_) {
-  if (store.source_ != nullptr && !first_)
-    throw std::logic_error("BlockStore: a store fed by a BlockSource has one pass");
   store.first_pass_done_ = true;
   if (store.packed_) {
     store.packed_->start_verification();  // once, by the first pass; see PackedDatabase
     packed_reader_ = std::make_unique<PackedBlockReader>(*store.packed_, store.reader_options_);
-  } else if (first_ && store.source_ == nullptr) {
+  } else if (first_) {
     reader_ = std::make_unique<BlockReader>(*store.file_, store.alphabet_, store.reader_options_);
   }
 }
@@ -74,9 +67,7 @@ BlockStore::Pass::~Pass() = default;
 BlockPtr BlockStore::Pass::next() {
   BlockStore& s = store_;
   if (first_) {
-    BlockPtr block = s.source_ != nullptr ? s.source_->next()
-                     : packed_reader_     ? packed_reader_->next()
-                                          : reader_->next();
+    BlockPtr block = packed_reader_ ? packed_reader_->next() : reader_->next();
     if (!block) {
       // The whole database went through: its size is known, and what was kept is all of it
       // if nothing had to be dropped.
@@ -113,9 +104,12 @@ BlockPtr BlockStore::Pass::next() {
   return reader_->next();
 }
 
+std::int64_t BlockStore::Pass::known_work() const {
+  return first_ ? 0 : store_.total_residues_;
+}
+
 double BlockStore::Pass::fraction_done() const {
   const BlockStore& s = store_;
-  if (first_ && s.source_ != nullptr) return s.source_->fraction_done();
   if (packed_reader_) return packed_reader_->fraction_done();
   if (first_ || reader_) return reader_->fraction_handed_out();
   if (s.kept_.empty()) return 0;
@@ -123,4 +117,4 @@ double BlockStore::Pass::fraction_done() const {
   return kept_share * (s.all_kept_ ? 1.0 : s.kept_fraction_);
 }
 
-}  // namespace duet::scheduler
+}  // namespace duet::io

@@ -1,5 +1,5 @@
 // Thread CPU accounts: see thread_cpu.hpp.
-#include "scheduler/thread_cpu.hpp"
+#include "core/thread_cpu.hpp"
 
 #include <sys/resource.h>
 #include <time.h>
@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <mutex>
 
-namespace duet::scheduler {
+namespace duet {
 
 namespace {
 
@@ -103,4 +103,4 @@ std::vector<std::pair<std::string, double>> thread_cpu_seconds() {
   return out;
 }
 
-}  // namespace duet::scheduler
+}  // namespace duet

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-namespace duet::scheduler {
+namespace duet {
 
 // Adds the calling thread's CPU seconds so far under `kind`, and the seconds it waited,
 // runnable, for a core under "`kind` (waiting for a core)" (call it once, as the thread
@@ -46,4 +46,4 @@ class ThreadCpuAccount {
   const char* kind_;
 };
 
-}  // namespace duet::scheduler
+}  // namespace duet

@@ -1,6 +1,7 @@
 // The workload kit (src/app/kit): the run flags every command shares, and the run options
 // they and the TOML file fill. One set of defaults: no flag given, an empty TOML file, the
-// options' own defaults and the help text all agree with io::Config.
+// options' own defaults, the scheduler's and the reader's, and the help text all agree
+// with io::Config.
 #include <gtest/gtest.h>
 
 #include <CLI/CLI.hpp>
@@ -12,6 +13,7 @@
 #include "app/kit/run_options.hpp"
 #include "app/pairhmm/pairhmm_workload.hpp"
 #include "core/error.hpp"
+#include "io/block_reader.hpp"
 #include "io/config.hpp"
 #include "test_support.hpp"
 
@@ -58,6 +60,20 @@ TEST(RunKit, OneSetOfDefaults) {
   EXPECT_EQ(h.gpu_jit, d.gpu_jit);
   EXPECT_EQ(h.gpu_feeders, d.gpu_feeders);
   EXPECT_EQ(h.gpu_resident, d.gpu_resident);
+  // The libraries' own options, for callers that set nothing (tools, tests), are the
+  // configuration's defaults too.
+  const scheduler::SchedulerOptions library;
+  const io::SchedulerConfig c;
+  EXPECT_EQ(library.static_cpu_fraction, c.static_cpu_fraction);
+  EXPECT_EQ(static_cast<std::int64_t>(library.queue_depth), c.queue_depth);
+  EXPECT_EQ(library.gpu_batch_blocks, app::kHmmsearchGpuBatchBlocks);
+  EXPECT_EQ(library.gpu_batch_residues, c.gpu_batch_residues);
+  EXPECT_EQ(library.worker_nice, c.worker_nice);
+  EXPECT_EQ(library.policy, scheduler::SplitPolicy::dynamic);
+  EXPECT_EQ(c.policy, "dynamic");
+  const io::ReaderOptions reader;
+  EXPECT_EQ(static_cast<std::int64_t>(reader.block_residues), c.block_residues);
+  EXPECT_EQ(reader.threads, c.reader_threads);
   // A batch size of 0 is the workload's own.
   EXPECT_EQ(app::scheduler_options(d, 1, app::kHmmsearchGpuBatchBlocks).gpu_batch_blocks,
             app::kHmmsearchGpuBatchBlocks);

@@ -357,10 +357,10 @@ TEST(PackedDatabase, OtherVersionIsRefusedNamingBoth) {
   SmallDatabase s;
   const std::string db = s.dir.file("future.duetdb");
   fs::copy_file(s.packed, db);
-  const std::uint32_t future = scheduler::kPackedVersion + 1;
+  const std::uint32_t future = io::kPackedVersion + 1;
   patch(db, 8, &future, sizeof future);
   s.expect_refused(db, "format version " + std::to_string(future) + "; this duet reads version " +
-                           std::to_string(scheduler::kPackedVersion));
+                           std::to_string(io::kPackedVersion));
 }
 
 TEST(PackedDatabase, AlphabetMustMatchTheModel) {

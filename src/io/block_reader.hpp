@@ -44,6 +44,7 @@
 
 #include "core/alphabet.hpp"
 #include "core/block.hpp"
+#include "core/defaults.hpp"
 #include "core/input_file.hpp"
 #include "host_simd/digitize.hpp"
 
@@ -60,14 +61,14 @@ struct ReadStart {
 };
 
 struct ReaderOptions {
-  std::size_t block_residues = 1 << 20;
+  std::size_t block_residues = static_cast<std::size_t>(defaults::kBlockResidues);
   // The workers and GPU feeders that take the blocks (0: not said). Given, the first and
   // the last blocks of a plain (mapped) file are made a quarter of block_residues: the
   // first `consumers` blocks, so that every consumer starts early (the chunks after them
   // grow from 2 x block_residues bytes, so that blocks keep coming); those of the last
   // consumers x block_residues bytes, so that they finish together.
   int consumers = 0;
-  int threads = 0;              // parser threads; 0 = one per core, at most 4
+  int threads = defaults::kReaderThreads;  // parser threads; 0 = one per core, at most 4
   std::size_t chunk_bytes = 0;  // bytes read at once; 0 = 4 x block_residues within [8, 64] MiB
   bool simd = true;             // false: the scalar digitizer (tests compare the two)
   ReadStart start;

@@ -65,6 +65,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/defaults.hpp"
+
 namespace duet::io {
 
 struct SearchConfig {       // HMMER option names and defaults
@@ -92,17 +94,18 @@ struct RunConfig {
 };
 
 struct SchedulerConfig {
-  std::string policy = "dynamic";               // dynamic, static, adaptive
-  double static_cpu_fraction = 0.5;             // [0, 1]
-  std::int64_t block_residues = 1 << 20;        // [1, 2^32]
-  std::int64_t queue_depth = 0;                 // [0, 2^20]; 0 = 2 per worker, 2 batches per GPU
-  std::int64_t gpu_batch_blocks = 0;            // [0, 2^20]; 0 = the workload's default
-  std::int64_t gpu_batch_residues = 128 << 20;  // [1, 2^40]
+  std::string policy = "dynamic";                             // dynamic, static, adaptive
+  double static_cpu_fraction = defaults::kStaticCpuFraction;  // [0, 1]
+  std::int64_t block_residues = defaults::kBlockResidues;     // [1, 2^32]
+  std::int64_t queue_depth =
+      defaults::kQueueDepth;          // [0, 2^20]; 0 = 2 per worker, 2 batches per GPU
+  std::int64_t gpu_batch_blocks = 0;  // [0, 2^20]; 0 = the workload's default
+  std::int64_t gpu_batch_residues = defaults::kGpuBatchResidues;  // [1, 2^40]
   bool no_gpu = false;
   bool gpu_only = false;
   std::uint64_t reuse_memory = std::uint64_t{2} << 30;      // bytes
-  int reader_threads = 0;                                   // [0, 256]
-  int worker_nice = 19;                                     // [0, 19]
+  int reader_threads = defaults::kReaderThreads;            // [0, 256]
+  int worker_nice = defaults::kWorkerNice;                  // [0, 19]
   std::uint64_t gpu_min_database = std::uint64_t{1} << 30;  // bytes of text
 
   friend bool operator==(const SchedulerConfig&, const SchedulerConfig&) = default;

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/block.hpp"
+#include "core/defaults.hpp"
 
 namespace duet::scheduler {
 
@@ -92,20 +93,21 @@ struct SchedulerOptions {
   int cpu_workers =
       1;  // >= 0 ; 0 only with a GPU (then faults and the post-queue still need one: see run())
   // Fresh blocks waiting; 0 = 2 per worker and two batches (gpu_batch_blocks) per feeder.
-  std::size_t queue_depth = 0;
-  std::size_t gpu_batch_blocks = 32;
-  std::int64_t gpu_batch_residues = 32 << 20;
+  std::size_t queue_depth = static_cast<std::size_t>(defaults::kQueueDepth);
+  std::size_t gpu_batch_blocks = defaults::kGpuBatchBlocks;
+  std::int64_t gpu_batch_residues = defaults::kGpuBatchResidues;
   SplitPolicy policy = SplitPolicy::dynamic;
-  double static_cpu_fraction = 0.5;  // static: share of residues given to the CPU up front
-  bool gpu_only = false;             // fresh blocks to GPUs only (CPU: post-queue and faults)
-  int fault_every = 0;               // debug: every Nth GPU batch fails (0 = never)
-  bool progress = false;             // one-line progress on stderr
-  bool warnings = true;              // device faults reported on stderr (off with --quiet)
+  // static: share of residues given to the CPU up front
+  double static_cpu_fraction = defaults::kStaticCpuFraction;
+  bool gpu_only = false;  // fresh blocks to GPUs only (CPU: post-queue and faults)
+  int fault_every = 0;    // debug: every Nth GPU batch fails (0 = never)
+  bool progress = false;  // one-line progress on stderr
+  bool warnings = true;   // device faults reported on stderr (off with --quiet)
   const std::atomic<bool>* stop = nullptr;  // set (e.g. by SIGINT) to stop early
   // With GPU feeders, each CPU worker thread raises its nice value by this much (0 to 19;
   // 0 = unchanged), so that a feeder or parser thread that wakes gets a core at once. The
   // threads are oneTBB's and outlive the pass: they stay lowered.
-  int worker_nice = 0;
+  int worker_nice = defaults::kWorkerNice;
 };
 
 enum class Device : std::uint8_t { cpu = 0, gpu = 1 };

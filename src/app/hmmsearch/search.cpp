@@ -18,6 +18,7 @@
 #include "app/kit/test_double_gpu.hpp"
 #include "core/error.hpp"
 #include "host_simd/hmmsearch/simd_kernels.hpp"
+#include "io/block_store.hpp"
 #include "io/kernel_table.hpp"
 #include "scheduler/result_sink.hpp"
 #ifdef DUET_HAVE_CUDA

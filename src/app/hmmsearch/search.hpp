@@ -84,7 +84,7 @@ struct SearchRun {
 
 // Blocks per GPU batch unless [scheduler] gpu_batch_blocks says (blocks of up to
 // block_residues residues).
-inline constexpr std::size_t kHmmsearchGpuBatchBlocks = 128;
+inline constexpr std::size_t kHmmsearchGpuBatchBlocks = defaults::kGpuBatchBlocks;
 
 // How the scheduler runs the search: the settings every workload shares (RunOptions:
 // devices, split policy, queue, debug settings) and hmmsearch's own. Defaults of settings

@@ -1,4 +1,4 @@
-// The scheduler's parallel BlockReader against the sequential FastaReader (the reference
+// The parallel BlockReader (src/io) against the sequential FastaReader (the reference
 // for what FASTA input means): the same sequences in the same order, the same errors with
 // the same file:line, on random files (seed printed; DUET_TEST_SEED replays) with every
 // residue code, wrapped and unwrapped lines, "\r\n", white space, blank lines, empty
@@ -21,7 +21,6 @@
 namespace duet {
 namespace {
 
-using BlockPtr;
 using io::BlockReader;
 using io::ReaderOptions;
 

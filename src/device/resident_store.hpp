@@ -32,9 +32,12 @@ class GpuResidentStore {
   std::uint64_t kept_bytes() const;    // residues of the kept blocks
   std::size_t kept_blocks() const;
 
- private:
-  friend class HmmGpuEngine;  // reads and fills it through Impl (resident_store.cuh)
+  // The store's state, which an engine's CUDA code reads and fills (resident_store.cuh
+  // defines it).
   struct Impl;
+  Impl& impl() { return *impl_; }
+
+ private:
   std::unique_ptr<Impl> impl_;
 };
 

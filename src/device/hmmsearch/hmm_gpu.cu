@@ -145,7 +145,7 @@ struct HmmGpuEngine::Impl {
   // before queuing them all, they are dropped from the store (their memory stays unused).
   void publish_kept(Slot& s) {
     if (s.kept_blocks.empty()) return;
-    GpuResidentStore::Impl& r = *resident->impl_;
+    GpuResidentStore::Impl& r = resident->impl();
     std::lock_guard lock(r.mutex);
     for (std::int64_t index : s.kept_blocks) {
       if (s.kept_queued) {
@@ -381,7 +381,7 @@ void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::siz
   s.kept_queued = false;
   s.times.resident_residues = s.times.kept_residues = 0;
   if (m.resident != nullptr && block_count > 0) {
-    GpuResidentStore::Impl& r = *m.resident->impl_;
+    GpuResidentStore::Impl& r = m.resident->impl();
     std::lock_guard lock(r.mutex);
     for (std::size_t b = 0; b < block_count; ++b) {
       const GpuBlockSpan& span = blocks[b];

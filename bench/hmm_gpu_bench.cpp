@@ -35,9 +35,9 @@
 
 #include "../tests/simd_test_support.hpp"
 #include "core/fasta_reader.hpp"
-#include "core/forward_canonical.hpp"
-#include "core/profile.hpp"
-#include "core/reference_kernels.hpp"
+#include "core/hmmsearch/forward_canonical.hpp"
+#include "core/hmmsearch/profile.hpp"
+#include "core/hmmsearch/reference_kernels.hpp"
 #include "device/hmmsearch/hmm_gpu.hpp"
 #include "device/hmmsearch/hmm_gpu_timing.hpp"
 #include "device/nvrtc_jit.hpp"

@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "core/pairhmm_input.hpp"
-#include "core/pairhmm_model.hpp"
+#include "core/pairhmm/pairhmm_input.hpp"
+#include "core/pairhmm/pairhmm_model.hpp"
 #include "host_simd/pairhmm/pairhmm_simd.hpp"
 #include "pairhmm_study/pairhmm_study.hpp"
 

@@ -36,10 +36,10 @@
 
 #include "core/alphabet.hpp"
 #include "core/fasta_reader.hpp"
-#include "core/forward_canonical.hpp"
-#include "core/hmm.hpp"
-#include "core/profile.hpp"
-#include "core/reference_kernels.hpp"
+#include "core/hmmsearch/forward_canonical.hpp"
+#include "core/hmmsearch/hmm.hpp"
+#include "core/hmmsearch/profile.hpp"
+#include "core/hmmsearch/reference_kernels.hpp"
 #include "host_simd/hmmsearch/simd_kernels.hpp"
 
 namespace {

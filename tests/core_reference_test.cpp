@@ -11,14 +11,14 @@
 #include <sstream>
 
 #include "core/alphabet.hpp"
-#include "core/cascade.hpp"
 #include "core/error.hpp"
 #include "core/fasta_reader.hpp"
-#include "core/forward_canonical.hpp"
-#include "core/hmm.hpp"
-#include "core/profile.hpp"
-#include "core/reference_kernels.hpp"
-#include "core/statistics.hpp"
+#include "core/hmmsearch/cascade.hpp"
+#include "core/hmmsearch/forward_canonical.hpp"
+#include "core/hmmsearch/hmm.hpp"
+#include "core/hmmsearch/profile.hpp"
+#include "core/hmmsearch/reference_kernels.hpp"
+#include "core/hmmsearch/statistics.hpp"
 #include "test_support.hpp"
 
 namespace duet {

@@ -18,11 +18,11 @@
 #include <string>
 #include <vector>
 
-#include "core/cascade.hpp"
-#include "core/forward_canonical.hpp"
-#include "core/hmm.hpp"
-#include "core/profile.hpp"
-#include "core/striping.hpp"
+#include "core/hmmsearch/cascade.hpp"
+#include "core/hmmsearch/forward_canonical.hpp"
+#include "core/hmmsearch/hmm.hpp"
+#include "core/hmmsearch/profile.hpp"
+#include "core/hmmsearch/striping.hpp"
 #include "host_simd/hmmsearch/isa_kernels.hpp"
 #include "host_simd/hmmsearch/simd_kernels.hpp"
 #include "simd_test_support.hpp"

@@ -1,5 +1,5 @@
 // The GPU canonical Forward (HmmGpuEngine::canonical_forward, src/device/hmmsearch/hmm_gpu.hpp)
-// against the CPU's canonical Forward (core/forward_canonical.hpp), bit for bit (the
+// against the CPU's canonical Forward (core/hmmsearch/forward_canonical.hpp), bit for bit (the
 // floats' bits compared), on random models of every length class and on the tutorial
 // models; targets of every residue code, lengths 0 to 5000, long strong hits that rescale
 // more often than the kernel records (the CPU fallback); both row placements (shared and
@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "core/forward_canonical.hpp"
-#include "core/hmm.hpp"
-#include "core/profile.hpp"
-#include "core/striping.hpp"
+#include "core/hmmsearch/forward_canonical.hpp"
+#include "core/hmmsearch/hmm.hpp"
+#include "core/hmmsearch/profile.hpp"
+#include "core/hmmsearch/striping.hpp"
 #include "core/text_reader.hpp"
 #include "device/gpu_info.hpp"
 #include "device/hmmsearch/hmm_gpu.hpp"

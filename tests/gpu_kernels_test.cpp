@@ -15,10 +15,10 @@
 #include <random>
 
 #include "app/hmmsearch/search.hpp"
-#include "core/forward_canonical.hpp"
-#include "core/hmm.hpp"
-#include "core/profile.hpp"
-#include "core/reference_kernels.hpp"
+#include "core/hmmsearch/forward_canonical.hpp"
+#include "core/hmmsearch/hmm.hpp"
+#include "core/hmmsearch/profile.hpp"
+#include "core/hmmsearch/reference_kernels.hpp"
 #include "core/text_reader.hpp"
 #include "device/gpu_info.hpp"
 #include "device/hmmsearch/hmm_gpu.hpp"
@@ -167,8 +167,8 @@ TEST(GpuKernels, MatchReferenceOnRandomModels) {
 }
 
 // A target of 2^24 + 1 residues (from 2^24 on the length terms are computed in double,
-// core/length_terms.hpp; the engine takes them by length without a table that long) beside
-// a short one: MSV, the Viterbi filter and the canonical Forward bit for bit, on a small
+// core/hmmsearch/length_terms.hpp; the engine takes them by length without a table that long)
+// beside a short one: MSV, the Viterbi filter and the canonical Forward bit for bit, on a small
 // model that keeps the references (L x M cells) affordable.
 TEST(GpuKernels, LongTargetMatchesReference) {
   REQUIRE_GPU();

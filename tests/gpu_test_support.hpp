@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include "core/hmm.hpp"
-#include "core/profile.hpp"
+#include "core/hmmsearch/hmm.hpp"
+#include "core/hmmsearch/profile.hpp"
 #include "device/gpu_info.hpp"
 
 namespace duet::gpu_test {

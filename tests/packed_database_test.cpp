@@ -18,7 +18,7 @@
 
 #include "app/hmmsearch/search.hpp"
 #include "core/error.hpp"
-#include "core/hmm.hpp"
+#include "core/hmmsearch/hmm.hpp"
 #include "core/input_file.hpp"
 #include "io/block_reader.hpp"
 #include "io/block_store.hpp"

@@ -14,7 +14,7 @@
 #include <xmmintrin.h>
 #endif
 
-#include "core/pairhmm_model.hpp"
+#include "core/pairhmm/pairhmm_model.hpp"
 #include "device/pairhmm/pairhmm_gpu_feed.hpp"
 #include "device/pairhmm/pairhmm_gpu_layout.hpp"
 #include "pairhmm_test_support.hpp"
@@ -225,7 +225,7 @@ TEST(PairhmmGpuShape, ChoosesTheMeasuredBest) {
 
 // The probe's cases (host only): both sides of x86's rule in the window below FLT_MIN, many
 // of each; and this machine's own SSE, with flush to zero set, gives the canonical product
-// and sum on every case (the rule core/pairhmm_model.cpp writes is x86's).
+// and sum on every case (the rule core/pairhmm/pairhmm_model.cpp writes is x86's).
 TEST(PairhmmGpuArithmetic, ProbeCasesCoverBothSidesOfX86sRule) {
   const FtzCases cases = ftz_probe_cases();
   std::cout << cases.a.size() << " cases, " << cases.window << " products in the window, "

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "core/pairhmm_model.hpp"
+#include "core/pairhmm/pairhmm_model.hpp"
 #include "pairhmm_study/pairhmm_study.hpp"
 #include "pairhmm_test_support.hpp"
 #include "test_support.hpp"

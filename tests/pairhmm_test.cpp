@@ -10,8 +10,8 @@
 #include <thread>
 
 #include "core/error.hpp"
-#include "core/pairhmm_input.hpp"
-#include "core/pairhmm_model.hpp"
+#include "core/pairhmm/pairhmm_input.hpp"
+#include "core/pairhmm/pairhmm_model.hpp"
 #include "host_simd/pairhmm/pairhmm_simd.hpp"
 #include "io/hdf5_file.hpp"
 #include "pairhmm_test_support.hpp"

@@ -5,7 +5,7 @@
 #include <random>
 #include <string>
 
-#include "core/pairhmm_input.hpp"
+#include "core/pairhmm/pairhmm_input.hpp"
 
 namespace duet::test {
 
@@ -17,11 +17,13 @@ inline const std::string kGklTestData = kPairhmmData + "gkl-pairhmm-testdata.txt
 // (below 4 the match-to-match probability is not positive). Half the reads are copies of
 // a piece of a haplotype with substitutions and indels, so that both likely pairs and
 // pairs that need the double fallback (log10 below about -64) occur.
-inline pairhmm::Input random_input(std::mt19937_64& rng, int batches, int max_length, int max_reads = 4,
-                                   int max_haplotypes = 4) {
+inline pairhmm::Input random_input(std::mt19937_64& rng, int batches, int max_length,
+                                   int max_reads = 4, int max_haplotypes = 4) {
   auto uniform = [&rng](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   const std::uint8_t codes[] = {pairhmm::kA, pairhmm::kC, pairhmm::kG, pairhmm::kT};
-  auto base = [&]() -> std::uint8_t { return uniform(0, 49) == 0 ? std::uint8_t{pairhmm::kN} : codes[uniform(0, 3)]; };
+  auto base = [&]() -> std::uint8_t {
+    return uniform(0, 49) == 0 ? std::uint8_t{pairhmm::kN} : codes[uniform(0, 3)];
+  };
   pairhmm::Input input;
   input.path = "random";
   input.format = pairhmm::Format::batch;
@@ -38,10 +40,13 @@ inline pairhmm::Input random_input(std::mt19937_64& rng, int batches, int max_le
     }
     for (int r = 0; r < reads; ++r) {
       pairhmm::Read read;
-      const auto& source = batch.haplotypes[static_cast<std::size_t>(uniform(0, haplotypes - 1))].bases;
+      const auto& source =
+          batch.haplotypes[static_cast<std::size_t>(uniform(0, haplotypes - 1))].bases;
       if (uniform(0, 1) == 0) {
         const int start = uniform(0, static_cast<int>(source.size()) - 1);
-        for (int i = start; i < static_cast<int>(source.size()) && static_cast<int>(read.bases.size()) < max_length; ++i) {
+        for (int i = start; i < static_cast<int>(source.size()) &&
+                            static_cast<int>(read.bases.size()) < max_length;
+             ++i) {
           const int event = uniform(0, 99);
           if (event < 3) continue;                      // deletion
           if (event < 6) read.bases.push_back(base());  // insertion
@@ -87,8 +92,8 @@ inline std::string batch_text(const pairhmm::Input& input) {
   for (const auto& b : input.batches) {
     text += std::to_string(b.reads.size()) + " " + std::to_string(b.haplotypes.size()) + "\n";
     for (const auto& r : b.reads) {
-      text += bases(r.bases) + " " + quals(r.base_quality) + " " + quals(r.insertion_quality) + " " +
-              quals(r.deletion_quality) + " " + quals(r.gcp_quality) + "\n";
+      text += bases(r.bases) + " " + quals(r.base_quality) + " " + quals(r.insertion_quality) +
+              " " + quals(r.deletion_quality) + " " + quals(r.gcp_quality) + "\n";
     }
     for (const auto& h : b.haplotypes) text += bases(h.bases) + "\n";
   }

@@ -30,7 +30,7 @@
 #include "app/hmmsearch/result_stream.hpp"
 #include "app/hmmsearch/search.hpp"
 #include "core/error.hpp"
-#include "core/hmm.hpp"
+#include "core/hmmsearch/hmm.hpp"
 #include "core/text_reader.hpp"
 #include "io/block_store.hpp"
 #include "io/hdf5_file.hpp"

@@ -1,5 +1,5 @@
 // Every SIMD variant of duet::simd::kVariants against the scalar references
-// (core/reference_kernels.hpp): SSV, MSV and the Viterbi filter bit for bit, the Forward
+// (core/hmmsearch/reference_kernels.hpp): SSV, MSV and the Viterbi filter bit for bit, the Forward
 // parser within the stated tolerance; on random models and targets (seeded, replayable
 // with DUET_TEST_SEED) and on HMMER's tutorial models against the MMseqs2 example
 // database. Also: the striped layouts' round trip, the variant table, the dispatcher, and
@@ -23,13 +23,13 @@
 #include <string>
 #include <vector>
 
-#include "core/cascade.hpp"
 #include "core/error.hpp"
-#include "core/forward_canonical.hpp"
-#include "core/hmm.hpp"
-#include "core/profile.hpp"
-#include "core/reference_kernels.hpp"
-#include "core/statistics.hpp"
+#include "core/hmmsearch/cascade.hpp"
+#include "core/hmmsearch/forward_canonical.hpp"
+#include "core/hmmsearch/hmm.hpp"
+#include "core/hmmsearch/profile.hpp"
+#include "core/hmmsearch/reference_kernels.hpp"
+#include "core/hmmsearch/statistics.hpp"
 #include "host_simd/hmmsearch/striped_profiles.hpp"
 #include "simd_test_support.hpp"
 
@@ -394,7 +394,7 @@ TEST_P(SimdKernelTest, RandomModelsMatchReference) {
 }
 
 // Long targets: every kernel and ISA against the reference on a target of 2^24 + 1
-// residues (from 2^24 on the length terms are computed in double, core/length_terms.hpp),
+// residues (from 2^24 on the length terms are computed in double, core/hmmsearch/length_terms.hpp),
 // and MSV, whose reference is the cheapest, also on one of 5 x 10^7. Random codes with one
 // domain sampled from the model in the middle, on a small model that keeps the references
 // (L x M cells) affordable; each reference result is computed once for every ISA.
@@ -868,7 +868,7 @@ TEST(SimdForwardGate, NeverChangesTheF3Decision) {
 }
 
 // ---------------------------------------------------------------------------
-// The canonical Forward (core/forward_canonical.hpp): the SSE4.1 parser equals it bit for
+// The canonical Forward (core/hmmsearch/forward_canonical.hpp): the SSE4.1 parser equals it bit for
 // bit; it is within the SIMD tolerance of the textbook reference; the wider parsers are
 // within the tolerance of it. Random corpus (every target, the 50,000-residue ones
 // included) and the tutorial models on the database.

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "core/alphabet.hpp"
-#include "core/hmm.hpp"
-#include "core/profile.hpp"
+#include "core/hmmsearch/hmm.hpp"
+#include "core/hmmsearch/profile.hpp"
 #include "core/sequence.hpp"
 
 namespace duet::simd_test {

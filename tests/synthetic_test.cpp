@@ -1,14 +1,15 @@
 // Synthetic workloads: deterministic from the seed, imitate the real database's
 // composition and lengths, write models HMMER reads, calibrated sensibly.
+#include "core/hmmsearch/synthetic.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <numeric>
 #include <sstream>
 
-#include "core/cascade.hpp"
 #include "core/fasta_reader.hpp"
-#include "core/synthetic.hpp"
+#include "core/hmmsearch/cascade.hpp"
 #include "test_support.hpp"
 
 namespace duet {
@@ -41,7 +42,8 @@ TEST(Synthetic, ModelsAreDeterministicAndReadBack) {
   const HmmModel r = read_hmm_file(dir.file("a.hmm"))[0];
   ASSERT_EQ(r.M, 120);
   for (int k = 1; k <= r.M; ++k)
-    for (int x = 0; x < 20; ++x) EXPECT_NEAR(r.match[k][x], a.match[k][x], 1e-4f * a.match[k][x] + 1e-6f);
+    for (int x = 0; x < 20; ++x)
+      EXPECT_NEAR(r.match[k][x], a.match[k][x], 1e-4f * a.match[k][x] + 1e-6f);
   // HMMER reads it too.
   const auto stat = test::run_command("hmmstat " + dir.file("a.hmm"));
   EXPECT_EQ(stat.status, 0) << stat.output;
@@ -73,7 +75,8 @@ TEST(Synthetic, CalibrationGivesExpectedFilterPassRates) {
   int n = 0, msv = 0;
   while (reader.next(s)) {
     ++n;
-    const TargetScores t = run_cascade(sp, settings, k, s.residues.data(), static_cast<int>(s.residues.size()));
+    const TargetScores t =
+        run_cascade(sp, settings, k, s.residues.data(), static_cast<int>(s.residues.size()));
     if (t.stage > Stage::msv) ++msv;
   }
   ASSERT_EQ(n, 4000);
@@ -85,7 +88,8 @@ TEST(Synthetic, CalibrationGivesExpectedFilterPassRates) {
 TEST(Synthetic, DatabaseFollowsCompositionAndLengths) {
   const std::uint64_t seed = test::test_seed();
   test::TempDir dir;
-  test::run_command("zcat /usr/share/doc/mmseqs2/example-data/DB.fasta.gz | head -n 4000 > " + dir.file("real.fa"));
+  test::run_command("zcat /usr/share/doc/mmseqs2/example-data/DB.fasta.gz | head -n 4000 > " +
+                    dir.file("real.fa"));
   const DatabaseProfile like = DatabaseProfile::from_fasta(dir.file("real.fa"), Alphabet::amino());
   EXPECT_EQ(like.lengths.size(), 2000u);
   SyntheticDatabaseSpec spec;
@@ -105,13 +109,17 @@ TEST(Synthetic, DatabaseFollowsCompositionAndLengths) {
   std::int64_t homologs = 0, seqs = 0;
   while (reader.next(s)) {
     ++seqs;
-    if (s.name.rfind("homolog_", 0) == 0) { ++homologs; continue; }
+    if (s.name.rfind("homolog_", 0) == 0) {
+      ++homologs;
+      continue;
+    }
     length_sum += static_cast<double>(s.residues.size());
     for (Residue x : s.residues) count[x] += 1, total += 1;
   }
   EXPECT_EQ(seqs, n);
   for (int x = 0; x < 20; ++x) EXPECT_NEAR(count[x] / total, like.frequencies[x], 0.004) << x;
-  const double real_mean = std::accumulate(like.lengths.begin(), like.lengths.end(), 0.0) / static_cast<double>(like.lengths.size());
+  const double real_mean = std::accumulate(like.lengths.begin(), like.lengths.end(), 0.0) /
+                           static_cast<double>(like.lengths.size());
   EXPECT_NEAR(length_sum / static_cast<double>(seqs - homologs), real_mean, 0.1 * real_mean);
   EXPECT_NEAR(static_cast<double>(homologs) / static_cast<double>(seqs), 0.05, 0.02);
 }
@@ -125,7 +133,8 @@ TEST(Synthetic, PlantedHomologsOfALongModelAreFound) {
   int found = 0;
   for (int i = 0; i < 20; ++i) {
     const auto d = emit_domain(m, rng);
-    const TargetScores t = run_cascade(sp, CascadeSettings{}, k, d.data(), static_cast<int>(d.size()));
+    const TargetScores t =
+        run_cascade(sp, CascadeSettings{}, k, d.data(), static_cast<int>(d.size()));
     if (t.stage == Stage::passed) ++found;
   }
   EXPECT_GE(found, 15);

@@ -11,7 +11,7 @@
 #include <array>
 #include <span>
 
-#include "core/pairhmm_model.hpp"
+#include "core/pairhmm/pairhmm_model.hpp"
 #include "host_simd/pairhmm/pairhmm_simd.hpp"
 
 namespace duet::simd::pairhmm {

@@ -1,6 +1,6 @@
 // The study kernels (see pairhmm_study.hpp): the skewed strip, run by the production
 // group driver, and the anti-diagonal kernel. Both compute the canonical float recurrence
-// of core/pairhmm_model.hpp in its order of operations, as the production kernel does.
+// of core/pairhmm/pairhmm_model.hpp in its order of operations, as the production kernel does.
 //
 // Compiled once per ISA by pairhmm_study_avx2.cpp and pairhmm_study_avx512.cpp with
 // DUET_PAIRHMM_NAMESPACE and DUET_PAIRHMM_VECTOR_BITS set (256 or 512), on the vector

@@ -15,8 +15,8 @@
 #include <sstream>
 
 #include "core/error.hpp"
-#include "core/hmm.hpp"
-#include "core/synthetic.hpp"
+#include "core/hmmsearch/hmm.hpp"
+#include "core/hmmsearch/synthetic.hpp"
 #include "io/hdf5_file.hpp"
 #include "io/sweep.hpp"
 

@@ -1,6 +1,7 @@
-// The synthetic workload commands; see core/synthetic.hpp for what they generate.
+// The synthetic workload commands; see core/hmmsearch/synthetic.hpp for what they generate.
 #include "app/synth_command.hpp"
 
+#include <unistd.h>
 #include <zlib.h>
 
 #include <filesystem>
@@ -8,11 +9,10 @@
 #include <iostream>
 #include <memory>
 #include <sstream>
-#include <unistd.h>
 
 #include "core/error.hpp"
-#include "core/hmm.hpp"
-#include "core/synthetic.hpp"
+#include "core/hmmsearch/hmm.hpp"
+#include "core/hmmsearch/synthetic.hpp"
 
 namespace duet::app {
 
@@ -28,7 +28,8 @@ void write_output(const std::string& path, const std::string& text) {
   if (path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0) {
     gzFile gz = gzopen(tmp.c_str(), "wb6");
     if (gz == nullptr) throw InputError(path, 0, "cannot create output file");
-    const bool ok = gzwrite(gz, text.data(), static_cast<unsigned>(text.size())) == static_cast<int>(text.size());
+    const bool ok = gzwrite(gz, text.data(), static_cast<unsigned>(text.size())) ==
+                    static_cast<int>(text.size());
     if (gzclose(gz) != Z_OK || !ok) {
       std::filesystem::remove(tmp);
       throw InputError(path, 0, "write failed");
@@ -56,7 +57,8 @@ std::vector<HmmModel> read_sources(const std::vector<std::string>& paths) {
 
 }  // namespace
 
-void add_synth_commands(CLI::App& app, std::vector<std::pair<CLI::App*, std::function<int()>>>& commands) {
+void add_synth_commands(CLI::App& app,
+                        std::vector<std::pair<CLI::App*, std::function<int()>>>& commands) {
   struct ModelOptions {
     std::vector<int> lengths;
     std::vector<std::string> sources = {"/usr/share/doc/hmmer/examples/tutorial/Pkinase.hmm",
@@ -66,9 +68,12 @@ void add_synth_commands(CLI::App& app, std::vector<std::pair<CLI::App*, std::fun
     std::string out;
   };
   auto mo = std::make_shared<ModelOptions>();
-  auto* model = app.add_subcommand("synth-model", "Write synthetic profile HMMs drawn from real models");
-  model->add_option("-L,--length", mo->lengths, "model length(s); one model per length")->required();
-  model->add_option("--from", mo->sources, "HMMER3 files whose nodes are drawn (default: the tutorial Pfam models)");
+  auto* model =
+      app.add_subcommand("synth-model", "Write synthetic profile HMMs drawn from real models");
+  model->add_option("-L,--length", mo->lengths, "model length(s); one model per length")
+      ->required();
+  model->add_option("--from", mo->sources,
+                    "HMMER3 files whose nodes are drawn (default: the tutorial Pfam models)");
   model->add_option("--seed", mo->seed, "random seed (default 1)");
   model->add_option("-o,--out", mo->out, "output HMM file")->required();
   commands.emplace_back(model, [mo]() {
@@ -93,11 +98,15 @@ void add_synth_commands(CLI::App& app, std::vector<std::pair<CLI::App*, std::fun
     std::string out;
   };
   auto dbo = std::make_shared<DbOptions>();
-  auto* db = app.add_subcommand("synth-db", "Write a synthetic FASTA database imitating a real one");
-  db->add_option("--like", dbo->like, "FASTA whose composition and lengths to follow (default: the MMseqs2 example DB)");
+  auto* db =
+      app.add_subcommand("synth-db", "Write a synthetic FASTA database imitating a real one");
+  db->add_option("--like", dbo->like,
+                 "FASTA whose composition and lengths to follow (default: the MMseqs2 example DB)");
   db->add_option("--residues", dbo->residues, "residues to write (default 1e7)");
-  db->add_option("--homologs", dbo->homologs, "fraction of sequences carrying a domain emitted from --model");
-  db->add_option("--model", dbo->model, "HMM file: its first model emits the homologs (and sets the alphabet)");
+  db->add_option("--homologs", dbo->homologs,
+                 "fraction of sequences carrying a domain emitted from --model");
+  db->add_option("--model", dbo->model,
+                 "HMM file: its first model emits the homologs (and sets the alphabet)");
   db->add_option("--seed", dbo->seed, "random seed (default 1)");
   db->add_option("-o,--out", dbo->out, "output FASTA (.gz to compress)")->required();
   commands.emplace_back(db, [dbo]() {
@@ -113,7 +122,8 @@ void add_synth_commands(CLI::App& app, std::vector<std::pair<CLI::App*, std::fun
     spec.homolog_fraction = dbo->homologs;
     spec.seed = dbo->seed;
     std::ostringstream text;
-    const auto n = write_synthetic_database(text, like, spec, models.empty() ? nullptr : &models.front());
+    const auto n =
+        write_synthetic_database(text, like, spec, models.empty() ? nullptr : &models.front());
     write_output(dbo->out, text.str());
     std::cerr << "duet: wrote " << n << " sequences to " << dbo->out << "\n";
     return 0;

@@ -19,9 +19,9 @@
 #include "app/kit/run_context.hpp"
 #include "core/error.hpp"
 #include "core/fasta_reader.hpp"
-#include "core/hmm.hpp"
-#include "core/profile.hpp"
-#include "core/synthetic.hpp"
+#include "core/hmmsearch/hmm.hpp"
+#include "core/hmmsearch/profile.hpp"
+#include "core/hmmsearch/synthetic.hpp"
 #include "io/kernel_table.hpp"
 #ifdef DUET_HAVE_CUDA
 #include "device/gpu_info.hpp"

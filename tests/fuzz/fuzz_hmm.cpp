@@ -1,11 +1,11 @@
-// Fuzz target: the HMMER3 model reader (core/hmm.hpp, read_hmm_file). Bad input must end
+// Fuzz target: the HMMER3 model reader (core/hmmsearch/hmm.hpp, read_hmm_file). Bad input must end
 // in duet::InputError; anything else (a crash, a sanitizer report, another exception) is
 // a finding. A model it accepts must have the shape the rest of duet relies on.
 #include <cstddef>
 #include <cstdint>
 
 #include "core/error.hpp"
-#include "core/hmm.hpp"
+#include "core/hmmsearch/hmm.hpp"
 #include "fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -22,7 +22,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     bool ok = m.M >= 1 && m.t.size() == nodes && m.match.size() == nodes &&
               m.insert.size() == nodes && m.consensus.size() == nodes &&
               (m.composition.empty() || m.composition.size() == K);
-    for (std::size_t k = 0; ok && k < nodes; ++k) ok = m.match[k].size() == K && m.insert[k].size() == K;
+    for (std::size_t k = 0; ok && k < nodes; ++k)
+      ok = m.match[k].size() == K && m.insert[k].size() == K;
     if (!ok) duet::fuzz::finding("model '" + m.name + "' accepted with inconsistent sizes");
   }
   return 0;

@@ -1,4 +1,4 @@
-// Fuzz target: the pair-HMM input readers (core/pairhmm_input.hpp, read_input) in both
+// Fuzz target: the pair-HMM input readers (core/pairhmm/pairhmm_input.hpp, read_input) in both
 // formats and with the format detected. Bad input must end in duet::InputError; an input
 // it accepts must hold what the header promises (bases A, C, G, T, N; four Phred
 // qualities per base, 0 to 93; reads and haplotypes not empty; one expected value per
@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "core/error.hpp"
-#include "core/pairhmm_input.hpp"
+#include "core/pairhmm/pairhmm_input.hpp"
 #include "fuzz_support.hpp"
 
 namespace {
@@ -39,7 +39,8 @@ bool holds_promises(const duet::pairhmm::Input& input) {
     for (const duet::pairhmm::Haplotype& h : batch.haplotypes)
       if (!bases_ok(h.bases)) return false;
   }
-  if (input.format == Format::gkl && static_cast<std::int64_t>(input.expected.size()) != input.pairs())
+  if (input.format == Format::gkl &&
+      static_cast<std::int64_t>(input.expected.size()) != input.pairs())
     return false;
   return input.pairs() > 0 && static_cast<std::int64_t>(input.pair_list().size()) == input.pairs();
 }

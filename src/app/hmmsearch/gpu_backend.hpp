@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "app/hmmsearch/search.hpp"
-#include "core/cascade.hpp"
+#include "core/hmmsearch/cascade.hpp"
 #include "device/hmmsearch/hmm_gpu.hpp"
 #include "io/kernel_table.hpp"
 #include "scheduler/scheduler.hpp"

@@ -16,7 +16,7 @@
 #include "app/kit/run_context.hpp"
 #include "app/kit/run_flags.hpp"
 #include "core/error.hpp"
-#include "core/hmm.hpp"
+#include "core/hmmsearch/hmm.hpp"
 #include "core/input_file.hpp"
 #include "host_simd/hmmsearch/simd_kernels.hpp"
 #include "io/config.hpp"

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "app/kit/run_options.hpp"
-#include "core/cascade.hpp"
-#include "core/hmm.hpp"
+#include "core/hmmsearch/cascade.hpp"
+#include "core/hmmsearch/hmm.hpp"
 #include "core/input_file.hpp"
 #include "io/config.hpp"
 #include "scheduler/scheduler.hpp"

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/pairhmm_model.hpp"
+#include "core/pairhmm/pairhmm_model.hpp"
 #include "scheduler/scheduler.hpp"
 
 namespace duet::app {

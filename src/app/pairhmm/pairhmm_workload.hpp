@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "app/kit/run_options.hpp"
-#include "core/pairhmm_input.hpp"
-#include "core/pairhmm_model.hpp"
+#include "core/pairhmm/pairhmm_input.hpp"
+#include "core/pairhmm/pairhmm_model.hpp"
 #include "io/kernel_table.hpp"
 #include "scheduler/scheduler.hpp"
 

@@ -11,7 +11,7 @@
 #include <numeric>
 #include <vector>
 
-#include "core/profile.hpp"
+#include "core/hmmsearch/profile.hpp"
 #include "device/cuda_raii.cuh"
 #include "device/hmmsearch/by_length.hpp"
 #include "device/hmmsearch/target_order.hpp"

@@ -1,4 +1,4 @@
-// The canonical Forward kernel (hmm_canonical_gpu.cuh): core/forward_canonical.cpp's
+// The canonical Forward kernel (hmm_canonical_gpu.cuh): core/hmmsearch/forward_canonical.cpp's
 // 4-lane striped parser, float for float.
 //
 // Threads: a group of four consecutive threads of a warp computes one target; thread j of

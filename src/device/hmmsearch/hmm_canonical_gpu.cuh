@@ -1,4 +1,4 @@
-// The canonical Forward on the GPU (core/forward_canonical.hpp, bit for bit): internal to
+// The canonical Forward on the GPU (core/hmmsearch/forward_canonical.hpp, bit for bit): internal to
 // src/device, used by HmmGpuEngine (hmm_gpu.cu). Four threads per target, one per SIMD
 // lane of the 4-lane striped parser, eight targets per warp, longest targets first from an
 // atomic counter. The kernel computes every float of forward_canonical and records the xE
@@ -13,8 +13,8 @@
 #include <memory>
 #include <vector>
 
-#include "core/forward_canonical.hpp"
-#include "core/profile.hpp"
+#include "core/hmmsearch/forward_canonical.hpp"
+#include "core/hmmsearch/profile.hpp"
 
 namespace duet::device::detail {
 

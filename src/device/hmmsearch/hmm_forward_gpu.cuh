@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/profile.hpp"
+#include "core/hmmsearch/profile.hpp"
 
 namespace duet::device::detail {
 

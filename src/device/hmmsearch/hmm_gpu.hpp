@@ -1,6 +1,6 @@
 // The hmmsearch filters on a GPU, behind a plain C++ header (no CUDA types):
 //   - device layouts of the MSV and Viterbi score systems, each built from the core score
-//     arrays (src/core/profile.hpp) in one named function, with the inverse for tests;
+//     arrays (src/core/hmmsearch/profile.hpp) in one named function, with the inverse for tests;
 //   - HmmGpuEngine: one model on one GPU; uploads batches of targets and runs
 //       MSV:     a thread group per target (8, 16 or 32 threads, several targets per warp
 //                for short models), the model split into per-thread strips of 16 nodes,
@@ -20,7 +20,7 @@
 //                warp scan, the row in shared memory (hmm_forward_gpu.cu); a filter only:
 //                its score is within kGpuForwardAbsoluteTolerance +
 //                kGpuForwardRelativeTolerance * |score| nats of forward_parser_reference.
-//       Canonical Forward: every float of core/forward_canonical.hpp's parser, bit for
+//       Canonical Forward: every float of core/hmmsearch/forward_canonical.hpp's parser, bit for
 //                bit: four threads per target (thread j plays SIMD lane j, eight targets
 //                per warp), the same IEEE operations in the same order (PTX mul, add and
 //                div rounded to nearest with subnormals flushed, no fused multiply-add);
@@ -39,9 +39,9 @@
 #include <string>
 #include <vector>
 
-#include "core/profile.hpp"
-#include "core/reference_kernels.hpp"
-#include "core/striping.hpp"
+#include "core/hmmsearch/profile.hpp"
+#include "core/hmmsearch/reference_kernels.hpp"
+#include "core/hmmsearch/striping.hpp"
 #include "device/resident_store.hpp"
 
 namespace duet::device {
@@ -97,7 +97,7 @@ ViterbiDeviceLayout build_viterbi_device_layout(const ViterbiScores& vit);
 // e_loop, e_move, dd_bound, match, bm..dd).
 ViterbiScores viterbi_scores_from_device_layout(const ViterbiDeviceLayout& layout, float scale);
 
-// Canonical Forward: the 4-lane striped profile of core/striped_layout.hpp
+// Canonical Forward: the 4-lane striped profile of core/hmmsearch/striped_layout.hpp
 // (stripe_forward_scores(fwd, kCanonicalForwardLanes)), each lane's eight transitions of
 // vector q side by side so that one thread (one lane) reads them as two 16-byte words:
 // nodes[(q * 4 + lane) * 8 + t], t = the seven ViterbiStripedTransition values then D->D
@@ -262,7 +262,7 @@ class HmmGpuEngine {
   void submit_forward(int slot, const int* which, std::size_t count);
   // Waits for it and returns one raw Forward score (nats) per index of `which`, in order.
   const std::vector<float>& wait_forward(int slot);
-  // Starts the canonical Forward (core/forward_canonical.hpp) on some of the slot's
+  // Starts the canonical Forward (core/hmmsearch/forward_canonical.hpp) on some of the slot's
   // uploaded targets, as submit_forward.
   void submit_canonical_forward(int slot, const int* which, std::size_t count);
   // Waits for it and returns one canonical score (nats) per index of `which`, in order,

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <numeric>
 
-#include "core/reference_kernels.hpp"
+#include "core/hmmsearch/reference_kernels.hpp"
 
 namespace duet::device {
 

@@ -2,7 +2,7 @@
 // CUDA sources include it; pairhmm_gpu_layout.hpp builds a PairBatch from core pairs).
 //
 // Contract: the canonical float sum of every pair, bit for bit that of
-// duet::pairhmm::forward_sum<float> (core/pairhmm_model.hpp): the same order of operations,
+// duet::pairhmm::forward_sum<float> (core/pairhmm/pairhmm_model.hpp): the same order of operations,
 // no fused multiply-add, and x86's flush-to-zero reproduced exactly (the GPU's own FTZ
 // where a probe shows it equal, else IEEE arithmetic with results near FLT_MIN re-decided
 // from the exact value). The host turns sums into
@@ -97,7 +97,7 @@ enum class Arithmetic { automatic, ftz, ieee };
 const char* arithmetic_name(Arithmetic arithmetic);  // "auto", "ftz", "ieee"
 
 // Whether the device's mul.rn.ftz and add.rn.ftz give canonical_product and canonical_sum
-// (core/pairhmm_model.hpp) bit for bit on every case of ftz_probe_cases
+// (core/pairhmm/pairhmm_model.hpp) bit for bit on every case of ftz_probe_cases
 // (pairhmm_gpu_layout.hpp); probed once per device and process, then remembered.
 bool ftz_matches_canonical(int device);
 // The probe's device side: mul.rn.ftz and add.rn.ftz of each operand pair (a[i], b[i]).

@@ -7,7 +7,7 @@
 #include <span>
 #include <vector>
 
-#include "core/pairhmm_model.hpp"
+#include "core/pairhmm/pairhmm_model.hpp"
 #include "device/pairhmm/pairhmm_gpu.hpp"
 
 namespace duet::device::pairhmm {

@@ -6,13 +6,13 @@
 // and declarations: no inline code from the standard library may be instantiated in an
 // ISA translation unit (the linker could keep an AVX-512 copy for every caller).
 //
-// The striped (Farrar) order is described in core/striped_layout.hpp.
+// The striped (Farrar) order is described in core/hmmsearch/striped_layout.hpp.
 #pragma once
 
 #include <cstdint>
 
 #include "core/alphabet.hpp"
-#include "core/striped_layout.hpp"
+#include "core/hmmsearch/striped_layout.hpp"
 
 namespace duet::simd {
 
@@ -32,7 +32,7 @@ struct SsvStripedView {
 };
 
 // Viterbi filter: match[x * Q * n + element]; transitions in the order of
-// core/striped_layout.hpp (ViterbiStripedTransition). Padding is -32768 everywhere.
+// core/hmmsearch/striped_layout.hpp (ViterbiStripedTransition). Padding is -32768 everywhere.
 struct ViterbiStripedView {
   int Q = 0;
   const std::int16_t* match = nullptr;
@@ -40,7 +40,8 @@ struct ViterbiStripedView {
   std::int16_t base = 0, e_loop = 0, e_move = 0, dd_bound = 0;
 };
 
-// Forward: ForwardStripedView (core/striped_layout.hpp), shared with the canonical Forward.
+// Forward: ForwardStripedView (core/hmmsearch/striped_layout.hpp), shared with the canonical
+// Forward.
 using ::duet::ForwardStripedView;
 
 // Raw results; the ISA-independent code turns them into scores exactly as the
@@ -77,14 +78,13 @@ struct IsaKernels {
   // length L (the score: ncj.score() of it, ForwardScores::ncj).
   float (*forward)(const ForwardStripedView& profile, const Residue* dsq, int L, float loop,
                    float move, float* rows);
-  // The canonical Forward (core/forward_canonical.hpp) of `count` targets, scores[t] equal
-  // bit for bit to forward_canonical's (the DP's score, before ncj.score()), several
-  // targets at once: one per 128-bit group of the vector (vector_bytes / 16 at a time),
-  // each group running forward_canonical's 4-lane order. `profile` is striped in
-  // kCanonicalForwardLanes (4) lanes; `rows` holds 3 * Q * vector_bytes / 4 floats (Q of
-  // that profile). Targets enter the groups in the order given, a finished target's group
-  // taking the next one (longest first wastes least). Adds the number of rows rescaled
-  // (xE > 1e4) to *rescaled_rows.
+  // The canonical Forward (core/hmmsearch/forward_canonical.hpp) of `count` targets, scores[t]
+  // equal bit for bit to forward_canonical's (the DP's score, before ncj.score()), several targets
+  // at once: one per 128-bit group of the vector (vector_bytes / 16 at a time), each group running
+  // forward_canonical's 4-lane order. `profile` is striped in kCanonicalForwardLanes (4) lanes;
+  // `rows` holds 3 * Q * vector_bytes / 4 floats (Q of that profile). Targets enter the groups in
+  // the order given, a finished target's group taking the next one (longest first wastes least).
+  // Adds the number of rows rescaled (xE > 1e4) to *rescaled_rows.
   void (*forward_canonical_packed)(const ForwardStripedView& profile,
                                    const CanonicalTarget* targets, int count, float* scores,
                                    float* rows, std::int64_t* rescaled_rows);

@@ -3,7 +3,7 @@
 // kernels_avx512.cpp define DUET_SIMD_NAMESPACE and DUET_SIMD_VECTOR_BITS, include this
 // file, and get their own copy in namespace duet::simd::<isa>. The contract is in
 // simd_kernels.hpp; the striped order in isa_kernels.hpp. Each kernel follows the scalar
-// reference of core/reference_kernels.cpp line by line where the result must be exact.
+// reference of core/hmmsearch/reference_kernels.cpp line by line where the result must be exact.
 //
 // Nothing here may instantiate inline code of the standard library (see isa_kernels.hpp):
 // only integer_sequence, a type, is used from <utility>.
@@ -340,7 +340,7 @@ ViterbiRaw viterbi_filter(const ViterbiStripedView& profile, const Residue* dsq,
 // pass adds C[j] * (D->D product up to vector q) to every D. Sums run in another order
 // than the reference, and denormals are flushed to zero, so the score matches it to a
 // tolerance only (simd_kernels.hpp). The SSE4.1 instance (4 lanes) defines the canonical
-// Forward: core/forward_canonical.cpp and forward_canonical_packed below repeat it
+// Forward: core/hmmsearch/forward_canonical.cpp and forward_canonical_packed below repeat it
 // operation by operation, and must change with it.
 // ============================================================================
 
@@ -448,7 +448,7 @@ float forward_parser(const ForwardStripedView& profile, const Residue* dsq, int 
 }
 
 // ============================================================================
-// The canonical Forward of several targets at once (core/forward_canonical.hpp).
+// The canonical Forward of several targets at once (core/hmmsearch/forward_canonical.hpp).
 // The 4-lane striped parser above in its SSE4.1 instance, run for kGroupsF32 targets
 // side by side: each 128-bit group of the vector holds one target's 4 lanes, so that
 // every lane does forward_canonical's float operations in its order. The profile is the

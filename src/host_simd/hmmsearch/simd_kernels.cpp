@@ -11,7 +11,7 @@
 #include <string>
 
 #include "core/error.hpp"
-#include "core/statistics.hpp"
+#include "core/hmmsearch/statistics.hpp"
 #include "host_simd/hmmsearch/striped_profiles.hpp"
 
 namespace duet::simd {
@@ -55,7 +55,7 @@ bool ssv_applicable(const MsvScores& msv, int tjb) {
   return tjb + msv.tbm + msv.tec + msv.bias < 127;
 }
 
-// ssv_decision (core/reference_kernels.hpp) ends SSV from the largest diagonal cell.
+// ssv_decision (core/hmmsearch/reference_kernels.hpp) ends SSV from the largest diagonal cell.
 
 FilterScore msv_score(const MsvScores& msv, int tjb, MsvRaw raw) {
   if (raw.overflow) return {kInf, true};

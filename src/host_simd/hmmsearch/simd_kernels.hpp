@@ -2,11 +2,11 @@
 // per-model kernel object (SimdFilterKernels, a duet::FilterKernels).
 //
 // Contract of every kernel (written once, here):
-//   - Inputs: a SearchProfile's scores (core/profile.hpp), striped for the ISA's vector
+//   - Inputs: a SearchProfile's scores (core/hmmsearch/profile.hpp), striped for the ISA's vector
 //     width by the functions of host_simd/hmmsearch/striped_profiles.hpp, and a target of L digital
 //     residues (any code 0..Kp-1, degenerate, gap, '*' and '~' included); L = 0 is allowed.
 //   - SSV, MSV and Viterbi return EXACTLY the score of the scalar reference of
-//     core/reference_kernels.hpp, bit for bit, overflow included: an MSV or Viterbi
+//     core/hmmsearch/reference_kernels.hpp, bit for bit, overflow included: an MSV or Viterbi
 //     overflow is FilterScore{+inf, overflow = true}; SSV also says, as the reference
 //     does, when its shortcut is inconclusive and MSV must run.
 //   - The SIMD Forward parser sums in another order than the reference and flushes
@@ -14,7 +14,7 @@
 //     restored); its score (nats) is within kForwardAbsoluteTolerance +
 //     kForwardRelativeTolerance * |score| of forward_parser_reference (the tests see under
 //     a tenth of that). The SSE4.1 (4-lane) parser's order is the canonical one: its score
-//     IS the canonical Forward score (core/forward_canonical.hpp), bit for bit. The wider
+//     IS the canonical Forward score (core/hmmsearch/forward_canonical.hpp), bit for bit. The wider
 //     parsers are only a filter: SimdFilterKernels::forward() reports the canonical score
 //     for every target that might pass F3 (rule below).
 //   - The packed canonical Forward (IsaKernels::forward_canonical_packed) computes the
@@ -37,10 +37,10 @@
 #include <string_view>
 #include <vector>
 
-#include "core/cascade.hpp"
-#include "core/forward_canonical.hpp"
-#include "core/profile.hpp"
-#include "core/reference_kernels.hpp"
+#include "core/hmmsearch/cascade.hpp"
+#include "core/hmmsearch/forward_canonical.hpp"
+#include "core/hmmsearch/profile.hpp"
+#include "core/hmmsearch/reference_kernels.hpp"
 #include "host_simd/cpu_features.hpp"
 
 namespace duet::simd {

@@ -1,6 +1,6 @@
 // Striped (Farrar) layouts of a SearchProfile's filter scores, one named function per
 // layout, built once per model and vector width, and the inverse of each for the
-// round-trip tests. The order is described in core/striped_layout.hpp. The layouts depend
+// round-trip tests. The order is described in core/hmmsearch/striped_layout.hpp. The layouts depend
 // on the lane count only; every buffer is 64-byte aligned and every row is whole vectors,
 // so one allocation scheme serves every ISA up to the widest (AVX-512).
 #pragma once
@@ -8,8 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/profile.hpp"
-#include "core/striping.hpp"
+#include "core/hmmsearch/profile.hpp"
+#include "core/hmmsearch/striping.hpp"
 #include "host_simd/hmmsearch/isa_kernels.hpp"
 
 namespace duet::simd {

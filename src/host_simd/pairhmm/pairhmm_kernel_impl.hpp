@@ -1,5 +1,5 @@
 // The inter-pair pair-HMM Forward kernel: W pairs at once, one per float lane, each lane
-// computing exactly the canonical float recurrence of core/pairhmm_model.hpp (same order
+// computing exactly the canonical float recurrence of core/pairhmm/pairhmm_model.hpp (same order
 // of operations, no fused multiply-add: the build turns contraction off), so its sums are
 // bit for bit those of pairhmm::forward_sum<float>.
 //

@@ -1,7 +1,7 @@
 // CPU SIMD kernels of the pair-HMM Forward and their run-time dispatch.
 //
 // Contract (every variant): the canonical float sum of each pair, bit for bit equal to
-// pairhmm::forward_sum<float> (core/pairhmm_model.hpp); the caller turns sums into
+// pairhmm::forward_sum<float> (core/pairhmm/pairhmm_model.hpp); the caller turns sums into
 // likelihoods with pairhmm::finish_likelihood (double fallback included). Thread-safe:
 // scratch memory is per thread.
 //
@@ -23,7 +23,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/pairhmm_model.hpp"
+#include "core/pairhmm/pairhmm_model.hpp"
 #include "host_simd/cpu_features.hpp"
 
 namespace duet::simd::pairhmm {

@@ -26,13 +26,13 @@
 //   - E = (sum0 + sum2) + (sum1 + sum3); the N, C, J, B updates and the sparse rescaling
 //     (E > 1e4) of the reference; the DP's score is float(scale + log(double(C * move))),
 //     and the canonical score ForwardScores::ncj(L).score of it (the N/C/J loops that
-//     targets of 2^24 residues or more take out of the DP: core/length_terms.hpp).
+//     targets of 2^24 residues or more take out of the DP: core/hmmsearch/length_terms.hpp).
 // Denormal mode: MXCSR FTZ and DAZ set while it runs, the caller's mode restored after
 // (x86-64; the scalar SSE arithmetic obeys them as the vector arithmetic does).
 #pragma once
 
-#include "core/profile.hpp"
-#include "core/striping.hpp"
+#include "core/hmmsearch/profile.hpp"
+#include "core/hmmsearch/striping.hpp"
 
 namespace duet {
 

@@ -1,5 +1,5 @@
 // The striped (Farrar) order of profile scores, as plain data shared by the scalar
-// canonical Forward (core/forward_canonical.hpp) and the per-ISA SIMD kernels
+// canonical Forward (core/hmmsearch/forward_canonical.hpp) and the per-ISA SIMD kernels
 // (host_simd/hmmsearch/isa_kernels.hpp). Only plain data here: the SIMD kernel objects include
 // this header, and no inline code of the standard library may be instantiated in them.
 //

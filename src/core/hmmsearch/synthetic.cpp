@@ -1,5 +1,5 @@
 // Synthetic models and databases; see synthetic.hpp.
-#include "core/synthetic.hpp"
+#include "core/hmmsearch/synthetic.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -9,9 +9,9 @@
 
 #include "core/error.hpp"
 #include "core/fasta_reader.hpp"
-#include "core/profile.hpp"
-#include "core/reference_kernels.hpp"
-#include "core/statistics.hpp"
+#include "core/hmmsearch/profile.hpp"
+#include "core/hmmsearch/reference_kernels.hpp"
+#include "core/hmmsearch/statistics.hpp"
 
 namespace duet {
 
@@ -118,7 +118,8 @@ HmmModel synthetic_model(const std::vector<HmmModel>& sources, int M, std::uint6
   while (k <= M) {
     const HmmModel& src = sources[pick(rng, sources.size())];
     const int run = 5 + static_cast<int>(pick(rng, 36));
-    const int start = 1 + static_cast<int>(pick(rng, static_cast<std::size_t>(std::max(1, src.M - 1))));
+    const int start =
+        1 + static_cast<int>(pick(rng, static_cast<std::size_t>(std::max(1, src.M - 1))));
     for (int j = 0; j < run && k <= M; ++j, ++k) {
       const int sk = std::min(src.M - 1, start + j);
       const int from = std::max(1, sk);
@@ -139,7 +140,8 @@ HmmModel synthetic_model(const std::vector<HmmModel>& sources, int M, std::uint6
   std::vector<double> occ(M + 1, 0.0);
   occ[1] = m.t[0][kMI] + m.t[0][kMM];
   for (int j = 2; j <= M; ++j)
-    occ[j] = occ[j - 1] * (m.t[j - 1][kMM] + m.t[j - 1][kMI]) + (1.0 - occ[j - 1]) * m.t[j - 1][kDM];
+    occ[j] =
+        occ[j - 1] * (m.t[j - 1][kMM] + m.t[j - 1][kMI]) + (1.0 - occ[j - 1]) * m.t[j - 1][kDM];
   std::vector<double> compo(K, 0.0);
   for (int j = 1; j <= M; ++j)
     for (int x = 0; x < K; ++x) compo[x] += occ[j] * m.match[j][x];
@@ -147,7 +149,8 @@ HmmModel synthetic_model(const std::vector<HmmModel>& sources, int M, std::uint6
   m.composition.resize(K);
   for (int x = 0; x < K; ++x) m.composition[x] = static_cast<float>(compo[x] / total);
   for (int j = 1; j <= M; ++j) {
-    const int best = static_cast<int>(std::max_element(m.match[j].begin(), m.match[j].end()) - m.match[j].begin());
+    const int best = static_cast<int>(std::max_element(m.match[j].begin(), m.match[j].end()) -
+                                      m.match[j].begin());
     m.consensus[j] = m.alphabet->symbol(static_cast<Residue>(best));
   }
   calibrate_model(m, seed ^ 0x5eed5eedULL);
@@ -162,7 +165,8 @@ void calibrate_model(HmmModel& model, std::uint64_t seed) {
   double H = 0;
   for (int k = 1; k <= model.M; ++k)
     for (int x = 0; x < K; ++x)
-      if (model.match[k][x] > 0) H += model.match[k][x] * std::log2(model.match[k][x] / bg.frequencies[x]);
+      if (model.match[k][x] > 0)
+        H += model.match[k][x] * std::log2(model.match[k][x] / bg.frequencies[x]);
   H /= model.M;
   const double lambda = kLog2 + 1.44 / (model.M * H);
   model.msv_lambda = model.viterbi_lambda = model.forward_lambda = static_cast<float>(lambda);
@@ -231,7 +235,10 @@ std::vector<Residue> emit_domain(const HmmModel& model, std::uint64_t& rng) {
     const auto& t = model.t[k];
     if (state == kMatch) {
       const int next = sample(rng, std::array<float, 3>{t[kMM], t[kMI], t[kMD]});
-      if (next == 1) { state = kInsert; continue; }
+      if (next == 1) {
+        state = kInsert;
+        continue;
+      }
       state = next == 0 ? kMatch : kDelete;
     } else if (state == kInsert) {
       if (sample(rng, std::array<float, 2>{t[kIM], t[kII]}) == 1) continue;
@@ -266,7 +273,8 @@ std::int64_t write_synthetic_database(std::ostream& out, const DatabaseProfile& 
     out << '>' << (homolog ? "homolog_" : "random_") << n << '\n';
     for (std::size_t p = 0; p < s.size(); p += 60) {
       line.clear();
-      for (std::size_t q = p; q < std::min(s.size(), p + 60); ++q) line += like.alphabet->symbol(s[q]);
+      for (std::size_t q = p; q < std::min(s.size(), p + 60); ++q)
+        line += like.alphabet->symbol(s[q]);
       out << line << '\n';
     }
     written += static_cast<std::int64_t>(s.size());
@@ -286,11 +294,14 @@ void write_hmm(std::ostream& out, const HmmModel& m) {
   out << "LENG  " << m.M << "\n";
   out << "ALPH  " << (a.type() == AlphabetType::amino ? "amino" : "DNA") << "\n";
   out << "RF    no\nMM    no\nCONS  yes\nCS    no\nMAP   no\n";
-  std::snprintf(buf, sizeof buf, "%.4f %.5f", static_cast<double>(m.msv_mu), static_cast<double>(m.msv_lambda));
+  std::snprintf(buf, sizeof buf, "%.4f %.5f", static_cast<double>(m.msv_mu),
+                static_cast<double>(m.msv_lambda));
   out << "STATS LOCAL MSV      " << buf << "\n";
-  std::snprintf(buf, sizeof buf, "%.4f %.5f", static_cast<double>(m.viterbi_mu), static_cast<double>(m.viterbi_lambda));
+  std::snprintf(buf, sizeof buf, "%.4f %.5f", static_cast<double>(m.viterbi_mu),
+                static_cast<double>(m.viterbi_lambda));
   out << "STATS LOCAL VITERBI  " << buf << "\n";
-  std::snprintf(buf, sizeof buf, "%.4f %.5f", static_cast<double>(m.forward_tau), static_cast<double>(m.forward_lambda));
+  std::snprintf(buf, sizeof buf, "%.4f %.5f", static_cast<double>(m.forward_tau),
+                static_cast<double>(m.forward_lambda));
   out << "STATS LOCAL FORWARD  " << buf << "\n";
   out << "HMM     ";
   for (int x = 0; x < K; ++x) out << "     " << a.symbol(static_cast<Residue>(x)) << "   ";
@@ -305,7 +316,9 @@ void write_hmm(std::ostream& out, const HmmModel& m) {
   row("        ", std::vector<float>(m.t[0].begin(), m.t[0].end()), "");
   for (int k = 1; k <= m.M; ++k) {
     std::snprintf(buf, sizeof buf, "%7d", k);
-    row(buf, m.match[k], std::string(" - ") + static_cast<char>(std::tolower(static_cast<unsigned char>(m.consensus[k]))) + " - - -");
+    row(buf, m.match[k],
+        std::string(" - ") +
+            static_cast<char>(std::tolower(static_cast<unsigned char>(m.consensus[k]))) + " - - -");
     row("        ", m.insert[k], "");
     row("        ", std::vector<float>(m.t[k].begin(), m.t[k].end()), "");
   }

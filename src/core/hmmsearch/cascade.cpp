@@ -1,13 +1,13 @@
 // run_cascade: see cascade.hpp; follows p7_Pipeline() of HMMER 3.3.2 up to the Forward
 // filter.
-#include "core/cascade.hpp"
+#include "core/hmmsearch/cascade.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
-#include "core/statistics.hpp"
+#include "core/hmmsearch/statistics.hpp"
 
 namespace duet {
 

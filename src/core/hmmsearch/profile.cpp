@@ -2,7 +2,7 @@
 // arithmetic (modelconfig.c, p7_bg.c, p7_oprofile.c) operation by operation: where HMMER
 // calls the double-precision log() on a float, so do we, because the 8- and 16-bit
 // filters round these values and a one-ulp difference can change a rounded score.
-#include "core/profile.hpp"
+#include "core/hmmsearch/profile.hpp"
 
 #include <cmath>
 #include <limits>

@@ -14,8 +14,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/length_terms.hpp"  // null_score
-#include "core/profile.hpp"
+#include "core/hmmsearch/length_terms.hpp"  // null_score
+#include "core/hmmsearch/profile.hpp"
 
 namespace duet {
 

@@ -1,5 +1,5 @@
 // The Forward striped layout and its inverse; see striping.hpp.
-#include "core/striping.hpp"
+#include "core/hmmsearch/striping.hpp"
 
 #include <algorithm>
 

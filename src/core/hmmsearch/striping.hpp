@@ -1,5 +1,5 @@
-// Striping of per-node score arrays into the order of core/striped_layout.hpp: the aligned
-// buffers, the per-row helpers shared by every striped layout (host_simd's MSV, SSV and
+// Striping of per-node score arrays into the order of core/hmmsearch/striped_layout.hpp: the
+// aligned buffers, the per-row helpers shared by every striped layout (host_simd's MSV, SSV and
 // Viterbi layouts use them too), and the Forward layout, which the canonical Forward
 // (4 lanes) and the SIMD Forward parsers (4, 8, 16 lanes) share. Every buffer is 64-byte
 // aligned and every row is whole vectors, so one scheme serves every width up to AVX-512.
@@ -10,8 +10,8 @@
 #include <new>
 #include <vector>
 
-#include "core/profile.hpp"
-#include "core/striped_layout.hpp"
+#include "core/hmmsearch/profile.hpp"
+#include "core/hmmsearch/striped_layout.hpp"
 
 namespace duet {
 

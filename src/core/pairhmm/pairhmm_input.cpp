@@ -1,5 +1,5 @@
 // Readers of the pair-HMM input formats (see pairhmm_input.hpp).
-#include "core/pairhmm_input.hpp"
+#include "core/pairhmm/pairhmm_input.hpp"
 
 #include <charconv>
 #include <cmath>

@@ -13,9 +13,9 @@
 #include <stdexcept>
 #include <vector>
 
-#include "core/forward_canonical.hpp"
-#include "core/profile.hpp"
-#include "core/reference_kernels.hpp"
+#include "core/hmmsearch/forward_canonical.hpp"
+#include "core/hmmsearch/profile.hpp"
+#include "core/hmmsearch/reference_kernels.hpp"
 
 namespace duet {
 

@@ -1,7 +1,7 @@
 // HMMER3 ASCII reader. Follows HMMER 3.3.2's rules for what a file must hold: a format
 // line, NAME, LENG, ALPH, the HMM and transition header lines, COMPO (optional), the
 // node-0 insert and transition lines, M nodes of three lines each, and "//".
-#include "core/hmm.hpp"
+#include "core/hmmsearch/hmm.hpp"
 
 #include <algorithm>
 #include <atomic>

@@ -23,12 +23,15 @@ namespace duet::pairhmm {
 // Base codes: one bit per nucleotide, N all four bits, so that two bases "match" (GATK:
 // equal, or either is N) exactly when their codes share a bit.
 enum BaseCode : std::uint8_t { kA = 1, kC = 2, kG = 4, kT = 8, kN = 15 };
-inline bool bases_match(std::uint8_t a, std::uint8_t b) { return (a & b) != 0; }
+inline bool bases_match(std::uint8_t a, std::uint8_t b) {
+  return (a & b) != 0;
+}
 char base_symbol(std::uint8_t code);
 
 struct Read {
   std::vector<std::uint8_t> bases;  // BaseCode
-  std::vector<std::uint8_t> base_quality, insertion_quality, deletion_quality, gcp_quality;  // Phred
+  std::vector<std::uint8_t> base_quality, insertion_quality, deletion_quality,
+      gcp_quality;  // Phred
   int length() const { return static_cast<int>(bases.size()); }
 };
 
@@ -62,9 +65,9 @@ const char* format_name(Format format);
 
 struct Input {
   std::string path;
-  Format format = Format::gkl;     // the format actually read
+  Format format = Format::gkl;  // the format actually read
   std::vector<Batch> batches;
-  std::vector<double> expected;    // gkl only: per pair, NaN where the column is absent
+  std::vector<double> expected;  // gkl only: per pair, NaN where the column is absent
 
   std::int64_t pairs() const;
   std::int64_t cells() const;

@@ -32,7 +32,7 @@
 #include <span>
 #include <vector>
 
-#include "core/pairhmm_input.hpp"
+#include "core/pairhmm/pairhmm_input.hpp"
 
 namespace duet::pairhmm {
 

@@ -23,7 +23,7 @@
 // such residues the score is low by m * 3 / (L + 3) nats (under 2e-4 nats for a domain of
 // 1,000 residues at 2^24). The filters' move costs are rounded to their integer units as
 // before, and the null score is its closed form L ln(L / (L + 1)) - ln(L + 1).
-#include "core/length_terms.hpp"
+#include "core/hmmsearch/length_terms.hpp"
 
 #include <cmath>
 

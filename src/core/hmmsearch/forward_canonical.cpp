@@ -2,7 +2,7 @@
 // with vectors of 4 floats. Every lane operation below corresponds to one vector
 // instruction of host_simd/hmmsearch/kernels_impl.hpp's forward_parser in its SSE4.1 instance, in
 // the same order; keep the two in step (the bit-for-bit test fails otherwise).
-#include "core/forward_canonical.hpp"
+#include "core/hmmsearch/forward_canonical.hpp"
 
 #include <cmath>
 #include <cstddef>

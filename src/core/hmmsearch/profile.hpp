@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "core/alphabet.hpp"
-#include "core/hmm.hpp"
-#include "core/length_terms.hpp"
+#include "core/hmmsearch/hmm.hpp"
+#include "core/hmmsearch/length_terms.hpp"
 
 namespace duet {
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/hmm.hpp"
+#include "core/hmmsearch/hmm.hpp"
 #include "core/sequence.hpp"
 
 namespace duet {

@@ -1,5 +1,5 @@
 // Scalar reference kernels; see reference_kernels.hpp for the contract.
-#include "core/reference_kernels.hpp"
+#include "core/hmmsearch/reference_kernels.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 // The pair-HMM model, the scalar reference and the canonical computation (see
 // pairhmm_model.hpp).
-#include "core/pairhmm_model.hpp"
+#include "core/pairhmm/pairhmm_model.hpp"
 
 #include <algorithm>
 #include <cmath>

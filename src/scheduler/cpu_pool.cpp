@@ -3,7 +3,9 @@
 // ThreadSanitizer: Debian's libtbb is not instrumented, so TSAN does not see a task handed
 // from one thread to another through it. The pool says so itself (hand_over before a task
 // or a loop goes to oneTBB, take_over where it starts and where its results are read),
-// and tests/tsan.supp leaves out only races whose innermost frame is oneTBB's own code.
+// and tests/tsan.supp leaves out only races on oneTBB's own task objects: those whose
+// innermost frame is oneTBB's code, or the call of a turn or a chunk (Turn, HostLoopChunk)
+// reading the task object it lives in.
 #include "scheduler/cpu_pool.hpp"
 
 #include <oneapi/tbb/blocked_range.h>

@@ -498,6 +498,40 @@ TEST(GpuSearch, ResidentBlocksServeLaterModels) {
   }
 }
 
+// 2,000 short models (20 to 60 nodes) in one run on the GPU, grouped by the default rule
+// (a batch runs against many models at once, on several engines): every query's results
+// equal its model's searched alone on the CPU, GPU-only and in the hybrid.
+TEST(GpuSearch, TwoThousandShortModelsInOneRun) {
+  REQUIRE_GPU();
+  const std::uint64_t seed = test_seed();  // printed
+  test::TempDir dir;
+  const std::string db = test::database_prefix(dir, 2000);
+  std::vector<HmmModel> drawn;
+  const std::vector<HmmModel> models = test::short_models(2000, 16, seed, drawn);
+  io::Config config;
+  config.run.cpu = 4;
+  app::HybridOptions cpu;
+  cpu.gpu = app::HybridOptions::Gpu::off;
+  std::vector<app::SearchRun> alone;
+  for (const HmmModel& m : drawn) alone.push_back(app::run_hmmsearch({m}, db, config, cpu));
+  for (auto mode : {app::HybridOptions::Gpu::only, app::HybridOptions::Gpu::auto_detect}) {
+    app::HybridOptions gpu;
+    gpu.gpu = mode;
+    gpu.gpu_devices = std::vector<int>{0};  // (not `= {0}`: g++ 13 -Wnonnull false positive)
+    gpu.gpu_min_database = 0;
+    gpu.block_residues = 50000;
+    const std::string what = std::string("2000 models") +
+                             (mode == app::HybridOptions::Gpu::only ? " gpu-only" : " hybrid");
+    const app::SearchRun run = app::run_hmmsearch(models, db, config, gpu);
+    ASSERT_EQ(run.queries.size(), 2000u) << what;
+    EXPECT_GT(run.queries[0].pass_models, 1u) << what;
+    std::int64_t gpu_residues = 0;
+    for (const auto& q : run.queries) gpu_residues += q.schedule.gpu_residues;
+    EXPECT_GT(gpu_residues, 0) << what;
+    test::expect_each_as_alone(run, alone, what);
+  }
+}
+
 // ---- run-time specialisation (NVRTC) of the exact MSV kernel ----
 
 // DUET_JIT_CACHE pointed at a fresh folder for one test, and the memory cache emptied,

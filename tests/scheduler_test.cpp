@@ -802,6 +802,40 @@ TEST(SchedulerModelGroups, ResultsIdenticalToOnePassPerModel) {
   }
 }
 
+// 2,000 short models (20 to 60 nodes) in one run, grouped by the default rule: every
+// query's results equal its model's searched alone, CPU-only and with test-double GPUs
+// (one of them failing every third batch). DUET_TEST_QUICK: 250 models.
+TEST(SchedulerModelGroups, TwoThousandShortModelsInOneRun) {
+  const std::uint64_t seed = test::test_seed();  // printed
+  test::TempDir dir;
+  const std::string db = test::database_prefix(dir, 300);
+  const int count = std::getenv("DUET_TEST_QUICK") ? 250 : 2000;
+  std::vector<HmmModel> drawn;
+  const std::vector<HmmModel> models = test::short_models(count, 16, seed, drawn);
+  io::Config config;
+  config.run.cpu = 2;
+  app::HybridOptions cpu;
+  cpu.gpu = app::HybridOptions::Gpu::off;
+  std::vector<app::SearchRun> alone;
+  for (const HmmModel& m : drawn) alone.push_back(app::run_hmmsearch({m}, db, config, cpu));
+  for (const int test_gpus : {0, 2}) {
+    app::HybridOptions h = cpu;
+    if (test_gpus > 0) {
+      h.gpu = app::HybridOptions::Gpu::auto_detect;
+      h.test_gpus = test_gpus;
+      h.fault_every = 3;
+      h.block_residues = 8000;
+      h.warnings = false;
+    }
+    const std::string what =
+        std::to_string(count) + " models, test gpus " + std::to_string(test_gpus);
+    const app::SearchRun run = app::run_hmmsearch(models, db, config, h);
+    ASSERT_EQ(run.queries.size(), static_cast<std::size_t>(count)) << what;
+    EXPECT_GT(run.queries[0].pass_models, 1u) << what;  // grouped, not a pass per model
+    test::expect_each_as_alone(run, alone, what);
+  }
+}
+
 // The per-target columns written while the search runs (app/hmmsearch/result_stream.hpp), and each
 // query's evalue and reported as it ends: from many workers, a test-double GPU with faults
 // and tiny blocks, for three queries (two of the same name), they equal the records the

@@ -211,10 +211,11 @@ void CpuPool::wait() {
 
 namespace {
 
-// One run_host_loop call, on its feeder's stack.
+// One parallel loop (a feeder's host loop, or parallel_for_each), on its caller's stack.
 struct HostLoop {
   const std::function<void(std::size_t)>* body;
-  std::thread::id feeder;
+  std::thread::id feeder;       // the caller
+  bool timed;                   // counted in host_loop_seconds
   char started = 0, ended = 0;  // addresses for hand_over / take_over
 };
 
@@ -222,11 +223,13 @@ void run_chunk(HostLoop& loop, std::size_t begin, std::size_t end) {
   take_over(&loop.started);
   const auto t0 = std::chrono::steady_clock::now();
   for (std::size_t i = begin; i != end; ++i) (*loop.body)(i);
-  const auto ns =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
-          .count();
-  (std::this_thread::get_id() == loop.feeder ? feeder_ns : workers_ns)
-      .fetch_add(ns, std::memory_order_relaxed);
+  if (loop.timed) {
+    const auto ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+            .count();
+    (std::this_thread::get_id() == loop.feeder ? feeder_ns : workers_ns)
+        .fetch_add(ns, std::memory_order_relaxed);
+  }
   hand_over(&loop.ended);
 }
 
@@ -239,20 +242,33 @@ struct HostLoopChunk {
   }
 };
 
-}  // namespace
-
-void CpuPool::run_host_loop(std::size_t n, std::size_t chunk,
-                            const std::function<void(std::size_t)>& body) {
-  if (n == 0) return;
-  HostLoop loop{&body, std::this_thread::get_id()};
+// The loop's chunks on `arena`, the caller working on them too and, isolated, on nothing
+// else.
+void run_loop(tbb::task_arena& arena, HostLoop& loop, std::size_t n, std::size_t chunk) {
   hand_over(&loop.started);
-  state_->arena.execute([&] {
+  arena.execute([&] {
     tbb::this_task_arena::isolate([&] {
       tbb::parallel_for(tbb::blocked_range<std::size_t>(0, n, std::max<std::size_t>(chunk, 1)),
                         HostLoopChunk{&loop}, tbb::simple_partitioner());
     });
   });
   take_over(&loop.ended);
+}
+
+}  // namespace
+
+void CpuPool::run_host_loop(std::size_t n, std::size_t chunk,
+                            const std::function<void(std::size_t)>& body) {
+  if (n == 0) return;
+  HostLoop loop{&body, std::this_thread::get_id(), true};
+  run_loop(state_->arena, loop, n, chunk);
+}
+
+void parallel_for_each(int threads, std::size_t n, const std::function<void(std::size_t)>& body) {
+  if (n == 0) return;
+  HostLoop loop{&body, std::this_thread::get_id(), false};
+  tbb::task_arena arena(std::max(threads, 1));
+  run_loop(arena, loop, n, 1);
 }
 
 }  // namespace duet::scheduler

@@ -57,6 +57,11 @@ class CpuPool {
   std::unique_ptr<State> state_;
 };
 
+// Calls body(i) for every i in [0, n) on the calling thread and up to `threads` - 1 more of
+// oneTBB's (work outside a pass, such as one profile per model); returns when all calls
+// have returned and rethrows the first exception a call threw.
+void parallel_for_each(int threads, std::size_t n, const std::function<void(std::size_t)>& body);
+
 // Seconds spent running host-loop chunks since the process started, by who ran them: the
 // feeder that opened the loop, or a CPU worker thread. For measurements (DUET_TIMES);
 // relaxed atomics, read after the pass.

@@ -20,6 +20,7 @@
 #include "host_simd/hmmsearch/simd_kernels.hpp"
 #include "io/block_store.hpp"
 #include "io/kernel_table.hpp"
+#include "scheduler/cpu_pool.hpp"
 #include "scheduler/result_sink.hpp"
 #ifdef DUET_HAVE_CUDA
 #include "app/hmmsearch/gpu_backend.hpp"
@@ -500,14 +501,17 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
     const auto query_start = Clock::now();
     const Background bg = Background::for_alphabet(*hmm.alphabet);
     const std::size_t group = last - first;
-    std::vector<SearchProfile> profiles;
-    profiles.reserve(group);
+    // The group's profiles, configured on the CPU workers' share of the cores.
+    std::vector<SearchProfile> profiles(group);
+    scheduler::parallel_for_each(options.cpu_workers, group, [&](std::size_t j) {
+      profiles[j] = build_search_profile(models[first + j], bg);
+    });
+    phase_time("profiles built");
     std::vector<QueryResult> queries(group);
     std::vector<std::unique_ptr<scheduler::ResultSink<BlockRecords>>> sinks;
     std::vector<ModelInPass> in_pass;
     for (std::size_t j = 0; j < group; ++j) {
       const HmmModel& model = models[first + j];
-      profiles.push_back(build_search_profile(model, bg));
       QueryResult& query = queries[j];
       query.name = model.name;
       query.accession = model.accession;

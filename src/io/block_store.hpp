@@ -18,7 +18,6 @@
 // (PackedBlockReader): sequences numbered as in its FASTA, blocks by the FASTA reader's
 // rule (the same blocks where the FASTA reader joins no chunks: a file of one chunk), the
 // same blocks in every pass. Nothing is kept: the mapping is the cache.
-
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // The hybrid scheduler: a reader thread streams the database (a BlockSource: a pass of
-// io's BlockStore, or blocks a workload makes) into a
-// bounded BlockQueue; CPU workers (oneTBB tasks, one block at a time: cpu_pool.hpp) and GPU feeders
-// (one host thread per GPU, up to K blocks per batch) drain it at the same time;
+// io's BlockStore, or blocks a workload makes) into a bounded BlockQueue; CPU workers
+// (oneTBB tasks, one block at a time: cpu_pool.hpp) and GPU feeders (one host thread per
+// GPU, up to K blocks per batch) drain it at the same time;
 // a device that runs only the early stages posts its blocks to the post-queue, which CPU
 // workers serve first; a failed device batch goes back to the queue and the CPU finishes
 // it. Every batch leaves a TraceRow.

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <random>
+#include <thread>
 
 #include "io/hdf5_file.hpp"
 #include "io/sweep.hpp"
@@ -132,6 +133,24 @@ TEST(Cli, OutputFolderMissing) {
                  "hmmsearch --tblout " + dir.file("no/t.tbl") + " -o " + dir.file("o.h5") + " " +
                      kGlobins + " " + db,
                  "no/t.tbl", 1);
+}
+
+// A quiet run prints nothing, whatever the worker count against the cores (oneTBB warns
+// on stderr when an arena asks for more threads than it may have; duet sets its limits).
+TEST(Cli, QuietRunPrintsNothingWithMoreWorkersThanCores) {
+  TempDir dir;
+  const std::string models = dir.file("three.hmm");
+  test::run_command("cat " + kGlobins + " /usr/share/doc/hmmer/examples/tutorial/fn3.hmm " +
+                    kGlobins + " > " + models);
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const std::string workers = std::to_string(cores + 3);
+  for (const std::string extra : {"", " --no-gpu"}) {
+    const auto r =
+        test::run_command(kDuet + " hmmsearch --quiet --cpu " + workers + extra + " -o " +
+                          dir.file("r.h5") + " " + models + " " + small_db(dir));
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(r.output, "") << "--cpu " << workers << extra;
+  }
 }
 
 TEST(Cli, ResultFileAgreesWithReport) {

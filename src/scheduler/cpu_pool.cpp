@@ -267,7 +267,11 @@ void CpuPool::run_host_loop(std::size_t n, std::size_t chunk,
 void parallel_for_each(int threads, std::size_t n, const std::function<void(std::size_t)>& body) {
   if (n == 0) return;
   HostLoop loop{&body, std::this_thread::get_id(), false};
-  tbb::task_arena arena(std::max(threads, 1));
+  threads = std::max(threads, 1);
+  // As a pass's pool: oneTBB's default is one thread per core, fewer than `threads` may be.
+  tbb::global_control parallelism(tbb::global_control::max_allowed_parallelism,
+                                  static_cast<std::size_t>(threads));
+  tbb::task_arena arena(threads);
   run_loop(arena, loop, n, 1);
 }
 

@@ -219,8 +219,19 @@ struct HostLoop {
   char started = 0, ended = 0;  // addresses for hand_over / take_over
 };
 
+// hand_over / take_over at the end of a scope, an exception's unwinding included.
+struct HandOverAtEnd {
+  void* token;
+  ~HandOverAtEnd() { hand_over(token); }
+};
+struct TakeOverAtEnd {
+  void* token;
+  ~TakeOverAtEnd() { take_over(token); }
+};
+
 void run_chunk(HostLoop& loop, std::size_t begin, std::size_t end) {
   take_over(&loop.started);
+  const HandOverAtEnd done{&loop.ended};
   const auto t0 = std::chrono::steady_clock::now();
   for (std::size_t i = begin; i != end; ++i) (*loop.body)(i);
   if (loop.timed) {
@@ -230,7 +241,6 @@ void run_chunk(HostLoop& loop, std::size_t begin, std::size_t end) {
     (std::this_thread::get_id() == loop.feeder ? feeder_ns : workers_ns)
         .fetch_add(ns, std::memory_order_relaxed);
   }
-  hand_over(&loop.ended);
 }
 
 // A chunk as parallel_for holds it: plain data, copied by oneTBB's own code. Its call is
@@ -246,13 +256,14 @@ struct HostLoopChunk {
 // else.
 void run_loop(tbb::task_arena& arena, HostLoop& loop, std::size_t n, std::size_t chunk) {
   hand_over(&loop.started);
+  // Every chunk has ended, also when one threw (parallel_for waits for the others).
+  const TakeOverAtEnd ended{&loop.ended};
   arena.execute([&] {
     tbb::this_task_arena::isolate([&] {
       tbb::parallel_for(tbb::blocked_range<std::size_t>(0, n, std::max<std::size_t>(chunk, 1)),
                         HostLoopChunk{&loop}, tbb::simple_partitioner());
     });
   });
-  take_over(&loop.ended);
 }
 
 }  // namespace

@@ -202,6 +202,46 @@ TEST(HmmReader, SeveralModelsAndErrors) {
   EXPECT_THROW(read_hmm_file(dir.file("empty.hmm")), InputError);
 }
 
+// Header numbers outside what the model's fields hold are errors on their line, not
+// conversions (a fuzzer found "MAXL 1e308" converted to int).
+TEST(HmmReader, HeaderNumbersOutOfRangeAreErrors) {
+  TempDir dir;
+  const std::string one = one_node_dna_model();
+  const auto replaced = [&](const std::string& from, const std::string& to) {
+    std::string text = one;
+    const auto at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return text.replace(at, from.size(), to);
+  };
+  const auto line_of = [](const std::string& text, const std::string& what) {
+    return std::count(text.begin(), text.begin() + static_cast<long>(text.find(what)), '\n') + 1;
+  };
+  int n = 0;
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"LENG  1", "LENG  1\nMAXL  1e308"},
+           {"LENG  1", "LENG  1\nMAXL  -3"},
+           {"LENG  1", "LENG  1\nMAXL  2.5"},
+           {"LENG  1", "LENG  1e9"},
+           {"LENG  1", "LENG  0"},
+           {"MSV       -5.0", "MSV       -1e300"},
+           {"VITERBI   -5.5  0.7", "VITERBI   -5.5  1e39"},
+       }) {
+    const std::string text = replaced(from, to);
+    const std::string name = "range" + std::to_string(n++) + ".hmm";
+    write_file(dir.file(name), text);
+    const std::string bad = to.substr(to.rfind('\n') + 1);
+    try {
+      read_hmm_file(dir.file(name));
+      ADD_FAILURE() << to << ": no error";
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.line(), line_of(text, bad)) << e.what();
+    }
+  }
+  // In range, MAXL is read.
+  write_file(dir.file("maxl.hmm"), replaced("LENG  1", "LENG  1\nMAXL  7"));
+  EXPECT_EQ(read_hmm_file(dir.file("maxl.hmm")).at(0).max_length, 7);
+}
+
 // An emission or transition line with a value missing or one too many is an error naming
 // the file and line: on a match line the MAP column would otherwise be read as the last
 // emission. The annotation columns of each format (or none) are accepted.

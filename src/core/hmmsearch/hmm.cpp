@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
+#include <limits>
 #include <sstream>
 #include <thread>
 
@@ -81,6 +82,22 @@ bool HmmReader::next(HmmModel& model) {
     }
     return v;
   };
+  // A whole number from lo to hi (LENG, MAXL).
+  auto whole = [&](const std::string& token, const char* what, int lo, int hi) -> int {
+    const double v = number(token, what);
+    if (v < lo || v > hi || v != std::floor(v)) {
+      fail(std::string(what) + " must be a whole number from " + std::to_string(lo) + " to " +
+           std::to_string(hi) + ", found '" + token + "'");
+    }
+    return static_cast<int>(v);
+  };
+  // A STATS parameter: a number a float holds.
+  auto parameter = [&](const std::string& token) -> float {
+    const double v = number(token, "STATS");
+    if (std::fabs(v) > std::numeric_limits<float>::max())
+      fail("STATS parameter '" + token + "' is out of range");
+    return static_cast<float>(v);
+  };
 
   // Skip blank lines before a model.
   do {
@@ -116,12 +133,11 @@ bool HmmReader::next(HmmModel& model) {
       model.description = rest_after_tag(line_);
     } else if (tag == "LENG") {
       if (tokens.size() < 2) fail("LENG line has no length");
-      const double m = number(tokens[1], "LENG");
-      if (m < 1 || m != std::floor(m) || m > 100000) fail("LENG must be a positive integer");
-      model.M = static_cast<int>(m);
+      model.M = whole(tokens[1], "LENG", 1, 100000);
       have_leng = true;
     } else if (tag == "MAXL") {
-      if (tokens.size() >= 2) model.max_length = static_cast<int>(number(tokens[1], "MAXL"));
+      if (tokens.size() >= 2)
+        model.max_length = whole(tokens[1], "MAXL", 0, std::numeric_limits<int>::max());
     } else if (tag == "ALPH") {
       if (tokens.size() < 2) fail("ALPH line has no alphabet");
       std::string a = tokens[1];
@@ -138,8 +154,8 @@ bool HmmReader::next(HmmModel& model) {
       if (tokens[1] != "LOCAL") continue;  // HMMER ignores other STATS lines too
       if (tokens[2] == "MSV" || tokens[2] == "VITERBI" || tokens[2] == "FORWARD") {
         if (tokens.size() < 5) fail("STATS LOCAL line needs two parameters");
-        const auto a = static_cast<float>(number(tokens[3], "STATS"));
-        const auto b = static_cast<float>(number(tokens[4], "STATS"));
+        const float a = parameter(tokens[3]);
+        const float b = parameter(tokens[4]);
         if (b <= 0) fail("STATS lambda must be positive");
         if (tokens[2] == "MSV") {
           model.msv_mu = a, model.msv_lambda = b;
@@ -149,12 +165,11 @@ bool HmmReader::next(HmmModel& model) {
           model.forward_tau = a, model.forward_lambda = b;
         }
       } else if (tokens[2] == "VLAMBDA") {  // 3/a style
-        model.msv_lambda = model.viterbi_lambda = model.forward_lambda =
-            static_cast<float>(number(tokens[3], "STATS"));
+        model.msv_lambda = model.viterbi_lambda = model.forward_lambda = parameter(tokens[3]);
       } else if (tokens[2] == "VMU") {
-        model.msv_mu = model.viterbi_mu = static_cast<float>(number(tokens[3], "STATS"));
+        model.msv_mu = model.viterbi_mu = parameter(tokens[3]);
       } else if (tokens[2] == "FTAU") {
-        model.forward_tau = static_cast<float>(number(tokens[3], "STATS"));
+        model.forward_tau = parameter(tokens[3]);
       } else {
         fail("unknown STATS LOCAL line '" + tokens[2] + "'");
       }

@@ -364,6 +364,33 @@ TEST_F(IoHdf5, GroupsAreCreatedWithTheirParents) {
   EXPECT_TRUE(reader.list("/search/hits/domains").empty());
 }
 
+// The writer keeps the last group it wrote into open: going back and forth between groups,
+// and between a group and its datasets' attributes, writes each where it belongs.
+TEST_F(IoHdf5, WritesAlternatingBetweenGroupsLandWhereNamed) {
+  Hdf5Writer writer(path_);
+  writer.write("/q/a/x", std::vector<float>{1.0f});
+  writer.write("/q/b/y", std::vector<std::string>{"y"});
+  writer.set_attribute("/q/a", "n", std::int64_t{1});
+  writer.write("/q/a/z", std::vector<double>(2000, 0.5));  // contiguous, not compact
+  writer.set_attribute("/q/a/x", "unit", std::string("bits"));
+  writer.create_group("/q/b");
+  writer.set_attribute("/q/b", "n", std::int64_t{2});
+  writer.write("/q/b/w", std::vector<std::uint8_t>(5000, 3));  // chunked
+  EXPECT_TRUE(throws_containing([&] { writer.write("/q/a/x", std::vector<float>{2.0f}); },
+                                {path_, "cannot create dataset '/q/a/x'"}));
+  writer.commit();
+  const Hdf5Reader reader(path_);
+  EXPECT_EQ(reader.list("/q/a"), (std::vector<std::string>{"x", "z"}));
+  EXPECT_EQ(reader.list("/q/b"), (std::vector<std::string>{"w", "y"}));
+  EXPECT_EQ(reader.read_floats("/q/a/x"), std::vector<float>{1.0f});
+  EXPECT_EQ(reader.read_strings("/q/b/y"), std::vector<std::string>{"y"});
+  EXPECT_EQ(reader.read_doubles("/q/a/z"), std::vector<double>(2000, 0.5));
+  EXPECT_EQ(reader.read_uint8("/q/b/w"), std::vector<std::uint8_t>(5000, 3));
+  EXPECT_EQ(reader.attribute_int("/q/a", "n"), 1);
+  EXPECT_EQ(reader.attribute_int("/q/b", "n"), 2);
+  EXPECT_EQ(reader.attribute_string("/q/a/x", "unit"), "bits");
+}
+
 TEST_F(IoHdf5, ListIsSorted) {
   {
     Hdf5Writer writer(path_);

@@ -28,6 +28,11 @@ namespace fs = std::filesystem;
 
 // Datasets longer than this are stored chunked and compressed.
 constexpr std::size_t kChunkThreshold = 4096;
+// Datasets up to this long are stored in their object header (compact layout: 16 KiB at
+// most, a variable-length string's element in the file being 16 bytes). A query's
+// columns are mostly this small, and writing them contiguous took about 15% more of the
+// result writer's time (bench/result_writer_bench).
+constexpr std::size_t kCompactElements = 1024;
 // Elements per chunk: 32 KiB of uint8 to 512 KiB of variable-length string references,
 // within HDF5's default 1 MiB chunk cache.
 constexpr std::size_t kChunkElements = 32768;
@@ -207,11 +212,12 @@ bool converts_without_loss(hid_t stored, hid_t wanted) {
   return !stored_signed && wanted_signed && stored_size < wanted_size;
 }
 
-// Creates a 1-D dataset of `count` elements at `path` from `data`, held in memory as
-// `memory_type` and stored as `file_type`.
-void write_dataset(hid_t file, const std::string& file_name, const std::string& path,
-                   hid_t memory_type, hid_t file_type, const void* data, std::size_t count) {
-  const std::string object = absolute_path(path);
+// Creates the 1-D dataset `name` of `count` elements in the open group `group` from
+// `data`, held in memory as `memory_type` and stored as `file_type`; `object` is its
+// absolute path, for messages.
+void write_dataset(hid_t group, const std::string& name, const std::string& file_name,
+                   const std::string& object, hid_t memory_type, hid_t file_type, const void* data,
+                   std::size_t count) {
   const std::string action = "create dataset";
   const hsize_t dimensions[1] = {count};
   const Id space(check(H5Screate_simple(1, dimensions, nullptr), file_name, action, object),
@@ -221,10 +227,10 @@ void write_dataset(hid_t file, const std::string& file_name, const std::string& 
     const hsize_t chunk[1] = {std::min(count, kChunkElements)};
     check(H5Pset_chunk(creation.get(), 1, chunk), file_name, action, object);
     check(H5Pset_deflate(creation.get(), 1), file_name, action, object);
+  } else if (count <= kCompactElements) {
+    check(H5Pset_layout(creation.get(), H5D_COMPACT), file_name, action, object);
   }
-  require_group_parents(file, file_name, action, object);
-  const Id links = creating_intermediate_groups(file_name, object);
-  const Id dataset(check(H5Dcreate2(file, object.c_str(), file_type, space.get(), links.get(),
+  const Id dataset(check(H5Dcreate2(group, name.c_str(), file_type, space.get(), H5P_DEFAULT,
                                     creation.get(), H5P_DEFAULT),
                          file_name, action, object),
                    H5Dclose);
@@ -234,24 +240,28 @@ void write_dataset(hid_t file, const std::string& file_name, const std::string& 
   }
 }
 
-// Creates (or replaces) the scalar attribute `name` on the object at `object_path`.
-void write_scalar_attribute(hid_t file, const std::string& file_name,
-                            const std::string& object_path, const std::string& name,
-                            hid_t memory_type, hid_t file_type, const void* value) {
-  const std::string object = absolute_path(object_path);
+// Creates (or replaces) the scalar attribute `name` on the open object `target` (at
+// `object`, for messages).
+void write_scalar_attribute(hid_t target, const std::string& file_name, const std::string& object,
+                            const std::string& name, hid_t memory_type, hid_t file_type,
+                            const void* value) {
   const std::string action = "set attribute '" + name + "' on";
-  if (!object_exists(file, object)) fail(file_name, action, object, "no such group or dataset");
-  const Id target(check(H5Oopen(file, object.c_str(), H5P_DEFAULT), file_name, action, object),
-                  H5Oclose);
-  if (check(H5Aexists(target.get(), name.c_str()), file_name, action, object) > 0) {
-    check(H5Adelete(target.get(), name.c_str()), file_name, action, object);
+  if (check(H5Aexists(target, name.c_str()), file_name, action, object) > 0) {
+    check(H5Adelete(target, name.c_str()), file_name, action, object);
   }
   const Id space(check(H5Screate(H5S_SCALAR), file_name, action, object), H5Sclose);
-  const Id attribute(check(H5Acreate2(target.get(), name.c_str(), file_type, space.get(),
-                                      H5P_DEFAULT, H5P_DEFAULT),
-                           file_name, action, object),
-                     H5Aclose);
+  const Id attribute(
+      check(H5Acreate2(target, name.c_str(), file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT),
+            file_name, action, object),
+      H5Aclose);
   check(H5Awrite(attribute.get(), memory_type, value), file_name, action, object);
+}
+
+// The parent group's path and the last component of `object` (an absolute_path other
+// than "/").
+std::pair<std::string, std::string> parent_and_name(const std::string& object) {
+  const std::size_t slash = object.rfind('/');
+  return {slash == 0 ? "/" : object.substr(0, slash), object.substr(slash + 1)};
 }
 
 // Reads `count` strings stored as `stored` (variable- or fixed-length) through `read`,
@@ -414,7 +424,36 @@ void Hdf5Writer::open_temporary() {
 Hdf5Writer::~Hdf5Writer() {
   // A close that fails (a full disk) leaves nothing to undo: the temporary file is the
   // OutputFile's to delete.
+  close_group();
   if (file_ >= 0) H5Fclose(file_);
+}
+
+std::int64_t Hdf5Writer::open_group(const std::string& group, const std::string& action,
+                                    const std::string& object) {
+  if (group_ >= 0 && group == group_path_) return group_;
+  close_group();
+  if (group != "/") {
+    require_group_parents(file_, final_path_, action, object);
+    if (object_exists(file_, group)) {
+      if (!is_group(file_, final_path_, group))
+        fail(final_path_, action, object, "'" + group + "' is a dataset, not a group");
+    } else {
+      const Id links = creating_intermediate_groups(final_path_, group);
+      const Id created(
+          check(H5Gcreate2(file_, group.c_str(), links.get(), H5P_DEFAULT, H5P_DEFAULT),
+                final_path_, action, object),
+          H5Gclose);
+    }
+  }
+  group_ = check(H5Gopen2(file_, group.c_str(), H5P_DEFAULT), final_path_, action, object);
+  group_path_ = group;
+  return group_;
+}
+
+void Hdf5Writer::close_group() {
+  if (group_ >= 0) H5Gclose(group_);
+  group_ = -1;
+  group_path_.clear();
 }
 
 void Hdf5Writer::create_group(const std::string& path) {
@@ -422,50 +461,45 @@ void Hdf5Writer::create_group(const std::string& path) {
   const std::string object = absolute_path(path);
   const std::string action = "create group";
   require_open(file_, final_path_, action, object);
-  if (object_exists(file_, object)) {
-    if (is_group(file_, final_path_, object)) return;
-    fail(final_path_, action, object, "a dataset has that name");
-  }
-  require_group_parents(file_, final_path_, action, object);
-  const Id links = creating_intermediate_groups(final_path_, object);
-  const Id group(check(H5Gcreate2(file_, object.c_str(), links.get(), H5P_DEFAULT, H5P_DEFAULT),
-                       final_path_, action, object),
-                 H5Gclose);
+  open_group(object, action, object);
+}
+
+void Hdf5Writer::write_values(const std::string& path, std::int64_t memory_type,
+                              std::int64_t file_type, const void* data, std::size_t count) {
+  const std::string object = absolute_path(path);
+  const auto [parent, name] = parent_and_name(object);
+  write_dataset(open_group(parent, "create dataset", object), name, final_path_, object,
+                memory_type, file_type, data, count);
 }
 
 void Hdf5Writer::write(const std::string& path, const std::vector<float>& values) {
   turn_off_hdf5_error_printing();
   require_open(file_, final_path_, "create dataset", absolute_path(path));
-  write_dataset(file_, final_path_, path, H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, values.data(),
-                values.size());
+  write_values(path, H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, values.data(), values.size());
 }
 
 void Hdf5Writer::write(const std::string& path, const std::vector<double>& values) {
   turn_off_hdf5_error_printing();
   require_open(file_, final_path_, "create dataset", absolute_path(path));
-  write_dataset(file_, final_path_, path, H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE, values.data(),
-                values.size());
+  write_values(path, H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE, values.data(), values.size());
 }
 
 void Hdf5Writer::write(const std::string& path, const std::vector<std::int32_t>& values) {
   turn_off_hdf5_error_printing();
   require_open(file_, final_path_, "create dataset", absolute_path(path));
-  write_dataset(file_, final_path_, path, H5T_NATIVE_INT32, H5T_STD_I32LE, values.data(),
-                values.size());
+  write_values(path, H5T_NATIVE_INT32, H5T_STD_I32LE, values.data(), values.size());
 }
 
 void Hdf5Writer::write(const std::string& path, const std::vector<std::int64_t>& values) {
   turn_off_hdf5_error_printing();
   require_open(file_, final_path_, "create dataset", absolute_path(path));
-  write_dataset(file_, final_path_, path, H5T_NATIVE_INT64, H5T_STD_I64LE, values.data(),
-                values.size());
+  write_values(path, H5T_NATIVE_INT64, H5T_STD_I64LE, values.data(), values.size());
 }
 
 void Hdf5Writer::write(const std::string& path, const std::vector<std::uint8_t>& values) {
   turn_off_hdf5_error_printing();
   require_open(file_, final_path_, "create dataset", absolute_path(path));
-  write_dataset(file_, final_path_, path, H5T_NATIVE_UINT8, H5T_STD_U8LE, values.data(),
-                values.size());
+  write_values(path, H5T_NATIVE_UINT8, H5T_STD_U8LE, values.data(), values.size());
 }
 
 void Hdf5Writer::write(const std::string& path, const std::vector<std::string>& values) {
@@ -481,7 +515,7 @@ void Hdf5Writer::write(const std::string& path, const std::vector<std::string>& 
     pointers.push_back(values[i].c_str());
   }
   const Id type = variable_string_type(H5T_CSET_UTF8, final_path_, absolute_path(path));
-  write_dataset(file_, final_path_, path, type.get(), type.get(), pointers.data(), pointers.size());
+  write_values(path, type.get(), type.get(), pointers.data(), pointers.size());
 }
 
 // ---- Hdf5Writer::Appendable ----
@@ -624,28 +658,42 @@ void Hdf5Writer::set_attribute(const std::string& object_path, const std::string
   }
   const Id type = variable_string_type(H5T_CSET_UTF8, final_path_, object_path);
   const char* pointer = value.c_str();
-  write_scalar_attribute(file_, final_path_, object_path, name, type.get(), type.get(), &pointer);
+  set_scalar_attribute(object_path, name, type.get(), type.get(), &pointer);
 }
 
 void Hdf5Writer::set_attribute(const std::string& object_path, const std::string& name,
                                double value) {
   turn_off_hdf5_error_printing();
   require_open(file_, final_path_, "set attribute '" + name + "' on", absolute_path(object_path));
-  write_scalar_attribute(file_, final_path_, object_path, name, H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE,
-                         &value);
+  set_scalar_attribute(object_path, name, H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE, &value);
 }
 
 void Hdf5Writer::set_attribute(const std::string& object_path, const std::string& name,
                                std::int64_t value) {
   turn_off_hdf5_error_printing();
   require_open(file_, final_path_, "set attribute '" + name + "' on", absolute_path(object_path));
-  write_scalar_attribute(file_, final_path_, object_path, name, H5T_NATIVE_INT64, H5T_STD_I64LE,
-                         &value);
+  set_scalar_attribute(object_path, name, H5T_NATIVE_INT64, H5T_STD_I64LE, &value);
+}
+
+void Hdf5Writer::set_scalar_attribute(const std::string& object_path, const std::string& name,
+                                      std::int64_t memory_type, std::int64_t file_type,
+                                      const void* value) {
+  const std::string object = absolute_path(object_path);
+  if (group_ >= 0 && object == group_path_) {
+    write_scalar_attribute(group_, final_path_, object, name, memory_type, file_type, value);
+    return;
+  }
+  const std::string action = "set attribute '" + name + "' on";
+  if (!object_exists(file_, object)) fail(final_path_, action, object, "no such group or dataset");
+  const Id target(check(H5Oopen(file_, object.c_str(), H5P_DEFAULT), final_path_, action, object),
+                  H5Oclose);
+  write_scalar_attribute(target.get(), final_path_, object, name, memory_type, file_type, value);
 }
 
 void Hdf5Writer::close() {
   turn_off_hdf5_error_printing();
   require_open(file_, final_path_, "close", temporary_path_);
+  close_group();
   const herr_t flushed = H5Fflush(file_, H5F_SCOPE_GLOBAL);
   const std::string flush_detail = flushed < 0 ? hdf5_error_detail() : "";
   const herr_t closed = H5Fclose(file_);

@@ -6,8 +6,9 @@
 // is switched off.
 //
 // Object paths are absolute or relative to the root group ("/hits/score", "hits/score").
-// Each object is opened and closed within one call, so the classes hold only the file,
-// except an Hdf5Writer::Appendable, which keeps its dataset open while values are added.
+// Each object is opened and closed within one call, except the writer's last group
+// written into, kept open for the next call, and an Hdf5Writer::Appendable, which keeps
+// its dataset open while values are added.
 #pragma once
 
 #include <concepts>
@@ -48,7 +49,8 @@ class Hdf5Writer {
   void create_group(const std::string& path);
 
   // One 1-D dataset per call, creating missing groups above it; the path must be new.
-  // More than 4096 elements: stored chunked and compressed (deflate level 1).
+  // Up to 1024 elements: stored in the dataset's object header (compact); more than 4096:
+  // chunked and compressed (deflate level 1).
   // Empty vectors give datasets of length 0.
   void write(const std::string& path, const std::vector<float>& values);
   void write(const std::string& path, const std::vector<double>& values);
@@ -124,11 +126,25 @@ class Hdf5Writer {
 
  private:
   void open_temporary();
+  // The open group at `group` (an absolute path), created with any missing groups above
+  // it once every existing object above it is checked to be a group; `object`, being
+  // created in it, is named in errors. The last group stays open (a query's columns and
+  // attributes go to one group, one after another), so they are not looked up by path
+  // each time.
+  std::int64_t open_group(const std::string& group, const std::string& action,
+                          const std::string& object);
+  void close_group();
+  void write_values(const std::string& path, std::int64_t memory_type, std::int64_t file_type,
+                    const void* data, std::size_t count);
+  void set_scalar_attribute(const std::string& object_path, const std::string& name,
+                            std::int64_t memory_type, std::int64_t file_type, const void* value);
   std::unique_ptr<OutputFile> owned_output_;  // the writer made from a path
   OutputFile* output_ = nullptr;
   std::string final_path_;
   std::string temporary_path_;
-  std::int64_t file_ = -1;  // HDF5 file id (hid_t); -1 once closed
+  std::int64_t file_ = -1;   // HDF5 file id (hid_t); -1 once closed
+  std::int64_t group_ = -1;  // the open group of open_group, at group_path_
+  std::string group_path_;
   bool committed_ = false;
 };
 

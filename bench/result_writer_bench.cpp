@@ -45,16 +45,18 @@ int main(int argc, char** argv) {
   const std::size_t queries = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 1000;
   const std::size_t rows = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 100;
   const int repeats = argc > 4 ? std::atoi(argv[4]) : 3;
-  std::vector<std::string> groups;
-  for (std::size_t q = 0; q < queries; ++q)
-    groups.push_back("/results/hmmsearch/model" + std::to_string(q));
+  std::vector<std::string> names, groups;
+  for (std::size_t q = 0; q < queries; ++q) {
+    names.push_back("model" + std::to_string(q));
+    groups.push_back("/results/hmmsearch/" + names.back());
+  }
   for (int r = 0; r < repeats; ++r) {
     const auto start = std::chrono::steady_clock::now();
     const double writer_before = writer_seconds();
     {
       duet::io::Hdf5Writer file(path);
       {
-        duet::app::ResultStream stream(file, groups);
+        duet::app::ResultStream stream(file, names);
         for (std::size_t q = 0; q < queries; ++q) {
           duet::app::QueryResult result;
           result.name = "model" + std::to_string(q);
@@ -81,10 +83,10 @@ int main(int argc, char** argv) {
     // Read back: every query's rows and its attributes.
     const duet::io::Hdf5Reader reader(path);
     for (std::size_t q = 0; q < queries; ++q) {
-      const auto names = reader.read_strings(groups[q] + "/name");
+      const auto target_names = reader.read_strings(groups[q] + "/name");
       const auto evalues = reader.read_doubles(groups[q] + "/evalue");
-      if (names.size() != rows || evalues.size() != rows ||
-          names.back() != record(q, rows - 1).name ||
+      if (target_names.size() != rows || evalues.size() != rows ||
+          target_names.back() != record(q, rows - 1).name ||
           evalues.back() != record(q, rows - 1).evalue ||
           reader.attribute_string(groups[q], "query_name") != "model" + std::to_string(q)) {
         std::fprintf(stderr, "result_writer_bench: query %zu read back wrong\n", q);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "app/hmmsearch/report.hpp"
 #include "app/hmmsearch/search.hpp"
 #include "app/kit/run_flags.hpp"
 #include "app/kit/run_options.hpp"
@@ -144,6 +145,18 @@ TEST(RunKit, FlagsOverrideTheFile) {
       EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
     }
   }
+}
+
+// A query's HDF5 group: its name with '/' replaced, names HDF5 cannot hold prefixed, and
+// the second, third... query of a name numbered; in one pass over the names (Pfam has
+// about 20,000 models).
+TEST(HmmsearchReport, QueryGroupNamesAreCleanedAndNumbered) {
+  EXPECT_EQ(app::query_group_names({"a", "b/c", "", ".", "..", "a", "b_c", "a"}),
+            (std::vector<std::string>{"a", "b_c", "_", "_.", "_..", "a#2", "b_c#2", "a#3"}));
+  std::vector<std::string> many(20000, "same");
+  const std::vector<std::string> groups = app::query_group_names(many);
+  EXPECT_EQ(groups.front(), "same");
+  EXPECT_EQ(groups.back(), "same#20000");
 }
 
 }  // namespace

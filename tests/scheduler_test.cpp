@@ -850,10 +850,11 @@ TEST(SchedulerStream, ColumnsWrittenDuringTheSearchEqualTheRecords) {
       "/usr/share/doc/hmmer/examples/tutorial/globins4.hmm > " +
       hmm);
   const std::vector<HmmModel> models = read_hmm_file(hmm);
-  std::vector<std::string> names, groups;
+  std::vector<std::string> names;
   for (const HmmModel& m : models) names.push_back(m.name);
-  for (std::size_t q = 0; q < models.size(); ++q)
-    groups.push_back("/results/hmmsearch/" + app::query_group_name(names, q));
+  const std::vector<std::string> group_names = app::query_group_names(names);
+  std::vector<std::string> groups;
+  for (const std::string& g : group_names) groups.push_back("/results/hmmsearch/" + g);
   ASSERT_EQ(groups.back(), "/results/hmmsearch/globins4#2");
   app::HybridOptions h;
   h.test_gpus = 1;
@@ -865,7 +866,7 @@ TEST(SchedulerStream, ColumnsWrittenDuringTheSearchEqualTheRecords) {
   {
     io::Hdf5Writer file(out);
     {
-      app::ResultStream stream(file, groups);
+      app::ResultStream stream(file, group_names);
       run = app::run_hmmsearch(models, db, relaxed_config(4), h, &stream);
     }
     file.commit();
@@ -876,6 +877,18 @@ TEST(SchedulerStream, ColumnsWrittenDuringTheSearchEqualTheRecords) {
     const std::vector<app::TargetRecord>& t = run.queries[q].targets;
     ASSERT_GT(t.size(), 10u) << groups[q];
     const std::string& g = groups[q];
+    // The query's trace, written as it ended (write_query_trace): a pass's rows with its
+    // first model, the others pointing there.
+    const app::QueryResult& result = run.queries[q];
+    const std::string trace = "/trace/" + group_names[q];
+    if (result.pass_first == q) {
+      EXPECT_EQ(reader.read_int32(trace + "/worker").size(), result.schedule.trace.size());
+      EXPECT_EQ(reader.attribute_int(trace, "models_in_pass"),
+                static_cast<std::int64_t>(result.pass_models));
+    } else {
+      EXPECT_EQ(reader.attribute_string(trace, "trace_in"),
+                "/trace/" + group_names[result.pass_first]);
+    }
     // The columns, then evalue and reported as the query ended (write_query_summary).
     EXPECT_EQ(reader.list(g).size(), app::ResultStream::column_names().size() + 2) << g;
     const std::vector<double> evalue = reader.read_doubles(g + "/evalue");
@@ -915,7 +928,7 @@ TEST(SchedulerStream, ColumnsWrittenDuringTheSearchEqualTheRecords) {
   {
     io::Hdf5Writer file(blocked);
     file.write(groups[0] + "/name", std::vector<float>{1.0f});
-    app::ResultStream stream(file, groups);
+    app::ResultStream stream(file, group_names);
     try {
       (void)app::run_hmmsearch(models, db, relaxed_config(2), h, &stream);
       ADD_FAILURE() << "no error";

@@ -234,10 +234,9 @@ void add_hmmsearch_command(CLI::App& app,
     hybrid.models_per_pass = static_cast<std::size_t>(debug_setting("DUET_DEBUG_MODELS_PER_PASS"));
     if (g_interrupted.load()) throw Interrupted{};
     // The per-target columns are written during the search, by a thread of their own.
-    std::vector<std::string> names, groups;
+    std::vector<std::string> names;
     for (const HmmModel& m : models) names.push_back(m.name);
-    for (std::size_t q = 0; q < models.size(); ++q)
-      groups.push_back("/results/hmmsearch/" + query_group_name(names, q));
+    const std::vector<std::string> groups = query_group_names(names);
     phase_time("search starts");
     SearchRun run;
     {

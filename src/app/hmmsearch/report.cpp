@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 #include <thread>
+#include <unordered_map>
 
 #include "app/kit/run_context.hpp"
 #include "app/kit/run_record.hpp"
@@ -26,42 +27,18 @@ std::string printf_string(const char* format, auto... args) {
   return buffer;
 }
 
-// /trace/<query>/...: one row per batch, as parallel 1-D arrays; /run: totals, device
-// shares, throughput (per device kind and per GPU) and idle tails over all queries.
+// /run: totals, device shares, throughput (per device kind and per GPU) and idle tails
+// over all queries, and what the GPUs ran. Each query's /trace group is
+// write_query_trace's, written by the result stream as the query ends.
 void write_trace(io::Hdf5Writer& file, const SearchRun& run) {
   file.create_group("/trace");
   DeviceTotals totals("residues", run.test_double_gpus);
   std::int64_t gpu_resident_residues = 0, gpu_uploaded_residues = 0;
+  const std::vector<std::string> groups = query_group_names(run);
   for (std::size_t qi = 0; qi < run.queries.size(); ++qi) {
-    const scheduler::RunSummary& s = run.queries[qi].schedule;
-    const std::string g = "/trace/" + query_group_name(run, qi);
-    const std::size_t first = run.queries[qi].pass_first;
-    if (first != qi) {
-      // A later model of a pass: the pass's rows and figures are with its first model.
-      file.create_group(g);
-      file.set_attribute(g, "trace_in", "/trace/" + query_group_name(run, first));
-      file.set_attribute(g, "models_in_pass", run.queries[qi].pass_models);
-      file.set_attribute(g, "wall_seconds", s.seconds);
-      continue;
-    }
-    totals.add(s);
-    write_trace_rows(file, g, s.trace, "sequences", true);
-    file.set_attribute(g, "models_in_pass", run.queries[qi].pass_models);
-    file.set_attribute(
-        g, "stage_names",
-        std::string("all: every stage; post: CPU-only stages after a device (sequences, residues "
-                    "and cells count only the targets the device left to the CPU); fault: failed "
-                    "device batch (redone by the CPU); others: the stages a device ran"));
-    file.set_attribute(g, "time_unit", std::string("seconds from the start of this query's run"));
-    file.set_attribute(g, "wall_seconds", s.seconds);
-    file.set_attribute(g, "idle_tail_seconds", s.idle_tail_seconds);
-    file.set_attribute(g, "worker_idle_tail_seconds", s.worker_idle_tail_seconds);
-    file.set_attribute(g, "blocks", s.blocks);
-    file.set_attribute(g, "reused_blocks", s.reused_blocks);
     const QueryResult& q = run.queries[qi];
-    file.set_attribute(g, "gpu_resident_residues", q.gpu_resident_residues);
-    file.set_attribute(g, "gpu_uploaded_residues", q.gpu_uploaded_residues);
-    file.set_attribute(g, "gpu_kept_residues", q.gpu_kept_residues);
+    if (q.pass_first != qi) continue;  // a pass's figures are with its first model
+    totals.add(q.schedule);
     gpu_resident_residues += q.gpu_resident_residues;
     gpu_uploaded_residues += q.gpu_uploaded_residues;
   }
@@ -70,8 +47,7 @@ void write_trace(io::Hdf5Writer& file, const SearchRun& run) {
   std::string kernels;
   for (std::size_t qi = 0; qi < run.queries.size(); ++qi) {
     if (run.queries[qi].gpu_kernels.empty()) continue;
-    kernels += (kernels.empty() ? "" : "; ") + query_group_name(run, qi) + ": " +
-               run.queries[qi].gpu_kernels;
+    kernels += (kernels.empty() ? "" : "; ") + groups[qi] + ": " + run.queries[qi].gpu_kernels;
   }
   file.set_attribute("/run", "gpus_skipped_small_database",
                      static_cast<std::int64_t>(run.gpus_skipped_small_database ? 1 : 0));
@@ -82,7 +58,7 @@ void write_trace(io::Hdf5Writer& file, const SearchRun& run) {
   std::string jit;
   for (std::size_t qi = 0; qi < run.queries.size(); ++qi) {
     if (run.queries[qi].gpu_jit.empty()) continue;
-    jit += (jit.empty() ? "" : "; ") + query_group_name(run, qi) + ": " + run.queries[qi].gpu_jit;
+    jit += (jit.empty() ? "" : "; ") + groups[qi] + ": " + run.queries[qi].gpu_jit;
   }
   file.set_attribute("/run", "gpu_jit", jit.empty() ? std::string("off") : jit);
   // Residues the real GPUs read from the blocks kept on them across queries
@@ -93,24 +69,30 @@ void write_trace(io::Hdf5Writer& file, const SearchRun& run) {
 
 }  // namespace
 
-std::string query_group_name(const SearchRun& run, std::size_t query) {
-  std::vector<std::string> names;
-  for (std::size_t i = 0; i <= query; ++i) names.push_back(run.queries[i].name);
-  return query_group_name(names, query);
-}
-
-std::string query_group_name(const std::vector<std::string>& names, std::size_t query) {
+std::vector<std::string> query_group_names(const std::vector<std::string>& names) {
   auto clean = [](std::string s) {
     for (char& c : s)
       if (c == '/') c = '_';
     if (s.empty() || s == "." || s == "..") s = "_" + s;
     return s;
   };
-  const std::string base = clean(names[query]);
-  int same_before = 0;
-  for (std::size_t i = 0; i < query; ++i)
-    if (clean(names[i]) == base) ++same_before;
-  return same_before == 0 ? base : base + "#" + std::to_string(same_before + 1);
+  std::vector<std::string> groups;
+  groups.reserve(names.size());
+  std::unordered_map<std::string, int> seen;  // cleaned name -> queries with it so far
+  for (const std::string& name : names) {
+    std::string base = clean(name);
+    const int same_before = seen[base]++;
+    groups.push_back(same_before == 0 ? std::move(base)
+                                      : base + "#" + std::to_string(same_before + 1));
+  }
+  return groups;
+}
+
+std::vector<std::string> query_group_names(const SearchRun& run) {
+  std::vector<std::string> names;
+  names.reserve(run.queries.size());
+  for (const QueryResult& q : run.queries) names.push_back(q.name);
+  return query_group_names(names);
 }
 
 void write_text_report(std::ostream& out, const SearchRun& run, const io::Config& config,
@@ -217,6 +199,35 @@ void write_hdf5(io::Hdf5Writer& file, const SearchRun& run, const io::Config& co
   file.set_attribute("/run", "null2", std::string(kNull2Note));
   write_trace(file, run);
   file.create_group("/results/hmmsearch");
+}
+
+void write_query_trace(io::Hdf5Writer& file, const std::string& g, const std::string& first_g,
+                       const QueryResult& q, bool first) {
+  const scheduler::RunSummary& s = q.schedule;
+  if (!first) {
+    // A later model of a pass: the pass's rows and figures are with its first model.
+    file.create_group(g);
+    file.set_attribute(g, "trace_in", first_g);
+    file.set_attribute(g, "models_in_pass", q.pass_models);
+    file.set_attribute(g, "wall_seconds", s.seconds);
+    return;
+  }
+  write_trace_rows(file, g, s.trace, "sequences", true);
+  file.set_attribute(g, "models_in_pass", q.pass_models);
+  file.set_attribute(
+      g, "stage_names",
+      std::string("all: every stage; post: CPU-only stages after a device (sequences, residues "
+                  "and cells count only the targets the device left to the CPU); fault: failed "
+                  "device batch (redone by the CPU); others: the stages a device ran"));
+  file.set_attribute(g, "time_unit", std::string("seconds from the start of this query's run"));
+  file.set_attribute(g, "wall_seconds", s.seconds);
+  file.set_attribute(g, "idle_tail_seconds", s.idle_tail_seconds);
+  file.set_attribute(g, "worker_idle_tail_seconds", s.worker_idle_tail_seconds);
+  file.set_attribute(g, "blocks", s.blocks);
+  file.set_attribute(g, "reused_blocks", s.reused_blocks);
+  file.set_attribute(g, "gpu_resident_residues", q.gpu_resident_residues);
+  file.set_attribute(g, "gpu_uploaded_residues", q.gpu_uploaded_residues);
+  file.set_attribute(g, "gpu_kept_residues", q.gpu_kept_residues);
 }
 
 void write_query_summary(io::Hdf5Writer& file, const std::string& g, const QueryResult& q) {

@@ -22,18 +22,24 @@ struct RunInfo {
 void write_text_report(std::ostream& out, const SearchRun& run, const io::Config& config,
                        const RunInfo& info);
 void write_tblout(std::ostream& out, const SearchRun& run, const RunInfo& info);
-// Writes /run and /trace into `file` (not committed); /results comes from a ResultStream
-// (result_stream.hpp) during the search: the per-target columns as blocks complete, and
-// each query's write_query_summary as it ends.
+// Writes /run and the run's totals into `file` (not committed); /results and each query's
+// /trace group come from a ResultStream (result_stream.hpp) during the search: the
+// per-target columns as blocks complete, and each query's write_query_summary and
+// write_query_trace as it ends.
 void write_hdf5(io::Hdf5Writer& file, const SearchRun& run, const io::Config& config,
                 const RunInfo& info);
 // What a query's /results group needs the whole pass for: evalue and reported, and the
 // attributes (name, counts, Z...), into `group`.
 void write_query_summary(io::Hdf5Writer& file, const std::string& group, const QueryResult& q);
+// A query's /trace group `group`. The first model of a pass (`first`) holds the pass's
+// rows, one per batch as parallel 1-D arrays, and figures; a later one names that group
+// (`first_group`) and its own wall time.
+void write_query_trace(io::Hdf5Writer& file, const std::string& group,
+                       const std::string& first_group, const QueryResult& q, bool first);
 
-// The HDF5 group name of a query: its name with '/' replaced, made unique (from the names
-// of the queries up to it).
-std::string query_group_name(const SearchRun& run, std::size_t query);
-std::string query_group_name(const std::vector<std::string>& names, std::size_t query);
+// The HDF5 group names of the queries, in order: each name with '/' replaced, and "#k"
+// added to the k-th query (k >= 2) of the same name.
+std::vector<std::string> query_group_names(const std::vector<std::string>& names);
+std::vector<std::string> query_group_names(const SearchRun& run);
 
 }  // namespace duet::app

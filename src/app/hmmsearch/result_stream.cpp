@@ -104,11 +104,17 @@ const std::vector<std::string>& ResultStream::column_names() {
   return names;
 }
 
-ResultStream::ResultStream(io::Hdf5Writer& file, std::vector<std::string> group_paths)
-    : file_(file), groups_(std::move(group_paths)), thread_([this] {
-        ThreadCpuAccount account("column writer");
-        run();
-      }) {}
+ResultStream::ResultStream(io::Hdf5Writer& file, const std::vector<std::string>& group_names)
+    : file_(file) {
+  for (const std::string& name : group_names) {
+    groups_.push_back("/results/hmmsearch/" + name);
+    trace_groups_.push_back("/trace/" + name);
+  }
+  thread_ = std::thread([this] {
+    ThreadCpuAccount account("column writer");
+    run();
+  });
+}
 
 ResultStream::~ResultStream() {
   {
@@ -141,7 +147,7 @@ void ResultStream::targets(std::size_t query, const std::vector<TargetRecord>& b
 
 void ResultStream::end_query(std::size_t query, const QueryResult& result) {
   auto finished = std::make_unique<QueryResult>(result);
-  finished->schedule.trace.clear();  // written with /trace, not here
+  if (result.pass_first != query) finished->schedule.trace.clear();  // the pass's first has it
   {
     std::lock_guard lock(mutex_);
     if (error_) std::rethrow_exception(error_);
@@ -189,6 +195,9 @@ void ResultStream::run() {
             open.erase(it);
           }
           write_query_summary(file_, groups_.at(job.query), *job.result);
+          write_query_trace(file_, trace_groups_.at(job.query),
+                            trace_groups_.at(job.result->pass_first), *job.result,
+                            job.result->pass_first == job.query);
           break;
       }
     } catch (...) {

@@ -3,7 +3,8 @@
 // stage) into the result file while the search runs, on a writer thread of its own, so
 // that the file is not written by one thread after the workers have finished; then, as
 // each query ends, the columns that need the whole pass (evalue, reported: Z is the
-// number of targets) and the attributes (write_query_summary, report.hpp).
+// number of targets) and the attributes (write_query_summary, report.hpp), and the
+// query's /trace/<query> group (write_query_trace).
 //
 // The writer thread is the only one that calls HDF5 between begin_query and end_query;
 // the file's owner must not use it then. A write error stops the writing and is rethrown
@@ -27,8 +28,9 @@ namespace duet::app {
 
 class ResultStream final : public TargetStream {
  public:
-  // group_paths[q]: the HDF5 group of query q ("/results/hmmsearch/<name>").
-  ResultStream(io::Hdf5Writer& file, std::vector<std::string> group_paths);
+  // group_names[q]: query q's group under /results/hmmsearch and /trace
+  // (query_group_names, report.hpp).
+  ResultStream(io::Hdf5Writer& file, const std::vector<std::string>& group_names);
   ~ResultStream() override;  // stops the writer thread; what it did not write is dropped
   ResultStream(const ResultStream&) = delete;
   ResultStream& operator=(const ResultStream&) = delete;
@@ -37,9 +39,9 @@ class ResultStream final : public TargetStream {
   // Copies the records; returns without waiting for the write.
   void targets(std::size_t query, const std::vector<TargetRecord>& block) override;
   // Queues the closing of the query's columns and the writing of what needs the whole
-  // pass (write_query_summary: evalue, reported, the attributes); for the last query (of
-  // group_paths), waits until everything is written. Rethrows a write error met so far
-  // (begin_query too).
+  // pass (write_query_summary: evalue, reported, the attributes; write_query_trace); for
+  // the last query (of group_names), waits until everything is written. Rethrows a write
+  // error met so far (begin_query too).
   void end_query(std::size_t query, const QueryResult& result) override;
 
   // The columns it writes (the rest of a query's group is write_hdf5's).
@@ -50,13 +52,14 @@ class ResultStream final : public TargetStream {
     enum class Kind { begin, targets, end } kind;
     std::size_t query = 0;
     std::vector<TargetRecord> records;
-    std::unique_ptr<QueryResult> result;  // end: the finished query (its trace left out)
+    // end: the finished query (the trace rows only for the first model of a pass)
+    std::unique_ptr<QueryResult> result;
   };
   void run();
   void wait_idle();
 
   io::Hdf5Writer& file_;
-  std::vector<std::string> groups_;
+  std::vector<std::string> groups_, trace_groups_;  // per query: /results/hmmsearch/..., /trace/...
   std::mutex mutex_;
   std::condition_variable work_, idle_;
   std::deque<Job> jobs_;

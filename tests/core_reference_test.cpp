@@ -19,6 +19,7 @@
 #include "core/hmmsearch/profile.hpp"
 #include "core/hmmsearch/reference_kernels.hpp"
 #include "core/hmmsearch/statistics.hpp"
+#include "core/text_reader.hpp"
 #include "test_support.hpp"
 
 namespace duet {
@@ -93,6 +94,23 @@ TEST(FastaReader, ReadsPlainAndGzipWithEveryResidueCode) {
     EXPECT_EQ(s.residues.size(), 1u);
     EXPECT_FALSE(r.next(s));
   }
+}
+
+// A whole file in memory: plain, and gzip growing past the compressed size it started
+// from (several times over), byte for byte; an empty file is empty.
+TEST(WholeText, PlainGzipAndEmptyFilesReadWhole) {
+  TempDir dir;
+  std::string text;
+  for (int i = 0; i < 400000; ++i) text += "line " + std::to_string(i) + "\n";
+  write_file(dir.file("t.txt"), text);
+  gzFile gz = gzopen(dir.file("t.txt.gz").c_str(), "wb9");
+  gzwrite(gz, text.data(), static_cast<unsigned>(text.size()));
+  gzclose(gz);
+  write_file(dir.file("empty.txt"), "");
+  EXPECT_EQ(WholeText(dir.file("t.txt")).view(), text);
+  EXPECT_EQ(WholeText(dir.file("t.txt.gz")).view(), text);
+  EXPECT_EQ(WholeText(dir.file("empty.txt")).view(), "");
+  EXPECT_THROW(WholeText(dir.file("missing.txt")), InputError);
 }
 
 TEST(FastaReader, ErrorsNameFileAndLine) {

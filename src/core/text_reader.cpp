@@ -1,12 +1,14 @@
 // TextReader: buffered line reading through zlib's gz* functions.
 #include "core/text_reader.hpp"
 
+#include <sys/mman.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <new>
 
 #include "core/error.hpp"
 
@@ -53,17 +55,16 @@ TextReader::TextReader(std::string path, std::string_view text, std::int64_t lin
   file_size_ = text.size();
 }
 
-std::string read_text_file(const std::string& path) {
+WholeText::WholeText(const std::string& path) {
   TextReader reader(path);
   gzFile f = static_cast<gzFile>(reader.gz_);
-  // Read straight into the string, sized from the file (a compressed one grows as it
-  // inflates): one allocation for a plain file, no copy of the whole text afterwards.
-  std::string text(std::max<std::uint64_t>(reader.file_size_ + 1, kInitialBuffer), '\0');
-  std::size_t used = 0;
+  // Sized from the file (a compressed one grows as it inflates): for a plain file one
+  // allocation, read into directly.
+  grow(std::max<std::uint64_t>(reader.file_size_ + 1, kInitialBuffer));
   for (;;) {
-    if (used == text.size()) text.resize(2 * text.size());
-    const std::size_t room = std::min<std::size_t>(text.size() - used, 1u << 30);
-    const int n = gzread(f, text.data() + used, static_cast<unsigned>(room));
+    if (size_ == capacity_) grow(2 * capacity_);
+    const std::size_t room = std::min<std::size_t>(capacity_ - size_, 1u << 30);
+    const int n = gzread(f, data_ + size_, static_cast<unsigned>(room));
     if (n < 0) throw InputError(path, 1, "read error: " + zlib_error_text(f, path));
     if (n == 0) {
       int code = 0;
@@ -72,10 +73,25 @@ std::string read_text_file(const std::string& path) {
         throw InputError(path, 1, "read error: " + zlib_error_text(f, path));
       break;
     }
-    used += static_cast<std::size_t>(n);
+    size_ += static_cast<std::size_t>(n);
   }
-  text.resize(used);
-  return text;
+}
+
+WholeText::~WholeText() {
+  if (data_ != nullptr) ::munmap(data_, capacity_);
+}
+
+void WholeText::grow(std::size_t capacity) {
+  constexpr std::size_t kHugePage = std::size_t{2} << 20;
+  capacity = (capacity + kHugePage - 1) / kHugePage * kHugePage;
+  void* memory = data_ == nullptr ? ::mmap(nullptr, capacity, PROT_READ | PROT_WRITE,
+                                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+                                  : ::mremap(data_, capacity_, capacity, MREMAP_MAYMOVE);
+  if (memory == MAP_FAILED) throw std::bad_alloc();
+  // Advice only: without transparent huge pages the text is read into 4 KiB pages.
+  (void)::madvise(memory, capacity, MADV_HUGEPAGE);
+  data_ = static_cast<char*>(memory);
+  capacity_ = capacity;
 }
 
 TextReader::~TextReader() {

@@ -305,12 +305,11 @@ struct ModelText {
 // Cuts `text` into about `parts` pieces of similar size, each ending just after a line
 // "//" that the next non-blank line follows with "HMMER3/" (a model's end and the next
 // one's start), so that each piece starts where a reader of the whole file would start a
-// model.
-std::vector<ModelText> cut_between_models(const std::string& text, std::size_t parts) {
+// model. The pieces' lines_before are left to the caller (counted in parallel).
+std::vector<ModelText> cut_between_models(std::string_view text, std::size_t parts) {
   std::vector<ModelText> out;
   const std::size_t target = std::max<std::size_t>(1, text.size() / parts);
   std::size_t begin = 0;
-  std::int64_t lines = 0;
   std::size_t pos = 0;
   while (begin < text.size()) {
     std::size_t cut = std::string::npos;
@@ -320,7 +319,7 @@ std::vector<ModelText> cut_between_models(const std::string& text, std::size_t p
       if (found == std::string::npos) break;
       const std::size_t line_end = text.find('\n', found + 1);
       if (line_end == std::string::npos) break;
-      const std::string terminator = text.substr(found + 1, line_end - found - 1);
+      const std::string_view terminator = text.substr(found + 1, line_end - found - 1);
       std::size_t next = line_end + 1;
       while (next < text.size() &&
              (text[next] == '\n' || text[next] == '\r' || text[next] == ' ' || text[next] == '\t'))
@@ -335,9 +334,7 @@ std::vector<ModelText> cut_between_models(const std::string& text, std::size_t p
       pos = line_end;
     }
     const std::size_t end = cut == std::string::npos ? text.size() : cut;
-    ModelText part{std::string_view(text).substr(begin, end - begin), lines};
-    lines += static_cast<std::int64_t>(std::count(part.text.begin(), part.text.end(), '\n'));
-    out.push_back(std::move(part));
+    out.push_back(ModelText{text.substr(begin, end - begin), 0});
     begin = end;
   }
   return out;
@@ -363,25 +360,36 @@ std::vector<HmmModel> read_hmm_file(const std::string& path) {
     HmmReader reader(path);
     models = read_models(reader);
   } else {
-    const std::string text = read_text_file(path);
-    const std::vector<ModelText> parts = cut_between_models(text, 4 * threads);
+    const WholeText text(path);
+    std::vector<ModelText> parts = cut_between_models(text.view(), 4 * threads);
+    // Runs body(i) for every part on `threads` threads.
+    const auto for_each_part = [&](const auto& body) {
+      std::atomic<std::size_t> next{0};
+      std::vector<std::thread> workers;
+      for (unsigned t = 0; t < std::min<std::size_t>(threads, parts.size()); ++t) {
+        workers.emplace_back([&] {
+          for (std::size_t i = next++; i < parts.size(); i = next++) body(i);
+        });
+      }
+      for (std::thread& w : workers) w.join();
+    };
+    // Each part's lines, then the lines before it (for line numbers in messages).
+    std::vector<std::int64_t> lines(parts.size());
+    for_each_part([&](std::size_t i) {
+      lines[i] = std::count(parts[i].text.begin(), parts[i].text.end(), '\n');
+    });
+    for (std::size_t i = 1; i < parts.size(); ++i)
+      parts[i].lines_before = parts[i - 1].lines_before + lines[i - 1];
     std::vector<std::vector<HmmModel>> parsed(parts.size());
     std::vector<std::exception_ptr> failures(parts.size());
-    std::atomic<std::size_t> next{0};
-    std::vector<std::thread> workers;
-    for (unsigned t = 0; t < std::min<std::size_t>(threads, parts.size()); ++t) {
-      workers.emplace_back([&] {
-        for (std::size_t i = next++; i < parts.size(); i = next++) {
-          try {
-            HmmReader reader(path, parts[i].text, parts[i].lines_before);
-            parsed[i] = read_models(reader);
-          } catch (...) {
-            failures[i] = std::current_exception();
-          }
-        }
-      });
-    }
-    for (std::thread& w : workers) w.join();
+    for_each_part([&](std::size_t i) {
+      try {
+        HmmReader reader(path, parts[i].text, parts[i].lines_before);
+        parsed[i] = read_models(reader);
+      } catch (...) {
+        failures[i] = std::current_exception();
+      }
+    });
     // The first part that failed is where a reader of the whole file would have stopped.
     for (std::size_t i = 0; i < parts.size(); ++i) {
       if (failures[i]) std::rethrow_exception(failures[i]);

@@ -260,6 +260,32 @@ TEST(HmmReader, HeaderNumbersOutOfRangeAreErrors) {
   EXPECT_EQ(read_hmm_file(dir.file("maxl.hmm")).at(0).max_length, 7);
 }
 
+// Numbers are read as strtod reads them, whichever way they are written: a leading '+',
+// an exponent, a zero written long; a value strtod reports out of range is an error.
+TEST(HmmReader, NumbersReadAsStrtodReadsThem) {
+  TempDir dir;
+  const std::string one = one_node_dna_model();
+  const auto read_with = [&](const std::string& from, const std::string& to) {
+    std::string text = one;
+    const auto at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    write_file(dir.file("n.hmm"), text.replace(at, from.size(), to));
+    return read_hmm_file(dir.file("n.hmm")).at(0);
+  };
+  const HmmModel plain = read_with("0.00000        *\n//", "0.00000        *\n//");
+  for (const char* zero : {"+0.0", "0e7", "-0.000", "0.0E-400"}) {
+    const HmmModel m = read_with("0.00000        *\n//", std::string(zero) + "        *\n//");
+    EXPECT_EQ(m.t, plain.t) << zero;
+  }
+  const HmmModel exponent = read_with("STATS LOCAL MSV       -5.0", "STATS LOCAL MSV  -0.5e1");
+  EXPECT_EQ(exponent.msv_mu, plain.msv_mu);
+  EXPECT_EQ(read_with("STATS LOCAL MSV       -5.0", "STATS LOCAL MSV  +0x1p-1").msv_mu, 0.5f);
+  for (const char* bad : {"1e-400", "1e-310", "+-1", "1e400", "0x", "1.0.0"}) {
+    EXPECT_THROW(read_with("0.00000        *\n//", std::string(bad) + "        *\n//"), InputError)
+        << bad;
+  }
+}
+
 // An emission or transition line with a value missing or one too many is an error naming
 // the file and line: on a match line the MAP column would otherwise be read as the last
 // emission. The annotation columns of each format (or none) are accepted.

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <exception>
@@ -35,6 +36,31 @@ std::vector<std::string> split(const std::string& line) {
     if (i > start) tokens.emplace_back(line, start, i - start);
   }
   return tokens;
+}
+
+// `token` as std::strtod reads it: true when it reads the whole token without a range
+// error. Through std::from_chars where that gives the same value (both round correctly),
+// several times faster: a model file is mostly numbers. What from_chars reads otherwise
+// or not at all (a leading '+', hexadecimal, a value that overflows or underflows) goes
+// to strtod.
+bool read_double(const std::string& token, double& value) {
+  const char* first = token.data();
+  const char* const last = first + token.size();
+  if (first != last && *first == '+' && last - first > 1 && first[1] != '-' && first[1] != '+')
+    ++first;
+  const auto [end, error] = std::from_chars(first, last, value);
+  if (error == std::errc() && end == last && first != last) {
+    if (std::fabs(value) >= std::numeric_limits<double>::min()) return true;
+    // Zero or subnormal: a zero only when no digit before the exponent is 1 to 9
+    // (strtod reports an underflow otherwise).
+    const char* p = first;
+    while (p != last && *p != 'e' && *p != 'E' && (*p < '1' || *p > '9')) ++p;
+    if (value == 0 && (p == last || *p == 'e' || *p == 'E')) return true;
+  }
+  char* stop = nullptr;
+  errno = 0;
+  value = std::strtod(token.c_str(), &stop);
+  return stop != token.c_str() && *stop == '\0' && errno != ERANGE;
 }
 
 std::string rest_after_tag(const std::string& line) {
@@ -66,18 +92,15 @@ bool HmmReader::next(HmmModel& model) {
   // A probability field: -ln(p) or '*' for p = 0, as HMMER reads it.
   auto probability = [&](const std::string& token) -> float {
     if (token == "*") return 0.0f;
-    char* end = nullptr;
-    errno = 0;
-    const double v = std::strtod(token.c_str(), &end);
-    if (end == token.c_str() || *end != '\0' || errno == ERANGE || !std::isfinite(v) || v < 0) {
+    double v = 0;
+    if (!read_double(token, v) || !std::isfinite(v) || v < 0) {
       fail("expected a probability field (a non-negative number or '*'), found '" + token + "'");
     }
     return std::exp(static_cast<float>(-1.0 * v));
   };
   auto number = [&](const std::string& token, const char* what) -> double {
-    char* end = nullptr;
-    const double v = std::strtod(token.c_str(), &end);
-    if (end == token.c_str() || *end != '\0' || !std::isfinite(v)) {
+    double v = 0;
+    if (!read_double(token, v) || !std::isfinite(v)) {
       fail(std::string("expected a number for ") + what + ", found '" + token + "'");
     }
     return v;

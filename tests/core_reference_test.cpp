@@ -51,6 +51,14 @@ std::string one_node_dna_model() {
   return s;
 }
 
+// one_node_dna_model() with the first `from` replaced by `to`.
+std::string one_node_model_with(const std::string& from, const std::string& to) {
+  std::string text = one_node_dna_model();
+  const auto at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return at == std::string::npos ? text : text.replace(at, from.size(), to);
+}
+
 TEST(Alphabet, CodesFollowEasel) {
   const Alphabet& a = Alphabet::amino();
   EXPECT_EQ(a.K(), 20);
@@ -224,13 +232,6 @@ TEST(HmmReader, SeveralModelsAndErrors) {
 // conversions (a fuzzer found "MAXL 1e308" converted to int).
 TEST(HmmReader, HeaderNumbersOutOfRangeAreErrors) {
   TempDir dir;
-  const std::string one = one_node_dna_model();
-  const auto replaced = [&](const std::string& from, const std::string& to) {
-    std::string text = one;
-    const auto at = text.find(from);
-    EXPECT_NE(at, std::string::npos) << from;
-    return text.replace(at, from.size(), to);
-  };
   const auto line_of = [](const std::string& text, const std::string& what) {
     return std::count(text.begin(), text.begin() + static_cast<long>(text.find(what)), '\n') + 1;
   };
@@ -244,7 +245,7 @@ TEST(HmmReader, HeaderNumbersOutOfRangeAreErrors) {
            {"MSV       -5.0", "MSV       -1e300"},
            {"VITERBI   -5.5  0.7", "VITERBI   -5.5  1e39"},
        }) {
-    const std::string text = replaced(from, to);
+    const std::string text = one_node_model_with(from, to);
     const std::string name = "range" + std::to_string(n++) + ".hmm";
     write_file(dir.file(name), text);
     const std::string bad = to.substr(to.rfind('\n') + 1);
@@ -256,7 +257,7 @@ TEST(HmmReader, HeaderNumbersOutOfRangeAreErrors) {
     }
   }
   // In range, MAXL is read.
-  write_file(dir.file("maxl.hmm"), replaced("LENG  1", "LENG  1\nMAXL  7"));
+  write_file(dir.file("maxl.hmm"), one_node_model_with("LENG  1", "LENG  1\nMAXL  7"));
   EXPECT_EQ(read_hmm_file(dir.file("maxl.hmm")).at(0).max_length, 7);
 }
 
@@ -264,12 +265,8 @@ TEST(HmmReader, HeaderNumbersOutOfRangeAreErrors) {
 // an exponent, a zero written long; a value strtod reports out of range is an error.
 TEST(HmmReader, NumbersReadAsStrtodReadsThem) {
   TempDir dir;
-  const std::string one = one_node_dna_model();
   const auto read_with = [&](const std::string& from, const std::string& to) {
-    std::string text = one;
-    const auto at = text.find(from);
-    EXPECT_NE(at, std::string::npos) << from;
-    write_file(dir.file("n.hmm"), text.replace(at, from.size(), to));
+    write_file(dir.file("n.hmm"), one_node_model_with(from, to));
     return read_hmm_file(dir.file("n.hmm")).at(0);
   };
   const HmmModel plain = read_with("0.00000        *\n//", "0.00000        *\n//");

@@ -202,7 +202,7 @@ void write_hdf5(io::Hdf5Writer& file, const SearchRun& run, const io::Config& co
 }
 
 void write_query_trace(io::Hdf5Writer& file, const std::string& g, const std::string& first_g,
-                       const QueryResult& q, bool first) {
+                       const QuerySummary& q, bool first) {
   const scheduler::RunSummary& s = q.schedule;
   if (!first) {
     // A later model of a pass: the pass's rows and figures are with its first model.
@@ -230,18 +230,27 @@ void write_query_trace(io::Hdf5Writer& file, const std::string& g, const std::st
   file.set_attribute(g, "gpu_kept_residues", q.gpu_kept_residues);
 }
 
-void write_query_summary(io::Hdf5Writer& file, const std::string& g, const QueryResult& q) {
+QueryEnd query_end(const QueryResult& q, bool with_trace) {
+  QueryEnd end;
+  end.summary = q;  // the summary's part of q, without the records
+  if (!with_trace) end.summary.schedule.trace.clear();
+  const std::size_t n = q.targets.size();
+  end.evalue.resize(n);
+  end.reported.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    end.evalue[i] = q.targets[i].evalue;
+    end.reported[i] = q.targets[i].reported ? 1 : 0;
+  }
+  end.reported_targets = static_cast<std::int64_t>(q.reported.size());
+  return end;
+}
+
+void write_query_summary(io::Hdf5Writer& file, const std::string& g, const QueryEnd& end) {
   file.create_group(g);
   // The other columns were written during the pass (result_stream.hpp).
-  const std::size_t n = q.targets.size();
-  std::vector<double> evalue(n);
-  std::vector<std::uint8_t> reported(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    evalue[i] = q.targets[i].evalue;
-    reported[i] = q.targets[i].reported ? 1 : 0;
-  }
-  file.write(g + "/evalue", evalue);
-  file.write(g + "/reported", reported);
+  file.write(g + "/evalue", end.evalue);
+  file.write(g + "/reported", end.reported);
+  const QuerySummary& q = end.summary;
   file.set_attribute(g, "query_name", q.name);
   file.set_attribute(g, "accession", q.accession);
   file.set_attribute(g, "description", q.description);
@@ -252,7 +261,7 @@ void write_query_summary(io::Hdf5Writer& file, const std::string& g, const Query
   file.set_attribute(g, "passed_bias", q.counts.passed_bias);
   file.set_attribute(g, "passed_viterbi", q.counts.passed_viterbi);
   file.set_attribute(g, "passed_forward", q.counts.passed_forward);
-  file.set_attribute(g, "reported_targets", static_cast<std::int64_t>(q.reported.size()));
+  file.set_attribute(g, "reported_targets", end.reported_targets);
   file.set_attribute(g, "Z", q.Z);
   file.set_attribute(g, "stage_codes",
                      std::string("1 rejected by MSV, 2 by bias filter, 3 by Viterbi filter, "

@@ -28,14 +28,23 @@ void write_tblout(std::ostream& out, const SearchRun& run, const RunInfo& info);
 // write_query_trace as it ends.
 void write_hdf5(io::Hdf5Writer& file, const SearchRun& run, const io::Config& config,
                 const RunInfo& info);
-// What a query's /results group needs the whole pass for: evalue and reported, and the
-// attributes (name, counts, Z...), into `group`.
-void write_query_summary(io::Hdf5Writer& file, const std::string& group, const QueryResult& q);
+// What a query's /results group needs the whole pass for: the evalue and reported
+// columns, and the attributes (name, counts, Z...).
+struct QueryEnd {
+  QuerySummary summary;
+  std::vector<double> evalue;          // per target, database order
+  std::vector<std::uint8_t> reported;  // per target: 1 when reported
+  std::int64_t reported_targets = 0;
+};
+// The query's end without its targets' records (a writer thread keeps it; copying the
+// records' strings would hold up the search); the trace rows too unless `with_trace`.
+QueryEnd query_end(const QueryResult& q, bool with_trace);
+void write_query_summary(io::Hdf5Writer& file, const std::string& group, const QueryEnd& q);
 // A query's /trace group `group`. The first model of a pass (`first`) holds the pass's
 // rows, one per batch as parallel 1-D arrays, and figures; a later one names that group
 // (`first_group`) and its own wall time.
 void write_query_trace(io::Hdf5Writer& file, const std::string& group,
-                       const std::string& first_group, const QueryResult& q, bool first);
+                       const std::string& first_group, const QuerySummary& q, bool first);
 
 // The HDF5 group names of the queries, in order: each name with '/' replaced, and "#k"
 // added to the k-th query (k >= 2) of the same name.

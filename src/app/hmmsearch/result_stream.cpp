@@ -146,8 +146,7 @@ void ResultStream::targets(std::size_t query, const std::vector<TargetRecord>& b
 }
 
 void ResultStream::end_query(std::size_t query, const QueryResult& result) {
-  auto finished = std::make_unique<QueryResult>(result);
-  if (result.pass_first != query) finished->schedule.trace.clear();  // the pass's first has it
+  auto finished = std::make_unique<QueryEnd>(query_end(result, result.pass_first == query));
   {
     std::lock_guard lock(mutex_);
     if (error_) std::rethrow_exception(error_);
@@ -196,8 +195,8 @@ void ResultStream::run() {
           }
           write_query_summary(file_, groups_.at(job.query), *job.result);
           write_query_trace(file_, trace_groups_.at(job.query),
-                            trace_groups_.at(job.result->pass_first), *job.result,
-                            job.result->pass_first == job.query);
+                            trace_groups_.at(job.result->summary.pass_first), job.result->summary,
+                            job.result->summary.pass_first == job.query);
           break;
       }
     } catch (...) {

@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "app/hmmsearch/report.hpp"
 #include "app/hmmsearch/search.hpp"
 #include "io/hdf5_file.hpp"
 
@@ -52,8 +53,8 @@ class ResultStream final : public TargetStream {
     enum class Kind { begin, targets, end } kind;
     std::size_t query = 0;
     std::vector<TargetRecord> records;
-    // end: the finished query (the trace rows only for the first model of a pass)
-    std::unique_ptr<QueryResult> result;
+    // end: the finished query without its records (query_end, report.hpp)
+    std::unique_ptr<QueryEnd> result;
   };
   void run();
   void wait_idle();

@@ -48,14 +48,13 @@ struct PipelineCounts {
   std::int64_t passed_msv = 0, passed_bias = 0, passed_viterbi = 0, passed_forward = 0;
 };
 
-struct QueryResult {
+// What a query's result says besides its targets' records.
+struct QuerySummary {
   std::string name, accession, description;
   int M = 0;
   PipelineCounts counts;
   double Z = 0;
   bool Z_from_option = false;
-  std::vector<TargetRecord> targets;  // database order
-  std::vector<std::size_t> reported;  // indices into `targets`, best first
   double seconds = 0;
   std::string
       gpu_kernels;  // the real GPUs' kernels ("msv_group_threads=16 viterbi=warp"); "" = none
@@ -70,6 +69,11 @@ struct QueryResult {
   // the pass's figures are the same for every model of it (pass_models).
   scheduler::RunSummary schedule;
   std::size_t pass_first = 0, pass_models = 1;
+};
+
+struct QueryResult : QuerySummary {
+  std::vector<TargetRecord> targets;  // database order
+  std::vector<std::size_t> reported;  // indices into `targets`, best first
 };
 
 struct SearchRun {

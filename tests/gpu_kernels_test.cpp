@@ -308,48 +308,6 @@ TEST(GpuKernels, BatchesAndSlotsAgree) {
     expect_same(part[i], whole[10 + i], "slot 1 target " + std::to_string(i));
 }
 
-// A batch of at most set_exact_on_host_up_to targets leaves the exact MSV re-run to the
-// host: the targets the exact kernel re-runs, and only they, get NaN, and the reference
-// gives them the kernel's scores; a larger batch is re-run on the GPU as before.
-TEST(GpuKernels, ExactRerunLeftToTheHostOnSmallBatches) {
-  REQUIRE_GPU();
-  std::mt19937_64 rng(test_seed() ^ 0x4e);
-  for (int M : {40, 200, 700}) {
-    const HmmModel hmm =
-        simd_test::random_hmm(rng, Alphabet::amino(), M, simd_test::random_style(rng));
-    const SearchProfile p = profile_of(hmm);
-    const TargetSet targets = targets_for(rng, hmm, 300);
-    const auto all = targets.view();
-    const int n = static_cast<int>(all.size());
-    device::HmmGpuEngine on_gpu(0, p), left(0, p), too_small(0, p);
-    left.set_exact_on_host_up_to(n);
-    too_small.set_exact_on_host_up_to(n - 1);
-    const std::vector<FilterScore> gpu = on_gpu.msv(all);
-    const std::vector<FilterScore> host = left.msv(all);
-    const std::vector<FilterScore> larger = too_small.msv(all);
-    const std::int64_t exact = on_gpu.kernel_times(0).msv_exact_targets;
-    const std::string what = "M=" + std::to_string(M);
-    EXPECT_GT(exact, 0) << what << ": no target needed the exact re-run";
-    EXPECT_EQ(left.kernel_times(0).msv_exact_targets, 0) << what;
-    EXPECT_EQ(left.kernel_times(0).msv_exact_host_targets, exact) << what;
-    EXPECT_EQ(too_small.kernel_times(0).msv_exact_targets, exact) << what;
-    std::int64_t nan = 0;
-    for (int i = 0; i < n; ++i) {
-      const std::string where = what + " target " + std::to_string(i);
-      expect_same(larger[i], gpu[i], where + " (batch above the limit)");
-      if (std::isnan(host[i].nats)) {
-        ++nan;
-        expect_same(gpu[i], msv_filter_reference(p.msv, all[i].residues, all[i].length),
-                    where + " (left to the host)");
-      } else {
-        expect_same(host[i], gpu[i], where);
-      }
-      if (HasFailure()) return;
-    }
-    EXPECT_EQ(nan, exact) << what;
-  }
-}
-
 // ---- database blocks resident on the GPU (GpuResidentStore) ----
 
 struct EngineScores {

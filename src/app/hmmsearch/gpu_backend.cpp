@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -23,12 +22,6 @@ std::string gpu_name(int device) {
   }
   return "?";
 }
-
-// A batch of at most this many targets leaves the exact MSV re-run of its few J-state
-// targets to the host (HmmGpuEngine::set_exact_on_host_up_to): a model against a
-// proteome's batch (about 5,000 targets, of which about 10 need it) spent as long in that
-// launch as in the fast MSV kernel. A large database's batches keep it on the GPU.
-constexpr int kExactOnHostTargets = 16384;
 
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point& t) {
@@ -71,7 +64,7 @@ HmmsearchGpuBackend::~HmmsearchGpuBackend() {
       "hmmsearch GPU %d feeder %d: set-up %.3f s, %lld model changes %.3f s; %lld batches, %lld "
       "targets (%lld Viterbi, %lld Viterbi left to the CPU, %lld "
       "Forward on the GPU of which %lld finished on the host, %lld Forward on the host in "
-      "%.3f s, %lld exact MSV, %lld on the host); feeder: "
+      "%.3f s, %lld exact MSV); feeder: "
       "pack+submit %.3f s (engine: copy %.3f s, rest %.3f s), MSV wait %.3f s, phase one "
       "%.3f s, Viterbi wait %.3f s, phase two %.3f s, Forward wait %.3f s, phase three "
       "%.3f s, deliver %.3f s; kernels: MSV %.3f s, exact MSV %.3f s, Viterbi %.3f s, "
@@ -81,10 +74,10 @@ HmmsearchGpuBackend::~HmmsearchGpuBackend() {
       static_cast<long long>(t.viterbi_targets), static_cast<long long>(t.viterbi_to_cpu),
       static_cast<long long>(t.forward_targets), static_cast<long long>(t.forward_cpu_targets),
       static_cast<long long>(t.forward_on_host), t.forward_on_host_s,
-      static_cast<long long>(t.exact_targets), static_cast<long long>(t.exact_host_targets),
-      t.submit, t.submit_copy, t.submit_rest, t.wait_msv, t.phase_one, t.wait_viterbi, t.phase_two,
-      t.wait_forward, t.phase_three, t.deliver, t.msv_kernel, t.exact_kernel, t.viterbi_kernel,
-      t.forward_kernel, static_cast<long long>(t.resident), static_cast<long long>(t.uploaded),
+      static_cast<long long>(t.exact_targets), t.submit, t.submit_copy, t.submit_rest, t.wait_msv,
+      t.phase_one, t.wait_viterbi, t.phase_two, t.wait_forward, t.phase_three, t.deliver,
+      t.msv_kernel, t.exact_kernel, t.viterbi_kernel, t.forward_kernel,
+      static_cast<long long>(t.resident), static_cast<long long>(t.uploaded),
       static_cast<long long>(t.kept));
   // Every feeder's host loops together (scheduler::host_loop_seconds), by who ran them.
   const scheduler::HostLoopSeconds loops = scheduler::host_loop_seconds();
@@ -139,7 +132,6 @@ device::HmmGpuEngine& HmmsearchGpuBackend::engine(std::size_t lane, std::size_t 
   const auto t0 = Clock::now();
   if (!e.engine) {
     e.engine = std::make_unique<device::HmmGpuEngine>(device_, *m.profile, m.kernels, resident_);
-    e.engine->set_exact_on_host_up_to(kExactOnHostTargets);
     if (device_name_.empty()) device_name_ = gpu_name(device_);  // CUDA is started: quick
     times_.setup += std::chrono::duration<double>(Clock::now() - t0).count();
     phase_time("GPU engine ready");
@@ -269,13 +261,9 @@ void HmmsearchGpuBackend::run_lanes(std::vector<Lane>& lanes, Half* halves) {
       l.scores.resize(h.targets.size());
       std::vector<char> wants_viterbi(h.targets.size(), 0);
       run_host_loop_(h.targets.size(), kChunk, [&](std::size_t i) {
-        const device::GpuTarget& t = h.targets[i];
-        // NaN: the exact MSV re-run the engine left to the host (kExactOnHostTargets).
-        const FilterScore score = std::isnan(msv[i].nats)
-                                      ? msv_filter_reference(profile.msv, t.residues, t.length)
-                                      : msv[i];
-        wants_viterbi[i] = decide_through_bias(profile, settings_, t.residues, t.length, score,
-                                               l.scores[i]) == NextStage::viterbi;
+        wants_viterbi[i] =
+            decide_through_bias(profile, settings_, h.targets[i].residues, h.targets[i].length,
+                                msv[i], l.scores[i]) == NextStage::viterbi;
       });
       for (std::size_t i = 0; i < h.targets.size(); ++i) {
         if (wants_viterbi[i]) l.viterbi.push_back(static_cast<int>(i));
@@ -373,7 +361,6 @@ void HmmsearchGpuBackend::run_lanes(std::vector<Lane>& lanes, Half* halves) {
       r.kept += k.kept_residues;
       times.exact_kernel += k.msv_exact_ms / 1e3;
       times.exact_targets += k.msv_exact_targets;
-      times.exact_host_targets += k.msv_exact_host_targets;
       if (!l.to_cpu) {
         times.viterbi_kernel += k.viterbi_ms / 1e3;
         times.forward_kernel += k.canonical_ms / 1e3;

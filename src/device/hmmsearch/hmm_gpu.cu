@@ -86,7 +86,6 @@ struct HmmGpuEngine::Impl {
   ViterbiDeviceLayout vit_layout;
   bool msv_fast_fits = true;   // the profile fits in shared memory
   bool msv_all_exact = false;  // every target through the exact kernel (see above)
-  int exact_on_host_up_to = 0;  // set_exact_on_host_up_to
   DeviceBuffer<std::int16_t> msv_words;
   DeviceBuffer<std::uint8_t> msv_costs;
   DeviceBuffer<std::int16_t> vit_match;
@@ -123,7 +122,6 @@ struct HmmGpuEngine::Impl {
     DeviceBuffer<std::int16_t> d_boundary, d_ncj;
     DeviceBuffer<short4> d_vit_rows;
     DeviceBuffer<std::uint8_t> d_exact_rows;  // one per slot: the slots' streams run at once
-    bool exact_on_host = false;  // the last batch left its exact re-run to the host
     // Per target: where the kernels read its residues (the slot's device buffer or the
     // resident store), and where the host reads them (wait_canonical_forward).
     PinnedBuffer<const std::uint8_t*> target_residues;
@@ -545,8 +543,7 @@ void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::siz
     check_launch("msv_wavefront_kernel");
   }
   s.msv_fast_done.record(st);
-  s.exact_on_host = !m.msv_all_exact && n <= m.exact_on_host_up_to;
-  if (n > 0 && !s.exact_on_host) {
+  if (n > 0) {
     MsvExactArgs e{};
     e.cost = m.msv_costs.get();
     e.M = m.msv.M;
@@ -579,10 +576,6 @@ void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::siz
   s.times.submit_rest_s = seconds(Clock::now() - copied);
 }
 
-void HmmGpuEngine::set_exact_on_host_up_to(int targets) {
-  impl_->exact_on_host_up_to = std::max(targets, 0);
-}
-
 const std::vector<FilterScore>& HmmGpuEngine::wait_msv(int slot_index) {
   Impl& m = *impl_;
   Impl::Slot& s = *m.slots[slot_index];
@@ -591,16 +584,11 @@ const std::vector<FilterScore>& HmmGpuEngine::wait_msv(int slot_index) {
   m.publish_kept(s);
   s.times.msv_ms = s.msv_fast_done.ms_since(s.msv_start);
   s.times.msv_exact_ms = s.msv_done.ms_since(s.msv_fast_done);
-  s.times.msv_exact_targets = s.exact_on_host ? 0 : s.exact_count[0];
-  s.times.msv_exact_host_targets = s.exact_on_host ? s.exact_count[0] : 0;
+  s.times.msv_exact_targets = s.exact_count[0];
   s.msv_scores.resize(s.n);
   const int bias = m.msv.bias, tec = m.msv.tec;
   for (int i = 0; i < s.n; ++i) {
     const int code = s.result[i];
-    if (code == -1 && s.exact_on_host) {
-      s.msv_scores[i] = {std::numeric_limits<float>::quiet_NaN(), false};
-      continue;
-    }
     int xJ = 0;
     if (code == kMsvOverflow || (code >= 0 && code < kMsvExact && code >= 255 - bias)) {
       s.msv_scores[i] = {std::numeric_limits<float>::infinity(), true};

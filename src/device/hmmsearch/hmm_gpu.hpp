@@ -190,9 +190,6 @@ struct GpuBlockSpan {
 struct GpuKernelTimes {
   float msv_ms = 0, msv_exact_ms = 0, viterbi_ms = 0, forward_ms = 0, canonical_ms = 0;
   std::int64_t msv_exact_targets = 0;
-  // Targets of the last MSV batch whose exact re-run was left to the host
-  // (set_exact_on_host_up_to).
-  std::int64_t msv_exact_host_targets = 0;
   // Targets of the last canonical Forward batch rescaled more than kCanonicalGpuRescalings
   // times, whose score the host computed on the CPU.
   std::int64_t canonical_cpu_targets = 0;
@@ -255,13 +252,6 @@ class HmmGpuEngine {
   // Waits (sleeping) for the slot's MSV and returns one score per target, in order (valid
   // until the slot's next submit).
   const std::vector<FilterScore>& wait_msv(int slot);
-  // Batches of at most `targets` targets (0, the default: none) leave the exact MSV
-  // re-run to the caller: wait_msv gives each target that needs it a NaN score, to be
-  // finished on the host with msv_filter_reference, which gives the score the exact kernel
-  // would (it computes the reference's cells operation by operation). On a small batch
-  // (one model against a proteome) the few targets that need it take the kernel's launch,
-  // a warp each walking its rows in order, longer than the host takes for them.
-  void set_exact_on_host_up_to(int targets);
   // Starts the Viterbi filter on some of the slot's uploaded targets (indices into the
   // last submit_msv's list); the residues are already on the device.
   void submit_viterbi(int slot, const int* which, std::size_t count);

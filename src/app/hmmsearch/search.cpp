@@ -129,7 +129,8 @@ struct ModelInPass {
   const SearchProfile* profile = nullptr;
   scheduler::ResultSink<BlockRecords>* sink = nullptr;
   std::vector<std::unique_ptr<FilterKernels>> kernels;  // per worker; null until used
-  // Its striped profiles, shared by every worker's kernels; null until first used.
+  // Its striped profiles, shared by every worker's kernels: made with the profile before
+  // the pass (null for the scalar kernels, or until first used where not given).
   std::shared_ptr<const simd::StripedProfiles> striped;
 };
 
@@ -501,10 +502,14 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
     const auto query_start = Clock::now();
     const Background bg = Background::for_alphabet(*hmm.alphabet);
     const std::size_t group = last - first;
-    // The group's profiles, configured on the CPU workers' share of the cores.
+    // The group's profiles, configured and striped on the CPU workers' share of the cores.
+    // (Striped lazily instead, by the first worker that needs them, every worker starting
+    // the pass striped each model at once: the same work up to once per worker.)
     std::vector<SearchProfile> profiles(group);
+    std::vector<std::shared_ptr<const simd::StripedProfiles>> striped(group);
     scheduler::parallel_for_each(options.cpu_workers, group, [&](std::size_t j) {
       profiles[j] = build_search_profile(models[first + j], bg);
+      if (isa != simd::Isa::scalar) striped[j] = simd::stripe_profiles(profiles[j], isa);
     });
     phase_time("profiles built");
     std::vector<QueryResult> queries(group);
@@ -535,7 +540,7 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
           }));
     }
     for (std::size_t j = 0; j < group; ++j)
-      in_pass.push_back({&profiles[j], sinks[j].get(), {}, {}});
+      in_pass.push_back({&profiles[j], sinks[j].get(), {}, std::move(striped[j])});
     QueryResult& query = queries.front();
     HmmsearchWorkload workload(std::move(in_pass), settings, options.cpu_workers + feeders, isa);
     std::vector<std::unique_ptr<TestDoubleGpu<TestDoubleBlock>>> doubles;

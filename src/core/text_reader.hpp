@@ -16,8 +16,8 @@ std::string zlib_error_text(void* gz_file, const std::string& opened_as);
 
 // The whole text of a plain or gzip file, held in memory of its own: an anonymous mapping
 // with huge pages where the system gives them, so that a file of hundreds of MB is read
-// without a page fault per 4 KiB (a std::string of that size took 0.5 s to fill here,
-// this 0.05 s). InputError as TextReader.
+// without a page fault per 4 KiB (filling a std::string of that size was mostly page
+// faults; bench/RESULTS.md). InputError as TextReader.
 class WholeText {
  public:
   explicit WholeText(const std::string& path);

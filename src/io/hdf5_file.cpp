@@ -30,8 +30,8 @@ namespace fs = std::filesystem;
 constexpr std::size_t kChunkThreshold = 4096;
 // Datasets up to this long are stored in their object header (compact layout: 16 KiB at
 // most, a variable-length string's element in the file being 16 bytes). A query's
-// columns are mostly this small, and writing them contiguous took about 15% more of the
-// result writer's time (bench/result_writer_bench).
+// columns are mostly this small; a contiguous dataset of its own costs each of them a
+// file allocation and a write (bench/result_writer_bench).
 constexpr std::size_t kCompactElements = 1024;
 // Elements per chunk: 32 KiB of uint8 to 512 KiB of variable-length string references,
 // within HDF5's default 1 MiB chunk cache.

@@ -1,0 +1,102 @@
+// The dynamic programming behind HMMER 3.3.2's domain definition, in probability space
+// with HMMER's sparse rescaling: Forward and Backward (whole matrices, or parsers that keep
+// only the special states of every row), posterior decoding, the optimal-accuracy
+// alignment and its traceback, and stochastic traceback. One scalar implementation in one
+// fixed order of operations: every device's survivors go through it on the CPU, so
+// domains are the same whatever ran the filters.
+//
+// The recurrences and tie rules are HMMER's (p7_Forward, p7_Backward, p7_Decoding,
+// p7_DomainDecoding, p7_OptimalAccuracy, p7_OATrace, p7_StochasticTrace). Where HMMER's
+// SIMD code visits the model's nodes in its striped order and the order decides a result
+// (a sampled exit node, a tie between exits), the same order is followed here: node
+// r * Q + q + 1 for q = 0..Q-1, then lanes r = 0..3, where Q = max(2, ceil(M / 4)).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/alphabet.hpp"
+#include "core/hmmsearch/hmmer_random.hpp"
+#include "core/hmmsearch/profile.hpp"
+
+namespace duet {
+
+// The special states' probabilities of one configuration: local multihit (as the search
+// scores targets) or unihit (as domain definition scores an envelope), for a target
+// length L.
+struct SpecialMoves {
+  float n_loop = 0, n_move = 0, c_loop = 0, c_move = 0, j_loop = 0, j_move = 0;
+  float e_move = 0, e_loop = 0;
+  static SpecialMoves multihit(const ForwardScores& scores, int L);
+  static SpecialMoves unihit(int L);
+};
+
+// A DP matrix: rows 0..L of nodes 0..M, each with M, D and I values, and per row the
+// special states E, N, J, B, C and the row's rescaling factor (1 when not rescaled). A
+// parser's matrix keeps the cells of two rows only.
+class DpMatrix {
+ public:
+  enum Special { kE = 0, kN, kJ, kB, kC, kScale, kSpecials };
+
+  void reset(int M, int L, bool full);
+  int M() const { return M_; }
+  int L() const { return L_; }
+  bool full() const { return full_; }
+  // Row i's cells: node k's M, D and I at 3k, 3k + 1, 3k + 2.
+  float* row(int i) { return cells_.data() + row_offset(i); }
+  const float* row(int i) const { return cells_.data() + row_offset(i); }
+  float& x(int i, Special s) { return specials_[static_cast<std::size_t>(i) * kSpecials + s]; }
+  float x(int i, Special s) const { return specials_[static_cast<std::size_t>(i) * kSpecials + s]; }
+  // Backward only: its rescaling factors are its own, not the Forward matrix's (a rare
+  // overflow, as in HMMER).
+  bool own_scales = false;
+  float total_scale = 0;  // sum of the logarithms of the rescaling factors (nats)
+
+ private:
+  std::size_t row_offset(int i) const {
+    return static_cast<std::size_t>(full_ ? i : (i & 1)) * 3 * static_cast<std::size_t>(M_ + 1);
+  }
+  int M_ = 0, L_ = 0;
+  bool full_ = true;
+  std::vector<float> cells_, specials_;
+};
+
+// Forward over dsq[0..L-1] into `mx` (full or parser as reset): the score in nats.
+float forward_dp(const ForwardScores& scores, const SpecialMoves& moves, const Residue* dsq, int L,
+                 DpMatrix& mx);
+// Backward with the Forward matrix's rescaling factors: the score in nats.
+float backward_dp(const ForwardScores& scores, const SpecialMoves& moves, const Residue* dsq, int L,
+                  const DpMatrix& fwd, DpMatrix& bck);
+// Posterior probabilities of every emitting cell (M, I; N, J, C per row; D is 0) from two
+// full matrices; `pp` may be `bck` (decoded in place). False where the rescaling
+// overflows (HMMER's eslERANGE).
+bool decode_posteriors(const SpecialMoves& moves, const DpMatrix& fwd, const DpMatrix& bck,
+                       DpMatrix& pp);
+// Per row i = 0..L of the whole target, from the parsers' special states: the expected
+// number of domains begun (btot) and ended (etot) at or before i, and the probability
+// that residue i is emitted by the model's core (mocc). False on overflow.
+bool decode_domain_boundaries(const SpecialMoves& moves, const DpMatrix& fwd, const DpMatrix& bck,
+                              std::vector<float>& btot, std::vector<float>& etot,
+                              std::vector<float>& mocc);
+
+// A state path, in order from S to T. i is the residue a state emits (0 for none), k the
+// node (0 outside the model).
+enum class TraceState : std::uint8_t { M, D, I, N, B, E, C, J, S, T };
+struct TraceStep {
+  TraceState state;
+  int k = 0, i = 0;
+  float pp = 0;  // the posterior probability of the emission (optimal-accuracy traces)
+};
+using Trace = std::vector<TraceStep>;
+
+// The optimal-accuracy alignment's score (expected correctly aligned residues) of the
+// posteriors `pp`, its matrix in `oa`, and the traceback of it.
+float optimal_accuracy(const ForwardScores& scores, const SpecialMoves& moves, const DpMatrix& pp,
+                       DpMatrix& oa);
+Trace optimal_accuracy_trace(const ForwardScores& scores, const SpecialMoves& moves,
+                             const DpMatrix& pp, const DpMatrix& oa);
+// A path sampled from a full Forward matrix of dsq[0..L-1].
+Trace stochastic_trace(HmmerRandom& random, const ForwardScores& scores, const SpecialMoves& moves,
+                       const Residue* dsq, const DpMatrix& fwd);
+
+}  // namespace duet

@@ -1,0 +1,160 @@
+// Unit tests of domain definition's pieces (core/hmmsearch/posterior_dp, domain_definition,
+// hmmer_random). The whole against hmmsearch 3.3.2 is in e2e_hmmer_test.cpp.
+#include "core/hmmsearch/domain_definition.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "core/hmmsearch/cascade.hpp"
+#include "core/hmmsearch/hmm.hpp"
+#include "core/hmmsearch/posterior_dp.hpp"
+#include "core/hmmsearch/synthetic.hpp"
+
+namespace duet {
+namespace {
+
+const std::string kTutorial = "/usr/share/doc/hmmer/examples/tutorial/";
+
+SearchProfile tutorial_profile(const std::string& name) {
+  const std::vector<HmmModel> models = read_hmm_file(kTutorial + name + ".hmm");
+  return build_search_profile(models.front(), Background::for_alphabet(*models.front().alphabet));
+}
+
+// Easel 0.48's esl_randomness_CreateFast(42) and esl_random, and esl_rnd_FChoose after
+// esl_randomness_Init(r, 7), as printed by a program built against Easel's own
+// esl_random.c outside this repository.
+TEST(HmmerRandom, DrawsAsEaselsFastGenerator) {
+  HmmerRandom r(42);
+  EXPECT_DOUBLE_EQ(r.uniform(), 0.10076649952679873);
+  EXPECT_DOUBLE_EQ(r.uniform(), 0.84135581669397652);
+  EXPECT_DOUBLE_EQ(r.uniform(), 0.60490323649719357);
+  EXPECT_DOUBLE_EQ(r.uniform(), 0.061641624895855784);
+  EXPECT_DOUBLE_EQ(r.uniform(), 0.52538993209600449);
+  r.reseed(7);
+  const float p[3] = {0.2f, 0.5f, 0.3f};
+  const int expected[10] = {1, 0, 1, 1, 1, 2, 0, 0, 0, 0};
+  for (int e : expected) EXPECT_EQ(r.choose(p, 3), e);
+  r.reseed(42);
+  EXPECT_DOUBLE_EQ(r.uniform(), 0.10076649952679873) << "reseeding starts the draws again";
+}
+
+// Forward and Backward give one score; every residue is emitted by exactly one state, so
+// each row's posteriors sum to 1; the parser's score is the full matrix's. Random targets
+// around a model's emissions, multihit and unihit.
+TEST(PosteriorDp, ForwardBackwardAgreeAndPosteriorsSumToOne) {
+  const unsigned seed = std::random_device{}();
+  std::printf("seed %u\n", seed);
+  std::mt19937 rng(seed);
+  for (const char* name : {"globins4", "fn3", "Pkinase"}) {
+    const SearchProfile p = tutorial_profile(name);
+    for (int t = 0; t < 4; ++t) {
+      std::uniform_int_distribution<int> length(1, 400), residue(0, p.alphabet->K() - 1);
+      std::vector<Residue> dsq(length(rng));
+      for (Residue& x : dsq) x = static_cast<Residue>(residue(rng));
+      const int L = static_cast<int>(dsq.size());
+      for (bool uni : {false, true}) {
+        const std::string what = std::string(name) + " L=" + std::to_string(L) +
+                                 (uni ? " unihit" : " multihit") + " seed " + std::to_string(seed);
+        const SpecialMoves mv =
+            uni ? SpecialMoves::unihit(L) : SpecialMoves::multihit(p.forward, L);
+        DpMatrix fwd, bck, parser;
+        fwd.reset(p.M, L, true);
+        bck.reset(p.M, L, true);
+        parser.reset(p.M, L, false);
+        const float f = forward_dp(p.forward, mv, dsq.data(), L, fwd);
+        const float b = backward_dp(p.forward, mv, dsq.data(), L, fwd, bck);
+        EXPECT_EQ(forward_dp(p.forward, mv, dsq.data(), L, parser), f) << what;
+        EXPECT_NEAR(f, b, 1e-4 * std::fabs(f) + 1e-3) << what;
+        if (!uni) {
+          CanonicalForward canonical(p.forward);
+          EXPECT_NEAR(f, canonical.score(dsq.data(), L), 1e-4 * std::fabs(f) + 1e-3) << what;
+        }
+        ASSERT_TRUE(decode_posteriors(mv, fwd, bck, bck)) << what;
+        for (int i = 1; i <= L; ++i) {
+          double sum = bck.x(i, DpMatrix::kN) + bck.x(i, DpMatrix::kJ) + bck.x(i, DpMatrix::kC);
+          for (int k = 1; k <= p.M; ++k) sum += bck.row(i)[3 * k] + bck.row(i)[3 * k + 2];
+          ASSERT_NEAR(sum, 1.0, 2e-3) << what << " row " << i;
+        }
+      }
+    }
+  }
+}
+
+// The optimal-accuracy trace is a path: S N.. B, then M/D/I steps that advance the node
+// and residue by HMMER's rules, E C.. T, emitting every residue once.
+TEST(PosteriorDp, OptimalAccuracyTraceIsAPath) {
+  const SearchProfile p = tutorial_profile("globins4");
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> residue(0, p.alphabet->K() - 1);
+  std::vector<Residue> dsq(180);
+  for (Residue& x : dsq) x = static_cast<Residue>(residue(rng));
+  const int L = static_cast<int>(dsq.size());
+  const SpecialMoves mv = SpecialMoves::unihit(L);
+  DpMatrix fwd, bck;
+  fwd.reset(p.M, L, true);
+  bck.reset(p.M, L, true);
+  forward_dp(p.forward, mv, dsq.data(), L, fwd);
+  backward_dp(p.forward, mv, dsq.data(), L, fwd, bck);
+  ASSERT_TRUE(decode_posteriors(mv, fwd, bck, bck));
+  const float oa = optimal_accuracy(p.forward, mv, bck, fwd);
+  EXPECT_GT(oa, 0.0f);
+  EXPECT_LE(oa, static_cast<float>(L));
+  const Trace tr = optimal_accuracy_trace(p.forward, mv, bck, fwd);
+  ASSERT_GE(tr.size(), 5u);
+  EXPECT_EQ(tr.front().state, TraceState::S);
+  EXPECT_EQ(tr.back().state, TraceState::T);
+  int emitted = 0, last_i = 0;
+  float pp_sum = 0.0f;
+  for (const TraceStep& s : tr) {
+    if (s.i > 0) {
+      EXPECT_EQ(s.i, last_i + 1);
+      last_i = s.i;
+      ++emitted;
+    }
+    pp_sum += s.pp;
+  }
+  EXPECT_EQ(emitted, L);
+  EXPECT_NEAR(pp_sum, oa, 1e-3f * oa) << "the trace's posteriors add up to its score";
+}
+
+// Two copies of a sequence sampled from the model, apart: two domains, each inside its
+// copy, on both sides of the join.
+TEST(DomainDefinition, TwoCopiesGiveTwoDomains) {
+  const std::vector<HmmModel> models = read_hmm_file(kTutorial + "globins4.hmm");
+  const HmmModel& hmm = models.front();
+  const SearchProfile p = build_search_profile(hmm, Background::for_alphabet(*hmm.alphabet));
+  std::uint64_t state = 3;
+  const std::vector<Residue> copy = emit_domain(hmm, state);
+  ASSERT_GT(copy.size(), 50u);
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> residue(0, p.alphabet->K() - 1);
+  std::vector<Residue> dsq;
+  for (int part = 0; part < 2; ++part) {
+    for (int j = 0; j < 60; ++j) dsq.push_back(static_cast<Residue>(residue(rng)));
+    dsq.insert(dsq.end(), copy.begin(), copy.end());
+  }
+  for (int j = 0; j < 60; ++j) dsq.push_back(static_cast<Residue>(residue(rng)));
+  const int L = static_cast<int>(dsq.size());
+  CanonicalForward canonical(p.forward);
+  DomainWorkspace ws;
+  const TargetDomains d = define_domains(p, dsq.data(), L, canonical.score(dsq.data(), L),
+                                         null_score(L), DomainSettings{}, ws);
+  ASSERT_EQ(d.domains.size(), 2u);
+  const int first_end = 60 + static_cast<int>(copy.size());
+  EXPECT_LE(d.domains[0].ali_to, first_end + 5);
+  EXPECT_GE(d.domains[1].ali_from, first_end + 55);
+  for (const Domain& x : d.domains) {
+    EXPECT_LE(x.env_from, x.ali_from);
+    EXPECT_LE(x.ali_to, x.env_to);
+    EXPECT_LE(1, x.hmm_from);
+    EXPECT_LE(x.hmm_to, p.M);
+    EXPECT_GT(x.bits, 20.0f);
+  }
+  EXPECT_GT(d.score_bits, d.domains[0].bits);
+  EXPECT_GE(d.regions, 1);
+}
+
+}  // namespace
+}  // namespace duet

@@ -3,11 +3,14 @@
 // file whose contents agree with the text report.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "io/hdf5_file.hpp"
@@ -157,8 +160,9 @@ TEST(Cli, ResultFileAgreesWithReport) {
   TempDir dir;
   test::run_command("zcat /usr/share/doc/mmseqs2/example-data/DB.fasta.gz | head -n 6000 > " +
                     dir.file("db.fa"));
-  const auto r = test::run_command(kDuet + " hmmsearch -E 100 -o " + dir.file("r.h5") + " " +
-                                   kGlobins + " " + dir.file("db.fa"));
+  const auto r = test::run_command(kDuet + " hmmsearch -E 1e9 --F3 1 --domE 1e9 --domtblout " +
+                                   dir.file("d.tbl") + " -o " + dir.file("r.h5") + " " + kGlobins +
+                                   " " + dir.file("db.fa"));
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("null2"), std::string::npos);
   const auto counts = test::read_pass_counts(r.output);
@@ -179,9 +183,36 @@ TEST(Cli, ResultFileAgreesWithReport) {
     EXPECT_LT(index[i - 1], index[i]);  // database order
   const long passed = std::count(stage.begin(), stage.end(), 5);
   EXPECT_EQ(passed, counts[0][3]);
-  EXPECT_NE(h5.attribute_string("/run", "null2").find("off"), std::string::npos);
+  EXPECT_NE(h5.attribute_string("/run", "null2").find("on"), std::string::npos);
+  // The domains table: every domain of every hit (database order); those reported are
+  // --domtblout's rows (the best hits first): the same alignment starts.
+  const auto reported = h5.read_uint8(g + "/domains/reported");
+  const auto ali_from = h5.read_int32(g + "/domains/ali_from");
+  const auto target_row = h5.read_int64(g + "/domains/target_row");
+  const auto target_reported = h5.read_uint8(g + "/reported");
+  std::vector<int> h5_rows;
+  for (std::size_t j = 0; j < reported.size(); ++j) {
+    if (reported[j] == 0) continue;
+    EXPECT_EQ(target_reported.at(static_cast<std::size_t>(target_row[j])), 1);
+    h5_rows.push_back(ali_from[j]);
+  }
+  std::vector<int> table_rows;
+  std::ifstream table(dir.file("d.tbl"));
+  for (std::string line; std::getline(table, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream fields(line);
+    std::string f;
+    for (int c = 0; c < 17; ++c) fields >> f;
+    int from = 0;
+    fields >> from;  // column 18: alignment start
+    table_rows.push_back(from);
+  }
+  ASSERT_FALSE(table_rows.empty());
+  std::sort(h5_rows.begin(), h5_rows.end());
+  std::sort(table_rows.begin(), table_rows.end());
+  EXPECT_EQ(h5_rows, table_rows);
   EXPECT_NE(h5.attribute_string("/run", "config_toml").find("[hmmsearch]"), std::string::npos);
-  EXPECT_NE(h5.attribute_string("/run", "command_line").find("-E 100"), std::string::npos);
+  EXPECT_NE(h5.attribute_string("/run", "command_line").find("-E 1e9"), std::string::npos);
 }
 
 // --gpu-resident: a size or auto, recorded in the configuration; the residues read from

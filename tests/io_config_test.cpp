@@ -149,11 +149,23 @@ F3 = 1e-6
 max = true
 nobias = true
 nonull2 = true
+domE = 1.5
+domT = 12.5
+domZ = 300
+incE = 1e-4
+incT = 30
+incdomE = 1e-3
+incdomT = 21
+seed = 7
+cut = "tc"
 
 [run]
 cpu = 8
 out = "results/pfam.h5"
 tblout = "hits.tbl"
+domtblout = "domains.tbl"
+noali = true
+textw = 200
 isa = "avx2"
 quiet = true
 )",
@@ -167,9 +179,21 @@ quiet = true
   EXPECT_TRUE(config.search.max);
   EXPECT_TRUE(config.search.nobias);
   EXPECT_TRUE(config.search.nonull2);
+  EXPECT_EQ(config.search.domE, 1.5);
+  EXPECT_EQ(config.search.domT, 12.5);
+  EXPECT_EQ(config.search.domZ, 300.0);
+  EXPECT_EQ(config.search.incE, 1e-4);
+  EXPECT_EQ(config.search.incT, 30.0);
+  EXPECT_EQ(config.search.incdomE, 1e-3);
+  EXPECT_EQ(config.search.incdomT, 21.0);
+  EXPECT_EQ(config.search.seed, 7);
+  EXPECT_EQ(config.search.cut, "tc");
   EXPECT_EQ(config.run.cpu, 8);
   EXPECT_EQ(config.run.out, "results/pfam.h5");
   EXPECT_EQ(config.run.tblout, "hits.tbl");
+  EXPECT_EQ(config.run.domtblout, "domains.tbl");
+  EXPECT_TRUE(config.run.noali);
+  EXPECT_EQ(config.run.textw, 200);
   EXPECT_EQ(config.run.isa, "avx2");
   EXPECT_TRUE(config.run.quiet);
 }
@@ -280,6 +304,14 @@ const ConfigErrorCase kConfigErrors[] = {
     {"F1_zero", "[hmmsearch]\nF1 = 0\n", 2, "'F1' must be in (0, 1], not 0"},
     {"F2_above_one", "[hmmsearch]\nF2 = 1.5\n", 2, "'F2' must be in (0, 1], not 1.5"},
     {"F3_negative", "[hmmsearch]\nF3 = -1e-5\n", 2, "'F3' must be in (0, 1], not -1e-05"},
+    {"domE_zero", "[hmmsearch]\ndomE = 0\n", 2, "'domE' must be > 0, not 0"},
+    {"incdomT_infinite", "[hmmsearch]\nincdomT = inf\n", 2, "'incdomT' must be a finite number"},
+    {"seed_zero", "[hmmsearch]\nseed = 0\n", 2, "'seed' must be in [1, 4294967295], not 0"},
+    {"seed_fraction", "[hmmsearch]\nseed = 1.5\n", 2,
+     "'seed' must be an integer, not a floating-point number"},
+    {"cut_unknown", "[hmmsearch]\ncut = \"GA\"\n", 2,
+     "'cut' must be one of ga, nc, tc or \"\", not 'GA'"},
+    {"textw_negative", "[run]\ntextw = -1\n", 2, "'textw' must be in [0, 1048576], not -1"},
     {"cpu_negative", "[run]\ncpu = -1\n", 2, "'cpu' must be in [0, 1024], not -1"},
     {"cpu_too_large", "[run]\ncpu = 3000000000\n", 2, "'cpu' must be in [0, 1024], not 3000000000"},
     {"cpu_above_limit", "[run]\ncpu = 1025\n", 2, "'cpu' must be in [0, 1024], not 1025"},
@@ -459,7 +491,19 @@ TEST(IoConfig, ToTomlRoundTripsEveryField) {
   config.search.max = true;
   config.search.nobias = true;
   config.search.nonull2 = true;
+  config.search.domE = 0.25;
+  config.search.domT = -3.5;
+  config.search.domZ = 17.0;
+  config.search.incE = 1e-300;
+  config.search.incT = 1e9;
+  config.search.incdomE = 2.0 / 3.0;
+  config.search.incdomT = 0.0;
+  config.search.seed = 4294967295;
+  config.search.cut = "ga";
   config.run.cpu = kMaxCpuWorkers;
+  config.run.domtblout = "d.tbl";
+  config.run.noali = true;
+  config.run.textw = 0;
   config.run.out = "dir with space/\"quoted\" \\ back\tslash\x01\x7f.h5";
   config.run.tblout = "r\xC3\xA9sultats/\xCE\xB1\xCE\xB2.tbl";  // UTF-8
   config.run.isa = "sse4.1";
@@ -512,6 +556,14 @@ TEST(IoConfig, ToTomlRoundTripsRandomConfigs) {
     config.search.max = coin(random);
     config.search.nobias = coin(random);
     config.search.nonull2 = coin(random);
+    config.search.domE = positive();
+    if (coin(random)) config.search.domT = (coin(random) ? 1.0 : -1.0) * positive();
+    if (coin(random)) config.search.domZ = positive();
+    config.search.incE = positive();
+    if (coin(random)) config.search.incT = (coin(random) ? 1.0 : -1.0) * positive();
+    config.search.incdomE = positive();
+    if (coin(random)) config.search.incdomT = (coin(random) ? 1.0 : -1.0) * positive();
+    config.search.seed = std::uniform_int_distribution<std::int64_t>(1, 4294967295)(random);
     config.run.cpu = std::uniform_int_distribution<int>(0, kMaxCpuWorkers)(random);
     config.run.out = "out" + std::to_string(i) + ".h5";
     config.run.quiet = coin(random);

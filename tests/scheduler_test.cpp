@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -889,15 +890,26 @@ TEST(SchedulerStream, ColumnsWrittenDuringTheSearchEqualTheRecords) {
       EXPECT_EQ(reader.attribute_string(trace, "trace_in"),
                 "/trace/" + group_names[result.pass_first]);
     }
-    // The columns, then evalue and reported as the query ended (write_query_summary).
-    EXPECT_EQ(reader.list(g).size(), app::ResultStream::column_names().size() + 2) << g;
+    // The columns, then, as the query ended (write_query_summary), evalue, score_bits,
+    // bias_bits, reported, included and the domains group.
+    EXPECT_EQ(reader.list(g).size(), app::ResultStream::column_names().size() + 6) << g;
     const std::vector<double> evalue = reader.read_doubles(g + "/evalue");
     const std::vector<std::uint8_t> reported = reader.read_uint8(g + "/reported");
+    const std::vector<std::uint8_t> included = reader.read_uint8(g + "/included");
+    const std::vector<float> score = reader.read_floats(g + "/score_bits");
     ASSERT_EQ(evalue.size(), t.size()) << g;
+    ASSERT_EQ(score.size(), t.size()) << g;
+    ASSERT_EQ(included.size(), t.size()) << g;
     ASSERT_EQ(reported.size(), t.size()) << g;
     for (std::size_t i = 0; i < t.size(); ++i) {
       EXPECT_EQ(std::memcmp(&evalue[i], &t[i].evalue, sizeof(double)), 0);
       EXPECT_EQ(reported[i], t[i].reported ? 1 : 0);
+      EXPECT_EQ(included[i], t[i].included ? 1 : 0);
+      if (t[i].is_hit()) {
+        EXPECT_EQ(score[i], t[i].domains.score_bits);
+      } else {
+        EXPECT_TRUE(std::isnan(score[i]));
+      }
     }
     const std::vector<std::int64_t> index = reader.read_int64(g + "/index");
     const std::vector<std::string> name = reader.read_strings(g + "/name");

@@ -57,6 +57,23 @@ inline void expect_identical_query(const app::QueryResult& x, const app::QueryRe
     EXPECT_EQ(0, std::memcmp(&s.scores.pvalue, &t.scores.pvalue, sizeof(double))) << where;
     EXPECT_EQ(0, std::memcmp(&s.evalue, &t.evalue, sizeof(double))) << where;
     EXPECT_EQ(s.reported, t.reported) << where;
+    EXPECT_EQ(s.included, t.included) << where;
+    // Domain definition: the same domains, scores bit for bit.
+    const TargetDomains& a = s.domains;
+    const TargetDomains& b = t.domains;
+    EXPECT_EQ(0, std::memcmp(&a.score_bits, &b.score_bits, sizeof(float))) << where;
+    ASSERT_EQ(a.domains.size(), b.domains.size()) << where;
+    for (std::size_t d = 0; d < a.domains.size(); ++d) {
+      const Domain& dx = a.domains[d];
+      const Domain& dy = b.domains[d];
+      EXPECT_EQ(dx.env_from, dy.env_from) << where;
+      EXPECT_EQ(dx.env_to, dy.env_to) << where;
+      EXPECT_EQ(dx.ali_from, dy.ali_from) << where;
+      EXPECT_EQ(dx.hmm_from, dy.hmm_from) << where;
+      EXPECT_EQ(0, std::memcmp(&dx.bits, &dy.bits, sizeof(float))) << where;
+      EXPECT_EQ(dx.alignment.target, dy.alignment.target) << where;
+      EXPECT_EQ(dx.reported, dy.reported) << where;
+    }
   }
 }
 

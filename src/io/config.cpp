@@ -209,10 +209,19 @@ struct NumberRange {
   bool low_open = false, high_open = false, integer = false;
 };
 constexpr double kNoLimit = std::numeric_limits<double>::max();
-constexpr std::array<NumberRange, 17> kNumberRanges = {{
+constexpr std::array<NumberRange, 26> kNumberRanges = {{
     {"E", 0.0, kNoLimit, true},
     {"T", -kNoLimit, kNoLimit},
     {"Z", 0.0, kNoLimit, true},
+    {"domE", 0.0, kNoLimit, true},
+    {"domT", -kNoLimit, kNoLimit},
+    {"domZ", 0.0, kNoLimit, true},
+    {"incE", 0.0, kNoLimit, true},
+    {"incT", -kNoLimit, kNoLimit},
+    {"incdomE", 0.0, kNoLimit, true},
+    {"incdomT", -kNoLimit, kNoLimit},
+    {"seed", 1.0, 4294967295.0, false, false, true},
+    {"textw", 0.0, 1048576.0, false, false, true},
     {"F1", 0.0, 1.0, true},
     {"F2", 0.0, 1.0, true},
     {"F3", 0.0, 1.0, true},
@@ -328,6 +337,27 @@ void read_search(const toml::table& table, const EntryReader& reader, SearchConf
       search.nobias = reader.boolean(entry);
     } else if (key == "nonull2") {
       search.nonull2 = reader.boolean(entry);
+    } else if (key == "domE") {
+      search.domE = reader.ranged_number(entry);
+    } else if (key == "domT") {
+      search.domT = reader.ranged_number(entry);
+    } else if (key == "domZ") {
+      search.domZ = reader.ranged_number(entry);
+    } else if (key == "incE") {
+      search.incE = reader.ranged_number(entry);
+    } else if (key == "incT") {
+      search.incT = reader.ranged_number(entry);
+    } else if (key == "incdomE") {
+      search.incdomE = reader.ranged_number(entry);
+    } else if (key == "incdomT") {
+      search.incdomT = reader.ranged_number(entry);
+    } else if (key == "seed") {
+      search.seed = reader.ranged_integer(entry);
+    } else if (key == "cut") {
+      const std::string value = reader.string(entry);
+      if (value != "" && value != "ga" && value != "nc" && value != "tc")
+        reader.fail(entry, "'cut' must be one of ga, nc, tc or \"\", not '" + value + "'");
+      search.cut = value;
     } else {
       reader.fail(entry, "unknown key '" + std::string(key) + "' in [hmmsearch]");
     }
@@ -343,6 +373,12 @@ void read_run(const toml::table& table, const EntryReader& reader, RunConfig& ru
       run.out = reader.non_empty_string(entry);
     } else if (key == "tblout") {
       run.tblout = reader.string(entry);
+    } else if (key == "domtblout") {
+      run.domtblout = reader.string(entry);
+    } else if (key == "noali") {
+      run.noali = reader.boolean(entry);
+    } else if (key == "textw") {
+      run.textw = static_cast<int>(reader.ranged_integer(entry));
     } else if (key == "isa") {
       run.isa = reader.isa_name(entry);
     } else if (key == "quiet") {
@@ -438,10 +474,22 @@ std::string to_toml(const Config& config) {
   text << "max = " << boolean(search.max) << '\n';
   text << "nobias = " << boolean(search.nobias) << '\n';
   text << "nonull2 = " << boolean(search.nonull2) << '\n';
+  text << "domE = " << toml_float(search.domE) << '\n';
+  if (search.domT) text << "domT = " << toml_float(*search.domT) << '\n';
+  if (search.domZ) text << "domZ = " << toml_float(*search.domZ) << '\n';
+  text << "incE = " << toml_float(search.incE) << '\n';
+  if (search.incT) text << "incT = " << toml_float(*search.incT) << '\n';
+  text << "incdomE = " << toml_float(search.incdomE) << '\n';
+  if (search.incdomT) text << "incdomT = " << toml_float(*search.incdomT) << '\n';
+  text << "seed = " << search.seed << '\n';
+  text << "cut = " << toml_string(search.cut) << '\n';
   text << "\n[run]\n";
   text << "cpu = " << run.cpu << '\n';
   text << "out = " << toml_string(run.out) << '\n';
   text << "tblout = " << toml_string(run.tblout) << '\n';
+  text << "domtblout = " << toml_string(run.domtblout) << '\n';
+  text << "noali = " << boolean(run.noali) << '\n';
+  text << "textw = " << run.textw << '\n';
   text << "isa = " << toml_string(run.isa) << '\n';
   text << "quiet = " << boolean(run.quiet) << '\n';
   const SchedulerConfig& scheduler = config.scheduler;

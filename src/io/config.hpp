@@ -79,6 +79,20 @@ struct SearchConfig {       // HMMER option names and defaults
   bool max = false;         // turn off all filters
   bool nobias = false;      // turn off the composition bias filter
   bool nonull2 = false;     // turn off the null2 score correction
+  // Domains: reported with conditional E-value <= domE (or bit score >= domT) among the
+  // domZ reported targets (default: their number); targets and domains included
+  // (significant) with E-value <= incE / incdomE (or score >= incT / incdomT).
+  double domE = 10.0;
+  std::optional<double> domT;
+  std::optional<double> domZ;
+  double incE = 0.01;
+  std::optional<double> incT;
+  double incdomE = 0.01;
+  std::optional<double> incdomT;
+  std::int64_t seed = 42;  // generator of domain definition's sampled traces (> 0)
+  // Pfam's bit score cutoffs of each model: "ga", "nc" or "tc" ("" = none). They replace
+  // every reporting and inclusion threshold (T = incT, domT = incdomT).
+  std::string cut;
 
   friend bool operator==(const SearchConfig&, const SearchConfig&) = default;
 };
@@ -87,6 +101,9 @@ struct RunConfig {
   int cpu = 0;  // worker threads, 0 = one per core
   std::string out = "duet.h5";
   std::string tblout;        // empty = none
+  std::string domtblout;     // empty = none
+  bool noali = false;        // text output without the domains' alignments
+  int textw = 120;           // text output line width (0: unlimited)
   std::string isa = "auto";  // auto, scalar, sse4.1, avx2, avx512
   bool quiet = false;
 

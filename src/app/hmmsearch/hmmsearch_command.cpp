@@ -42,7 +42,11 @@ void write_text_output(io::OutputFile& output, const std::function<void(std::ost
 struct HmmsearchOptions {
   std::string hmm_path, database_path;
   double E = 0, T = 0, Z = 0, F1 = 0, F2 = 0, F3 = 0;
-  std::string tblout, isa;
+  double domE = 0, domT = 0, domZ = 0, incE = 0, incT = 0, incdomE = 0, incdomT = 0;
+  std::int64_t seed = 0;
+  int textw = 0;
+  bool noali = false, notextw = false, cut_ga = false, cut_nc = false, cut_tc = false;
+  std::string tblout, domtblout, isa;
   bool max = false, nobias = false, nonull2 = false;
   std::vector<int> gpus;
   std::string gpu_strategy;
@@ -74,6 +78,41 @@ void add_hmmsearch_command(CLI::App& app,
       "-E", o.E, "report targets with E-value <= E (default " + help_number(d.search.E) + ")");
   auto* T = cmd->add_option("-T", o.T, "report targets with bit score >= T");
   auto* Z = cmd->add_option("-Z", o.Z, "number of targets for E-values (default: actual)");
+  auto* domE = cmd->add_option("--domE", o.domE,
+                               "report domains with conditional E-value <= domE (default " +
+                                   help_number(d.search.domE) + ")");
+  auto* domT = cmd->add_option("--domT", o.domT, "report domains with bit score >= domT");
+  auto* domZ = cmd->add_option("--domZ", o.domZ,
+                               "number of targets for conditional E-values (default: the "
+                               "targets reported)");
+  auto* incE = cmd->add_option("--incE", o.incE,
+                               "targets significant (included) at E-value <= incE (default " +
+                                   help_number(d.search.incE) + ")");
+  auto* incT = cmd->add_option("--incT", o.incT, "targets significant at bit score >= incT");
+  auto* incdomE =
+      cmd->add_option("--incdomE", o.incdomE,
+                      "domains significant at conditional E-value <= incdomE (default " +
+                          help_number(d.search.incdomE) + ")");
+  auto* incdomT =
+      cmd->add_option("--incdomT", o.incdomT, "domains significant at bit score >= incdomT");
+  auto* seed = cmd->add_option("--seed", o.seed,
+                               "seed of domain definition's sampled traces, from 1 (default " +
+                                   std::to_string(d.search.seed) + ")");
+  auto* cut_ga = cmd->add_flag("--cut_ga", o.cut_ga,
+                               "each model's GA (gathering) bit score cutoffs as every threshold");
+  auto* cut_nc = cmd->add_flag("--cut_nc", o.cut_nc, "each model's NC (noise) cutoffs instead");
+  auto* cut_tc = cmd->add_flag("--cut_tc", o.cut_tc, "each model's TC (trusted) cutoffs instead");
+  for (CLI::Option* cut : {cut_ga, cut_nc, cut_tc}) {
+    for (CLI::Option* other : {E, T, domE, domT, incE, incT, incdomE, incdomT})
+      cut->excludes(other);
+  }
+  cut_ga->excludes(cut_nc)->excludes(cut_tc);
+  cut_nc->excludes(cut_tc);
+  auto* noali = cmd->add_flag("--noali", o.noali, "text output without the domains' alignments");
+  auto* textw = cmd->add_option(
+      "--textw", o.textw, "text output line width (default " + std::to_string(d.run.textw) + ")");
+  auto* notextw =
+      cmd->add_flag("--notextw", o.notextw, "text output lines of any width")->excludes(textw);
   auto* F1 = cmd->add_option(
       "--F1", o.F1, "MSV filter P-value threshold (default " + help_number(d.search.F1) + ")");
   auto* F2 = cmd->add_option(
@@ -82,9 +121,10 @@ void add_hmmsearch_command(CLI::App& app,
       "--F3", o.F3, "Forward filter P-value threshold (default " + help_number(d.search.F3) + ")");
   auto* max = cmd->add_flag("--max", o.max, "turn off all filters, bias filter included");
   auto* nobias = cmd->add_flag("--nobias", o.nobias, "turn off the composition bias filter");
-  auto* nonull2 =
-      cmd->add_flag("--nonull2", o.nonull2, "no null2 correction (always the case for now)");
+  auto* nonull2 = cmd->add_flag("--nonull2", o.nonull2, "turn off the null2 score correction");
   auto* tblout = cmd->add_option("--tblout", o.tblout, "per-target table in HMMER's format");
+  auto* domtblout =
+      cmd->add_option("--domtblout", o.domtblout, "per-domain table in HMMER's format");
   auto* isa_opt =
       cmd->add_option("--isa", o.isa,
                       "CPU kernels: auto (fastest the CPU has), scalar, sse4.1, avx2, avx512")
@@ -148,6 +188,15 @@ void add_hmmsearch_command(CLI::App& app,
     check_number(E, "E", o.E);
     check_number(T, "T", o.T);
     check_number(Z, "Z", o.Z);
+    check_number(domE, "domE", o.domE);
+    check_number(domT, "domT", o.domT);
+    check_number(domZ, "domZ", o.domZ);
+    check_number(incE, "incE", o.incE);
+    check_number(incT, "incT", o.incT);
+    check_number(incdomE, "incdomE", o.incdomE);
+    check_number(incdomT, "incdomT", o.incdomT);
+    check_number(seed, "seed", static_cast<double>(o.seed));
+    check_number(textw, "textw", o.textw);
     check_number(F1, "F1", o.F1);
     check_number(F2, "F2", o.F2);
     check_number(F3, "F3", o.F3);
@@ -161,6 +210,20 @@ void add_hmmsearch_command(CLI::App& app,
     if (E->count()) s.E = o.E;
     if (T->count()) s.T = o.T;
     if (Z->count()) s.Z = o.Z;
+    if (domE->count()) s.domE = o.domE;
+    if (domT->count()) s.domT = o.domT;
+    if (domZ->count()) s.domZ = o.domZ;
+    if (incE->count()) s.incE = o.incE;
+    if (incT->count()) s.incT = o.incT;
+    if (incdomE->count()) s.incdomE = o.incdomE;
+    if (incdomT->count()) s.incdomT = o.incdomT;
+    if (seed->count()) s.seed = o.seed;
+    if (cut_ga->count()) s.cut = "ga";
+    if (cut_nc->count()) s.cut = "nc";
+    if (cut_tc->count()) s.cut = "tc";
+    if (noali->count()) config.run.noali = true;
+    if (textw->count()) config.run.textw = o.textw;
+    if (notextw->count()) config.run.textw = 0;
     if (F1->count()) s.F1 = o.F1;
     if (F2->count()) s.F2 = o.F2;
     if (F3->count()) s.F3 = o.F3;
@@ -168,6 +231,7 @@ void add_hmmsearch_command(CLI::App& app,
     if (nobias->count()) s.nobias = true;
     if (nonull2->count()) s.nonull2 = true;
     if (tblout->count()) config.run.tblout = o.tblout;
+    if (domtblout->count()) config.run.domtblout = o.domtblout;
     if (isa_opt->count()) config.run.isa = o.isa;
     auto& sched = config.scheduler;
     if (block_residues->count()) sched.block_residues = o.block_residues;
@@ -208,8 +272,11 @@ void add_hmmsearch_command(CLI::App& app,
     io::OutputFile& h5_output = outputs.add(config.run.out, "-o");
     io::OutputFile* tbl_output =
         config.run.tblout.empty() ? nullptr : &outputs.add(config.run.tblout, "--tblout");
+    io::OutputFile* domtbl_output =
+        config.run.domtblout.empty() ? nullptr : &outputs.add(config.run.domtblout, "--domtblout");
     phase_time("checked options");
     const std::vector<HmmModel> models = read_hmm_file(o.hmm_path);
+    for (const HmmModel& m : models) (void)model_cutoffs(m, s.cut, o.hmm_path);
     phase_time("read models");
     const InputFile database(o.database_path, &g_interrupted);
     if (g_interrupted.load()) throw Interrupted{};
@@ -250,6 +317,9 @@ void add_hmmsearch_command(CLI::App& app,
     phase_time("wrote HDF5");
     if (tbl_output != nullptr) {
       write_text_output(*tbl_output, [&](std::ostream& os) { write_tblout(os, run, info); });
+    }
+    if (domtbl_output != nullptr) {
+      write_text_output(*domtbl_output, [&](std::ostream& os) { write_domtblout(os, run, info); });
     }
     phase_time("wrote tables");
     // Every output at once, and only now that all of them are written.

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <thread>
 #include <unordered_map>
 
@@ -17,9 +18,9 @@ namespace duet::app {
 
 namespace {
 
-constexpr const char* kNull2Note =
-    "off: duet has no null2 correction or domain definition yet; scores are as hmmsearch --nonull2 "
-    "computes them from Forward";
+std::string null2_note(const io::SearchConfig& search) {
+  return search.nonull2 ? "off (--nonull2)" : "on (HMMER's null2 correction, per domain)";
+}
 
 std::string printf_string(const char* format, auto... args) {
   char buffer[512];
@@ -95,30 +96,164 @@ std::vector<std::string> query_group_names(const SearchRun& run) {
   return query_group_names(names);
 }
 
+namespace {
+
+// Digits of a positive integer.
+int digits(int n) {
+  int d = 1;
+  while (n >= 10) {
+    n /= 10;
+    ++d;
+  }
+  return d;
+}
+
+// `text` cut to `width` characters (0: whole).
+std::string cut(const std::string& text, int width) {
+  return width > 0 && static_cast<int>(text.size()) > width
+             ? text.substr(0, static_cast<std::size_t>(width))
+             : text;
+}
+
+// A domain's alignment in blocks of the line width (p7_alidisplay_Print).
+void write_alignment(std::ostream& out, const Domain& d, const std::string& model_name,
+                     const std::string& target_name, int textw) {
+  const AlignmentDisplay& a = d.alignment;
+  const int n = static_cast<int>(a.model.size());
+  const int namew = static_cast<int>(std::max(model_name.size(), target_name.size()));
+  const int coordw = std::max(std::max(digits(d.hmm_from), digits(d.hmm_to)),
+                              std::max(digits(d.ali_from), digits(d.ali_to)));
+  int width = textw > 0 ? textw - namew - 2 * coordw - 5 : n;
+  if (width < n && width < 40) width = 40;
+  int k1 = d.hmm_from, i1 = d.ali_from;
+  for (int pos = 0; pos < n; pos += width) {
+    if (pos > 0) out << "\n";
+    const int len = std::min(width, n - pos);
+    int nk = 0, ni = 0;
+    for (int z = pos; z < pos + len; ++z) {
+      if (a.model[static_cast<std::size_t>(z)] != '.') ++nk;
+      if (a.target[static_cast<std::size_t>(z)] != '-') ++ni;
+    }
+    const auto part = [&](const std::string& line) {
+      return line.substr(static_cast<std::size_t>(pos), static_cast<std::size_t>(len));
+    };
+    out << printf_string("  %*s %*d %s %-*d\n", namew, model_name.c_str(), coordw, k1,
+                         part(a.model).c_str(), coordw, k1 + nk - 1);
+    out << printf_string("  %*s %s\n", namew + coordw + 1, " ", part(a.match).c_str());
+    if (ni > 0) {
+      out << printf_string("  %*s %*d %s %-*d\n", namew, target_name.c_str(), coordw, i1,
+                           part(a.target).c_str(), coordw, i1 + ni - 1);
+    } else {
+      out << printf_string("  %*s %*s %s %*s\n", namew, target_name.c_str(), coordw, "-",
+                           part(a.target).c_str(), coordw, "-");
+    }
+    out << printf_string("  %*s %s PP\n", namew + coordw + 1, "", part(a.posterior).c_str());
+    k1 += nk;
+    i1 += ni;
+  }
+}
+
+// The reported domains of one target (HMMER's "Domain annotation" block): their table,
+// then their alignments unless --noali.
+void write_domain_table(std::ostream& out, const TargetRecord& t, const QueryResult& q,
+                        const io::RunConfig& run) {
+  const int descw =
+      run.textw > 0 ? std::max(32, run.textw - static_cast<int>(t.name.size()) - 5) : 0;
+  out << ">> " << t.name << "  " << cut(t.description, descw) << "\n";
+  int reported = 0;
+  for (const Domain& d : t.domains.domains) reported += d.reported ? 1 : 0;
+  if (reported == 0) {
+    out << "   [No individual domains that satisfy reporting thresholds (although complete "
+           "target did)]\n\n";
+    return;
+  }
+  out << printf_string(" %3s   %6s %5s %9s %9s %7s %7s %2s %7s %7s %2s %7s %7s %2s %4s\n", "#",
+                       "score", "bias", "c-Evalue", "i-Evalue", "hmmfrom", "hmm to", "  ",
+                       "alifrom", "ali to", "  ", "envfrom", "env to", "  ", "acc");
+  out << printf_string(" %3s   %6s %5s %9s %9s %7s %7s %2s %7s %7s %2s %7s %7s %2s %4s\n", "---",
+                       "------", "-----", "---------", "---------", "-------", "-------", "  ",
+                       "-------", "-------", "  ", "-------", "-------", "  ", "----");
+  int n = 0;
+  for (const Domain& d : t.domains.domains) {
+    if (!d.reported) continue;
+    const double p = std::exp(d.log_pvalue);
+    out << printf_string(
+        " %3d %c %6.1f %5.1f %9.2g %9.2g %7d %7d %c%c %7d %7d %c%c %7d %7d %c%c %4.2f\n", ++n,
+        d.included ? '!' : '?', static_cast<double>(d.bits), static_cast<double>(d.bias_bits),
+        p * q.domZ, p * q.Z, d.hmm_from, d.hmm_to, d.hmm_from == 1 ? '[' : '.',
+        d.hmm_to == q.M ? ']' : '.', d.ali_from, d.ali_to, d.ali_from == 1 ? '[' : '.',
+        d.ali_to == t.length ? ']' : '.', d.env_from, d.env_to, d.env_from == 1 ? '[' : '.',
+        d.env_to == t.length ? ']' : '.', d.accuracy());
+  }
+  if (run.noali) {
+    out << "\n";
+    return;
+  }
+  out << "\n  Alignments for each domain:\n";
+  n = 0;
+  for (const Domain& d : t.domains.domains) {
+    if (!d.reported) continue;
+    out << printf_string("  == domain %d  score: %.1f bits;  conditional E-value: %.2g\n", ++n,
+                         static_cast<double>(d.bits), std::exp(d.log_pvalue) * q.domZ);
+    write_alignment(out, d, q.name, t.name, run.textw);
+    out << "\n";
+  }
+}
+
+}  // namespace
+
 void write_text_report(std::ostream& out, const SearchRun& run, const io::Config& config,
                        const RunInfo& info) {
-  out << "# duet hmmsearch :: profile HMM search with HMMER 3.3.2's filter cascade\n";
+  out << "# duet hmmsearch :: profile HMM search with HMMER 3.3.2's pipeline\n";
   out << "# query HMM file:                  " << info.hmm_path << "\n";
   out << "# target sequence database:        " << info.database_path << "\n";
   if (!config.run.tblout.empty())
     out << "# per-seq hits tabular output:     " << config.run.tblout << "\n";
-  out << "# null2 bias corrections:          " << kNull2Note << "\n";
+  if (!config.run.domtblout.empty())
+    out << "# per-dom hits tabular output:     " << config.run.domtblout << "\n";
+  out << "# null2 bias corrections:          " << null2_note(config.search) << "\n";
   out << "# CPU SIMD instruction set:        " << info.isa << "\n";
   out << "# - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - -\n\n";
   for (const QueryResult& q : run.queries) {
     out << "Query:       " << q.name << "  [M=" << q.M << "]\n";
     if (!q.accession.empty()) out << "Accession:   " << q.accession << "\n";
     if (!q.description.empty()) out << "Description: " << q.description << "\n";
-    out << "Scores for complete sequences (Forward score, no null2 correction):\n";
-    out << "    E-value  score  Sequence                       Description\n";
-    out << "    ------- ------  --------                       -----------\n";
+    std::size_t namew = 8;
+    for (std::size_t i : q.reported) namew = std::max(namew, q.targets[i].name.size());
+    const int nw = static_cast<int>(namew);
+    const int descw = config.run.textw > 0 ? std::max(32, config.run.textw - nw - 61) : 0;
+    out << "Scores for complete sequences (score includes all domains):\n";
+    out << printf_string("  %22s  %22s  %8s\n", " --- full sequence ---", " --- best 1 domain ---",
+                         "-#dom-");
+    out << printf_string("  %9s %6s %5s  %9s %6s %5s  %5s %2s  %-*s %s\n", "E-value", " score",
+                         " bias", "E-value", " score", " bias", "  exp", "N", nw, "Sequence",
+                         "Description");
+    out << printf_string("  %9s %6s %5s  %9s %6s %5s  %5s %2s  %-*s %s\n", "-------", "------",
+                         "-----", "-------", "------", "-----", " ----", "--", nw, "--------",
+                         "-----------");
+    bool said_threshold = false;
     for (std::size_t i : q.reported) {
       const TargetRecord& t = q.targets[i];
-      out << printf_string("  %9.2g %6.1f  %-30s %s\n", t.evalue,
-                           static_cast<double>(t.scores.forward_bits), t.name.c_str(),
-                           t.description.c_str());
+      if (!t.included && !said_threshold) {
+        out << "  ------ inclusion threshold ------\n";
+        said_threshold = true;
+      }
+      const TargetDomains& d = t.domains;
+      const Domain& best = d.domains[static_cast<std::size_t>(d.best_domain)];
+      int reported = 0;
+      for (const Domain& x : d.domains) reported += x.reported ? 1 : 0;
+      out << printf_string("  %9.2g %6.1f %5.1f  %9.2g %6.1f %5.1f  %5.1f %2d  %-*s  %s\n",
+                           t.evalue, static_cast<double>(d.score_bits),
+                           static_cast<double>(d.bias_bits), std::exp(best.log_pvalue) * q.Z,
+                           static_cast<double>(best.bits), static_cast<double>(best.bias_bits),
+                           static_cast<double>(d.expected), reported, nw, t.name.c_str(),
+                           cut(t.description, descw).c_str());
     }
     if (q.reported.empty()) out << "\n   [No hits detected that satisfy reporting thresholds]\n";
+    out << "\n\nDomain annotation for each sequence"
+        << (config.run.noali ? "" : " (and alignments)") << ":\n";
+    for (std::size_t i : q.reported) write_domain_table(out, q.targets[i], q, config.run);
+    if (q.reported.empty()) out << "\n   [No targets detected that satisfy reporting thresholds]\n";
     const double n = static_cast<double>(std::max<std::int64_t>(q.counts.targets, 1));
     const auto s = cascade_settings(config.search);
     const auto& c = q.counts;
@@ -138,23 +273,43 @@ void write_text_report(std::ostream& out, const SearchRun& run, const io::Config
     line("Passed Fwd filter:", c.passed_forward, s.F3);
     out << printf_string("Initial search space (Z):    %15.0f  %s\n", q.Z,
                          q.Z_from_option ? "[as set by -Z]" : "[actual number of targets]");
-    out << printf_string("Reported targets:            %15zu\n", q.reported.size());
+    out << printf_string(
+        "Domain search space  (domZ): %15.0f  %s\n", q.domZ,
+        q.domZ_from_option ? "[as set by --domZ]" : "[number of targets reported over threshold]");
     const double mcps = q.seconds > 0 ? static_cast<double>(c.residues) * q.M / q.seconds / 1e6 : 0;
     out << printf_string("# Elapsed: %.2f s  # Mc/sec: %.2f\n//\n", q.seconds, mcps);
   }
   out << "[ok]\n";
 }
 
-void write_tblout(std::ostream& out, const SearchRun& run, const RunInfo& info) {
-  std::size_t tnamew = 20, qnamew = 20, qaccw = 10;
-  const std::size_t taccw = 10;
-  for (const auto& q : run.queries) {
-    qnamew = std::max(qnamew, q.name.size());
-    qaccw = std::max(qaccw, q.accession.size());
-    for (std::size_t i : q.reported) tnamew = std::max(tnamew, q.targets[i].name.size());
+namespace {
+
+// The widths of the tables' name columns over every query (HMMER's minimums).
+struct TableWidths {
+  int target = 20, query = 20, query_accession = 10, target_accession = 10;
+  explicit TableWidths(const SearchRun& run) {
+    for (const auto& q : run.queries) {
+      query = std::max(query, static_cast<int>(q.name.size()));
+      query_accession = std::max(query_accession, static_cast<int>(q.accession.size()));
+      for (std::size_t i : q.reported)
+        target = std::max(target, static_cast<int>(q.targets[i].name.size()));
+    }
   }
-  const int tw = static_cast<int>(tnamew), qw = static_cast<int>(qnamew);
-  const int qaw = static_cast<int>(qaccw), taw = static_cast<int>(taccw);
+};
+
+void write_table_footer(std::ostream& out, const RunInfo& info) {
+  out << "#\n# Program:         duet hmmsearch\n";
+  out << "# Query file:      " << info.hmm_path << "\n";
+  out << "# Target file:     " << info.database_path << "\n";
+  out << "# Option settings: " << info.command_line << "\n";
+  out << "# [ok]\n";
+}
+
+}  // namespace
+
+void write_tblout(std::ostream& out, const SearchRun& run, const RunInfo& info) {
+  const TableWidths w(run);
+  const int tw = w.target, qw = w.query, qaw = w.query_accession, taw = w.target_accession;
   out << printf_string("#%*s %22s %22s %33s\n", tw + qw + taw + qaw + 2, "",
                        "--- full sequence ----", "--- best 1 domain ----",
                        "--- domain number estimation ----");
@@ -171,22 +326,70 @@ void write_tblout(std::ostream& out, const SearchRun& run, const RunInfo& info) 
   for (const auto& q : run.queries) {
     for (std::size_t i : q.reported) {
       const TargetRecord& t = q.targets[i];
-      // Domain columns are '-': duet has no domain definition yet.
+      const TargetDomains& d = t.domains;
+      const Domain& best = d.domains[static_cast<std::size_t>(d.best_domain)];
+      int reported = 0, included = 0;
+      for (const Domain& x : d.domains) {
+        reported += x.reported ? 1 : 0;
+        included += x.included ? 1 : 0;
+      }
       out << printf_string(
-          "%-*s %-*s %-*s %-*s %9.2g %6.1f %5.1f %9s %6s %5s %5s %3s %3s %3s %3s %3s %3s %3s %s\n",
+          "%-*s %-*s %-*s %-*s %9.2g %6.1f %5.1f %9.2g %6.1f %5.1f %5.1f %3d %3d %3d %3d %3d %3d "
+          "%3d %s\n",
           tw, t.name.c_str(), taw, "-", qw, q.name.c_str(), qaw,
           q.accession.empty() ? "-" : q.accession.c_str(), t.evalue,
-          static_cast<double>(t.scores.forward_bits), 0.0, "-", "-", "-", "-", "-", "-", "-", "-",
-          "-", "-", "-", t.description.empty() ? "-" : t.description.c_str());
+          static_cast<double>(d.score_bits), static_cast<double>(d.bias_bits),
+          std::exp(best.log_pvalue) * q.Z, static_cast<double>(best.bits),
+          static_cast<double>(best.bias_bits), static_cast<double>(d.expected), d.regions,
+          d.clustered, d.overlaps, d.envelopes, static_cast<int>(d.domains.size()), reported,
+          included, t.description.empty() ? "-" : t.description.c_str());
     }
   }
-  out << "#\n# Program:         duet hmmsearch\n";
-  out << "# Query file:      " << info.hmm_path << "\n";
-  out << "# Target file:     " << info.database_path << "\n";
-  out << "# Option settings: " << info.command_line << "\n";
-  out << "# Domain columns:  - (domain definition not implemented; scores as hmmsearch "
-         "--nonull2)\n";
-  out << "# [ok]\n";
+  write_table_footer(out, info);
+}
+
+void write_domtblout(std::ostream& out, const SearchRun& run, const RunInfo& info) {
+  const TableWidths w(run);
+  const int tw = w.target, qw = w.query, qaw = w.query_accession, taw = w.target_accession;
+  out << printf_string("#%*s %22s %40s %11s %11s %11s\n", tw + qw - 1 + 15 + taw + qaw, "",
+                       "--- full sequence ---", "-------------- this domain -------------",
+                       "hmm coord", "ali coord", "env coord");
+  out << printf_string(
+      "#%-*s %-*s %5s %-*s %-*s %5s %9s %6s %5s %3s %3s %9s %9s %6s %5s %5s %5s %5s %5s %5s %5s "
+      "%4s %s\n",
+      tw - 1, " target name", taw, "accession", "tlen", qw, "query name", qaw, "accession", "qlen",
+      "E-value", "score", "bias", "#", "of", "c-Evalue", "i-Evalue", "score", "bias", "from", "to",
+      "from", "to", "from", "to", "acc", "description of target");
+  out << printf_string(
+      "#%*s %*s %5s %*s %*s %5s %9s %6s %5s %3s %3s %9s %9s %6s %5s %5s %5s %5s %5s %5s %5s %4s "
+      "%s\n",
+      tw - 1, "-------------------", taw, "----------", "-----", qw, "--------------------", qaw,
+      "----------", "-----", "---------", "------", "-----", "---", "---", "---------", "---------",
+      "------", "-----", "-----", "-----", "-----", "-----", "-----", "-----", "----",
+      "---------------------");
+  for (const auto& q : run.queries) {
+    for (std::size_t i : q.reported) {
+      const TargetRecord& t = q.targets[i];
+      const TargetDomains& d = t.domains;
+      int of = 0;
+      for (const Domain& x : d.domains) of += x.reported ? 1 : 0;
+      int n = 0;
+      for (const Domain& x : d.domains) {
+        if (!x.reported) continue;
+        const double p = std::exp(x.log_pvalue);
+        out << printf_string(
+            "%-*s %-*s %5d %-*s %-*s %5d %9.2g %6.1f %5.1f %3d %3d %9.2g %9.2g %6.1f %5.1f %5d %5d "
+            "%5d %5d %5d %5d %4.2f %s\n",
+            tw, t.name.c_str(), taw, "-", t.length, qw, q.name.c_str(), qaw,
+            q.accession.empty() ? "-" : q.accession.c_str(), q.M, t.evalue,
+            static_cast<double>(d.score_bits), static_cast<double>(d.bias_bits), ++n, of,
+            p * q.domZ, p * q.Z, static_cast<double>(x.bits), static_cast<double>(x.bias_bits),
+            x.hmm_from, x.hmm_to, x.ali_from, x.ali_to, x.env_from, x.env_to, x.accuracy(),
+            t.description.empty() ? "-" : t.description.c_str());
+      }
+    }
+  }
+  write_table_footer(out, info);
 }
 
 void write_hdf5(io::Hdf5Writer& file, const SearchRun& run, const io::Config& config,
@@ -196,7 +399,7 @@ void write_hdf5(io::Hdf5Writer& file, const SearchRun& run, const io::Config& co
   file.set_attribute("/run", "config_toml", io::to_toml(config));
   file.set_attribute("/run", "hmm_file", info.hmm_path);
   file.set_attribute("/run", "database", info.database_path);
-  file.set_attribute("/run", "null2", std::string(kNull2Note));
+  file.set_attribute("/run", "null2", null2_note(config.search));
   write_trace(file, run);
   file.create_group("/results/hmmsearch");
 }
@@ -235,11 +438,45 @@ QueryEnd query_end(const QueryResult& q, bool with_trace) {
   end.summary = q;  // the summary's part of q, without the records
   if (!with_trace) end.summary.schedule.trace.clear();
   const std::size_t n = q.targets.size();
+  const float none = std::numeric_limits<float>::quiet_NaN();
   end.evalue.resize(n);
+  end.score_bits.assign(n, none);
+  end.bias_bits.assign(n, none);
   end.reported.resize(n);
+  end.included.resize(n);
+  QueryEnd::Domains& d = end.domains;
   for (std::size_t i = 0; i < n; ++i) {
-    end.evalue[i] = q.targets[i].evalue;
-    end.reported[i] = q.targets[i].reported ? 1 : 0;
+    const TargetRecord& t = q.targets[i];
+    end.evalue[i] = t.evalue;
+    end.reported[i] = t.reported ? 1 : 0;
+    end.included[i] = t.included ? 1 : 0;
+    if (!t.is_hit()) continue;
+    end.score_bits[i] = t.domains.score_bits;
+    end.bias_bits[i] = t.domains.bias_bits;
+    std::int32_t number = 0;
+    for (const Domain& x : t.domains.domains) {
+      const double p = std::exp(x.log_pvalue);
+      d.target.push_back(t.index);
+      d.target_row.push_back(static_cast<std::int64_t>(i));
+      d.number.push_back(++number);
+      d.hmm_from.push_back(x.hmm_from);
+      d.hmm_to.push_back(x.hmm_to);
+      d.ali_from.push_back(x.ali_from);
+      d.ali_to.push_back(x.ali_to);
+      d.env_from.push_back(x.env_from);
+      d.env_to.push_back(x.env_to);
+      d.score_bits.push_back(x.bits);
+      d.bias_bits.push_back(x.bias_bits);
+      d.accuracy.push_back(static_cast<float>(x.accuracy()));
+      d.c_evalue.push_back(p * q.domZ);
+      d.i_evalue.push_back(p * q.Z);
+      d.reported.push_back(x.reported ? 1 : 0);
+      d.included.push_back(x.included ? 1 : 0);
+      d.model_line.push_back(x.alignment.model);
+      d.match_line.push_back(x.alignment.match);
+      d.target_line.push_back(x.alignment.target);
+      d.posterior_line.push_back(x.alignment.posterior);
+    }
   }
   end.reported_targets = static_cast<std::int64_t>(q.reported.size());
   return end;
@@ -249,7 +486,33 @@ void write_query_summary(io::Hdf5Writer& file, const std::string& g, const Query
   file.create_group(g);
   // The other columns were written during the pass (result_stream.hpp).
   file.write(g + "/evalue", end.evalue);
+  file.write(g + "/score_bits", end.score_bits);
+  file.write(g + "/bias_bits", end.bias_bits);
   file.write(g + "/reported", end.reported);
+  file.write(g + "/included", end.included);
+  const QueryEnd::Domains& d = end.domains;
+  const std::string dg = g + "/domains";
+  file.create_group(dg);
+  file.write(dg + "/target", d.target);
+  file.write(dg + "/target_row", d.target_row);
+  file.write(dg + "/number", d.number);
+  file.write(dg + "/score_bits", d.score_bits);
+  file.write(dg + "/bias_bits", d.bias_bits);
+  file.write(dg + "/c_evalue", d.c_evalue);
+  file.write(dg + "/i_evalue", d.i_evalue);
+  file.write(dg + "/hmm_from", d.hmm_from);
+  file.write(dg + "/hmm_to", d.hmm_to);
+  file.write(dg + "/ali_from", d.ali_from);
+  file.write(dg + "/ali_to", d.ali_to);
+  file.write(dg + "/env_from", d.env_from);
+  file.write(dg + "/env_to", d.env_to);
+  file.write(dg + "/accuracy", d.accuracy);
+  file.write(dg + "/reported", d.reported);
+  file.write(dg + "/included", d.included);
+  file.write(dg + "/model_line", d.model_line);
+  file.write(dg + "/match_line", d.match_line);
+  file.write(dg + "/target_line", d.target_line);
+  file.write(dg + "/posterior_line", d.posterior_line);
   const QuerySummary& q = end.summary;
   file.set_attribute(g, "query_name", q.name);
   file.set_attribute(g, "accession", q.accession);
@@ -263,6 +526,7 @@ void write_query_summary(io::Hdf5Writer& file, const std::string& g, const Query
   file.set_attribute(g, "passed_forward", q.counts.passed_forward);
   file.set_attribute(g, "reported_targets", end.reported_targets);
   file.set_attribute(g, "Z", q.Z);
+  file.set_attribute(g, "domZ", q.domZ);
   file.set_attribute(g, "stage_codes",
                      std::string("1 rejected by MSV, 2 by bias filter, 3 by Viterbi filter, "
                                  "4 by Forward filter, 5 passed every filter"));

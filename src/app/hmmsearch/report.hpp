@@ -21,20 +21,34 @@ struct RunInfo {
 
 void write_text_report(std::ostream& out, const SearchRun& run, const io::Config& config,
                        const RunInfo& info);
+// HMMER's --tblout and --domtblout tables (the reported targets, and their reported
+// domains).
 void write_tblout(std::ostream& out, const SearchRun& run, const RunInfo& info);
+void write_domtblout(std::ostream& out, const SearchRun& run, const RunInfo& info);
 // Writes /run and the run's totals into `file` (not committed); /results and each query's
 // /trace group come from a ResultStream (result_stream.hpp) during the search: the
 // per-target columns as blocks complete, and each query's write_query_summary and
 // write_query_trace as it ends.
 void write_hdf5(io::Hdf5Writer& file, const SearchRun& run, const io::Config& config,
                 const RunInfo& info);
-// What a query's /results group needs the whole pass for: the evalue and reported
-// columns, and the attributes (name, counts, Z...).
+// What a query's /results group needs the whole pass for: the columns set once Z and the
+// reported targets are known, the domains table, and the attributes (name, counts, Z...).
 struct QueryEnd {
   QuerySummary summary;
-  std::vector<double> evalue;          // per target, database order
-  std::vector<std::uint8_t> reported;  // per target: 1 when reported
+  // Per target, database order.
+  std::vector<double> evalue;
+  std::vector<float> score_bits, bias_bits;  // NaN unless a hit
+  std::vector<std::uint8_t> reported, included;
   std::int64_t reported_targets = 0;
+  // Every domain of every hit, in target order then domain order.
+  struct Domains {
+    std::vector<std::int64_t> target, target_row;
+    std::vector<std::int32_t> number, hmm_from, hmm_to, ali_from, ali_to, env_from, env_to;
+    std::vector<float> score_bits, bias_bits, accuracy;
+    std::vector<double> c_evalue, i_evalue;
+    std::vector<std::uint8_t> reported, included;
+    std::vector<std::string> model_line, match_line, target_line, posterior_line;
+  } domains;
 };
 // The query's end without its targets' records (a writer thread keeps it; copying the
 // records' strings would hold up the search); the trace rows too unless `with_trace`.

@@ -42,6 +42,26 @@ CascadeSettings cascade_settings(const io::SearchConfig& config) {
   return s;
 }
 
+DomainSettings domain_settings(const io::SearchConfig& config) {
+  DomainSettings s;
+  s.null2 = !config.nonull2;
+  s.seed = static_cast<std::uint32_t>(config.seed);
+  return s;
+}
+
+std::optional<std::array<float, 2>> model_cutoffs(const HmmModel& model, const std::string& cut,
+                                                  const std::string& path) {
+  if (cut.empty()) return std::nullopt;
+  const auto& c = cut == "ga" ? model.ga : cut == "tc" ? model.tc : model.nc;
+  if (!c) {
+    std::string tag = cut;
+    for (char& ch : tag) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    throw InputError(path, model.line,
+                     "model '" + model.name + "' has no " + tag + " line (--cut_" + cut + ")");
+  }
+  return c;
+}
+
 HybridOptions hybrid_options(const io::Config& config) {
   const io::SchedulerConfig& c = config.scheduler;
   HybridOptions h;
@@ -61,19 +81,65 @@ void finish_query(QueryResult& query, const io::SearchConfig& config) {
   query.Z_from_option = config.Z.has_value();
   query.Z = config.Z ? *config.Z : static_cast<double>(query.counts.targets);
   query.reported.clear();
+  // Pfam cutoffs replace every threshold: T = incT, domT = incdomT.
+  std::optional<double> T = config.T, incT = config.incT, domT = config.domT,
+                        incdomT = config.incdomT;
+  if (query.cutoffs) {
+    T = incT = (*query.cutoffs)[0];
+    domT = incdomT = (*query.cutoffs)[1];
+  }
+  // Targets: a hit is reported by E-value (or score), included by incE (incT).
   for (std::size_t i = 0; i < query.targets.size(); ++i) {
     TargetRecord& t = query.targets[i];
-    t.evalue = t.scores.pvalue * query.Z;
-    t.reported = false;
-    if (t.scores.stage != Stage::passed) continue;
-    t.reported = config.T ? t.scores.forward_bits >= *config.T : t.evalue <= config.E;
+    t.reported = t.included = false;
+    if (!t.is_hit()) {
+      t.evalue = t.scores.pvalue * query.Z;
+      continue;
+    }
+    const TargetDomains& d = t.domains;
+    t.evalue = std::exp(d.log_pvalue) * query.Z;
+    t.reported = T ? d.score_bits >= *T : t.evalue <= config.E;
+    t.included = t.reported && (incT ? d.score_bits >= *incT : t.evalue <= config.incE);
     if (t.reported) query.reported.push_back(i);
   }
+  // Domains of reported targets, by conditional E-value among the reported targets (domZ).
+  // A domain is included only in an included target, except under Pfam cutoffs (HMMER
+  // applies those to each domain on its own).
+  query.domZ_from_option = config.domZ.has_value();
+  query.domZ = config.domZ ? *config.domZ : static_cast<double>(query.reported.size());
+  for (TargetRecord& t : query.targets) {
+    for (Domain& d : t.domains.domains) {
+      d.reported = d.included = false;
+      if (!t.reported) continue;
+      const double c_evalue = std::exp(d.log_pvalue) * query.domZ;
+      d.reported = domT ? d.bits >= *domT : c_evalue <= config.domE;
+      const bool significant = incdomT ? d.bits >= *incdomT : c_evalue <= config.incdomE;
+      d.included = query.cutoffs ? d.reported && significant : t.included && significant;
+    }
+    // HMMER's workaround of its bug h74: where clustering gave two envelopes the same
+    // alignment, only the higher scoring one is reported.
+    std::vector<Domain>& doms = t.domains.domains;
+    if (t.domains.overlaps == 0) continue;
+    for (std::size_t a = 0; a < doms.size(); ++a) {
+      for (std::size_t b = a + 1; b < doms.size(); ++b) {
+        if (doms[a].ali_from != doms[b].ali_from || doms[a].ali_to != doms[b].ali_to) continue;
+        Domain& removed = doms[a].bits >= doms[b].bits ? doms[b] : doms[a];
+        removed.reported = removed.included = false;
+      }
+    }
+  }
+  // HMMER's order: by P-value (by score with --incT or cutoffs), ties by name, then by
+  // the first domain's start.
+  const bool by_score = incT.has_value();
+  const auto key = [&](const TargetRecord& r) {
+    return by_score ? static_cast<double>(r.domains.score_bits) : -r.domains.log_pvalue;
+  };
   std::stable_sort(query.reported.begin(), query.reported.end(), [&](std::size_t a, std::size_t b) {
-    const auto& x = query.targets[a].scores;
-    const auto& y = query.targets[b].scores;
-    if (x.forward_bits != y.forward_bits) return x.forward_bits > y.forward_bits;
-    return a < b;
+    const TargetRecord& x = query.targets[a];
+    const TargetRecord& y = query.targets[b];
+    if (key(x) != key(y)) return key(x) > key(y);
+    if (const int c = x.name.compare(y.name); c != 0) return c < 0;
+    return x.domains.domains.front().ali_from < y.domains.domains.front().ali_from;
   });
 }
 
@@ -94,10 +160,13 @@ struct BlockRecords {
   PipelineCounts counts;
 };
 
-// Turns the scores of one block into its records; returns the targets that passed every
-// filter.
+// Turns the scores of one block into its records, defining the domains of the targets
+// that passed every filter (on the calling thread: a CPU worker, or the thread that
+// delivers a device's batch); returns the number of those targets.
 std::int64_t add_block(const Block& block, const std::vector<TargetScores>& scores,
+                       const SearchProfile& profile, const DomainSettings& domain_settings,
                        scheduler::ResultSink<BlockRecords>& sink) {
+  thread_local DomainWorkspace workspace;
   BlockRecords out;
   std::int64_t passed = 0;
   for (std::size_t i = 0; i < block.sequences(); ++i) {
@@ -116,6 +185,11 @@ std::int64_t add_block(const Block& block, const std::vector<TargetScores>& scor
       rec.description = block.description(i);
       rec.length = block.length(i);
       rec.scores = scores[i];
+      if (st == Stage::passed) {
+        rec.domains =
+            define_domains(profile, block.sequence(i), block.length(i), scores[i].forward_nats,
+                           scores[i].null_nats, domain_settings, workspace);
+      }
       out.targets.push_back(std::move(rec));
     }
   }
@@ -145,9 +219,13 @@ struct DevicePostState final : PostState {
 // device left at Forward.
 class HmmsearchWorkload final : public scheduler::Workload {
  public:
-  HmmsearchWorkload(std::vector<ModelInPass> models, const CascadeSettings& settings, int threads,
-                    simd::Isa isa)
-      : models_(std::move(models)), settings_(settings), isa_(isa), spare_kernels_(models_.size()) {
+  HmmsearchWorkload(std::vector<ModelInPass> models, const CascadeSettings& settings,
+                    const DomainSettings& domain_settings, int threads, simd::Isa isa)
+      : models_(std::move(models)),
+        settings_(settings),
+        domain_settings_(domain_settings),
+        isa_(isa),
+        spare_kernels_(models_.size()) {
     for (ModelInPass& m : models_) m.kernels.resize(static_cast<std::size_t>(threads));
   }
   std::int64_t cells_per_residue() const override {
@@ -213,7 +291,7 @@ class HmmsearchWorkload final : public scheduler::Workload {
     for (std::size_t i = 0; i < n; ++i)
       if (needs_forward(scores[i])) at_forward.push_back(i);
     forward_stage(profile, block, at_forward, scores, k);
-    return add_block(block, scores, sink);
+    return add_block(block, scores, profile, domain_settings_, sink);
   }
 
  public:
@@ -234,7 +312,7 @@ class HmmsearchWorkload final : public scheduler::Workload {
         if (m.remains[i] != Remains::nothing && needs_forward(m.scores[i])) at_forward.push_back(i);
       }
       forward_stage(profile, block, at_forward, m.scores, k);
-      passed += add_block(block, m.scores, *models_[j].sink);
+      passed += add_block(block, m.scores, profile, domain_settings_, *models_[j].sink);
     }
     return passed;
   }
@@ -270,14 +348,17 @@ class HmmsearchWorkload final : public scheduler::Workload {
     spare.push_back(std::move(k));
   }
   // A device's scores of a block, one entry per model of the pass: the records of a model
-  // whose targets are all done are added now; where any stage remains, the block goes to
-  // the post stage with all of them, which this returns (null: nothing remains).
+  // whose targets are all done are added now; where any stage remains, domain definition
+  // included, the block goes to the post stage with all of them (on the CPU workers, not
+  // the feeder's thread), which this returns (null: nothing remains).
   PostStatePtr deliver(const Block& block, std::vector<DeviceBlockScores>&& per_model) {
     bool post = false;
-    for (const DeviceBlockScores& m : per_model) {
-      post = post || std::find_if(m.remains.begin(), m.remains.end(), [](Remains r) {
-                       return r != Remains::nothing;
-                     }) != m.remains.end();
+    for (DeviceBlockScores& m : per_model) {
+      for (std::size_t i = 0; i < m.remains.size(); ++i) {
+        if (m.remains[i] == Remains::nothing && m.scores[i].stage == Stage::passed)
+          m.remains[i] = Remains::domains;
+        post = post || m.remains[i] != Remains::nothing;
+      }
     }
     if (post) {
       auto state = std::make_unique<DevicePostState>();
@@ -285,7 +366,8 @@ class HmmsearchWorkload final : public scheduler::Workload {
       return state;
     }
     for (std::size_t j = 0; j < models_.size(); ++j)
-      add_block(block, per_model[j].scores, *models_[j].sink);
+      add_block(block, per_model[j].scores, *models_[j].profile, domain_settings_,
+                *models_[j].sink);
     return nullptr;
   }
   std::size_t models() const { return models_.size(); }
@@ -320,6 +402,7 @@ class HmmsearchWorkload final : public scheduler::Workload {
 
   std::vector<ModelInPass> models_;
   CascadeSettings settings_;
+  DomainSettings domain_settings_;
   simd::Isa isa_;
   // forward_on_any_thread's pool, per model.
   std::vector<std::vector<std::unique_ptr<FilterKernels>>> spare_kernels_;
@@ -522,6 +605,7 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
       query.accession = model.accession;
       query.description = model.description;
       query.M = model.M;
+      query.cutoffs = model_cutoffs(model, config.search.cut, "the query model file");
       query.pass_first = run.queries.size();
       query.pass_models = group;
       const std::size_t query_index = run.queries.size() + j;
@@ -542,7 +626,8 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
     for (std::size_t j = 0; j < group; ++j)
       in_pass.push_back({&profiles[j], sinks[j].get(), {}, std::move(striped[j])});
     QueryResult& query = queries.front();
-    HmmsearchWorkload workload(std::move(in_pass), settings, options.cpu_workers + feeders, isa);
+    HmmsearchWorkload workload(std::move(in_pass), settings, domain_settings(config.search),
+                               options.cpu_workers + feeders, isa);
     std::vector<std::unique_ptr<TestDoubleGpu<TestDoubleBlock>>> doubles;
     std::vector<scheduler::GpuBackend*> backends;
     for (int g = 0; g < hybrid.test_gpus && gpus > 0; ++g) {

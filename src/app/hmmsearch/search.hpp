@@ -11,6 +11,7 @@
 
 #include "app/kit/run_options.hpp"
 #include "core/hmmsearch/cascade.hpp"
+#include "core/hmmsearch/domain_definition.hpp"
 #include "core/hmmsearch/hmm.hpp"
 #include "core/input_file.hpp"
 #include "io/config.hpp"
@@ -25,8 +26,14 @@ struct TargetRecord {
   std::string description;
   std::int32_t length = 0;
   TargetScores scores;
-  double evalue = 0;  // P-value x Z (Forward P-value when it reached Forward)
-  bool reported = false;
+  // Domain definition and the reported score, for a target that passed every filter
+  // (a hit where domains.is_hit()).
+  TargetDomains domains;
+  // A hit's E-value (HMMER's full-sequence E-value); else the P-value of the last stage
+  // run x Z.
+  double evalue = 0;
+  bool reported = false, included = false;
+  bool is_hit() const { return scores.stage == Stage::passed && domains.is_hit(); }
 };
 
 // What a device (GPU feeder) left of a target's cascade to the CPU's post stage.
@@ -34,6 +41,7 @@ enum class Remains : std::uint8_t {
   nothing,
   forward,  // the Forward stage (needs_forward)
   viterbi,  // the Viterbi filter (decided up to it: decide_through_bias), then Forward
+  domains,  // passed every filter on the device: domain definition only
 };
 
 // One block's scores for one model, as a device computed them, and what remains per
@@ -55,6 +63,11 @@ struct QuerySummary {
   PipelineCounts counts;
   double Z = 0;
   bool Z_from_option = false;
+  double domZ = 0;  // the domains' search space: the reported targets unless --domZ
+  bool domZ_from_option = false;
+  // The model's Pfam cutoffs (sequence, domain) that --cut_ga/nc/tc chose; they replace
+  // the other thresholds.
+  std::optional<std::array<float, 2>> cutoffs;
   double seconds = 0;
   std::string
       gpu_kernels;  // the real GPUs' kernels ("msv_group_threads=16 viterbi=warp"); "" = none
@@ -133,6 +146,12 @@ HybridOptions hybrid_options(const io::Config& config);
 
 // HMMER's settings derived from the options (--max, --nobias, F1..F3).
 CascadeSettings cascade_settings(const io::SearchConfig& config);
+// Domain definition's settings (--nonull2, --seed).
+DomainSettings domain_settings(const io::SearchConfig& config);
+// The model's Pfam cutoffs that `cut` ("ga", "nc", "tc") names; none for "". A model
+// without them is an InputError on `path` at the model's line.
+std::optional<std::array<float, 2>> model_cutoffs(const HmmModel& model, const std::string& cut,
+                                                  const std::string& path);
 
 // Receives each query's target records in database order while its pass runs, so that
 // they can be written while the workers compute (app/hmmsearch/result_stream.hpp). begin_query and
@@ -164,7 +183,9 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
                         const io::Config& config, const HybridOptions& hybrid = {},
                         TargetStream* stream = nullptr);
 
-// Sets E-values and the reported flag once Z is known; orders reported hits best first.
+// Sets E-values and the reported and included flags of targets and domains once Z (and
+// domZ) are known, with HMMER's thresholds (or the query's Pfam cutoffs); orders reported
+// hits best first, as HMMER does.
 void finish_query(QueryResult& query, const io::SearchConfig& config);
 
 }  // namespace duet::app

@@ -85,7 +85,9 @@ void decide_after_forward(const SearchProfile& profile, const CascadeSettings& s
     out.pvalue = std::numeric_limits<double>::quiet_NaN();
     return;
   }
-  // The reported score uses the plain null model (no null2: --nonull2 semantics).
+  // The Forward score against the plain null model; domain definition corrects it for
+  // null2 (domain_definition.hpp).
+  out.forward_nats = forward_nats;
   out.forward_bits = (forward_nats - out.null_nats) / static_cast<float>(kLog2);
   out.stage = Stage::passed;
   out.pvalue = forward_pvalue(profile, out.forward_bits);

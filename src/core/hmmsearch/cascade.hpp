@@ -42,6 +42,7 @@ struct TargetScores {
   float msv_bits = kNotComputed;      // MSV score, null-corrected (bits)
   float viterbi_bits = kNotComputed;  // NaN when not run (rejected before, or skipped)
   float forward_bits = kNotComputed;  // NaN unless the target passed every filter
+  float forward_nats = kNotComputed;  // the canonical Forward score of forward_bits
   double pvalue = 1.0;       // P-value of the last stage run (NaN when Forward rejected it)
   bool forward_run = false;  // the Forward stage has run (see needs_forward)
 };

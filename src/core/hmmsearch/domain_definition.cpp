@@ -2,6 +2,7 @@
 #include "core/hmmsearch/domain_definition.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 
@@ -236,6 +237,42 @@ std::vector<Cluster> cluster_samples(const std::vector<SampledDomain>& v, int sa
   return out;
 }
 
+// p7_alidisplay_Create's lines of the trace steps first..last of an envelope `env`.
+AlignmentDisplay display(const SearchProfile& profile, const Trace& tr, std::size_t first,
+                         std::size_t last, const Residue* env) {
+  const Alphabet& abc = *profile.alphabet;
+  AlignmentDisplay out;
+  for (std::size_t z = first; z <= last; ++z) {
+    const TraceStep& step = tr[z];
+    const int k = step.k;
+    if (step.state == TraceState::I) {
+      out.model += '.';
+      out.match += ' ';
+      out.target += static_cast<char>(std::tolower(abc.symbol(env[step.i - 1])));
+    } else if (step.state == TraceState::D) {
+      out.model += profile.consensus[k];
+      out.match += ' ';
+      out.target += '-';
+    } else {
+      const Residue x = env[step.i - 1];
+      const char consensus = profile.consensus[k];
+      out.model += consensus;
+      if (x == abc.digitize(consensus))
+        out.match += consensus;
+      else
+        out.match += profile.forward.match[x][k] > 1.0f ? '+' : ' ';
+      out.target += static_cast<char>(std::toupper(abc.symbol(x)));
+    }
+    if (step.state == TraceState::D) {
+      out.posterior += '.';
+    } else {
+      const double p = static_cast<double>(step.pp) + 0.05;
+      out.posterior += p >= 1.0 ? '*' : static_cast<char>('0' + static_cast<int>(p * 10.0));
+    }
+  }
+  return out;
+}
+
 class Definer {
  public:
   Definer(const SearchProfile& profile, const Residue* dsq, int L, const DomainSettings& settings,
@@ -377,9 +414,7 @@ class Definer {
       last = z;
     }
     if (first == tr.size()) return false;  // no M state: HMMER makes no alignment either
-    for (std::size_t z = first; z <= last; ++z)
-      dom.alignment.push_back({tr[z].state == TraceState::I ? -tr[z].k : tr[z].k,
-                               tr[z].i > 0 ? tr[z].i + i - 1 : 0, tr[z].pp});
+    dom.alignment = display(p_, tr, first, last, env);
     dom.hmm_from = tr[first].k;
     dom.hmm_to = tr[last].k;
     dom.ali_from = tr[first].i + i - 1;

@@ -15,8 +15,8 @@
 // the whole target, less its own null2 bias.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -30,6 +30,16 @@ struct DomainSettings {
   std::uint32_t seed = 42;  // the generator's seed for sampled traces (hmmsearch --seed)
 };
 
+// HMMER's alignment display of a domain, one character per alignment column (from the
+// first to the last match state of its optimal-accuracy alignment): the model's consensus
+// ('.' at an insertion); the match line (the residue where it is the consensus, '+' where
+// its emission odds exceed 1); the target (upper case aligned, lower case inserted, '-'
+// deleted); the posterior probability of each residue's alignment ('0' to '9' in tenths,
+// '*' from 0.95; '.' at a deletion).
+struct AlignmentDisplay {
+  std::string model, match, target, posterior;
+};
+
 struct Domain {
   // Coordinates, 1-based and inclusive: envelope and alignment on the target, alignment
   // on the model.
@@ -40,18 +50,14 @@ struct Domain {
   float bits = 0;              // the domain's score
   float bias_bits = 0;         // its null2 bias
   double log_pvalue = 0;       // natural log of the P-value of `bits`
-  // The alignment, column by column (first to last M state): the model node (0 for an
-  // insertion), the target residue position (0 for a deletion), and the posterior
-  // probability of the residue's alignment (0 for a deletion).
-  struct Column {
-    int k = 0, i = 0;
-    float pp = 0;
-  };
-  std::vector<Column> alignment;
+  AlignmentDisplay alignment;
   // Mean posterior probability of the envelope's residues being aligned as they are
   // (HMMER's "acc").
-  float accuracy() const {
-    return expected_correct / (1.0f + static_cast<float>(std::abs(env_to - env_from)));
+  // Set by the report's per-domain thresholds (HMMER's is_reported, is_included).
+  bool reported = false, included = false;
+  double accuracy() const {
+    return static_cast<double>(expected_correct) /
+           (1.0 + std::fabs(static_cast<float>(env_to - env_from)));
   }
 };
 

@@ -199,8 +199,24 @@ bool HmmReader::next(HmmModel& model) {
       model.has_stats = true;
     } else if (tag == "RF" || tag == "MM" || tag == "CONS" || tag == "CS" || tag == "MAP" ||
                tag == "DATE" || tag == "COM" || tag == "NSEQ" || tag == "EFFN" || tag == "CKSUM" ||
-               tag == "GA" || tag == "TC" || tag == "NC" || tag == "BM" || tag == "SM") {
+               tag == "BM" || tag == "SM") {
       // Annotation that does not change scores.
+    } else if (tag == "GA" || tag == "TC" || tag == "NC") {
+      // Two scores, sequence and domain ("25.00 25.00;"); one for DNA, for both.
+      const bool dna = model.alphabet != nullptr && model.alphabet->type() == AlphabetType::dna;
+      const std::size_t needed = dna ? 2 : 3;
+      if (tokens.size() < needed) fail("too few fields on the " + tag + " line");
+      const auto cutoff = [&](std::string token) {
+        if (!token.empty() && token.back() == ';') token.pop_back();
+        double v = 0;
+        if (!read_double(token, v) || !std::isfinite(v) ||
+            std::fabs(v) > std::numeric_limits<float>::max())
+          fail("the " + tag + " line's '" + token + "' is not a bit score");
+        return static_cast<float>(v);
+      };
+      const float sequence = cutoff(tokens[1]);
+      const std::array<float, 2> both{sequence, dna ? sequence : cutoff(tokens[2])};
+      (tag == "GA" ? model.ga : tag == "TC" ? model.tc : model.nc) = both;
     } else if (tag == "//") {
       fail("model ends before its 'HMM' section");
     } else {

@@ -33,6 +33,9 @@ struct HmmModel {
   float msv_mu = 0, msv_lambda = 0, viterbi_mu = 0, viterbi_lambda = 0;
   float forward_tau = 0, forward_lambda = 0;
   bool has_stats = false;
+  // Pfam's bit score cutoffs (GA gathering, TC trusted, NC noise): per sequence and per
+  // domain; absent where the file has no such line.
+  std::optional<std::array<float, 2>> ga, tc, nc;
   std::string format;     // "3/f" etc.
   std::int64_t line = 0;  // first line of the model in its file
 };

@@ -4,6 +4,8 @@
 // filters round these values and a one-ulp difference can change a rounded score.
 #include "core/hmmsearch/profile.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 
@@ -259,6 +261,28 @@ BiasFilterModel bias_filter_model(const HmmModel& hmm, const Background& bg) {
   return f;
 }
 
+std::string consensus_line(const HmmModel& hmm) {
+  // The file's CONS column where it has one (letters at every node; '-' where CONS is no).
+  const bool from_file =
+      static_cast<int>(hmm.consensus.size()) > hmm.M &&
+      std::all_of(hmm.consensus.begin() + 1, hmm.consensus.begin() + hmm.M + 1,
+                  [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; });
+  if (from_file) return hmm.consensus.substr(0, static_cast<std::size_t>(hmm.M) + 1);
+  const Alphabet& abc = *hmm.alphabet;
+  const float threshold = abc.type() == AlphabetType::amino ? 0.5f : 0.9f;
+  std::string line(static_cast<std::size_t>(hmm.M) + 1, ' ');
+  for (int k = 1; k <= hmm.M; ++k) {
+    const std::vector<float>& p = hmm.match[k];
+    int best = 0;
+    for (int x = 1; x < abc.K(); ++x)
+      if (p[x] > p[best]) best = x;
+    const char c = abc.symbol(static_cast<Residue>(best));
+    line[k] = p[best] >= threshold ? static_cast<char>(std::toupper(c))
+                                   : static_cast<char>(std::tolower(c));
+  }
+  return line;
+}
+
 }  // namespace
 
 SearchProfile build_search_profile(const HmmModel& hmm, const Background& bg) {
@@ -269,6 +293,7 @@ SearchProfile build_search_profile(const HmmModel& hmm, const Background& bg) {
   sp.description = hmm.description;
   sp.M = hmm.M;
   sp.alphabet = hmm.alphabet;
+  sp.consensus = consensus_line(hmm);
   sp.msv_mu = hmm.msv_mu;
   sp.msv_lambda = hmm.msv_lambda;
   sp.viterbi_mu = hmm.viterbi_mu;

@@ -98,6 +98,10 @@ struct BiasFilterModel {
 struct SearchProfile {
   std::string name, accession, description;
   int M = 0;
+  // The model's consensus residue per node, 1..M at [1..M] (HMMER's: the file's CONS
+  // column, else the most probable residue, upper case where its probability is at least
+  // 0.5 for amino acids, 0.9 for DNA).
+  std::string consensus;
   const Alphabet* alphabet = nullptr;
   float msv_mu = 0, msv_lambda = 0, viterbi_mu = 0, viterbi_lambda = 0;
   float forward_tau = 0, forward_lambda = 0;

@@ -55,13 +55,13 @@ for round in $(seq $rounds); do
     for c in "many $work/models.hmm $work/proteome.fa" \
              "one /usr/share/doc/hmmer/examples/tutorial/Pkinase.hmm $work/db10.fa"; do
       set -- $c
-      time_it $1-cpu $which $duet hmmsearch --quiet --no-gpu -o $work/$1-cpu-$which.h5 $2 $3
-      time_it $1-gpu-only $which $duet hmmsearch --quiet --gpu-only -o $work/$1-gpu-only-$which.h5 $2 $3
-      time_it $1-hybrid $which $duet hmmsearch --quiet --gpu-min-database 0 -o $work/$1-hybrid-$which.h5 $2 $3
+      time_it $1-cpu $which $duet hmmsearch --quiet --no-gpu --h5 $work/$1-cpu-$which.h5 $2 $3
+      time_it $1-gpu-only $which $duet hmmsearch --quiet --gpu-only --h5 $work/$1-gpu-only-$which.h5 $2 $3
+      time_it $1-hybrid $which $duet hmmsearch --quiet --gpu-min-database 0 --h5 $work/$1-hybrid-$which.h5 $2 $3
     done
-    time_it pairhmm-cpu $which $duet pairhmm --quiet --no-gpu -o $work/pairhmm-cpu-$which.h5 $work/pairs64.in
-    time_it pairhmm-gpu-only $which $duet pairhmm --quiet --gpu-only -o $work/pairhmm-gpu-only-$which.h5 $work/pairs64.in
-    time_it pairhmm-hybrid $which $duet pairhmm --quiet -o $work/pairhmm-hybrid-$which.h5 $work/pairs64.in
+    time_it pairhmm-cpu $which $duet pairhmm --quiet --no-gpu --h5 $work/pairhmm-cpu-$which.h5 $work/pairs64.in
+    time_it pairhmm-gpu-only $which $duet pairhmm --quiet --gpu-only --h5 $work/pairhmm-gpu-only-$which.h5 $work/pairs64.in
+    time_it pairhmm-hybrid $which $duet pairhmm --quiet --h5 $work/pairhmm-hybrid-$which.h5 $work/pairs64.in
   done
 done
 for c in many one pairhmm; do for m in cpu gpu-only hybrid; do same $c-$m; done; done

@@ -29,7 +29,7 @@ for n in $counts; do
     t=$(seconds "$hmmsearch" --cpu "$n" --nonull2 --tblout "$work/h$n.tbl" -o /dev/null "$model" "$db")
     echo "hmmsearch --cpu $n run $r: $t s"
     if [ -z "${best[h$n]:-}" ] || less "$t" "${best[h$n]}"; then best[h$n]=$t; fi
-    t=$(seconds "$duet" hmmsearch --quiet --no-gpu --cpu "$n" --tblout "$work/d$n.tbl" -o "$work/d$n.h5" "$model" "$db")
+    t=$(seconds "$duet" hmmsearch --quiet --no-gpu --cpu "$n" --tblout "$work/d$n.tbl" --h5 "$work/d$n.h5" "$model" "$db")
     echo "duet --cpu $n run $r: $t s"
     if [ -z "${best[d$n]:-}" ] || less "$t" "${best[d$n]}"; then best[d$n]=$t; fi
   done

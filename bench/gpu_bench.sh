@@ -27,12 +27,12 @@ if [ "${5:-no}" = e2e ]; then
   awk '/^>/{n++} n<=2000' /tmp/db.fa > /tmp/db2k.fa
   model=/usr/share/doc/hmmer/examples/tutorial/Pkinase.hmm
   run() { local t0=$(date +%s%N); ./build-gpu/duet hmmsearch --quiet "$@" > /dev/null; local rc=$?; echo "$(( ($(date +%s%N) - t0) / 1000000 )) ms rc=$rc: $*"; }
-  run --no-gpu -o /tmp/cpu2k.h5 $model /tmp/db2k.fa
-  run --gpu-only -o /tmp/gpu2k.h5 $model /tmp/db2k.fa
+  run --no-gpu --h5 /tmp/cpu2k.h5 $model /tmp/db2k.fa
+  run --gpu-only --h5 /tmp/gpu2k.h5 $model /tmp/db2k.fa
   python3 bench/compare_results.py /tmp/cpu2k.h5 /tmp/gpu2k.h5
   for s in warp thread; do
-    run --gpu-only --gpu-strategy $s -o /tmp/gpu-$s.h5 $model /tmp/db.fa
-    run --gpu-strategy $s --cpu 4 --block-residues 50000 -o /tmp/hyb-$s.h5 $model /tmp/db.fa
+    run --gpu-only --gpu-strategy $s --h5 /tmp/gpu-$s.h5 $model /tmp/db.fa
+    run --gpu-strategy $s --cpu 4 --block-residues 50000 --h5 /tmp/hyb-$s.h5 $model /tmp/db.fa
     python3 bench/compare_results.py /tmp/gpu-$s.h5 /tmp/hyb-$s.h5
   done
   python3 bench/compare_results.py /tmp/gpu-warp.h5 /tmp/gpu-thread.h5
@@ -52,10 +52,10 @@ if [ "${5:-no}" = e2e-big ]; then
   for i in $(seq "$copies"); do cat /tmp/db1.fa; done > /tmp/dbbig.fa
   model=/usr/share/doc/hmmer/examples/tutorial/Pkinase.hmm
   run() { local t0=$(date +%s%N); ./build-gpu/duet hmmsearch --quiet "$@" > /dev/null; local rc=$?; echo "$(( ($(date +%s%N) - t0) / 1000000 )) ms rc=$rc: $*"; }
-  run --gpu-only -o /tmp/big-gpu.h5 $model /tmp/dbbig.fa
-  run --gpu-only -o /tmp/big-gpu2.h5 $model /tmp/dbbig.fa
-  run -o /tmp/big-hyb.h5 $model /tmp/dbbig.fa
-  run --block-residues 100000 -o /tmp/big-hyb-small.h5 $model /tmp/dbbig.fa
+  run --gpu-only --h5 /tmp/big-gpu.h5 $model /tmp/dbbig.fa
+  run --gpu-only --h5 /tmp/big-gpu2.h5 $model /tmp/dbbig.fa
+  run --h5 /tmp/big-hyb.h5 $model /tmp/dbbig.fa
+  run --block-residues 100000 --h5 /tmp/big-hyb-small.h5 $model /tmp/dbbig.fa
   python3 bench/compare_results.py /tmp/big-gpu.h5 /tmp/big-hyb.h5
   python3 -c "
 import h5py
@@ -75,10 +75,10 @@ if [ "${5:-no}" = two-gpu ]; then
   model=/usr/share/doc/hmmer/examples/tutorial/Pkinase.hmm
   run() { local t0=$(date +%s%N); ./build-gpu/duet hmmsearch --quiet "$@" > /dev/null; local rc=$?; echo "$(( ($(date +%s%N) - t0) / 1000000 )) ms rc=$rc: $*"; }
   ./build-gpu/duet info | grep -i -A3 gpu
-  run --gpu-only --gpus 0 -o /tmp/one.h5 $model /tmp/dbbig.fa
-  run --gpu-only --gpus 0,1 -o /tmp/two.h5 $model /tmp/dbbig.fa
-  run --gpu-only --gpus 0,1 -o /tmp/two2.h5 $model /tmp/dbbig.fa
-  run --gpus 0,1 -o /tmp/two-hyb.h5 $model /tmp/dbbig.fa
+  run --gpu-only --gpus 0 --h5 /tmp/one.h5 $model /tmp/dbbig.fa
+  run --gpu-only --gpus 0,1 --h5 /tmp/two.h5 $model /tmp/dbbig.fa
+  run --gpu-only --gpus 0,1 --h5 /tmp/two2.h5 $model /tmp/dbbig.fa
+  run --gpus 0,1 --h5 /tmp/two-hyb.h5 $model /tmp/dbbig.fa
   python3 bench/compare_results.py /tmp/one.h5 /tmp/two.h5
   python3 bench/compare_results.py /tmp/one.h5 /tmp/two-hyb.h5
   python3 -c "

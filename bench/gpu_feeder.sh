@@ -33,7 +33,7 @@ awk '/^>/ {if (n) print n; n = 0; next} {n += length($0)} END {print n}' /tmp/db
 pk=/usr/share/doc/hmmer/examples/tutorial/Pkinase.hmm
 run() {
   local name=$1; shift
-  /usr/bin/time -f "$name: %e s wall, %P CPU" env DUET_TIMES=1 $duet hmmsearch --quiet ${DUET_OPTS:-} "$@" -o "$out/$name.h5" $pk "$db" 2>&1 | grep -v '^$'
+  /usr/bin/time -f "$name: %e s wall, %P CPU" env DUET_TIMES=1 $duet hmmsearch --quiet ${DUET_OPTS:-} "$@" --h5 "$out/$name.h5" $pk "$db" 2>&1 | grep -v '^$'
   python3 - "$out/$name.h5" <<'PY'
 import h5py, sys
 r = h5py.File(sys.argv[1])['run'].attrs

@@ -29,7 +29,7 @@ step 120 $b/hmm_gpu_bench forward 3e7 50 100 200 400 800 1500 2500 2>&1 | tee "$
 zcat /usr/share/doc/mmseqs2/example-data/DB.fasta.gz > /tmp/db1.fa
 for i in $(seq "$copies"); do cat /tmp/db1.fa; done > /tmp/dbN.fa
 pk=/usr/share/doc/hmmer/examples/tutorial/Pkinase.hmm
-e2e() { local name=$1; shift; local t1=$(date +%s%N); timeout 120 $b/duet hmmsearch --quiet --tblout /tmp/$name.tbl -o /tmp/$name.h5 "$@" $pk /tmp/dbN.fa > /dev/null; echo "$name: rc=$? $(( ($(date +%s%N) - t1) / 1000000 )) ms: $*"; }
+e2e() { local name=$1; shift; local t1=$(date +%s%N); timeout 120 $b/duet hmmsearch --quiet --tblout /tmp/$name.tbl --h5 /tmp/$name.h5 "$@" $pk /tmp/dbN.fa > /dev/null; echo "$name: rc=$? $(( ($(date +%s%N) - t1) / 1000000 )) ms: $*"; }
 {
   e2e cpu --no-gpu
   e2e gpu --gpu-only

@@ -22,7 +22,7 @@ one() {  # name, options...
   shift
   local t0
   t0=$(date +%s%N)
-  DUET_TIMES=1 "$duet" hmmsearch --quiet -o "$out/$name.h5" "$@" "$models" "$db" \
+  DUET_TIMES=1 "$duet" hmmsearch --quiet --h5 "$out/$name.h5" "$@" "$models" "$db" \
     2> "$out/$name.err" || { echo "$name: failed"; tail -3 "$out/$name.err"; return; }
   echo "$name ($*): wall $(( ($(date +%s%N) - t0) / 1000000 )) ms"
   grep -oE "hmmsearch GPU [0-9]+( feeder [0-9]+)?: set-up.*" "$out/$name.err" | cut -c1-500 | sed 's/^/  /'

@@ -14,7 +14,7 @@ import random; random.seed(7)
 print(' '.join('-L %d' % max(20, min(1200, int(random.lognormvariate(5.14, 0.6)))) for _ in range(1000)))")
 $d synth-model $lengths --seed 7 -o $w/models.hmm > /dev/null
 $d synth-db --residues 2.26e6 --homologs 0.002 --model $w/models.hmm --seed 7 -o $w/proteome.fa > /dev/null
-run() { local name=$1; shift; for r in 1 2; do s=$(date +%s%N); $d hmmsearch --quiet "$@" -o $w/$name.h5 $w/models.hmm $w/proteome.fa > $w/$name.log 2>&1 || echo "$name failed $(tail -1 $w/$name.log)"; echo "$name $r $(( ($(date +%s%N) - s) / 1000000 ))"; done; }
+run() { local name=$1; shift; for r in 1 2; do s=$(date +%s%N); $d hmmsearch --quiet "$@" --h5 $w/$name.h5 $w/models.hmm $w/proteome.fa > $w/$name.log 2>&1 || echo "$name failed $(tail -1 $w/$name.log)"; echo "$name $r $(( ($(date +%s%N) - s) / 1000000 ))"; done; }
 run cpu --no-gpu
 run cpu20k --no-gpu --block-residues 20000
 run forced --gpu-min-database 0

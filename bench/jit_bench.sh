@@ -36,7 +36,7 @@ for round in 1 2; do
     flag=; [ $jit = yes ] && flag=--gpu-jit
     t0=$(date +%s%N)
     DUET_TIMES=1 timeout 60 "$build/duet" hmmsearch --quiet --gpu-only $flag \
-      -o /tmp/e2e-$jit-$round.h5 $model /tmp/dbjit.fa 2>&1 | grep -i "kernels" | head -2
+      --h5 /tmp/e2e-$jit-$round.h5 $model /tmp/dbjit.fa 2>&1 | grep -i "kernels" | head -2
     echo "round $round jit $jit: $(( ($(date +%s%N) - t0) / 1000000 )) ms"
   done
 done

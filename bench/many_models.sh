@@ -77,16 +77,16 @@ compare() {  # label: the duet runs of a case give the same /results
 run_case() {  # label, models, database, HMMER's arrangement (hmmer16 or hmmer16_db), its arguments
   local label=$1 hmm=$2 db=$3 reference=$4; shift 4
   for round in $(seq $rounds); do
-    time_it "$label-cpu" $duet hmmsearch --quiet --no-gpu -o $work/cpu.h5 "$hmm" "$db"
-    time_it "$label-gpu-only" $duet hmmsearch --quiet --gpu-only -o $work/gpu.h5 "$hmm" "$db"
-    time_it "$label-hybrid" $duet hmmsearch --quiet -o $work/hybrid.h5 "$hmm" "$db"
-    time_it "$label-hybrid-forced" $duet hmmsearch --quiet --gpu-min-database 0 -o $work/forced.h5 "$hmm" "$db"
+    time_it "$label-cpu" $duet hmmsearch --quiet --no-gpu --h5 $work/cpu.h5 "$hmm" "$db"
+    time_it "$label-gpu-only" $duet hmmsearch --quiet --gpu-only --h5 $work/gpu.h5 "$hmm" "$db"
+    time_it "$label-hybrid" $duet hmmsearch --quiet --h5 $work/hybrid.h5 "$hmm" "$db"
+    time_it "$label-hybrid-forced" $duet hmmsearch --quiet --gpu-min-database 0 --h5 $work/forced.h5 "$hmm" "$db"
     time_it "$label-hmmer16" $reference "$@"
   done
   # Where a CPU-only run's time goes (DUET_TIMES: phases, CPU seconds by thread kind).
-  DUET_TIMES=1 $duet hmmsearch --quiet --no-gpu -o $work/cpu.h5 "$hmm" "$db" 2> "$out/$label-phases.txt"
+  DUET_TIMES=1 $duet hmmsearch --quiet --no-gpu --h5 $work/cpu.h5 "$hmm" "$db" 2> "$out/$label-phases.txt"
   # ... and a GPU-only run's (DUET_TIMES also gives each GPU feeder's time by step).
-  DUET_TIMES=1 $duet hmmsearch --quiet --gpu-only -o $work/gpu.h5 "$hmm" "$db" \
+  DUET_TIMES=1 $duet hmmsearch --quiet --gpu-only --h5 $work/gpu.h5 "$hmm" "$db" \
     2> "$out/$label-gpu-phases.txt"
   compare "$label"
 }

@@ -36,7 +36,7 @@ for r in $(seq "$rounds"); do
   for t in ref new; do
     for isa in avx2 avx512; do
       for in in "$data/pairhmm/10s.in" "$x64"; do
-        g=$(/tmp/b-$t/duet pairhmm --no-gpu --cpu 1 --isa $isa -o /tmp/c-$t-$isa.h5 "$in" | awk '/GCUPS/{print $4}')
+        g=$(/tmp/b-$t/duet pairhmm --no-gpu --cpu 1 --isa $isa --h5 /tmp/c-$t-$isa.h5 "$in" | awk '/GCUPS/{print $4}')
         echo "round $r $t $isa $(basename "$in") $g" | tee -a "$log"
       done
     done
@@ -53,7 +53,7 @@ done
 echo "== duet pairhmm --no-gpu, all cores, x64" | tee -a "$log"
 for t in ref new; do
   for isa in avx2 avx512; do
-    g=$(/tmp/b-$t/duet pairhmm --no-gpu --isa $isa -o /tmp/a-$t-$isa.h5 "$x64" | awk '/GCUPS/{print $4}')
+    g=$(/tmp/b-$t/duet pairhmm --no-gpu --isa $isa --h5 /tmp/a-$t-$isa.h5 "$x64" | awk '/GCUPS/{print $4}')
     echo "$t $isa x64 $g" | tee -a "$log"
   done
 done

@@ -39,17 +39,17 @@ run() {  # NAME BINARY ARGS...
   echo "wall $(( ($(date +%s%N) - s) / 1000000 )) ms" | tee -a "$log"
 }
 for round in 1 2; do
-  run "ref gpu-only $round" /tmp/ref/duet --gpu-only -o /tmp/ref-g$round.h5
+  run "ref gpu-only $round" /tmp/ref/duet --gpu-only --h5 /tmp/ref-g$round.h5
   for parts in 1 2 4 8; do
-    run "new gpu-only parts $parts $round" /tmp/b/duet --gpu-only --gpu-parts $parts -o /tmp/g$parts-$round.h5
+    run "new gpu-only parts $parts $round" /tmp/b/duet --gpu-only --gpu-parts $parts --h5 /tmp/g$parts-$round.h5
   done
 done
-run "new gpu-only parts 4, 256 blocks per batch" /tmp/b/duet --gpu-only --gpu-parts 4 --gpu-batch-blocks 256 -o /tmp/g4b.h5
-run "ref no-gpu" /tmp/ref/duet --no-gpu -o /tmp/ref-c.h5
-run "new no-gpu" /tmp/b/duet --no-gpu -o /tmp/c.h5
+run "new gpu-only parts 4, 256 blocks per batch" /tmp/b/duet --gpu-only --gpu-parts 4 --gpu-batch-blocks 256 --h5 /tmp/g4b.h5
+run "ref no-gpu" /tmp/ref/duet --no-gpu --h5 /tmp/ref-c.h5
+run "new no-gpu" /tmp/b/duet --no-gpu --h5 /tmp/c.h5
 for round in 1 2; do
-  run "ref hybrid $round" /tmp/ref/duet -o /tmp/ref-h$round.h5
-  run "new hybrid $round" /tmp/b/duet -o /tmp/h$round.h5
+  run "ref hybrid $round" /tmp/ref/duet --h5 /tmp/ref-h$round.h5
+  run "new hybrid $round" /tmp/b/duet --h5 /tmp/h$round.h5
 done
 for f in /tmp/g1-1.h5 /tmp/g4-1.h5 /tmp/g8-2.h5 /tmp/g4b.h5 /tmp/h1.h5 /tmp/h2.h5 /tmp/ref-c.h5 /tmp/ref-g1.h5; do
   python3 bench/compare_results.py /tmp/c.h5 "$f" 2>&1 | tail -2 | tee -a "$log"

@@ -26,7 +26,7 @@ for round in $(seq "$rounds"); do
   for run in "$@"; do
     IFS='|' read -r name binary options <<< "$run"
     # shellcheck disable=SC2086  # options are words
-    "$binary" pairhmm --quiet $options -o "$out/$name.h5" "$input" 2> "$out/$name.err" ||
+    "$binary" pairhmm --quiet $options --h5 "$out/$name.h5" "$input" 2> "$out/$name.err" ||
       { echo "$name: failed"; tail -3 "$out/$name.err"; continue; }
     python3 - "$out/$name.h5" "$name" "$out/gcups" <<'PY'
 import sys

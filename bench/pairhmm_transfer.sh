@@ -20,7 +20,7 @@ cmake -S . -B /tmp/b -G Ninja -DCMAKE_BUILD_TYPE=Release -DDUET_SHARED_DATA="$da
 /tmp/b/tests/pairhmm_gpu_tests --gtest_filter='*Throughput*' 2>&1 | grep -E "gcups|FAIL|PASSED" | tee -a "$out/log.txt"
 big=/tmp/x256.in
 for _ in $(seq 256); do cat "$data/pairhmm/10s.in"; done > "$big"
-for run in "--gpu-only -o /tmp/g.h5" "--no-gpu -o /tmp/c.h5" "--gpu-only -o /tmp/g2.h5"; do
+for run in "--gpu-only --h5 /tmp/g.h5" "--no-gpu --h5 /tmp/c.h5" "--gpu-only --h5 /tmp/g2.h5"; do
   echo "== duet pairhmm $run x256.in" | tee -a "$out/log.txt"
   s=$(date +%s%N)
   # shellcheck disable=SC2086

@@ -51,10 +51,10 @@ void expect_failure(const TempDir& dir, const std::string& args, const std::stri
 TEST(Cli, MissingFiles) {
   TempDir dir;
   const std::string db = small_db(dir);
-  expect_failure(dir, "hmmsearch -o " + dir.file("o.h5") + " " + dir.file("nope.hmm") + " " + db,
+  expect_failure(dir, "hmmsearch --h5 " + dir.file("o.h5") + " " + dir.file("nope.hmm") + " " + db,
                  "nope.hmm", 1);
   expect_failure(dir,
-                 "hmmsearch -o " + dir.file("o.h5") + " " + kGlobins + " " + dir.file("nope.fa"),
+                 "hmmsearch --h5 " + dir.file("o.h5") + " " + kGlobins + " " + dir.file("nope.fa"),
                  "nope.fa", 1);
 }
 
@@ -63,7 +63,7 @@ TEST(Cli, MalformedFastaNamesLineAndKeepsExistingOutput) {
   test::write_file(dir.file("bad.fa"), ">a\nACDEF\n>b\nAC%DE\n");
   test::write_file(dir.file("old.h5"), "previous results");
   expect_failure(dir,
-                 "hmmsearch -o " + dir.file("old.h5") + " " + kGlobins + " " + dir.file("bad.fa"),
+                 "hmmsearch --h5 " + dir.file("old.h5") + " " + kGlobins + " " + dir.file("bad.fa"),
                  "bad.fa:4: illegal character '%'", 2);
   EXPECT_EQ(test::read_file(dir.file("old.h5")), "previous results");
 }
@@ -76,7 +76,7 @@ TEST(Cli, MalformedHmmNamesLine) {
   test::write_file(dir.file("bad.hmm"), text);
   const std::string db = small_db(dir);
   const auto line = std::count(text.begin(), text.begin() + static_cast<long>(p), '\n') + 1;
-  expect_failure(dir, "hmmsearch -o " + dir.file("o.h5") + " " + dir.file("bad.hmm") + " " + db,
+  expect_failure(dir, "hmmsearch --h5 " + dir.file("o.h5") + " " + dir.file("bad.hmm") + " " + db,
                  "bad.hmm:" + std::to_string(line) + ":", 2);
 }
 
@@ -85,12 +85,12 @@ TEST(Cli, BadConfigFiles) {
   const std::string db = small_db(dir);
   test::write_file(dir.file("unknown.toml"), "[hmmsearch]\nE = 1.0\nF4 = 0.1\n");
   expect_failure(dir,
-                 "hmmsearch --config " + dir.file("unknown.toml") + " -o " + dir.file("o.h5") +
+                 "hmmsearch --config " + dir.file("unknown.toml") + " --h5 " + dir.file("o.h5") +
                      " " + kGlobins + " " + db,
                  "unknown.toml:3:", 2);
   test::write_file(dir.file("type.toml"), "[run]\ncpu = \"two\"\n");
   expect_failure(dir,
-                 "hmmsearch --config " + dir.file("type.toml") + " -o " + dir.file("o.h5") + " " +
+                 "hmmsearch --config " + dir.file("type.toml") + " --h5 " + dir.file("o.h5") + " " +
                      kGlobins + " " + db,
                  "type.toml:2:", 3);
 }
@@ -101,14 +101,14 @@ TEST(Cli, BadGpuKernelTable) {
   TempDir dir;
   const std::string db = small_db(dir);
   expect_failure(dir,
-                 "hmmsearch --no-gpu --gpu-kernel-table " + dir.file("none.toml") + " -o " +
+                 "hmmsearch --no-gpu --gpu-kernel-table " + dir.file("none.toml") + " --h5 " +
                      dir.file("o.h5") + " " + kGlobins + " " + db,
                  "none.toml", 1);
   test::write_file(dir.file("table.toml"),
                    "device = \"x\"\nmeasured = \"2026-11-22\"\n[[row]]\nmax_length = 10\n"
                    "msv_group_threads = 12\nviterbi_strategy = \"warp\"\n");
   expect_failure(dir,
-                 "hmmsearch --no-gpu --gpu-kernel-table " + dir.file("table.toml") + " -o " +
+                 "hmmsearch --no-gpu --gpu-kernel-table " + dir.file("table.toml") + " --h5 " +
                      dir.file("o.h5") + " " + kGlobins + " " + db,
                  "table.toml:5:", 2);
 }
@@ -123,17 +123,17 @@ TEST(Cli, CorruptGzipDatabase) {
     bytes[i] = static_cast<char>(~bytes[i]);
   test::write_file(dir.file("db.fa.gz"), bytes);
   expect_failure(dir,
-                 "hmmsearch -o " + dir.file("o.h5") + " " + kGlobins + " " + dir.file("db.fa.gz"),
+                 "hmmsearch --h5 " + dir.file("o.h5") + " " + kGlobins + " " + dir.file("db.fa.gz"),
                  "db.fa.gz", 1);
 }
 
 TEST(Cli, OutputFolderMissing) {
   TempDir dir;
   const std::string db = small_db(dir);
-  expect_failure(dir, "hmmsearch -o " + dir.file("no/such/o.h5") + " " + kGlobins + " " + db,
+  expect_failure(dir, "hmmsearch --h5 " + dir.file("no/such/o.h5") + " " + kGlobins + " " + db,
                  "no/such/o.h5", 1);
   expect_failure(dir,
-                 "hmmsearch --tblout " + dir.file("no/t.tbl") + " -o " + dir.file("o.h5") + " " +
+                 "hmmsearch --tblout " + dir.file("no/t.tbl") + " --h5 " + dir.file("o.h5") + " " +
                      kGlobins + " " + db,
                  "no/t.tbl", 1);
 }
@@ -149,7 +149,7 @@ TEST(Cli, QuietRunPrintsNothingWithMoreWorkersThanCores) {
   const std::string workers = std::to_string(cores + 3);
   for (const std::string extra : {"", " --no-gpu"}) {
     const auto r =
-        test::run_command(kDuet + " hmmsearch --quiet --cpu " + workers + extra + " -o " +
+        test::run_command(kDuet + " hmmsearch --quiet --cpu " + workers + extra + " --h5 " +
                           dir.file("r.h5") + " " + models + " " + small_db(dir));
     EXPECT_EQ(r.status, 0) << r.output;
     EXPECT_EQ(r.output, "") << "--cpu " << workers << extra;
@@ -161,8 +161,8 @@ TEST(Cli, ResultFileAgreesWithReport) {
   test::run_command("zcat /usr/share/doc/mmseqs2/example-data/DB.fasta.gz | head -n 6000 > " +
                     dir.file("db.fa"));
   const auto r = test::run_command(kDuet + " hmmsearch -E 1e9 --F3 1 --domE 1e9 --domtblout " +
-                                   dir.file("d.tbl") + " -o " + dir.file("r.h5") + " " + kGlobins +
-                                   " " + dir.file("db.fa"));
+                                   dir.file("d.tbl") + " --h5 " + dir.file("r.h5") + " " +
+                                   kGlobins + " " + dir.file("db.fa"));
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("null2"), std::string::npos);
   const auto counts = test::read_pass_counts(r.output);
@@ -215,15 +215,34 @@ TEST(Cli, ResultFileAgreesWithReport) {
   EXPECT_NE(h5.attribute_string("/run", "command_line").find("-E 1e9"), std::string::npos);
 }
 
+// -o takes HMMER's meaning: the text output goes to the file, nothing of it to standard
+// output; `-o NAME.h5` (the HDF5 file before --h5) is refused with the way to --h5, and
+// nothing is written.
+TEST(Cli, TextOutputGoesToMinusO) {
+  TempDir dir;
+  const std::string db = small_db(dir);
+  const auto r = test::run_command(kDuet + " hmmsearch -o " + dir.file("hits.txt") + " --h5 " +
+                                   dir.file("r.h5") + " " + kGlobins + " " + db);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output.find("Query:"), std::string::npos) << r.output;
+  const std::string text = test::read_file(dir.file("hits.txt"));
+  EXPECT_NE(text.find("Query:       globins4"), std::string::npos);
+  EXPECT_NE(text.find("Internal pipeline statistics summary:"), std::string::npos);
+  EXPECT_NE(text.find("[ok]"), std::string::npos);
+  EXPECT_TRUE(std::filesystem::exists(dir.file("r.h5")));
+  expect_failure(dir, "hmmsearch -o " + dir.file("old.h5") + " " + kGlobins + " " + db,
+                 "the HDF5 result file is --h5 " + dir.file("old.h5"), 3);
+}
+
 // --gpu-resident: a size or auto, recorded in the configuration; the residues read from
 // the GPU's resident store are recorded per query and in /run (0 without a GPU).
 TEST(Cli, GpuResidentOption) {
   TempDir dir;
   const std::string db = small_db(dir);
-  expect_failure(dir,
-                 "hmmsearch --gpu-resident lots -o " + dir.file("o.h5") + " " + kGlobins + " " + db,
-                 "--gpu-resident: 'lots' is not auto or a size", 1);
-  const auto r = test::run_command(kDuet + " hmmsearch --no-gpu --gpu-resident 64M -o " +
+  expect_failure(
+      dir, "hmmsearch --gpu-resident lots --h5 " + dir.file("o.h5") + " " + kGlobins + " " + db,
+      "--gpu-resident: 'lots' is not auto or a size", 1);
+  const auto r = test::run_command(kDuet + " hmmsearch --no-gpu --gpu-resident 64M --h5 " +
                                    dir.file("r.h5") + " " + kGlobins + " " + db);
   ASSERT_EQ(r.status, 0) << r.output;
   io::Hdf5Reader h5(dir.file("r.h5"));
@@ -232,7 +251,7 @@ TEST(Cli, GpuResidentOption) {
   EXPECT_EQ(h5.attribute_int("/run", "gpu_resident_residues"), 0);
   EXPECT_EQ(h5.attribute_int("/run", "gpu_uploaded_residues"), 0);
   EXPECT_EQ(h5.attribute_int("/trace/globins4", "gpu_resident_residues"), 0);
-  const auto a = test::run_command(kDuet + " hmmsearch --no-gpu --gpu-resident auto -o " +
+  const auto a = test::run_command(kDuet + " hmmsearch --no-gpu --gpu-resident auto --h5 " +
                                    dir.file("a.h5") + " " + kGlobins + " " + db);
   ASSERT_EQ(a.status, 0) << a.output;
   EXPECT_NE(io::Hdf5Reader(dir.file("a.h5"))
@@ -245,13 +264,13 @@ TEST(Cli, ConfigFileSetsOptionsAndCommandLineOverrides) {
   TempDir dir;
   const std::string db = small_db(dir);
   test::write_file(dir.file("c.toml"),
-                   "[hmmsearch]\nE = 1e-30\n[run]\nout = \"" + dir.file("c.h5") + "\"\n");
+                   "[hmmsearch]\nE = 1e-30\n[run]\nh5 = \"" + dir.file("c.h5") + "\"\n");
   const auto a = test::run_command(kDuet + " hmmsearch --config " + dir.file("c.toml") + " " +
                                    kGlobins + " " + db);
   ASSERT_EQ(a.status, 0) << a.output;
   io::Hdf5Reader h5(dir.file("c.h5"));
   EXPECT_NE(h5.attribute_string("/run", "config_toml").find("1e-30"), std::string::npos);
-  const auto b = test::run_command(kDuet + " hmmsearch --config " + dir.file("c.toml") + " -o " +
+  const auto b = test::run_command(kDuet + " hmmsearch --config " + dir.file("c.toml") + " --h5 " +
                                    dir.file("d.h5") + " -E 5 " + kGlobins + " " + db);
   ASSERT_EQ(b.status, 0) << b.output;
   io::Hdf5Reader h5b(dir.file("d.h5"));
@@ -339,7 +358,7 @@ TEST(Cli, TargetsOfTwoTo24ResiduesHaveFiniteScores) {
   test::write_file(dir.file("db.fa"), fasta);
 
   const auto r =
-      test::run_command(kDuet + " hmmsearch --quiet --tblout " + dir.file("t.tbl") + " -o " +
+      test::run_command(kDuet + " hmmsearch --quiet --tblout " + dir.file("t.tbl") + " --h5 " +
                         dir.file("r.h5") + " " + kGlobins + " " + dir.file("db.fa"));
   ASSERT_EQ(r.status, 0) << r.output;
   const auto table = test::read_tblout(dir.file("t.tbl"));
@@ -372,7 +391,7 @@ TEST(Cli, ResultsIdenticalAcrossIsas) {
   std::vector<std::string> ran;
   for (const auto& isa : isas) {
     const auto r = test::run_command(kDuet + " hmmsearch --quiet --isa " + isa +
-                                     " -E 1000 --F3 0.5 -o " + dir.file(isa + ".h5") +
+                                     " -E 1000 --F3 0.5 --h5 " + dir.file(isa + ".h5") +
                                      " /usr/share/doc/hmmer/examples/tutorial/Pkinase.hmm " +
                                      dir.file("db.fa"));
     if (r.status != 0) {

@@ -90,7 +90,7 @@ TEST(RunKit, HelpShowsTheConfigurationsDefaults) {
   const std::string help = command.help();
   const io::SchedulerConfig s;
   for (const std::string& expected : std::vector<std::string>{
-           "(default " + io::RunConfig{}.out + ")", "(default " + s.policy + ")",
+           "(default " + io::RunConfig{}.h5 + ")", "(default " + s.policy + ")",
            "(default " + std::to_string(s.worker_nice) + ")", "blocks per GPU batch (default 256)",
            "share of the cells for the CPU (default 0.5)"}) {
     EXPECT_NE(help.find(expected), std::string::npos) << expected << "\n" << help;
@@ -103,20 +103,37 @@ TEST(RunKit, FlagsOverrideTheFile) {
   test::TempDir dir;
   const std::string path = dir.file("c.toml");
   test::write_file(path,
-                   "[run]\ncpu = 3\nout = \"file.h5\"\n[scheduler]\npolicy = \"static\"\n"
+                   "[run]\ncpu = 3\nh5 = \"file.h5\"\n[scheduler]\npolicy = \"static\"\n"
                    "worker_nice = 5\ngpu_only = true\nqueue_depth = 9\n");
   const io::Config file = parse({"--config", path});
   EXPECT_EQ(file.run.cpu, 3);
-  EXPECT_EQ(file.run.out, "file.h5");
+  EXPECT_EQ(file.run.h5, "file.h5");
   EXPECT_EQ(file.scheduler.policy, "static");
   EXPECT_EQ(file.scheduler.worker_nice, 5);
   EXPECT_TRUE(file.scheduler.gpu_only);
-  const io::Config both =
-      parse({"--config", path, "--cpu", "2", "-o", "flag.h5", "--policy", "adaptive",
-             "--worker-nice", "0", "--no-gpu", "--queue-depth", "4", "--gpu-batch-blocks", "7",
-             "--static-cpu-fraction", "0.25", "--quiet"});
+  const io::Config both = parse({"--config",
+                                 path,
+                                 "--cpu",
+                                 "2",
+                                 "--h5",
+                                 "flag.h5",
+                                 "-o",
+                                 "hits.txt",
+                                 "--policy",
+                                 "adaptive",
+                                 "--worker-nice",
+                                 "0",
+                                 "--no-gpu",
+                                 "--queue-depth",
+                                 "4",
+                                 "--gpu-batch-blocks",
+                                 "7",
+                                 "--static-cpu-fraction",
+                                 "0.25",
+                                 "--quiet"});
   EXPECT_EQ(both.run.cpu, 2);
-  EXPECT_EQ(both.run.out, "flag.h5");
+  EXPECT_EQ(both.run.h5, "flag.h5");
+  EXPECT_EQ(both.run.text, "hits.txt");
   EXPECT_TRUE(both.run.quiet);
   EXPECT_EQ(both.scheduler.policy, "adaptive");
   EXPECT_EQ(both.scheduler.worker_nice, 0);
@@ -137,7 +154,12 @@ TEST(RunKit, FlagsOverrideTheFile) {
   for (const auto& [args, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"--worker-nice", "20"}, "--worker-nice must be in [0, 19], not 20"},
            {{"--static-cpu-fraction", "1.5"}, "--static-cpu-fraction must be in [0, 1]"},
-           {{"--cpu", "-1"}, "--cpu must be"}}) {
+           {{"--cpu", "-1"}, "--cpu must be"},
+           // -o was the HDF5 file before --h5: such a name is refused with the way to it.
+           {{"-o", "r.h5"},
+            "-o names the text output file, as in HMMER; the HDF5 result file is "
+            "--h5 r.h5"},
+           {{"-o", "R.HDF5"}, "the HDF5 result file is --h5 R.HDF5"}}) {
     try {
       (void)parse(args);
       ADD_FAILURE() << args[0] << " accepted";

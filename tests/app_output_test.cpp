@@ -128,31 +128,31 @@ struct Precious {
 TEST(OutputPromise, SameFileForTwoOutputsIsRefusedUpFront) {
   TempDir dir;
   const std::string db = small_db(dir);
-  const auto r = test::run_command(kDuet + " hmmsearch -o " + dir.file("x") + " --tblout " +
+  const auto r = test::run_command(kDuet + " hmmsearch --h5 " + dir.file("x") + " --tblout " +
                                    dir.file("x") + " " + kGlobins + " " + db);
   EXPECT_EQ(r.status, 1) << r.output;
-  EXPECT_NE(r.output.find("-o and --tblout name the same file"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--h5 and --tblout name the same file"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(dir.file("x")));
   EXPECT_TRUE(temporaries_in(dir.path()).empty());
   // The same file through a link is the same file.
   const Precious table(dir.file("t.tbl"), "old table\n");
   fs::create_symlink(dir.file("t.tbl"), dir.file("link.h5"));
   const auto linked =
-      test::run_command(kDuet + " hmmsearch -o " + dir.file("link.h5") + " --tblout " +
+      test::run_command(kDuet + " hmmsearch --h5 " + dir.file("link.h5") + " --tblout " +
                         dir.file("t.tbl") + " " + kGlobins + " " + db);
   EXPECT_EQ(linked.status, 1) << linked.output;
-  table.expect_untouched("-o through a link to --tblout");
+  table.expect_untouched("--h5 through a link to --tblout");
 }
 
 TEST(OutputPromise, OutputThatIsAnInputIsRefused) {
   TempDir dir;
   const std::string db = small_db(dir);
   const Precious input(db, test::read_file(db));
-  const auto r = test::run_command(kDuet + " hmmsearch -o " + db + " " + kGlobins + " " + db);
+  const auto r = test::run_command(kDuet + " hmmsearch --h5 " + db + " " + kGlobins + " " + db);
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find("it is an input of this run"), std::string::npos) << r.output;
-  input.expect_untouched("-o on the database");
-  const auto table = test::run_command(kDuet + " hmmsearch --tblout " + kGlobins + " -o " +
+  input.expect_untouched("--h5 on the database");
+  const auto table = test::run_command(kDuet + " hmmsearch --tblout " + kGlobins + " --h5 " +
                                        dir.file("o.h5") + " " + kGlobins + " " + db);
   EXPECT_EQ(table.status, 1) << table.output;
   EXPECT_FALSE(fs::exists(dir.file("o.h5")));
@@ -162,7 +162,7 @@ TEST(OutputPromise, TableThatIsAFolderIsRefusedBeforeTheSearch) {
   TempDir dir;
   const std::string db = small_db(dir);
   fs::create_directory(dir.file("tables"));
-  const auto r = test::run_command(kDuet + " hmmsearch -o " + dir.file("o.h5") + " --tblout " +
+  const auto r = test::run_command(kDuet + " hmmsearch --h5 " + dir.file("o.h5") + " --tblout " +
                                    dir.file("tables") + " " + kGlobins + " " + db);
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find("tables: cannot create output file: it is a folder"), std::string::npos)
@@ -178,7 +178,7 @@ TEST(OutputPromise, LinksAndFifosAreWrittenThrough) {
   TempDir dir;
   const std::string db = small_db(dir);
   const auto plain =
-      test::run_command(kDuet + " hmmsearch --quiet -o " + dir.file("plain.h5") + " --tblout " +
+      test::run_command(kDuet + " hmmsearch --quiet --h5 " + dir.file("plain.h5") + " --tblout " +
                         dir.file("plain.tbl") + " " + kGlobins + " " + db);
   ASSERT_EQ(plain.status, 0) << plain.output;
   test::write_file(dir.file("target.tbl"), "old\n");
@@ -191,7 +191,7 @@ TEST(OutputPromise, LinksAndFifosAreWrittenThrough) {
         test::run_command("timeout 60 cat " + dir.file("out.fifo") + " > " +
                           dir.file("from_fifo.h5"));
       });
-  const auto r = test::run_command(kDuet + " hmmsearch --quiet -o " + dir.file("out.fifo") +
+  const auto r = test::run_command(kDuet + " hmmsearch --quiet --h5 " + dir.file("out.fifo") +
                                    " --tblout " + dir.file("link.tbl") + " " + kGlobins + " " + db);
   reader.join();
   ASSERT_EQ(r.status, 0) << r.output;
@@ -211,7 +211,7 @@ TEST(OutputPromise, LinksAndFifosAreWrittenThrough) {
   EXPECT_TRUE(temporaries_in(dir.path()).empty());
   // A device stays the device, for both outputs at once.
   const std::string null = null_device(dir);
-  const auto through = test::run_command(kDuet + " hmmsearch --quiet -o " + null + " --tblout " +
+  const auto through = test::run_command(kDuet + " hmmsearch --quiet --h5 " + null + " --tblout " +
                                          null + " " + kGlobins + " " + db);
   EXPECT_EQ(through.status, 0) << through.output;
   EXPECT_EQ(fs::status(null).type(), fs::file_type::character);
@@ -226,7 +226,7 @@ TEST(OutputPromise, FailedCopyIntoADeviceReplacesNoFile) {
   std::string full = dir.file("full");
   if (::geteuid() != 0 || ::mknod(full.c_str(), S_IFCHR | 0666, ::makedev(1, 7)) != 0)
     full = "/dev/full";
-  const auto r = test::run_command(kDuet + " hmmsearch --quiet -o " + dir.file("o.h5") +
+  const auto r = test::run_command(kDuet + " hmmsearch --quiet --h5 " + dir.file("o.h5") +
                                    " --tblout " + full + " " + kGlobins + " " + db);
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find("No space left on device"), std::string::npos) << r.output;
@@ -254,20 +254,20 @@ TEST(OutputPromise, CommandLineNumbersAreAsStrictAsTheConfiguration) {
       {"--worker-nice 20", "--worker-nice must be in [0, 19], not 20"},
   };
   for (const auto& [args, message] : cases) {
-    const auto r = test::run_command(kDuet + " hmmsearch " + args + " -o " + dir.file("o.h5") +
+    const auto r = test::run_command(kDuet + " hmmsearch " + args + " --h5 " + dir.file("o.h5") +
                                      " " + kGlobins + " " + db);
     EXPECT_EQ(r.status, 2) << args << ": " << r.output;
     EXPECT_NE(r.output.find(message), std::string::npos) << args << ": " << r.output;
   }
   // The same rule in the configuration file, with its line.
   test::write_file(dir.file("cpu.toml"), "[run]\ncpu = 100000\n");
-  const auto r = test::run_command(kDuet + " hmmsearch --config " + dir.file("cpu.toml") + " -o " +
-                                   dir.file("o.h5") + " " + kGlobins + " " + db);
+  const auto r = test::run_command(kDuet + " hmmsearch --config " + dir.file("cpu.toml") +
+                                   " --h5 " + dir.file("o.h5") + " " + kGlobins + " " + db);
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find("cpu.toml:2: 'cpu' must be in [0, 1024], not 100000"), std::string::npos)
       << r.output;
   // pairhmm checks its numbers with the same rules.
-  const auto pair = test::run_command(kDuet + " pairhmm --static-cpu-fraction nan --cpu 2 -o " +
+  const auto pair = test::run_command(kDuet + " pairhmm --static-cpu-fraction nan --cpu 2 --h5 " +
                                       dir.file("p.h5") + " " + DUET_PAIRHMM_DATA "/tiny.in");
   EXPECT_EQ(pair.status, 2) << pair.output;
   EXPECT_NE(pair.output.find("--static-cpu-fraction must be a finite number"), std::string::npos)
@@ -296,7 +296,7 @@ TEST(OutputPromise, FifoDatabaseIsReadOnceForSeveralModels) {
   const std::string models = dir.file("two.hmm");
   test::run_command("cat " + kGlobins + " " + kTutorial + "fn3.hmm > " + models);
   const auto plain =
-      test::run_command("timeout 60 " + kDuet + " hmmsearch --quiet -o " + dir.file("plain.h5") +
+      test::run_command("timeout 60 " + kDuet + " hmmsearch --quiet --h5 " + dir.file("plain.h5") +
                         " --tblout " + dir.file("plain.tbl") + " " + models + " " + db);
   ASSERT_EQ(plain.status, 0) << plain.output;
   const std::string fifo = dir.file("db.fifo");
@@ -305,7 +305,7 @@ TEST(OutputPromise, FifoDatabaseIsReadOnceForSeveralModels) {
     // Every block kept: both models search the whole database, as from the file.
     FifoWriter writer(fifo, db);
     const auto r =
-        test::run_command("timeout 60 " + kDuet + " hmmsearch --quiet -o " + dir.file("fifo.h5") +
+        test::run_command("timeout 60 " + kDuet + " hmmsearch --quiet --h5 " + dir.file("fifo.h5") +
                           " --tblout " + dir.file("fifo.tbl") + " " + models + " " + fifo);
     ASSERT_EQ(r.status, 0) << r.output;
   }
@@ -322,7 +322,7 @@ TEST(OutputPromise, FifoDatabaseIsReadOnceForSeveralModels) {
     // Not all of it fits the budget: a clear error, not a second model that saw nothing.
     FifoWriter writer(fifo, db);
     const auto r =
-        test::run_command("timeout 60 " + kDuet + " hmmsearch --quiet --reuse-memory 64K -o " +
+        test::run_command("timeout 60 " + kDuet + " hmmsearch --quiet --reuse-memory 64K --h5 " +
                           dir.file("small.h5") + " " + models + " " + fifo);
     EXPECT_EQ(r.status, 1) << r.output;
     EXPECT_NE(r.output.find("db.fifo: cannot be read twice"), std::string::npos) << r.output;
@@ -332,7 +332,7 @@ TEST(OutputPromise, FifoDatabaseIsReadOnceForSeveralModels) {
     // No budget at all: refused before reading.
     FifoWriter writer(fifo, db);
     const auto r =
-        test::run_command("timeout 60 " + kDuet + " hmmsearch --quiet --reuse-memory 0 -o " +
+        test::run_command("timeout 60 " + kDuet + " hmmsearch --quiet --reuse-memory 0 --h5 " +
                           dir.file("none.h5") + " " + models + " " + fifo);
     EXPECT_EQ(r.status, 1) << r.output;
     EXPECT_NE(r.output.find("cannot be read twice"), std::string::npos) << r.output;
@@ -349,7 +349,7 @@ TEST(OutputPromise, SignalEndsAWaitOnAFifo) {
   const std::string fifo = dir.file("db.fifo");
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
   const pid_t opening =
-      start_duet({"hmmsearch", "-o", dir.file("o.h5"), kGlobins, fifo}, dir.file("opening.log"));
+      start_duet({"hmmsearch", "--h5", dir.file("o.h5"), kGlobins, fifo}, dir.file("opening.log"));
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   ASSERT_EQ(::kill(opening, SIGINT), 0);
   EXPECT_EQ(wait_exit(opening, 10), 130) << test::read_file(dir.file("opening.log"));
@@ -365,7 +365,7 @@ TEST(OutputPromise, SignalEndsAWaitOnAFifo) {
     _exit(0);
   }
   const pid_t reading =
-      start_duet({"hmmsearch", "-o", dir.file("o.h5"), kGlobins, fifo}, dir.file("reading.log"));
+      start_duet({"hmmsearch", "--h5", dir.file("o.h5"), kGlobins, fifo}, dir.file("reading.log"));
   std::this_thread::sleep_for(std::chrono::milliseconds(700));
   ASSERT_EQ(::kill(reading, SIGTERM), 0);
   EXPECT_EQ(wait_exit(reading, 10), 143) << test::read_file(dir.file("reading.log"));
@@ -392,9 +392,9 @@ TEST(OutputPromise, SignalAtEveryPhaseLeavesExistingFilesAndNoTemporary) {
     for (const std::string& phase : phases) {
       const std::string context = "signal " + std::to_string(signal) + " at '" + phase + "'";
       const std::string setting = "DUET_DEBUG_SIGNAL_AT=" + std::to_string(signal) + "@" + phase;
-      const pid_t pid =
-          start_duet({"hmmsearch", "--quiet", "-o", h5.path, "--tblout", table.path, kGlobins, db},
-                     dir.file("run.log"), {setting});
+      const pid_t pid = start_duet(
+          {"hmmsearch", "--quiet", "--h5", h5.path, "--tblout", table.path, kGlobins, db},
+          dir.file("run.log"), {setting});
       const int exit_status = wait_exit(pid, 60);
       EXPECT_EQ(exit_status, status) << context << ": " << test::read_file(dir.file("run.log"));
       h5.expect_untouched(context);
@@ -406,7 +406,7 @@ TEST(OutputPromise, SignalAtEveryPhaseLeavesExistingFilesAndNoTemporary) {
   for (const std::string phase :
        {"checked options", "read input", "search starts", "search returned", "wrote HDF5"}) {
     const pid_t pid = start_duet(
-        {"pairhmm", "--quiet", "--cpu", "2", "-o", h5.path, DUET_PAIRHMM_DATA "/tiny.in"},
+        {"pairhmm", "--quiet", "--cpu", "2", "--h5", h5.path, DUET_PAIRHMM_DATA "/tiny.in"},
         dir.file("run.log"), {"DUET_DEBUG_SIGNAL_AT=15@" + phase});
     EXPECT_EQ(wait_exit(pid, 60), 143) << phase << ": " << test::read_file(dir.file("run.log"));
     h5.expect_untouched("pairhmm, SIGTERM at " + phase);
@@ -414,8 +414,9 @@ TEST(OutputPromise, SignalAtEveryPhaseLeavesExistingFilesAndNoTemporary) {
   }
   // Written-through outputs keep their temporary files in $TMPDIR: none is left there.
   const std::string null = null_device(dir);
-  const pid_t pid = start_duet({"hmmsearch", "--quiet", "-o", null, "--tblout", null, kGlobins, db},
-                               dir.file("run.log"), {"DUET_DEBUG_SIGNAL_AT=15@wrote tables"});
+  const pid_t pid =
+      start_duet({"hmmsearch", "--quiet", "--h5", null, "--tblout", null, kGlobins, db},
+                 dir.file("run.log"), {"DUET_DEBUG_SIGNAL_AT=15@wrote tables"});
   EXPECT_EQ(wait_exit(pid, 60), 143);
   EXPECT_TRUE(written_through_temporaries(pid).empty());
 }
@@ -448,7 +449,7 @@ TEST(OutputPromise, FullDiskFailsCleanlyAndKeepsEarlierFiles) {
   const Precious h5(disk.file("o.h5"), "earlier results\n");
   const Precious table(disk.file("o.tbl"), "earlier table\n");
   const auto r =
-      test::run_command(disk.limit() + kDuet + " hmmsearch --max --quiet -o " + h5.path +
+      test::run_command(disk.limit() + kDuet + " hmmsearch --max --quiet --h5 " + h5.path +
                         " --tblout " + table.path + " " + kTutorial + "Pkinase.hmm " + kExamples);
   EXPECT_EQ(r.status, 1) << r.output;  // not a crash (139) in HDF5's exit handler
   EXPECT_NE(r.output.find("duet: error: " + h5.path + ": "), std::string::npos) << r.output;
@@ -461,7 +462,7 @@ TEST(OutputPromise, FullDiskFailsCleanlyAndKeepsEarlierFiles) {
   EXPECT_TRUE(temporaries_in(fs::path(h5.path).parent_path()).empty());
 
   // pairhmm on the same disk.
-  const auto pair = test::run_command(disk.limit() + kDuet + " pairhmm --quiet --cpu 2 -o " +
+  const auto pair = test::run_command(disk.limit() + kDuet + " pairhmm --quiet --cpu 2 --h5 " +
                                       h5.path + " " + DUET_PAIRHMM_DATA "/10s.in");
   if (pair.status == 0) {
     // Its results fit the disk: the promise is then about success, and the file is whole.
@@ -478,12 +479,12 @@ TEST(OutputPromise, FailingGpuBatchesLoseNothing) {
   TempDir dir;
   const std::string db = small_db(dir, 4000);
   const auto cpu = test::run_command(
-      kDuet + " hmmsearch --no-gpu --quiet --block-residues 20000 -o " + dir.file("cpu.h5") +
+      kDuet + " hmmsearch --no-gpu --quiet --block-residues 20000 --h5 " + dir.file("cpu.h5") +
       " --tblout " + dir.file("cpu.tbl") + " " + kGlobins + " " + db);
   ASSERT_EQ(cpu.status, 0) << cpu.output;
   const auto faulty = test::run_command(
       "DUET_DEBUG_TEST_GPU=1 DUET_DEBUG_GPU_FAULT_EVERY=2 " + kDuet +
-      " hmmsearch --block-residues 20000 --gpu-batch-blocks 2 -o " + dir.file("gpu.h5") +
+      " hmmsearch --block-residues 20000 --gpu-batch-blocks 2 --h5 " + dir.file("gpu.h5") +
       " --tblout " + dir.file("gpu.tbl") + " " + kGlobins + " " + db);
   ASSERT_EQ(faulty.status, 0) << faulty.output;
   const io::Hdf5Reader a(dir.file("cpu.h5")), b(dir.file("gpu.h5"));

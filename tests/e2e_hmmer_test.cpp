@@ -89,7 +89,7 @@ void expect_same_as_hmmer(const std::string& hmm, const std::string& db, const s
                                    " --domtblout " + h_dom + " " + hmm + " " + db);
   ASSERT_EQ(h.status, 0) << h.output;
   const auto d = test::run_command(std::string(DUET_BINARY) + " hmmsearch --cpu 2 " + extra +
-                                   " --tblout " + d_tbl + " --domtblout " + d_dom + " -o " +
+                                   " --tblout " + d_tbl + " --domtblout " + d_dom + " --h5 " +
                                    dir.file("duet.h5") + " " + hmm + " " + db);
   ASSERT_EQ(d.status, 0) << d.output;
   const auto hc = test::read_pass_counts(h.output);
@@ -161,7 +161,7 @@ TEST(EndToEnd, PfamCutoffs) {
   for (const char* cut : {"--cut_ga", "--cut_tc", "--cut_nc"})
     expect_same_as_hmmer(dir.file("fn3_cut.hmm"), kDatabase, cut, dir, 5);
   const auto r =
-      test::run_command(std::string(DUET_BINARY) + " hmmsearch --cut_ga -o " + dir.file("x.h5") +
+      test::run_command(std::string(DUET_BINARY) + " hmmsearch --cut_ga --h5 " + dir.file("x.h5") +
                         " " + kTutorial + "globins4.hmm " + kDatabase);
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.output.find("globins4.hmm"), std::string::npos) << r.output;

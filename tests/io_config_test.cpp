@@ -33,7 +33,7 @@ TEST(IoConfig, DefaultsAreHmmersearchDefaults) {
   EXPECT_FALSE(config.search.nobias);
   EXPECT_FALSE(config.search.nonull2);
   EXPECT_EQ(config.run.cpu, 0);
-  EXPECT_EQ(config.run.out, "duet.h5");
+  EXPECT_EQ(config.run.h5, "duet.h5");
   EXPECT_EQ(config.run.tblout, "");
   EXPECT_EQ(config.run.isa, "auto");
   EXPECT_FALSE(config.run.quiet);
@@ -161,7 +161,8 @@ cut = "tc"
 
 [run]
 cpu = 8
-out = "results/pfam.h5"
+h5 = "results/pfam.h5"
+text = "results/pfam.out"
 tblout = "hits.tbl"
 domtblout = "domains.tbl"
 noali = true
@@ -189,7 +190,8 @@ quiet = true
   EXPECT_EQ(config.search.seed, 7);
   EXPECT_EQ(config.search.cut, "tc");
   EXPECT_EQ(config.run.cpu, 8);
-  EXPECT_EQ(config.run.out, "results/pfam.h5");
+  EXPECT_EQ(config.run.h5, "results/pfam.h5");
+  EXPECT_EQ(config.run.text, "results/pfam.out");
   EXPECT_EQ(config.run.tblout, "hits.tbl");
   EXPECT_EQ(config.run.domtblout, "domains.tbl");
   EXPECT_TRUE(config.run.noali);
@@ -291,7 +293,8 @@ const ConfigErrorCase kConfigErrors[] = {
      "'quiet' must be a boolean (true or false), not an integer"},
     {"string_for_boolean", "[hmmsearch]\nmax = \"yes\"\n", 2,
      "'max' must be a boolean (true or false), not a string"},
-    {"integer_for_string", "[run]\nout = 5\n", 2, "'out' must be a string, not an integer"},
+    {"integer_for_string", "[run]\nh5 = 5\n", 2, "'h5' must be a string, not an integer"},
+    {"out_renamed", "[run]\nout = \"x.h5\"\n", 2, "'out' is now 'h5'"},
     {"date_for_string", "[run]\ntblout = 2024-01-01\n", 2, "'tblout' must be a string, not a date"},
     {"number_for_table", "hmmsearch = 3\n", 1, "'hmmsearch' must be a table, not an integer"},
     // out of range
@@ -318,7 +321,7 @@ const ConfigErrorCase kConfigErrors[] = {
     {"isa_unknown", "[run]\nisa = \"neon\"\n", 2,
      "'isa' must be one of auto, scalar, sse4.1, avx2, avx512, not 'neon'"},
     {"isa_wrong_case", "[run]\nisa = \"AVX2\"\n", 2, "'isa' must be one of"},
-    {"out_empty", "[run]\nout = \"\"\n", 2, "'out' must not be empty"},
+    {"h5_empty", "[run]\nh5 = \"\"\n", 2, "'h5' must not be empty"},
     // [scheduler]
     {"scheduler_unknown_key", "[scheduler]\npolicy = \"static\"\nsplit = 0.5\n", 3,
      "unknown key 'split' in [scheduler]"},
@@ -360,7 +363,7 @@ const ConfigErrorCase kConfigErrors[] = {
      "'scheduler' must be a table, not a string"},
     // TOML syntax
     {"syntax_missing_value", "[hmmsearch]\nE = 1.0\nF1 =\n", 3, "TOML syntax error"},
-    {"syntax_unterminated_string", "[run]\nout = \"x.h5\nquiet = true\n", 2, "TOML syntax error"},
+    {"syntax_unterminated_string", "[run]\nh5 = \"x.h5\nquiet = true\n", 2, "TOML syntax error"},
     {"syntax_bad_header", "[hmmsearch\nE = 1.0\n", 1, "TOML syntax error"},
     {"syntax_duplicate_key", "[hmmsearch]\nE = 1.0\nE = 2.0\n", 3, "TOML syntax error"},
     {"syntax_duplicate_table", "[run]\ncpu = 1\n[run]\nquiet = true\n", 3, "TOML syntax error"},
@@ -429,7 +432,7 @@ TEST(IoConfig, FileErrorNamesPathAndLine) {
 TEST(IoConfig, SyntaxErrorInFileNamesPathAndLine) {
   const TempDir folder;
   const std::string path = folder.file("syntax.toml");
-  write_text(path, "[run]\ncpu = 2\nout = = \"x\"\n");
+  write_text(path, "[run]\ncpu = 2\nh5 = = \"x\"\n");
   try {
     load_config(path);
     FAIL() << "no error";
@@ -502,9 +505,10 @@ TEST(IoConfig, ToTomlRoundTripsEveryField) {
   config.search.cut = "ga";
   config.run.cpu = kMaxCpuWorkers;
   config.run.domtblout = "d.tbl";
+  config.run.text = "hits.txt";
   config.run.noali = true;
   config.run.textw = 0;
-  config.run.out = "dir with space/\"quoted\" \\ back\tslash\x01\x7f.h5";
+  config.run.h5 = "dir with space/\"quoted\" \\ back\tslash\x01\x7f.h5";
   config.run.tblout = "r\xC3\xA9sultats/\xCE\xB1\xCE\xB2.tbl";  // UTF-8
   config.run.isa = "sse4.1";
   config.run.quiet = true;
@@ -565,7 +569,7 @@ TEST(IoConfig, ToTomlRoundTripsRandomConfigs) {
     if (coin(random)) config.search.incdomT = (coin(random) ? 1.0 : -1.0) * positive();
     config.search.seed = std::uniform_int_distribution<std::int64_t>(1, 4294967295)(random);
     config.run.cpu = std::uniform_int_distribution<int>(0, kMaxCpuWorkers)(random);
-    config.run.out = "out" + std::to_string(i) + ".h5";
+    config.run.h5 = "out" + std::to_string(i) + ".h5";
     config.run.quiet = coin(random);
     config.scheduler.policy = coin(random) ? "static" : "dynamic";
     config.scheduler.static_cpu_fraction = std::uniform_real_distribution<double>(0.0, 1.0)(random);

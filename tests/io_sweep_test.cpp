@@ -35,7 +35,8 @@ TEST(Sweep, ParsesAndExpands) {
   EXPECT_EQ(point_arguments(points[0]), (std::vector<std::string>{"--no-gpu", "--cpu", "2"}));
   EXPECT_EQ(point_arguments(points[1]), (std::vector<std::string>{"--gpu-only", "--cpu", "2"}));
   const auto last = point_arguments(points[4]);
-  EXPECT_EQ(last, (std::vector<std::string>{"--cpu", "2", "--policy", "static", "--static-cpu-fraction", "0.5"}));
+  EXPECT_EQ(last, (std::vector<std::string>{"--cpu", "2", "--policy", "static",
+                                            "--static-cpu-fraction", "0.5"}));
 }
 
 void expect_error(const std::string& text, int line, const std::string& fragment) {
@@ -59,13 +60,15 @@ TEST(Sweep, ErrorsNameFileAndLine) {
   expect_error("repeats = 0\n" + work, 1, "repeats");
   expect_error("[workload]\nmodel = [\"a\"]\n", 2, "unknown key 'model'");
   expect_error("[workload]\nmodels = [\"a\"]\n", 0, "exactly one of 'database'");
-  expect_error("[workload]\nmodels = [\"a\"]\nsynthetic_lengths = [5]\ndatabase = \"x\"\n", 0, "exactly one of 'models'");
+  expect_error("[workload]\nmodels = [\"a\"]\nsynthetic_lengths = [5]\ndatabase = \"x\"\n", 0,
+               "exactly one of 'models'");
   expect_error("name = \"x\"\nrepeats = [\n", 2, "TOML syntax error");
 }
 
 TEST(Csv, RoundTripsQuotedFields) {
   const std::vector<std::string> header = {"a", "b", "c"};
-  const std::vector<std::vector<std::string>> rows = {{"1", "x,y", "say \"hi\""}, {"", "line\nbreak", "z"}};
+  const std::vector<std::vector<std::string>> rows = {{"1", "x,y", "say \"hi\""},
+                                                      {"", "line\nbreak", "z"}};
   std::ostringstream out;
   write_csv(out, header, rows);
   const auto back = read_csv(out.str());

@@ -142,7 +142,7 @@ T header_field(const std::string& path, std::size_t at) {
 // A search through the duet command; its output text.
 test::CommandResult hmmsearch(const std::string& model, const std::string& db,
                               const std::string& out, const std::string& extra = "") {
-  return test::run_command(kDuet + " hmmsearch --quiet --no-gpu " + extra + " -o " + out + " " +
+  return test::run_command(kDuet + " hmmsearch --quiet --no-gpu " + extra + " --h5 " + out + " " +
                            model + " " + db);
 }
 
@@ -388,7 +388,7 @@ TEST(PackedDatabase, FifoIsRefusedClearly) {
   const std::string out = s.dir.file("o.h5");
   const auto r =
       test::run_command("(cat " + s.packed + " > " + fifo + " &) ; timeout 60 " + kDuet +
-                        " hmmsearch --quiet --no-gpu -o " + out + " " + kGlobins + " " + fifo);
+                        " hmmsearch --quiet --no-gpu --h5 " + out + " " + kGlobins + " " + fifo);
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find("must be given as itself, a regular file"), std::string::npos)
       << r.output;

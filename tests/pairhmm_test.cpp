@@ -222,16 +222,16 @@ TEST(PairhmmCommand, BadInput) {
   TempDir dir;
   test::write_file(dir.file("bad.in"),
                    "1 1\nACG III III III +++\nACGT\n1 1\nACG III III III +++\nAC#T\n");
-  expect_command_failure(dir, "pairhmm -o " + dir.file("o.h5") + " " + dir.file("bad.in"),
+  expect_command_failure(dir, "pairhmm --h5 " + dir.file("o.h5") + " " + dir.file("bad.in"),
                          dir.file("bad.in") + ":6: illegal base '#' in haplotype");
-  expect_command_failure(dir, "pairhmm -o " + dir.file("o.h5") + " " + dir.file("missing.in"),
+  expect_command_failure(dir, "pairhmm --h5 " + dir.file("o.h5") + " " + dir.file("missing.in"),
                          "missing.in");
   expect_command_failure(dir,
-                         "pairhmm --format gkl -o " + dir.file("o.h5") + " " + dir.file("bad.in"),
+                         "pairhmm --format gkl --h5 " + dir.file("o.h5") + " " + dir.file("bad.in"),
                          dir.file("bad.in") + ":1: expected 6 or 7 columns");
   test::write_file(dir.file("ok.in"), "1 1\nACG III III III +++\nACGT\n");
   expect_command_failure(
-      dir, "pairhmm -o " + dir.file("no/such/folder/o.h5") + " " + dir.file("ok.in"), "o.h5");
+      dir, "pairhmm --h5 " + dir.file("no/such/folder/o.h5") + " " + dir.file("ok.in"), "o.h5");
 }
 
 // The run settings come from the same TOML file as hmmsearch's ([run], [scheduler]); the
@@ -240,7 +240,7 @@ TEST(PairhmmCommand, ConfigurationFile) {
   TempDir dir, configs;  // expect_command_failure wants only inputs in `dir`
   test::write_file(dir.file("ok.in"), "1 1\nACG III III III +++\nACGT\n");
   test::write_file(configs.file("c.toml"),
-                   "[run]\ncpu = 2\nout = \"" + dir.file("from-file.h5") +
+                   "[run]\ncpu = 2\nh5 = \"" + dir.file("from-file.h5") +
                        "\"\nquiet = true\n[scheduler]\nno_gpu = true\npolicy = \"static\"\n");
   auto r = test::run_command(kDuet + " pairhmm --config " + configs.file("c.toml") + " " +
                              dir.file("ok.in"));
@@ -251,7 +251,7 @@ TEST(PairhmmCommand, ConfigurationFile) {
     EXPECT_EQ(h5.attribute_int("/run", "cpu_workers"), 2);
     EXPECT_EQ(h5.attribute_int("/run", "gpu_feeders"), 0);
   }
-  r = test::run_command(kDuet + " pairhmm --config " + configs.file("c.toml") + " --cpu 1 -o " +
+  r = test::run_command(kDuet + " pairhmm --config " + configs.file("c.toml") + " --cpu 1 --h5 " +
                         dir.file("from-flag.h5") + " " + dir.file("ok.in"));
   ASSERT_EQ(r.status, 0) << r.output;
   const io::Hdf5Reader h5(dir.file("from-flag.h5"));
@@ -260,7 +260,7 @@ TEST(PairhmmCommand, ConfigurationFile) {
   std::filesystem::remove(dir.file("from-flag.h5"));
   test::write_file(configs.file("isa.toml"), "[run]\nisa = \"sse4.1\"\n");
   expect_command_failure(dir,
-                         "pairhmm --config " + configs.file("isa.toml") + " -o " +
+                         "pairhmm --config " + configs.file("isa.toml") + " --h5 " +
                              dir.file("o.h5") + " " + dir.file("ok.in"),
                          "isa = \"sse4.1\"");
 }
@@ -280,7 +280,7 @@ TEST(PairhmmCommand, WorkersBesideGpusFromTheTuningTable) {
   for (const auto& [mode, workers] :
        std::vector<std::pair<std::string, int>>{{"", cores}, {"--gpu-only", 1}}) {
     const auto r = test::run_command("DUET_DEBUG_TEST_GPU=1 " + kDuet + " pairhmm --quiet " + mode +
-                                     " --config " + files.file("c.toml") + " -o " +
+                                     " --config " + files.file("c.toml") + " --h5 " +
                                      files.file("w.h5") + " " + dir.file("ok.in"));
     ASSERT_EQ(r.status, 0) << r.output;
     const io::Hdf5Reader h5(files.file("w.h5"));
@@ -294,12 +294,12 @@ TEST(PairhmmCommand, RunAttributesAreSharedWithHmmsearch) {
   TempDir dir;
   test::write_file(dir.file("ok.in"), "1 1\nACG III III III +++\nACGT\n");
   test::write_file(dir.file("db.fa"), ">a\nMVLSPADKTNVKAAWGKVGAHAGEYGAEALERMFLSFPTTKTYFPHF\n");
-  ASSERT_EQ(test::run_command(kDuet + " pairhmm --quiet --no-gpu -o " + dir.file("p.h5") + " " +
+  ASSERT_EQ(test::run_command(kDuet + " pairhmm --quiet --no-gpu --h5 " + dir.file("p.h5") + " " +
                               dir.file("ok.in"))
                 .status,
             0);
   ASSERT_EQ(
-      test::run_command(kDuet + " hmmsearch --quiet --no-gpu -o " + dir.file("h.h5") +
+      test::run_command(kDuet + " hmmsearch --quiet --no-gpu --h5 " + dir.file("h.h5") +
                         " /usr/share/doc/hmmer/examples/tutorial/globins4.hmm " + dir.file("db.fa"))
           .status,
       0);
@@ -329,7 +329,7 @@ struct CommandResults {
 CommandResults run_and_read(const TempDir& dir, const std::string& args,
                             const std::string& env = "") {
   const std::string out = dir.file("out.h5");
-  const auto r = test::run_command(env + " " + kDuet + " pairhmm --quiet -o " + out + " " + args);
+  const auto r = test::run_command(env + " " + kDuet + " pairhmm --quiet --h5 " + out + " " + args);
   EXPECT_EQ(r.status, 0) << r.output;
   const io::Hdf5Reader h5(out);
   CommandResults results{h5.read_doubles("/results/pairhmm/log10_likelihood"),
@@ -341,7 +341,7 @@ CommandResults run_and_read(const TempDir& dir, const std::string& args,
 TEST(PairhmmCommand, OutputLayoutAndGklValues) {
   TempDir dir;
   const std::string out = dir.file("gkl.h5");
-  const auto r = test::run_command(kDuet + " pairhmm -o " + out + " " + test::kGklTestData);
+  const auto r = test::run_command(kDuet + " pairhmm --h5 " + out + " " + test::kGklTestData);
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("104 pairs"), std::string::npos) << r.output;
   const io::Hdf5Reader h5(out);

@@ -651,7 +651,7 @@ TEST(SchedulerCli, SigintStopsCleanlyWithExit130AndNoOutput) {
     dup2(devnull, 1);
     dup2(devnull, 2);
     execl(DUET_BINARY, DUET_BINARY, "hmmsearch", "--max", "--cpu", "1", "--block-residues", "1000",
-          "-o", out.c_str(), "/usr/share/doc/hmmer/examples/tutorial/Pkinase.hmm", db.c_str(),
+          "--h5", out.c_str(), "/usr/share/doc/hmmer/examples/tutorial/Pkinase.hmm", db.c_str(),
           static_cast<char*>(nullptr));
     _exit(127);
   }
@@ -963,8 +963,8 @@ TEST(SchedulerCli, ConfigTableCommandLineOverridesAndQuietFaults) {
       "reuse_memory = \"64M\"\nqueue_depth = 3\ngpu_min_database = \"2G\"\n");
   const std::string out = dir.file("o.h5");
   const std::string base = std::string("DUET_DEBUG_TEST_GPU=1 DUET_DEBUG_GPU_FAULT_EVERY=2 ") +
-                           DUET_BINARY + " hmmsearch --gpu-only --cpu 2 --config " + cfg + " -o " +
-                           out;
+                           DUET_BINARY + " hmmsearch --gpu-only --cpu 2 --config " + cfg +
+                           " --h5 " + out;
   const auto r = test::run_command(
       base + " --policy adaptive --reuse-memory 1G --gpu-min-database 3M " + kModel + " " + db);
   ASSERT_EQ(r.status, 0) << r.output;
@@ -986,12 +986,12 @@ TEST(SchedulerCli, ConfigTableCommandLineOverridesAndQuietFaults) {
   EXPECT_EQ(quiet.output.find("failed on blocks"), std::string::npos) << quiet.output;
 
   const auto bad =
-      test::run_command(std::string(DUET_BINARY) + " hmmsearch --reuse-memory lots -o " + out +
+      test::run_command(std::string(DUET_BINARY) + " hmmsearch --reuse-memory lots --h5 " + out +
                         " " + kModel + " " + db);
   EXPECT_EQ(bad.status, 2) << bad.output;
   EXPECT_NE(bad.output.find("--reuse-memory"), std::string::npos) << bad.output;
   const auto bad_size =
-      test::run_command(std::string(DUET_BINARY) + " hmmsearch --gpu-min-database 1X -o " + out +
+      test::run_command(std::string(DUET_BINARY) + " hmmsearch --gpu-min-database 1X --h5 " + out +
                         " " + kModel + " " + db);
   EXPECT_EQ(bad_size.status, 2) << bad_size.output;
   EXPECT_NE(bad_size.output.find("--gpu-min-database: '1X' is not a size"), std::string::npos)
@@ -1010,7 +1010,7 @@ TEST(SchedulerCli, EarlySigintLeavesNoTemporaryFile) {
       const int devnull = ::open("/dev/null", O_WRONLY);
       dup2(devnull, 1);
       dup2(devnull, 2);
-      execl(DUET_BINARY, DUET_BINARY, "hmmsearch", "--max", "--cpu", "1", "-o", out.c_str(),
+      execl(DUET_BINARY, DUET_BINARY, "hmmsearch", "--max", "--cpu", "1", "--h5", out.c_str(),
             "/usr/share/doc/hmmer/examples/tutorial/Pkinase.hmm", db.c_str(),
             static_cast<char*>(nullptr));
       _exit(127);

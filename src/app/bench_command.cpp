@@ -184,7 +184,7 @@ void add_bench_command(CLI::App& app,
           char name[64];
           std::snprintf(name, sizeof name, "%s-%04d.h5", spec.name.c_str(), n);
           const std::string h5 = (out / "runs" / name).string();
-          std::string command = shell_quote(self) + " hmmsearch --quiet -o " + shell_quote(h5);
+          std::string command = shell_quote(self) + " hmmsearch --quiet --h5 " + shell_quote(h5);
           for (const auto& a : spec.options) command += " " + shell_quote(a);
           for (const auto& a : io::point_arguments(point)) command += " " + shell_quote(a);
           command += " " + shell_quote(model) + " " + shell_quote(database);

@@ -369,8 +369,12 @@ void read_run(const toml::table& table, const EntryReader& reader, RunConfig& ru
     const std::string_view key = entry.key;
     if (key == "cpu") {
       run.cpu = static_cast<int>(reader.ranged_integer(entry));
+    } else if (key == "h5") {
+      run.h5 = reader.non_empty_string(entry);
+    } else if (key == "text") {
+      run.text = reader.string(entry);
     } else if (key == "out") {
-      run.out = reader.non_empty_string(entry);
+      reader.fail(entry, "'out' is now 'h5' (the HDF5 result file; 'text' names the text output)");
     } else if (key == "tblout") {
       run.tblout = reader.string(entry);
     } else if (key == "domtblout") {
@@ -485,7 +489,8 @@ std::string to_toml(const Config& config) {
   text << "cut = " << toml_string(search.cut) << '\n';
   text << "\n[run]\n";
   text << "cpu = " << run.cpu << '\n';
-  text << "out = " << toml_string(run.out) << '\n';
+  text << "h5 = " << toml_string(run.h5) << '\n';
+  text << "text = " << toml_string(run.text) << '\n';
   text << "tblout = " << toml_string(run.tblout) << '\n';
   text << "domtblout = " << toml_string(run.domtblout) << '\n';
   text << "noali = " << boolean(run.noali) << '\n';

@@ -98,13 +98,14 @@ struct SearchConfig {       // HMMER option names and defaults
 };
 
 struct RunConfig {
-  int cpu = 0;  // worker threads, 0 = one per core
-  std::string out = "duet.h5";
-  std::string tblout;        // empty = none
-  std::string domtblout;     // empty = none
-  bool noali = false;        // text output without the domains' alignments
-  int textw = 120;           // text output line width (0: unlimited)
-  std::string isa = "auto";  // auto, scalar, sse4.1, avx2, avx512
+  int cpu = 0;                 // worker threads, 0 = one per core
+  std::string h5 = "duet.h5";  // HDF5 result file
+  std::string text;            // standard (text) output file, HMMER's -o; empty = stdout
+  std::string tblout;          // empty = none
+  std::string domtblout;       // empty = none
+  bool noali = false;          // text output without the domains' alignments
+  int textw = 120;             // text output line width (0: unlimited)
+  std::string isa = "auto";    // auto, scalar, sse4.1, avx2, avx512
   bool quiet = false;
 
   friend bool operator==(const RunConfig&, const RunConfig&) = default;

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <system_error>
 
 #include "core/error.hpp"
@@ -227,6 +228,14 @@ void OutputSet::commit_all() {
     if (file->written_through()) file->commit();
   for (auto& [option, file] : outputs_)
     if (!file->written_through()) file->commit();
+}
+
+void write_text_file(OutputFile& output, const std::function<void(std::ostream&)>& fill) {
+  std::ofstream out(output.create_temporary(), std::ios::trunc);
+  if (!out) throw InputError(output.path(), 0, "cannot create output file");
+  fill(out);
+  out.flush();
+  if (!out) throw InputError(output.path(), 0, "cannot write (is the disk full?)");
 }
 
 }  // namespace duet::io

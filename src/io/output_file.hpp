@@ -20,7 +20,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -80,5 +82,10 @@ class OutputSet {
 // Whether two paths name the same existing file (device and inode), or, where either does
 // not exist, the same location once made absolute and normalised.
 bool same_file(const std::string& a, const std::string& b);
+
+// Writes a text output into its temporary file (`fill` writes the text); OutputSet's
+// commit_all makes it visible. InputError naming the file where it cannot be created or
+// written (a full disk).
+void write_text_file(OutputFile& output, const std::function<void(std::ostream&)>& fill);
 
 }  // namespace duet::io

@@ -28,15 +28,6 @@ namespace duet::app {
 
 namespace {
 
-// Writes a text output into its temporary file; OutputSet::commit_all makes it visible.
-void write_text_output(io::OutputFile& output, const std::function<void(std::ostream&)>& fill) {
-  std::ofstream out(output.create_temporary(), std::ios::trunc);
-  if (!out) throw InputError(output.path(), 0, "cannot create output file");
-  fill(out);
-  out.flush();
-  if (!out) throw InputError(output.path(), 0, "cannot write (is the disk full?)");
-}
-
 // hmmsearch's own flags (the values given; each applies only when given); the shared ones
 // are RunFlags'.
 struct HmmsearchOptions {
@@ -269,7 +260,9 @@ void add_hmmsearch_command(CLI::App& app,
     // database opens (once: a FIFO or pipe cannot be opened twice).
     io::OutputSet outputs({o.hmm_path, o.database_path, o.flags->config_path(), o.gpu_kernel_table,
                            config.gpu.kernel_table});
-    io::OutputFile& h5_output = outputs.add(config.run.out, "-o");
+    io::OutputFile& h5_output = outputs.add(config.run.h5, "--h5");
+    io::OutputFile* text_output =
+        config.run.text.empty() ? nullptr : &outputs.add(config.run.text, "-o");
     io::OutputFile* tbl_output =
         config.run.tblout.empty() ? nullptr : &outputs.add(config.run.tblout, "--tblout");
     io::OutputFile* domtbl_output =
@@ -316,10 +309,15 @@ void add_hmmsearch_command(CLI::App& app,
     h5.close();
     phase_time("wrote HDF5");
     if (tbl_output != nullptr) {
-      write_text_output(*tbl_output, [&](std::ostream& os) { write_tblout(os, run, info); });
+      io::write_text_file(*tbl_output, [&](std::ostream& os) { write_tblout(os, run, info); });
     }
     if (domtbl_output != nullptr) {
-      write_text_output(*domtbl_output, [&](std::ostream& os) { write_domtblout(os, run, info); });
+      io::write_text_file(*domtbl_output,
+                          [&](std::ostream& os) { write_domtblout(os, run, info); });
+    }
+    if (text_output != nullptr) {
+      io::write_text_file(*text_output,
+                          [&](std::ostream& os) { write_text_report(os, run, config, info); });
     }
     phase_time("wrote tables");
     // Every output at once, and only now that all of them are written.
@@ -327,8 +325,8 @@ void add_hmmsearch_command(CLI::App& app,
     outputs.commit_all();
     phase_time("committed output");
     if (!config.run.quiet) {
-      write_text_report(std::cout, run, config, info);
-      std::cout << "# results written to " << config.run.out << "\n";
+      if (text_output == nullptr) write_text_report(std::cout, run, config, info);
+      std::cout << "# results written to " << config.run.h5 << "\n";
     }
     return 0;
   });

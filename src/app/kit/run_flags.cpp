@@ -1,8 +1,10 @@
 #include "app/kit/run_flags.hpp"
 
+#include <cctype>
 #include <sstream>
 
 #include "app/kit/run_context.hpp"
+#include "core/error.hpp"
 
 namespace duet::app {
 
@@ -21,7 +23,10 @@ RunFlags::RunFlags(CLI::App& cmd, const std::string& work, std::size_t default_b
   const io::SchedulerConfig& s = d.scheduler;
   cmd.add_option("--config", config_path_,
                  "TOML configuration file (configs/hmmsearch-defaults.toml lists every key)");
-  out_option_ = cmd.add_option("-o,--out", out_, "HDF5 result file (default " + d.run.out + ")");
+  h5_option_ = cmd.add_option("--h5", h5_, "HDF5 result file (default " + d.run.h5 + ")");
+  text_option_ = cmd.add_option("-o", text_,
+                                "text output to this file instead of standard output (as in "
+                                "HMMER; the result file is --h5)");
   cpu_option_ = cmd.add_option("--cpu", cpu_,
                                "CPU worker threads (default: one per core, less what the GPU "
                                "feeders need)");
@@ -64,7 +69,18 @@ io::Config RunFlags::config() const {
                static_cast<double>(gpu_batch_blocks_));
   check_number(worker_nice_option_, "worker_nice", worker_nice_);
   io::Config config = config_path_.empty() ? io::Config{} : io::load_config(config_path_);
-  if (out_option_->count()) config.run.out = out_;
+  if (h5_option_->count()) config.run.h5 = h5_;
+  if (text_option_->count()) {
+    // Before --h5 existed, -o named the HDF5 file: say where that went.
+    std::string lower = text_;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (lower.ends_with(".h5") || lower.ends_with(".hdf5"))
+      throw UsageError("-o " + text_ +
+                       ": -o names the text output file, as in HMMER; the HDF5 result file is "
+                       "--h5 " +
+                       text_);
+    config.run.text = text_;
+  }
   if (cpu_option_->count()) config.run.cpu = cpu_;
   if (quiet_option_->count()) config.run.quiet = true;
   io::SchedulerConfig& s = config.scheduler;

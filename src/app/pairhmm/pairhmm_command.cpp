@@ -160,7 +160,9 @@ void add_pairhmm_command(CLI::App& app,
     // The output can be created and is not the input, the input parses: checked before any
     // work.
     io::OutputSet outputs({o->input, o->flags->config_path(), config.gpu.kernel_table});
-    io::Hdf5Writer h5(outputs.add(config.run.out, "-o"));
+    io::Hdf5Writer h5(outputs.add(config.run.h5, "--h5"));
+    io::OutputFile* text_output =
+        config.run.text.empty() ? nullptr : &outputs.add(config.run.text, "-o");
     phase_time("checked options");
     const pairhmm::Input input = pairhmm::read_input(o->input, pairhmm::parse_format(o->format));
     phase_time("read input");
@@ -186,6 +188,26 @@ void add_pairhmm_command(CLI::App& app,
     write_results(h5, input, run, o->min_base_quality, command_line, started);
     h5.close();
     phase_time("wrote HDF5");
+    // The summary, to -o's file (written before every output is made visible) or, after,
+    // to standard output.
+    const auto summary = [&](std::ostream& out) {
+      char line[512];
+      std::snprintf(line, sizeof line,
+                    "# pairhmm: %lld pairs in %zu batches, %.3g cells, %lld computed in double\n",
+                    static_cast<long long>(run.pairs), input.batches.size(),
+                    static_cast<double>(run.cells), static_cast<long long>(run.pairs_in_double));
+      out << line;
+      std::snprintf(line, sizeof line, "# kernels: CPU %s x %d workers, GPU %s\n",
+                    run.cpu_kernel.c_str(), run.schedule.cpu_workers,
+                    run.gpu_kernel.empty() ? "none" : run.gpu_kernel.c_str());
+      out << line;
+      std::snprintf(line, sizeof line, "# %.3f s, %.3f GCUPS overall\n", run.schedule.seconds,
+                    run.schedule.seconds > 0
+                        ? static_cast<double>(run.cells) / run.schedule.seconds / 1e9
+                        : 0.0);
+      out << line;
+    };
+    if (text_output != nullptr) io::write_text_file(*text_output, summary);
     if (g_interrupted.load()) throw Interrupted{};
     outputs.commit_all();
     phase_time("committed output");
@@ -202,17 +224,8 @@ void add_pairhmm_command(CLI::App& app,
                    seconds(Clock::now() - t2), seconds(Clock::now() - t0));
     }
     if (!config.run.quiet) {
-      std::printf("# pairhmm: %lld pairs in %zu batches, %.3g cells, %lld computed in double\n",
-                  static_cast<long long>(run.pairs), input.batches.size(),
-                  static_cast<double>(run.cells), static_cast<long long>(run.pairs_in_double));
-      std::printf("# kernels: CPU %s x %d workers, GPU %s\n", run.cpu_kernel.c_str(),
-                  run.schedule.cpu_workers,
-                  run.gpu_kernel.empty() ? "none" : run.gpu_kernel.c_str());
-      std::printf("# %.3f s, %.3f GCUPS overall\n", run.schedule.seconds,
-                  run.schedule.seconds > 0
-                      ? static_cast<double>(run.cells) / run.schedule.seconds / 1e9
-                      : 0.0);
-      std::printf("# results written to %s\n", config.run.out.c_str());
+      if (text_output == nullptr) summary(std::cout);
+      std::cout << "# results written to " << config.run.h5 << "\n";
     }
     return 0;
   });

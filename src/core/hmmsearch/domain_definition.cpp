@@ -63,22 +63,9 @@ std::vector<TraceDomain> index_trace(const Trace& tr) {
   return out;
 }
 
-// The null2 model's odds f'(x) / f(x) for every residue code, from the expected use of
-// each node's match state (m_use[k]) and insert state (i_use[k]) and of N, C and J
-// (flank) per residue: the posterior-weighted mean of the emission odds. Degenerate codes
-// get the mean over their residues; gap, '*' and '~' get 1.
-void null2_odds(const ForwardScores& scores, const Alphabet& abc, const std::vector<float>& m_use,
-                const std::vector<float>& i_use, float flank, std::vector<float>& odds) {
-  const int K = abc.K(), Kp = abc.Kp(), M = scores.M;
-  odds.assign(Kp, 1.0f);
-  float insert = 0.0f;
-  for (int k = 1; k <= M; ++k) insert += i_use[k];
-  for (int x = 0; x < K; ++x) {
-    const std::vector<float>& e = scores.match[x];
-    float sum = 0.0f;
-    for (int k = 1; k <= M; ++k) sum += m_use[k] * e[k];
-    odds[x] = sum + insert + flank;
-  }
+// Degenerate codes get the mean of their residues' null2 odds (esl_abc_FAvgScVec).
+void average_degenerate_odds(const Alphabet& abc, std::vector<float>& odds) {
+  const int K = abc.K(), Kp = abc.Kp();
   for (int x = K + 1; x <= Kp - 3; ++x) {
     float sum = 0.0f;
     int n = 0;
@@ -92,46 +79,68 @@ void null2_odds(const ForwardScores& scores, const Alphabet& abc, const std::vec
   }
 }
 
+// The null2 model's odds f'(x) / f(x) for every residue code, from the expected use of
+// each node's match state (m_use[k]) and insert state (i_use[k]) and of N, C and J
+// (flank) per residue: the posterior-weighted mean of the emission odds. Degenerate codes
+// get the mean over their residues; gap, '*' and '~' get 1.
+void null2_odds(const ForwardScores& scores, const Alphabet& abc, const std::vector<float>& m_use,
+                const std::vector<float>& i_use, float flank, std::vector<float>& odds) {
+  const int K = abc.K(), M = scores.M;
+  odds.assign(abc.Kp(), 1.0f);
+  float insert = 0.0f;
+  for (int k = 1; k <= M; ++k) insert += i_use[k];
+  for (int x = 0; x < K; ++x) {
+    const std::vector<float>& e = scores.match[x];
+    float sum = 0.0f;
+    for (int k = 1; k <= M; ++k) sum += m_use[k] * e[k];
+    odds[x] = sum + insert + flank;
+  }
+  average_degenerate_odds(abc, odds);
+}
+
 // p7_Null2_ByExpectation: null2 odds from an envelope's posterior matrix.
 void null2_by_expectation(const ForwardScores& scores, const Alphabet& abc, const DpMatrix& pp,
                           std::vector<float>& odds) {
   const int M = pp.M(), Ld = pp.L();
-  std::vector<float> m_use(M + 1, 0.0f), i_use(M + 1, 0.0f);
+  const std::size_t width = pp.width();
+  std::vector<float> m_sum(width, 0.0f), i_sum(width, 0.0f);
   float n = 0.0f, c = 0.0f, j = 0.0f;
   for (int i = 1; i <= Ld; ++i) {
-    const float* row = pp.row(i);
-    for (int k = 1; k <= M; ++k) {
-      m_use[k] += row[3 * k];
-      i_use[k] += row[3 * k + 2];
-    }
+    const float* m = pp.mrow(i);
+    const float* ins = pp.irow(i);
+    for (std::size_t w = 0; w < width; ++w) m_sum[w] += m[w];
+    for (std::size_t w = 0; w < width; ++w) i_sum[w] += ins[w];
     n += pp.x(i, DpMatrix::kN);
     c += pp.x(i, DpMatrix::kC);
     j += pp.x(i, DpMatrix::kJ);
   }
   const float norm = 1.0f / static_cast<float>(Ld);
+  std::vector<float> m_use(M + 1, 0.0f), i_use(M + 1, 0.0f);
   for (int k = 1; k <= M; ++k) {
-    m_use[k] *= norm;
-    i_use[k] *= norm;
+    m_use[k] = m_sum[pp.at(k)] * norm;
+    i_use[k] = i_sum[pp.at(k)] * norm;
   }
   null2_odds(scores, abc, m_use, i_use, n * norm + c * norm + j * norm, odds);
 }
 
 // p7_Null2_ByTrace: null2 odds from the emissions of one sampled domain (trace steps
 // from..to). As in HMMER 3.3.2, an insert state's emission counts as its node's match
-// state's.
+// state's. Summed over the domain's emissions, not over every node: a trace uses few.
 void null2_by_trace(const ForwardScores& scores, const Alphabet& abc, const Trace& tr,
                     std::size_t from, std::size_t to, std::vector<float>& odds) {
-  const int M = scores.M;
-  std::vector<float> m_use(M + 1, 0.0f), i_use(M + 1, 0.0f);
+  const int K = abc.K();
   int Ld = 0;
-  for (std::size_t z = from; z <= to; ++z) {
-    if (tr[z].i == 0) continue;
-    ++Ld;
-    if (tr[z].k > 0) m_use[tr[z].k] += 1.0f;
-  }
+  for (std::size_t z = from; z <= to; ++z) Ld += tr[z].i > 0 ? 1 : 0;
   const float norm = 1.0f / static_cast<float>(Ld);
-  for (int k = 1; k <= M; ++k) m_use[k] *= norm;
-  null2_odds(scores, abc, m_use, i_use, 0.0f, odds);
+  odds.assign(abc.Kp(), 1.0f);
+  for (int x = 0; x < K; ++x) {
+    const float* e = scores.match[x].data();
+    float sum = 0.0f;
+    for (std::size_t z = from; z <= to; ++z)
+      if (tr[z].i > 0 && tr[z].k > 0) sum += norm * e[tr[z].k];
+    odds[x] = sum;
+  }
+  average_degenerate_odds(abc, odds);
 }
 
 // esl_cluster_SingleLinkage's link test of two sampled domains (p7_spensemble's).
@@ -279,6 +288,7 @@ class Definer {
           DomainWorkspace& ws)
       : p_(profile),
         s_(profile.forward),
+        dp_(profile.forward),
         dsq_(dsq),
         L_(L),
         settings_(settings),
@@ -291,8 +301,8 @@ class Definer {
     DpMatrix& bck = ws_.whole_backward;
     fwd.reset(s_.M, L_, false);
     bck.reset(s_.M, L_, false);
-    forward_dp(s_, multihit_, dsq_, L_, fwd);
-    backward_dp(s_, multihit_, dsq_, L_, fwd, bck);
+    forward_dp(dp_, multihit_, dsq_, L_, fwd);
+    backward_dp(dp_, multihit_, dsq_, L_, fwd, bck);
     if (!decode_domain_boundaries(multihit_, fwd, bck, ws_.btot, ws_.etot, ws_.mocc)) return;
     ws_.null2_per_residue.assign(static_cast<std::size_t>(L_) + 1, 0.0f);
     out.expected = ws_.btot[L_];
@@ -349,12 +359,12 @@ class Definer {
     std::vector<float>& n2 = ws_.null2_per_residue;
     std::fill(n2.begin() + ireg, n2.begin() + jreg + 1, 0.0f);
     ws_.forward.reset(s_.M, Lr, true);
-    forward_dp(s_, multihit_, region, Lr, ws_.forward);
+    forward_dp(dp_, multihit_, region, Lr, ws_.forward);
     ws_.random.reseed(settings_.seed);
     std::vector<SampledDomain> sampled;
     std::vector<float> odds;
     for (int t = 0; t < kSamples; ++t) {
-      const Trace tr = stochastic_trace(ws_.random, s_, multihit_, region, ws_.forward);
+      const Trace tr = stochastic_trace(ws_.random, s_, multihit_, ws_.forward);
       int pos = 1;
       for (const TraceDomain& d : index_trace(tr)) {
         sampled.push_back({t, d.i + ireg - 1, d.j + ireg - 1, d.k, d.m});
@@ -401,11 +411,11 @@ class Definer {
     fwd.reset(s_.M, Ld, true);
     bck.reset(s_.M, Ld, true);
     Domain dom;
-    dom.envelope_nats = forward_dp(s_, unihit_, env, Ld, fwd);
-    backward_dp(s_, unihit_, env, Ld, fwd, bck);
+    dom.envelope_nats = forward_dp(dp_, unihit_, env, Ld, fwd);
+    backward_dp(dp_, unihit_, env, Ld, fwd, bck);
     if (!decode_posteriors(unihit_, fwd, bck, bck)) return false;
     const DpMatrix& pp = bck;
-    dom.expected_correct = optimal_accuracy(s_, unihit_, pp, fwd);
+    dom.expected_correct = optimal_accuracy(dp_, unihit_, pp, fwd);
     const Trace tr = optimal_accuracy_trace(s_, unihit_, pp, fwd);
     std::size_t first = tr.size(), last = 0;
     for (std::size_t z = 0; z < tr.size(); ++z) {
@@ -436,6 +446,7 @@ class Definer {
 
   const SearchProfile& p_;
   const ForwardScores& s_;
+  const DpProfile dp_;  // the model striped for the DP, per target (cheap beside the DP)
   const Residue* dsq_;
   int L_;
   const DomainSettings& settings_;

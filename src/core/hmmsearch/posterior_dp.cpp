@@ -1,75 +1,127 @@
-// Domain definition's dynamic programming (posterior_dp.hpp).
+// Domain definition's dynamic programming (posterior_dp.hpp). The recursions follow
+// HMMER 3.3.2's SSE code (impl_sse/fwdback.c, decoding.c, optacc.c) vector for vector on
+// 4-lane vectors of the compiler's vector extension; the Forward's delete states use the
+// canonical Forward's in-lane scan (forward_canonical.cpp) instead of HMMER's repeated
+// passes. The tracebacks are scalar and read the striped rows through DpMatrix::at.
 #include "core/hmmsearch/posterior_dp.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 namespace duet {
 
 namespace {
 
+constexpr int n = kDpLanes;
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kRescaleAbove = 1.0e4f;     // a row is rescaled when its E (B) passes this
 constexpr float kOwnScalesAbove = 1.0e16f;  // Backward takes scales of its own past this
 
-// Cells of a row: node k's M, D and I.
-inline float& m_of(float* row, int k) {
-  return row[3 * k];
+// Four lanes; + and * are the IEEE float operations lane by lane (no FMA: contraction is
+// off project-wide).
+using Lanes = float __attribute__((vector_size(16)));
+using Mask = int __attribute__((vector_size(16)));
+
+inline Lanes load(const float* p) {
+  Lanes r;
+  std::memcpy(&r, p, sizeof r);
+  return r;
 }
-inline float& d_of(float* row, int k) {
-  return row[3 * k + 1];
+inline void store(float* p, Lanes a) {
+  std::memcpy(p, &a, sizeof a);
 }
-inline float& i_of(float* row, int k) {
-  return row[3 * k + 2];
+inline Lanes splat(float x) {
+  return Lanes{x, x, x, x};
 }
-inline float m_of(const float* row, int k) {
-  return row[3 * k];
+// Lane j takes lane j - 1; lane 0 takes `fill` (HMMER's right shift).
+inline Lanes shift_up(Lanes a, float fill = 0.0f) {
+  return __builtin_shufflevector(a, splat(fill), 4, 0, 1, 2);
 }
-inline float d_of(const float* row, int k) {
-  return row[3 * k + 1];
+// Lane j takes lane j + 1; lane 3 takes 0 (HMMER's left shift).
+inline Lanes shift_down(Lanes a) {
+  return __builtin_shufflevector(a, Lanes{}, 1, 2, 3, 4);
 }
-inline float i_of(const float* row, int k) {
-  return row[3 * k + 2];
+inline float horizontal_sum(Lanes a) {
+  return (a[0] + a[1]) + (a[2] + a[3]);
+}
+inline float horizontal_max(Lanes a) {
+  return std::max(std::max(a[0], a[1]), std::max(a[2], a[3]));
+}
+inline Lanes max(Lanes a, Lanes b) {
+  return a > b ? a : b;
+}
+// The optimal-accuracy recursion's gate: x where the transition t > 0, else 0 (HMMER's
+// masked vector, not -infinity).
+inline Lanes gate(Lanes t, Lanes x) {
+  const Mask keep = t > Lanes{};
+  Mask bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  bits &= keep;
+  Lanes out;
+  std::memcpy(&out, &bits, sizeof out);
+  return out;
 }
 
-// The number of 4-lane vectors of HMMER's striped layout of M nodes.
-inline int striped_vectors(int M) {
+// The striped profile's vectors: transition t of vector q, D->D of vector q, match odds
+// of residue x at vector q.
+struct View {
+  explicit View(const DpProfile& p)
+      : Q(p.striped.Q),
+        transitions(p.striped.transitions.data()),
+        dd(p.striped.transitions.data() + static_cast<std::size_t>(kVitPerQ) * Q * n),
+        dd_prefix(p.striped.dd_prefix.data()),
+        match(p.striped.match.data()) {}
+  Lanes t(int q, int which) const { return load(transitions + (q * kVitPerQ + which) * n); }
+  Lanes d_to_d(int q) const { return load(dd + q * n); }
+  const float* odds(Residue x) const { return match + static_cast<std::size_t>(x) * Q * n; }
+  int Q;
+  const float* transitions;
+  const float* dd;
+  const float* dd_prefix;
+  const float* match;
+};
+
+// Row access by vector.
+inline Lanes at(const float* row, int q) {
+  return load(row + q * n);
+}
+inline void put(float* row, int q, Lanes v) {
+  store(row + q * n, v);
+}
+
+void scale_row(DpRow row, std::size_t width, float factor) {
+  for (std::size_t j = 0; j < width; ++j) row.m[j] *= factor;
+  for (std::size_t j = 0; j < width; ++j) row.d[j] *= factor;
+  for (std::size_t j = 0; j < width; ++j) row.i[j] *= factor;
+}
+
+// HMMER's number of 4-lane vectors for M nodes (at least 2): the order its tracebacks
+// visit the exits in.
+inline int hmmer_vectors(int M) {
   return std::max(2, (M - 1) / 4 + 1);
 }
 
-void scale_row(float* row, int M, float factor) {
-  for (int k = 0; k <= M; ++k) {
-    m_of(row, k) *= factor;
-    d_of(row, k) *= factor;
-    i_of(row, k) *= factor;
-  }
-}
-
-// The optimal-accuracy recursion's gate: a value reached through a transition of
-// probability t, or 0 where t is 0 (HMMER's masked vector, not -infinity).
-inline float gate(float t, float value) {
-  return t > 0.0f ? value : 0.0f;
-}
-// The traceback's: -infinity where t is 0.
+// The traceback's choice: -infinity where the transition is impossible.
 inline float reachable(float t, float value) {
   return t == 0.0f ? -kInf : value;
 }
 
 // esl_vec_FNorm: the float sum with Kahan's compensation, then each value divided by it.
-template <int n>
-void normalize(float (&p)[n]) {
+template <int count>
+void normalize(float (&p)[count]) {
   float sum = 0.0f, c = 0.0f;
-  for (int i = 0; i < n; ++i) {
+  for (int i = 0; i < count; ++i) {
     const float y = p[i] - c;
     const float t = sum + y;
     c = (t - sum) - y;
     sum = t;
   }
   if (sum != 0.0f) {
-    for (int i = 0; i < n; ++i) p[i] /= sum;
+    for (int i = 0; i < count; ++i) p[i] /= sum;
   } else {
-    for (int i = 0; i < n; ++i) p[i] = 1.0f / static_cast<float>(n);
+    for (int i = 0; i < count; ++i) p[i] = 1.0f / static_cast<float>(count);
   }
 }
 
@@ -120,43 +172,78 @@ SpecialMoves SpecialMoves::unihit(int L) {
 
 void DpMatrix::reset(int M, int L, bool full) {
   M_ = M;
+  Q_ = striped_segments(M, kDpLanes);
   L_ = L;
   full_ = full;
   const std::size_t rows = full ? static_cast<std::size_t>(L) + 1 : 2;
-  cells_.assign(rows * 3 * static_cast<std::size_t>(M + 1), 0.0f);
-  specials_.assign((static_cast<std::size_t>(L) + 1) * kSpecials, 0.0f);
+  const std::size_t cells = rows * 3 * width();
+  if (cells_.size() < cells) cells_.resize(cells);
+  const std::size_t specials = (static_cast<std::size_t>(L) + 1) * kSpecials;
+  if (specials_.size() < specials) specials_.resize(specials);
   own_scales = false;
   total_scale = 0.0f;
 }
 
-float forward_dp(const ForwardScores& s, const SpecialMoves& mv, const Residue* dsq, int L,
+float forward_dp(const DpProfile& profile, const SpecialMoves& mv, const Residue* dsq, int L,
                  DpMatrix& mx) {
-  const int M = s.M;
-  mx.reset(M, L, mx.full());
+  const View v(profile);
+  const int Q = v.Q;
+  mx.reset(profile.scores.M, L, mx.full());
+  const std::size_t width = mx.width();
+  {
+    const auto row0 = mx.row(0);
+    std::fill(row0.m, row0.m + width, 0.0f);
+    std::fill(row0.d, row0.d + width, 0.0f);
+    std::fill(row0.i, row0.i + width, 0.0f);
+  }
   mx.x(0, DpMatrix::kE) = 0.0f;
   mx.x(0, DpMatrix::kN) = 1.0f;
   mx.x(0, DpMatrix::kJ) = 0.0f;
   mx.x(0, DpMatrix::kB) = mv.n_move;
   mx.x(0, DpMatrix::kC) = 0.0f;
   mx.x(0, DpMatrix::kScale) = 1.0f;
+  const Lanes zero = splat(0.0f);
+  const Lanes lane_through = shift_up(at(v.dd_prefix, Q));
   float xN = 1.0f, xJ = 0.0f, xC = 0.0f, xB = mv.n_move;
   float total_scale = 0.0f;
   for (int i = 1; i <= L; ++i) {
-    const float* prev = mx.row(i - 1);
-    float* cur = mx.row(i);
-    const std::vector<float>& e = s.match[dsq[i - 1]];
-    m_of(cur, 0) = d_of(cur, 0) = i_of(cur, 0) = 0.0f;
-    for (int k = 1; k <= M; ++k) {
-      float sv = xB * s.bm[k];
-      sv = sv + m_of(prev, k - 1) * s.mm[k];
-      sv = sv + i_of(prev, k - 1) * s.im[k];
-      sv = sv + d_of(prev, k - 1) * s.dm[k];
-      m_of(cur, k) = sv * e[k];
-      i_of(cur, k) = m_of(prev, k) * s.mi[k] + i_of(prev, k) * s.ii[k];
-      d_of(cur, k) = k > 1 ? m_of(cur, k - 1) * s.md[k - 1] + d_of(cur, k - 1) * s.dd[k - 1] : 0.0f;
+    const auto prev = mx.row(i - 1);
+    const auto cur = mx.row(i);
+    const float* match = v.odds(dsq[i - 1]);
+    const Lanes begin = splat(xB);
+    Lanes sum = zero;        // M and D of the row (D as computed within lanes)
+    Lanes delete_in = zero;  // D within the lane at vector q
+    Lanes mpv = shift_up(at(prev.m, Q - 1));
+    Lanes ipv = shift_up(at(prev.i, Q - 1));
+    Lanes dpv = shift_up(at(prev.d, Q - 1));
+    for (int q = 0; q < Q; ++q) {
+      Lanes sv = begin * v.t(q, kVitBM);
+      sv = sv + mpv * v.t(q, kVitMM);
+      sv = sv + ipv * v.t(q, kVitIM);
+      sv = sv + dpv * v.t(q, kVitDM);
+      sv = sv * at(match, q);
+      sum = sum + (sv + delete_in);
+      mpv = at(prev.m, q);
+      ipv = at(prev.i, q);
+      dpv = at(prev.d, q);
+      put(cur.m, q, sv);
+      put(cur.d, q, delete_in);
+      put(cur.i, q, mpv * v.t(q, kVitMI) + ipv * v.t(q, kVitII));  // insert odds are 1
+      delete_in = sv * v.t(q, kVitMD) + delete_in * v.d_to_d(q);
     }
-    float xE = 0.0f;
-    for (int k = 1; k <= M; ++k) xE += m_of(cur, k) + d_of(cur, k);
+    // D entering each lane's segment from the lane below (the inclusive scan
+    // C[j] = X[j] + U[j] * C[j-1] in two steps), and what it adds to every D.
+    Lanes carry = shift_up(delete_in);
+    Lanes through = lane_through;
+    carry = carry + through * shift_up(carry);
+    through = through * shift_up(through);
+    carry = carry + through * __builtin_shufflevector(carry, Lanes{}, 4, 5, 0, 1);
+    for (int q = 0; q < Q; ++q) {
+      const Lanes added = carry * at(v.dd_prefix, q);
+      put(cur.d, q, at(cur.d, q) + added);
+      sum = sum + added;
+    }
+    float xE = horizontal_sum(sum);
     xN = xN * mv.n_loop;
     xC = xC * mv.c_loop + xE * mv.e_move;
     xJ = xJ * mv.j_loop + xE * mv.e_loop;
@@ -167,7 +254,7 @@ float forward_dp(const ForwardScores& s, const SpecialMoves& mv, const Residue* 
       xC /= xE;
       xJ /= xE;
       xB /= xE;
-      scale_row(cur, M, static_cast<float>(1.0 / xE));
+      scale_row(cur, width, static_cast<float>(1.0 / xE));
       scale = xE;
       total_scale = static_cast<float>(total_scale + std::log(static_cast<double>(xE)));
       xE = 1.0f;
@@ -183,26 +270,45 @@ float forward_dp(const ForwardScores& s, const SpecialMoves& mv, const Residue* 
   return static_cast<float>(total_scale + std::log(static_cast<double>(xC * mv.c_move)));
 }
 
-float backward_dp(const ForwardScores& s, const SpecialMoves& mv, const Residue* dsq, int L,
+float backward_dp(const DpProfile& profile, const SpecialMoves& mv, const Residue* dsq, int L,
                   const DpMatrix& fwd, DpMatrix& bck) {
-  const int M = s.M;
-  bck.reset(M, L, bck.full());
+  const View v(profile);
+  const int Q = v.Q;
+  bck.reset(profile.scores.M, L, bck.full());
+  const std::size_t width = bck.width();
+  const Lanes zero = splat(0.0f);
   float total_scale = 0.0f;
-  // Row L: only the exits (M and D to E, D chains) and C's move to T.
+  // Row L: the exits (M and D to E), the D->D and M->D paths, and C's move to T.
   float xC = mv.c_move;
   float xE = xC * mv.e_move;
   float xJ = 0.0f, xB = 0.0f, xN = 0.0f;
   {
-    float* cur = bck.row(L);
-    d_of(cur, M) = xE;
-    m_of(cur, M) = xE;
-    i_of(cur, M) = 0.0f;
-    for (int k = M - 1; k >= 1; --k) {
-      d_of(cur, k) = xE + d_of(cur, k + 1) * s.dd[k];
-      m_of(cur, k) = xE + d_of(cur, k + 1) * s.md[k];
-      i_of(cur, k) = 0.0f;
+    const auto cur = bck.row(L);
+    const Lanes xEv = splat(xE);
+    for (int q = 0; q < Q; ++q) {
+      put(cur.m, q, xEv);
+      put(cur.d, q, xEv);
+      put(cur.i, q, zero);
     }
-    m_of(cur, 0) = d_of(cur, 0) = i_of(cur, 0) = 0.0f;
+    Lanes dpv = shift_down(at(cur.d, Q - 1));
+    Lanes dcv = zero;
+    for (int q = Q - 1; q >= 0; --q) {
+      dcv = dpv * v.d_to_d(q);
+      put(cur.d, q, at(cur.d, q) + dcv);
+      dpv = at(cur.d, q);
+    }
+    for (int pass = 1; pass < n; ++pass) {
+      dcv = shift_down(dcv);
+      for (int q = Q - 1; q >= 0; --q) {
+        dcv = dcv * v.d_to_d(q);
+        put(cur.d, q, at(cur.d, q) + dcv);
+      }
+    }
+    dcv = shift_down(at(cur.d, 0));
+    for (int q = Q - 1; q >= 0; --q) {
+      put(cur.m, q, at(cur.m, q) + dcv * v.t(q, kVitMD));
+      dcv = at(cur.d, q);
+    }
     const float scale = fwd.x(L, DpMatrix::kScale);
     if (scale > 1.0f) {
       xE /= scale;
@@ -210,7 +316,7 @@ float backward_dp(const ForwardScores& s, const SpecialMoves& mv, const Residue*
       xC /= scale;
       xJ /= scale;
       xB /= scale;
-      scale_row(cur, M, static_cast<float>(1.0 / scale));
+      scale_row(cur, width, static_cast<float>(1.0 / scale));
     }
     bck.x(L, DpMatrix::kScale) = scale;
     total_scale = static_cast<float>(std::log(static_cast<double>(scale)));
@@ -221,24 +327,57 @@ float backward_dp(const ForwardScores& s, const SpecialMoves& mv, const Residue*
     bck.x(L, DpMatrix::kC) = xC;
   }
   for (int i = L - 1; i >= 1; --i) {
-    const float* next = bck.row(i + 1);
-    float* cur = bck.row(i);
-    const std::vector<float>& e = s.match[dsq[i]];  // residue i + 1
-    xB = 0.0f;
-    for (int k = 1; k <= M; ++k) xB += (m_of(next, k) * e[k]) * s.bm[k];
+    const auto next = bck.row(i + 1);
+    const auto cur = bck.row(i);
+    const float* match = v.odds(dsq[i]);  // residue i + 1
+    // 1: B(i) collected; I(i,k) complete, M and D without their paths to D and E.
+    Lanes tmm = shift_down(v.t(0, kVitMM));
+    Lanes tim = shift_down(v.t(0, kVitIM));
+    Lanes tdm = shift_down(v.t(0, kVitDM));
+    Lanes mpv = shift_down(at(next.m, 0) * at(match, 0));  // M(i+1, k+1) e(k+1)
+    Lanes xBv = zero;
+    for (int q = Q - 1; q >= 0; --q) {
+      const Lanes ipv = at(next.i, q);
+      put(cur.i, q, ipv * v.t(q, kVitII) + mpv * tim);
+      put(cur.d, q, mpv * tdm);
+      const Lanes mcv = ipv * v.t(q, kVitMI) + mpv * tmm;
+      mpv = at(next.m, q) * at(match, q);
+      put(cur.m, q, mcv);
+      tdm = v.t(q, kVitDM);
+      tim = v.t(q, kVitIM);
+      tmm = v.t(q, kVitMM);
+      xBv = xBv + mpv * v.t(q, kVitBM);
+    }
+    // 2: the special states.
+    xB = horizontal_sum(xBv);
     xC = xC * mv.c_loop;
     xJ = xB * mv.j_move + xJ * mv.j_loop;
     xN = xB * mv.n_move + xN * mv.n_loop;
     xE = xC * mv.e_move + xJ * mv.e_loop;
-    for (int k = M; k >= 1; --k) {
-      const float m_next = k < M ? m_of(next, k + 1) * e[k + 1] : 0.0f;
-      const float d_next = k < M ? d_of(cur, k + 1) : 0.0f;
-      i_of(cur, k) = k < M ? i_of(next, k) * s.ii[k] + m_next * s.im[k + 1] : 0.0f;
-      d_of(cur, k) = (k < M ? m_next * s.dm[k + 1] : 0.0f) + xE + d_next * s.dd[k];
-      m_of(cur, k) =
-          i_of(next, k) * s.mi[k] + (k < M ? m_next * s.mm[k + 1] : 0.0f) + xE + d_next * s.md[k];
+    const Lanes xEv = splat(xE);
+    // 3: M and D to E, and one segment of the D->D paths.
+    Lanes dpv = shift_down(at(cur.d, 0) + xEv);
+    Lanes dcv = zero;
+    for (int q = Q - 1; q >= 0; --q) {
+      dcv = dpv * v.d_to_d(q);
+      put(cur.d, q, at(cur.d, q) + (dcv + xEv));
+      dpv = at(cur.d, q);
+      put(cur.m, q, at(cur.m, q) + xEv);
     }
-    m_of(cur, 0) = d_of(cur, 0) = i_of(cur, 0) = 0.0f;
+    // 4: the D->D paths across the lanes.
+    for (int pass = 1; pass < n; ++pass) {
+      dcv = shift_down(dcv);
+      for (int q = Q - 1; q >= 0; --q) {
+        dcv = dcv * v.d_to_d(q);
+        put(cur.d, q, at(cur.d, q) + dcv);
+      }
+    }
+    // 5: M->D paths.
+    dcv = shift_down(at(cur.d, 0));
+    for (int q = Q - 1; q >= 0; --q) {
+      put(cur.m, q, at(cur.m, q) + dcv * v.t(q, kVitMD));
+      dcv = at(cur.d, q);
+    }
     if (xB > kOwnScalesAbove) bck.own_scales = true;
     const float scale =
         bck.own_scales ? (xB > kRescaleAbove ? xB : 1.0f) : fwd.x(i, DpMatrix::kScale);
@@ -249,7 +388,7 @@ float backward_dp(const ForwardScores& s, const SpecialMoves& mv, const Residue*
       xJ /= scale;
       xB /= scale;
       xC /= scale;
-      scale_row(cur, M, static_cast<float>(1.0 / scale));
+      scale_row(cur, width, static_cast<float>(1.0 / scale));
       total_scale = static_cast<float>(total_scale + std::log(static_cast<double>(scale)));
     }
     bck.x(i, DpMatrix::kE) = xE;
@@ -260,14 +399,17 @@ float backward_dp(const ForwardScores& s, const SpecialMoves& mv, const Residue*
   }
   // Row 0: only N and B.
   if (L > 0) {
-    const float* next = bck.row(1);
-    const std::vector<float>& e = s.match[dsq[0]];
-    xB = 0.0f;
-    for (int k = 1; k <= M; ++k) xB += (m_of(next, k) * e[k]) * s.bm[k];
+    const auto next = bck.row(1);
+    const float* match = v.odds(dsq[0]);
+    Lanes xBv = zero;
+    for (int q = 0; q < Q; ++q) xBv = xBv + (at(next.m, q) * at(match, q)) * v.t(q, kVitBM);
+    xB = horizontal_sum(xBv);
     xN = xB * mv.n_move + xN * mv.n_loop;
   }
-  float* row0 = bck.row(0);
-  for (int k = 0; k <= M; ++k) m_of(row0, k) = d_of(row0, k) = i_of(row0, k) = 0.0f;
+  const auto row0 = bck.row(0);
+  std::fill(row0.m, row0.m + width, 0.0f);
+  std::fill(row0.d, row0.d + width, 0.0f);
+  std::fill(row0.i, row0.i + width, 0.0f);
   bck.x(0, DpMatrix::kB) = xB;
   bck.x(0, DpMatrix::kC) = 0.0f;
   bck.x(0, DpMatrix::kJ) = 0.0f;
@@ -282,17 +424,16 @@ bool decode_posteriors(const SpecialMoves& mv, const DpMatrix& fwd, const DpMatr
                        DpMatrix& pp) {
   const int M = fwd.M(), L = fwd.L();
   if (&pp != &bck) pp.reset(M, L, true);
+  const std::size_t width = fwd.width();
   float scale_product = 1.0f / bck.x(0, DpMatrix::kN);
   for (int i = 1; i <= L; ++i) {
-    const float* f = fwd.row(i);
-    const float* b = bck.row(i);
-    float* p = pp.row(i);
+    const auto f = fwd.row(i);
+    const auto b = bck.row(i);
+    const auto p = pp.row(i);
     const float row_factor = scale_product * fwd.x(i, DpMatrix::kScale);
-    for (int k = 1; k <= M; ++k) {
-      m_of(p, k) = (m_of(f, k) * m_of(b, k)) * row_factor;
-      d_of(p, k) = 0.0f;
-      i_of(p, k) = (i_of(f, k) * i_of(b, k)) * row_factor;
-    }
+    for (std::size_t j = 0; j < width; ++j) p.m[j] = (f.m[j] * b.m[j]) * row_factor;
+    for (std::size_t j = 0; j < width; ++j) p.d[j] = 0.0f;
+    for (std::size_t j = 0; j < width; ++j) p.i[j] = (f.i[j] * b.i[j]) * row_factor;
     pp.x(i, DpMatrix::kE) = 0.0f;
     pp.x(i, DpMatrix::kN) =
         fwd.x(i - 1, DpMatrix::kN) * bck.x(i, DpMatrix::kN) * mv.n_loop * scale_product;
@@ -329,44 +470,66 @@ bool decode_domain_boundaries(const SpecialMoves& mv, const DpMatrix& fwd, const
   return !std::isinf(scale_product);
 }
 
-float optimal_accuracy(const ForwardScores& s, const SpecialMoves& mv, const DpMatrix& pp,
+float optimal_accuracy(const DpProfile& profile, const SpecialMoves& mv, const DpMatrix& pp,
                        DpMatrix& oa) {
-  const int M = pp.M(), L = pp.L();
-  oa.reset(M, L, true);
-  float* row0 = oa.row(0);
-  for (int k = 0; k <= M; ++k) m_of(row0, k) = d_of(row0, k) = i_of(row0, k) = -kInf;
+  const View v(profile);
+  const int Q = v.Q;
+  const int L = pp.L();
+  oa.reset(pp.M(), L, true);
+  const std::size_t width = oa.width();
+  const Lanes minus_inf = splat(-kInf);
+  {
+    const auto row0 = oa.row(0);
+    std::fill(row0.m, row0.m + width, -kInf);
+    std::fill(row0.d, row0.d + width, -kInf);
+    std::fill(row0.i, row0.i + width, -kInf);
+  }
   oa.x(0, DpMatrix::kE) = -kInf;
   oa.x(0, DpMatrix::kN) = 0.0f;
   oa.x(0, DpMatrix::kJ) = -kInf;
   oa.x(0, DpMatrix::kB) = 0.0f;
   oa.x(0, DpMatrix::kC) = -kInf;
   for (int i = 1; i <= L; ++i) {
-    const float* prev = oa.row(i - 1);
-    float* cur = oa.row(i);
-    const float* p = pp.row(i);
-    const float xB = oa.x(i - 1, DpMatrix::kB);
-    m_of(cur, 0) = d_of(cur, 0) = i_of(cur, 0) = -kInf;
-    float xE = -kInf;
-    for (int k = 1; k <= M; ++k) {
-      // Node k - 1 = 0 is shifted in as -infinity.
-      const float mp = k > 1 ? m_of(prev, k - 1) : -kInf;
-      const float ip = k > 1 ? i_of(prev, k - 1) : -kInf;
-      const float dp = k > 1 ? d_of(prev, k - 1) : -kInf;
-      float sv = gate(s.bm[k], xB);
-      sv = std::max(sv, gate(s.mm[k], mp));
-      sv = std::max(sv, gate(s.im[k], ip));
-      sv = std::max(sv, gate(s.dm[k], dp));
-      m_of(cur, k) = sv + m_of(p, k);
-      xE = std::max(xE, m_of(cur, k));
-      i_of(cur, k) =
-          std::max(gate(s.mi[k], m_of(prev, k)), gate(s.ii[k], i_of(prev, k))) + i_of(p, k);
-      d_of(cur, k) =
-          k > 1 ? std::max(gate(s.md[k - 1], m_of(cur, k - 1)), gate(s.dd[k - 1], d_of(cur, k - 1)))
-                : -kInf;
+    const auto prev = oa.row(i - 1);
+    const auto cur = oa.row(i);
+    const auto p = pp.row(i);
+    Lanes dcv = minus_inf;
+    Lanes xEv = minus_inf;
+    const Lanes xBv = splat(oa.x(i - 1, DpMatrix::kB));
+    Lanes mpv = shift_up(at(prev.m, Q - 1), -kInf);
+    Lanes dpv = shift_up(at(prev.d, Q - 1), -kInf);
+    Lanes ipv = shift_up(at(prev.i, Q - 1), -kInf);
+    for (int q = 0; q < Q; ++q) {
+      Lanes sv = gate(v.t(q, kVitBM), xBv);
+      sv = max(sv, gate(v.t(q, kVitMM), mpv));
+      sv = max(sv, gate(v.t(q, kVitIM), ipv));
+      sv = max(sv, gate(v.t(q, kVitDM), dpv));
+      sv = sv + at(p.m, q);
+      xEv = max(xEv, sv);
+      mpv = at(prev.m, q);
+      dpv = at(prev.d, q);
+      ipv = at(prev.i, q);
+      put(cur.m, q, sv);
+      put(cur.d, q, dcv);
+      dcv = gate(v.t(q, kVitMD), sv);
+      const Lanes in = max(gate(v.t(q, kVitMI), mpv), gate(v.t(q, kVitII), ipv));
+      put(cur.i, q, in + at(p.i, q));
     }
-    // The padding of the last vector holds 0 in M (gated entries plus a zero posterior).
-    if (M < 4 * striped_vectors(M)) xE = std::max(xE, 0.0f);
-    for (int k = 1; k <= M; ++k) xE = std::max(xE, d_of(cur, k));
+    // D->D, serialised across the lanes.
+    dcv = shift_up(dcv, -kInf);
+    for (int q = 0; q < Q; ++q) {
+      put(cur.d, q, max(dcv, at(cur.d, q)));
+      dcv = gate(v.d_to_d(q), at(cur.d, q));
+    }
+    for (int pass = 1; pass < n; ++pass) {
+      dcv = shift_up(dcv, -kInf);
+      for (int q = 0; q < Q; ++q) {
+        put(cur.d, q, max(dcv, at(cur.d, q)));
+        dcv = gate(v.d_to_d(q), dcv);
+      }
+    }
+    for (int q = 0; q < Q; ++q) xEv = max(xEv, at(cur.d, q));
+    const float xE = horizontal_max(xEv);
     oa.x(i, DpMatrix::kE) = xE;
     float t1 = mv.j_loop == 0.0f ? 0.0f : oa.x(i - 1, DpMatrix::kJ) + pp.x(i, DpMatrix::kJ);
     float t2 = mv.e_loop == 0.0f ? 0.0f : xE;
@@ -386,7 +549,7 @@ float optimal_accuracy(const ForwardScores& s, const SpecialMoves& mv, const DpM
 Trace optimal_accuracy_trace(const ForwardScores& s, const SpecialMoves& mv, const DpMatrix& pp,
                              const DpMatrix& oa) {
   const int M = oa.M();
-  const int Q = striped_vectors(M);
+  const int Q = hmmer_vectors(M);
   Trace tr;
   int i = oa.L(), k = 0;
   append(tr, TraceState::T, k, i);
@@ -396,12 +559,12 @@ Trace optimal_accuracy_trace(const ForwardScores& s, const SpecialMoves& mv, con
     TraceState s1 = TraceState::S;
     switch (s0) {
       case TraceState::M: {
-        const float* prev = oa.row(i - 1);
+        const auto prev = oa.row(i - 1);
         // Ties go to the first of M, I, D, B.
         const float path[4] = {
-            reachable(s.mm[k], k > 1 ? m_of(prev, k - 1) : 0.0f),
-            reachable(s.im[k], k > 1 ? i_of(prev, k - 1) : 0.0f),
-            reachable(s.dm[k], k > 1 ? d_of(prev, k - 1) : 0.0f),
+            reachable(s.mm[k], k > 1 ? prev.m[oa.at(k - 1)] : 0.0f),
+            reachable(s.im[k], k > 1 ? prev.i[oa.at(k - 1)] : 0.0f),
+            reachable(s.dm[k], k > 1 ? prev.d[oa.at(k - 1)] : 0.0f),
             reachable(s.bm[k], oa.x(i - 1, DpMatrix::kB)),
         };
         const TraceState state[4] = {TraceState::M, TraceState::I, TraceState::D, TraceState::B};
@@ -414,17 +577,17 @@ Trace optimal_accuracy_trace(const ForwardScores& s, const SpecialMoves& mv, con
         break;
       }
       case TraceState::D: {
-        const float* cur = oa.row(i);
-        const float from_m = k > 1 ? reachable(s.md[k - 1], m_of(cur, k - 1)) : -kInf;
-        const float from_d = k > 1 ? reachable(s.dd[k - 1], d_of(cur, k - 1)) : -kInf;
+        const auto cur = oa.row(i);
+        const float from_m = k > 1 ? reachable(s.md[k - 1], cur.m[oa.at(k - 1)]) : -kInf;
+        const float from_d = k > 1 ? reachable(s.dd[k - 1], cur.d[oa.at(k - 1)]) : -kInf;
         s1 = from_m >= from_d ? TraceState::M : TraceState::D;
         --k;
         break;
       }
       case TraceState::I: {
-        const float* prev = oa.row(i - 1);
-        const float from_m = reachable(s.mi[k], m_of(prev, k));
-        const float from_i = reachable(s.ii[k], i_of(prev, k));
+        const auto prev = oa.row(i - 1);
+        const float from_m = reachable(s.mi[k], prev.m[oa.at(k)]);
+        const float from_i = reachable(s.ii[k], prev.i[oa.at(k)]);
         s1 = from_m >= from_i ? TraceState::M : TraceState::I;
         --i;
         break;
@@ -446,14 +609,15 @@ Trace optimal_accuracy_trace(const ForwardScores& s, const SpecialMoves& mv, con
       }
       case TraceState::E: {
         // The striped scan: M wins ties with >=, D needs >.
-        const float* cur = oa.row(i);
+        const auto cur = oa.row(i);
         float best = -kInf;
         TraceState state = TraceState::M;
         int best_k = 1;
         for (int q = 0; q < Q; ++q) {
           for (int r = 0; r < 4; ++r) {
             const int kk = r * Q + q + 1;
-            const float v = kk <= M ? m_of(cur, kk) : 0.0f;
+            if (kk > M) continue;  // padding (0 in HMMER's matrix; it never wins there)
+            const float v = cur.m[oa.at(kk)];
             if (v >= best) {
               best = v;
               state = TraceState::M;
@@ -462,7 +626,8 @@ Trace optimal_accuracy_trace(const ForwardScores& s, const SpecialMoves& mv, con
           }
           for (int r = 0; r < 4; ++r) {
             const int kk = r * Q + q + 1;
-            const float v = kk <= M ? d_of(cur, kk) : 0.0f;
+            if (kk > M) continue;
+            const float v = cur.d[oa.at(kk)];
             if (v > best) {
               best = v;
               state = TraceState::D;
@@ -485,8 +650,8 @@ Trace optimal_accuracy_trace(const ForwardScores& s, const SpecialMoves& mv, con
         break;
     }
     float post = 0.0f;
-    if (s1 == TraceState::M) post = m_of(pp.row(i), k);
-    if (s1 == TraceState::I) post = i_of(pp.row(i), k);
+    if (s1 == TraceState::M) post = pp.row(i).m[pp.at(k)];
+    if (s1 == TraceState::I) post = pp.row(i).i[pp.at(k)];
     if (s1 == s0 && s1 == TraceState::N) post = pp.x(i, DpMatrix::kN);
     if (s1 == s0 && s1 == TraceState::C) post = pp.x(i, DpMatrix::kC);
     if (s1 == s0 && s1 == TraceState::J) post = pp.x(i, DpMatrix::kJ);
@@ -499,10 +664,9 @@ Trace optimal_accuracy_trace(const ForwardScores& s, const SpecialMoves& mv, con
 }
 
 Trace stochastic_trace(HmmerRandom& random, const ForwardScores& s, const SpecialMoves& mv,
-                       const Residue* dsq, const DpMatrix& fwd) {
-  (void)dsq;
+                       const DpMatrix& fwd) {
   const int M = fwd.M();
-  const int Q = striped_vectors(M);
+  const int Q = hmmer_vectors(M);
   Trace tr;
   int i = fwd.L(), k = 0;
   append(tr, TraceState::T, k, i);
@@ -512,12 +676,12 @@ Trace stochastic_trace(HmmerRandom& random, const ForwardScores& s, const Specia
     TraceState s1 = TraceState::S;
     switch (s0) {
       case TraceState::M: {
-        const float* prev = fwd.row(i - 1);
+        const auto prev = fwd.row(i - 1);
         float path[4] = {
             fwd.x(i - 1, DpMatrix::kB) * s.bm[k],
-            (k > 1 ? m_of(prev, k - 1) : 0.0f) * s.mm[k],
-            (k > 1 ? i_of(prev, k - 1) : 0.0f) * s.im[k],
-            (k > 1 ? d_of(prev, k - 1) : 0.0f) * s.dm[k],
+            (k > 1 ? prev.m[fwd.at(k - 1)] : 0.0f) * s.mm[k],
+            (k > 1 ? prev.i[fwd.at(k - 1)] : 0.0f) * s.im[k],
+            (k > 1 ? prev.d[fwd.at(k - 1)] : 0.0f) * s.dm[k],
         };
         normalize(path);
         const TraceState state[4] = {TraceState::B, TraceState::M, TraceState::I, TraceState::D};
@@ -527,9 +691,9 @@ Trace stochastic_trace(HmmerRandom& random, const ForwardScores& s, const Specia
         break;
       }
       case TraceState::D: {
-        const float* cur = fwd.row(i);
-        float path[2] = {k > 1 ? m_of(cur, k - 1) * s.md[k - 1] : 0.0f,
-                         k > 1 ? d_of(cur, k - 1) * s.dd[k - 1] : 0.0f};
+        const auto cur = fwd.row(i);
+        float path[2] = {k > 1 ? cur.m[fwd.at(k - 1)] * s.md[k - 1] : 0.0f,
+                         k > 1 ? cur.d[fwd.at(k - 1)] * s.dd[k - 1] : 0.0f};
         normalize(path);
         const TraceState state[2] = {TraceState::M, TraceState::D};
         s1 = state[random.choose(path, 2)];
@@ -537,8 +701,8 @@ Trace stochastic_trace(HmmerRandom& random, const ForwardScores& s, const Specia
         break;
       }
       case TraceState::I: {
-        const float* prev = fwd.row(i - 1);
-        float path[2] = {m_of(prev, k) * s.mi[k], i_of(prev, k) * s.ii[k]};
+        const auto prev = fwd.row(i - 1);
+        float path[2] = {prev.m[fwd.at(k)] * s.mi[k], prev.i[fwd.at(k)] * s.ii[k]};
         normalize(path);
         const TraceState state[2] = {TraceState::M, TraceState::I};
         s1 = state[random.choose(path, 2)];
@@ -566,7 +730,7 @@ Trace stochastic_trace(HmmerRandom& random, const ForwardScores& s, const Specia
       }
       case TraceState::E: {
         // The exit node, drawn over M and D cells in the striped order, normalised by E.
-        const float* cur = fwd.row(i);
+        const auto cur = fwd.row(i);
         const float norm = static_cast<float>(1.0 / fwd.x(i, DpMatrix::kE));
         const double roll = random.uniform();
         double sum = 0.0;
@@ -576,7 +740,7 @@ Trace stochastic_trace(HmmerRandom& random, const ForwardScores& s, const Specia
             for (int r = 0; r < 4 && !found; ++r) {
               const int kk = r * Q + q + 1;
               if (kk > M) continue;
-              sum += m_of(cur, kk) * norm;
+              sum += cur.m[fwd.at(kk)] * norm;
               if (roll < sum) {
                 s1 = TraceState::M;
                 k = kk;
@@ -586,7 +750,7 @@ Trace stochastic_trace(HmmerRandom& random, const ForwardScores& s, const Specia
             for (int r = 0; r < 4 && !found; ++r) {
               const int kk = r * Q + q + 1;
               if (kk > M) continue;
-              sum += d_of(cur, kk) * norm;
+              sum += cur.d[fwd.at(kk)] * norm;
               if (roll < sum) {
                 s1 = TraceState::D;
                 k = kk;

@@ -1,9 +1,11 @@
 // The dynamic programming behind HMMER 3.3.2's domain definition, in probability space
 // with HMMER's sparse rescaling: Forward and Backward (whole matrices, or parsers that keep
 // only the special states of every row), posterior decoding, the optimal-accuracy
-// alignment and its traceback, and stochastic traceback. One scalar implementation in one
-// fixed order of operations: every device's survivors go through it on the CPU, so
-// domains are the same whatever ran the filters.
+// alignment and its traceback, and stochastic traceback. As HMMER runs them, on vectors of
+// 4 floats in the striped order (striped_layout.hpp), written with the compiler's vector
+// extension: one implementation in one fixed order of operations, the same on every ISA;
+// every device's survivors go through it on the CPU, so domains are the same whatever ran
+// the filters.
 //
 // The recurrences and tie rules are HMMER's (p7_Forward, p7_Backward, p7_Decoding,
 // p7_DomainDecoding, p7_OptimalAccuracy, p7_OATrace, p7_StochasticTrace). Where HMMER's
@@ -18,8 +20,20 @@
 #include "core/alphabet.hpp"
 #include "core/hmmsearch/hmmer_random.hpp"
 #include "core/hmmsearch/profile.hpp"
+#include "core/hmmsearch/striping.hpp"
 
 namespace duet {
+
+inline constexpr int kDpLanes = 4;
+
+// A model as the DP reads it: its Forward scores by node (the tracebacks) and striped in
+// kDpLanes lanes (the recursions). Keeps a reference to `scores`.
+struct DpProfile {
+  explicit DpProfile(const ForwardScores& forward)
+      : scores(forward), striped(stripe_forward_scores(forward, kDpLanes)) {}
+  const ForwardScores& scores;
+  StripedForwardProfile striped;
+};
 
 // The special states' probabilities of one configuration: local multihit (as the search
 // scores targets) or unihit (as domain definition scores an envelope), for a target
@@ -31,20 +45,43 @@ struct SpecialMoves {
   static SpecialMoves unihit(int L);
 };
 
+// One row of a DP matrix: its M, D and I values in the striped order (DpMatrix::at).
+struct DpRow {
+  float *m, *d, *i;
+};
+struct ConstDpRow {
+  const float *m, *d, *i;
+};
+
 // A DP matrix: rows 0..L of nodes 0..M, each with M, D and I values, and per row the
 // special states E, N, J, B, C and the row's rescaling factor (1 when not rescaled). A
-// parser's matrix keeps the cells of two rows only.
+// parser's matrix keeps the cells of two rows only. Its memory is reused from one reset
+// to the next, not cleared: every DP writes each cell of a row before reading it.
 class DpMatrix {
  public:
   enum Special { kE = 0, kN, kJ, kB, kC, kScale, kSpecials };
 
   void reset(int M, int L, bool full);
   int M() const { return M_; }
+  int Q() const { return Q_; }
+  // Where node k = 1..M is in a row's state array: vector (k-1) % Q, lane (k-1) / Q.
+  std::size_t at(int k) const {
+    return static_cast<std::size_t>((k - 1) % Q_) * kDpLanes +
+           static_cast<std::size_t>((k - 1) / Q_);
+  }
   int L() const { return L_; }
   bool full() const { return full_; }
-  // Row i's cells: node k's M, D and I at 3k, 3k + 1, 3k + 2.
-  float* row(int i) { return cells_.data() + row_offset(i); }
-  const float* row(int i) const { return cells_.data() + row_offset(i); }
+  // Row i's values of the M, D and I states, Q vectors each (padding lanes past M
+  // included).
+  float* mrow(int i) { return cells_.data() + row_offset(i); }
+  float* drow(int i) { return mrow(i) + width(); }
+  float* irow(int i) { return mrow(i) + 2 * width(); }
+  const float* mrow(int i) const { return cells_.data() + row_offset(i); }
+  const float* drow(int i) const { return mrow(i) + width(); }
+  const float* irow(int i) const { return mrow(i) + 2 * width(); }
+  std::size_t width() const { return static_cast<std::size_t>(Q_) * kDpLanes; }
+  DpRow row(int i) { return {mrow(i), drow(i), irow(i)}; }
+  ConstDpRow row(int i) const { return {mrow(i), drow(i), irow(i)}; }
   float& x(int i, Special s) { return specials_[static_cast<std::size_t>(i) * kSpecials + s]; }
   float x(int i, Special s) const { return specials_[static_cast<std::size_t>(i) * kSpecials + s]; }
   // Backward only: its rescaling factors are its own, not the Forward matrix's (a rare
@@ -54,18 +91,19 @@ class DpMatrix {
 
  private:
   std::size_t row_offset(int i) const {
-    return static_cast<std::size_t>(full_ ? i : (i & 1)) * 3 * static_cast<std::size_t>(M_ + 1);
+    return static_cast<std::size_t>(full_ ? i : (i & 1)) * 3 * width();
   }
-  int M_ = 0, L_ = 0;
+  int M_ = 0, Q_ = 1, L_ = 0;
   bool full_ = true;
-  std::vector<float> cells_, specials_;
+  AlignedBuffer<float> cells_;
+  std::vector<float> specials_;
 };
 
 // Forward over dsq[0..L-1] into `mx` (full or parser as reset): the score in nats.
-float forward_dp(const ForwardScores& scores, const SpecialMoves& moves, const Residue* dsq, int L,
+float forward_dp(const DpProfile& profile, const SpecialMoves& moves, const Residue* dsq, int L,
                  DpMatrix& mx);
 // Backward with the Forward matrix's rescaling factors: the score in nats.
-float backward_dp(const ForwardScores& scores, const SpecialMoves& moves, const Residue* dsq, int L,
+float backward_dp(const DpProfile& profile, const SpecialMoves& moves, const Residue* dsq, int L,
                   const DpMatrix& fwd, DpMatrix& bck);
 // Posterior probabilities of every emitting cell (M, I; N, J, C per row; D is 0) from two
 // full matrices; `pp` may be `bck` (decoded in place). False where the rescaling
@@ -91,12 +129,12 @@ using Trace = std::vector<TraceStep>;
 
 // The optimal-accuracy alignment's score (expected correctly aligned residues) of the
 // posteriors `pp`, its matrix in `oa`, and the traceback of it.
-float optimal_accuracy(const ForwardScores& scores, const SpecialMoves& moves, const DpMatrix& pp,
+float optimal_accuracy(const DpProfile& profile, const SpecialMoves& moves, const DpMatrix& pp,
                        DpMatrix& oa);
 Trace optimal_accuracy_trace(const ForwardScores& scores, const SpecialMoves& moves,
                              const DpMatrix& pp, const DpMatrix& oa);
-// A path sampled from a full Forward matrix of dsq[0..L-1].
+// A path sampled from a full Forward matrix.
 Trace stochastic_trace(HmmerRandom& random, const ForwardScores& scores, const SpecialMoves& moves,
-                       const Residue* dsq, const DpMatrix& fwd);
+                       const DpMatrix& fwd);
 
 }  // namespace duet

@@ -243,35 +243,53 @@ TEST(EndToEnd, ProteinsWithEveryResidueCodeUnderMax) {
   expect_same_as_hmmer(kTutorial + "globins4.hmm", dir.file("p.fa"), "", dir);
 }
 
-// Models built here with HMMER's hmmbuild: length 1 and over 2000 nodes.
-TEST(EndToEnd, ModelsOfLengthOneAndOverTwoThousand) {
+// Models built here with HMMER's hmmbuild, of 1, 50, 1,000 and over 2,000 nodes, searched
+// against part of the mmseqs2 examples plus homologs: pieces of the longer families, and
+// for the 50-node family, sequences with three copies of it (repeated domains).
+TEST(EndToEnd, ModelsOfLengthOneToOverTwoThousand) {
   TempDir dir;
   const std::uint64_t seed = test::test_seed();
   std::mt19937_64 rng(seed);
   const std::string aa = "ACDEFGHIKLMNPQRSTVWY";
+  const auto random_protein = [&](int length) {
+    std::string s;
+    for (int i = 0; i < length; ++i) s += aa[rng() % 20];
+    return s;
+  };
+  const auto mutate = [&](std::string s, int one_in) {
+    for (auto& c : s)
+      if (rng() % static_cast<unsigned>(one_in) == 0) c = aa[rng() % 20];
+    return s;
+  };
   // Length 1: a single conserved column.
   std::string sto = "# STOCKHOLM 1.0\n";
   for (int i = 0; i < 8; ++i) sto += "s" + std::to_string(i) + " W\n";
   sto += "//\n";
   test::write_file(dir.file("one.sto"), sto);
-  // Over 2000: six mutated copies of a random 2100-residue protein.
-  std::string ancestor;
-  for (int i = 0; i < 2100; ++i) ancestor += aa[rng() % 20];
-  std::string sto2 = "# STOCKHOLM 1.0\n", homologs;
-  for (int s = 0; s < 6; ++s) {
-    std::string copy = ancestor;
-    for (auto& c : copy)
-      if (rng() % 5 == 0) c = aa[rng() % 20];
-    sto2 += "h" + std::to_string(s) + " " + copy + "\n";
-    std::string variant = copy;
-    for (auto& c : variant)
-      if (rng() % 4 == 0) c = aa[rng() % 20];
-    homologs += ">homolog" + std::to_string(s) + "\n" +
-                variant.substr(rng() % 500, 1200 + rng() % 400) + "\n";
+  // The others: six mutated copies of a random protein.
+  std::string homologs;
+  for (const int length : {50, 1000, 2100}) {
+    const std::string ancestor = random_protein(length);
+    std::string family = "# STOCKHOLM 1.0\n";
+    for (int s = 0; s < 6; ++s) {
+      const std::string copy = mutate(ancestor, 5);
+      family += "h" + std::to_string(s) + " " + copy + "\n";
+      const std::string name = ">homolog" + std::to_string(length) + "_" + std::to_string(s) + "\n";
+      if (length == 50) {
+        homologs += name + random_protein(30) + mutate(copy, 6) + random_protein(20) +
+                    mutate(copy, 6) + random_protein(40) + mutate(copy, 6) + "\n";
+      } else {
+        const int piece =
+            length * 3 / 5 + static_cast<int>(rng() % static_cast<unsigned>(length / 5));
+        homologs += name +
+                    mutate(copy, 4).substr(rng() % static_cast<unsigned>(length / 5),
+                                           static_cast<std::size_t>(piece)) +
+                    "\n";
+      }
+    }
+    test::write_file(dir.file("m" + std::to_string(length) + ".sto"), family + "//\n");
   }
-  sto2 += "//\n";
-  test::write_file(dir.file("long.sto"), sto2);
-  for (const char* name : {"one", "long"}) {
+  for (const char* name : {"one", "m50", "m1000", "m2100"}) {
     const auto b =
         test::run_command("hmmbuild --amino --cpu 2 " + dir.file(std::string(name) + ".hmm") + " " +
                           dir.file(std::string(name) + ".sto"));
@@ -282,7 +300,9 @@ TEST(EndToEnd, ModelsOfLengthOneAndOverTwoThousand) {
   ASSERT_EQ(cut.status, 0);
   test::write_file(dir.file("db.fa"), test::read_file(dir.file("db.fa")) + homologs);
   expect_same_as_hmmer(dir.file("one.hmm"), dir.file("db.fa"), "", dir);
-  expect_same_as_hmmer(dir.file("long.hmm"), dir.file("db.fa"), "", dir, 6);
+  expect_same_as_hmmer(dir.file("m50.hmm"), dir.file("db.fa"), "", dir, 6);
+  expect_same_as_hmmer(dir.file("m1000.hmm"), dir.file("db.fa"), "", dir, 6);
+  expect_same_as_hmmer(dir.file("m2100.hmm"), dir.file("db.fa"), "", dir, 6);
 }
 
 }  // namespace

@@ -5,12 +5,14 @@
 // the domains' alignment lines identical.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <regex>
 
+#include "io/hdf5_file.hpp"
 #include "test_support.hpp"
 
 namespace duet {
@@ -81,14 +83,25 @@ std::map<std::tuple<std::string, std::string, int>, std::string> alignment_block
   return blocks;
 }
 
+// `scan`: hmmscan (the models pressed with hmmpress for HMMER's) instead of hmmsearch.
 void expect_same_as_hmmer(const std::string& hmm, const std::string& db, const std::string& extra,
-                          const TempDir& dir, std::size_t min_reported = 0) {
+                          const TempDir& dir, std::size_t min_reported = 0, bool scan = false) {
   const std::string h_tbl = dir.file("hmmer.tbl"), d_tbl = dir.file("duet.tbl");
   const std::string h_dom = dir.file("hmmer.dom"), d_dom = dir.file("duet.dom");
-  const auto h = test::run_command("hmmsearch --cpu 2 " + extra + " --tblout " + h_tbl +
-                                   " --domtblout " + h_dom + " " + hmm + " " + db);
+  const std::string program = scan ? "hmmscan" : "hmmsearch";
+  std::string h_models = hmm;
+  if (scan) {
+    h_models = dir.file("pressed.hmm");
+    test::write_file(h_models, test::read_file(hmm));
+    for (const char* ext : {".h3m", ".h3i", ".h3f", ".h3p"})
+      std::filesystem::remove(h_models + ext);
+    const auto press = test::run_command("hmmpress " + h_models);
+    ASSERT_EQ(press.status, 0) << press.output;
+  }
+  const auto h = test::run_command(program + " --cpu 2 " + extra + " --tblout " + h_tbl +
+                                   " --domtblout " + h_dom + " " + h_models + " " + db);
   ASSERT_EQ(h.status, 0) << h.output;
-  const auto d = test::run_command(std::string(DUET_BINARY) + " hmmsearch --cpu 2 " + extra +
+  const auto d = test::run_command(std::string(DUET_BINARY) + " " + program + " --cpu 2 " + extra +
                                    " --tblout " + d_tbl + " --domtblout " + d_dom + " --h5 " +
                                    dir.file("duet.h5") + " " + hmm + " " + db);
   ASSERT_EQ(d.status, 0) << d.output;
@@ -168,6 +181,32 @@ TEST(EndToEnd, PfamCutoffs) {
   EXPECT_NE(r.output.find("model 'globins4' has no GA line (--cut_ga)"), std::string::npos)
       << r.output;
   EXPECT_FALSE(std::filesystem::exists(dir.file("x.h5")));
+}
+
+// hmmscan: the three tutorial protein models against 1,000 sequences, grouped by
+// sequence with hmmscan's statistics, as HMMER's hmmscan reports them.
+TEST(EndToEnd, HmmscanAsHmmer) {
+  TempDir dir;
+  test::write_file(dir.file("three.hmm"), test::read_file(kTutorial + "globins4.hmm") +
+                                              test::read_file(kTutorial + "fn3.hmm") +
+                                              test::read_file(kTutorial + "Pkinase.hmm"));
+  ASSERT_EQ(test::run_command("zcat " + kDatabase + " | head -n 2000 > " + dir.file("q.fa")).status,
+            0);
+  expect_same_as_hmmer(dir.file("three.hmm"), dir.file("q.fa"), "", dir, 20, true);
+  // The result file: a row per sequence, the reported hits are --tblout's rows.
+  {
+    io::Hdf5Reader h5(dir.file("duet.h5"));
+    EXPECT_EQ(h5.read_strings("/results/hmmscan/queries/name").size(), 1000u);
+    const auto reported = h5.read_uint8("/results/hmmscan/hits/reported");
+    const auto query = h5.read_int64("/results/hmmscan/hits/query");
+    ASSERT_EQ(query.size(), reported.size());
+    std::size_t rows = 0;
+    std::ifstream table(dir.file("duet.tbl"));
+    for (std::string line; std::getline(table, line);) rows += !line.empty() && line[0] != '#';
+    EXPECT_EQ(static_cast<std::size_t>(std::count(reported.begin(), reported.end(), 1)), rows);
+  }
+  expect_same_as_hmmer(dir.file("three.hmm"), dir.file("q.fa"), "-E 1e-3 --domE 1e-5 --nonull2",
+                       dir, 10, true);
 }
 
 TEST(EndToEnd, SeveralModelsInOneFileAndOptions) {

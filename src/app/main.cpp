@@ -91,6 +91,7 @@ int main(int argc, char** argv) {
   // Each subcommand registers here, and is run when it is the one parsed.
   std::vector<std::pair<CLI::App*, std::function<int()>>> commands;
   app::add_hmmsearch_command(app, commands, argc, argv);
+  app::add_hmmscan_command(app, commands, argc, argv);
   auto* info = app.add_subcommand("info", "Show the CPU, GPUs, instruction sets and build options");
   commands.emplace_back(info, run_info);
   app::add_makedb_command(app, commands);

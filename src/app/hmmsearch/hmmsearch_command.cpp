@@ -1,6 +1,7 @@
-// `duet hmmsearch MODELS DB`: HMMER's options and hmmsearch's scheduler settings on top of
-// the shared run flags (kit/run_flags.hpp); reads the models, runs the search and writes
-// the HDF5 file, the table and the text report, all committed at once at the end.
+// `duet hmmsearch MODELS DB` and `duet hmmscan MODELS SEQS`: HMMER's options and the
+// search's scheduler settings on top of the shared run flags (kit/run_flags.hpp); reads
+// the models, runs the search (hmmscan: then regroups it by sequence, scan.hpp) and writes
+// the HDF5 file, the tables and the text report, all committed at once at the end.
 #include "app/hmmsearch/hmmsearch_command.hpp"
 
 #include <unistd.h>
@@ -12,6 +13,7 @@
 
 #include "app/hmmsearch/report.hpp"
 #include "app/hmmsearch/result_stream.hpp"
+#include "app/hmmsearch/scan.hpp"
 #include "app/hmmsearch/search.hpp"
 #include "app/kit/run_context.hpp"
 #include "app/kit/run_flags.hpp"
@@ -52,19 +54,26 @@ struct HmmsearchOptions {
   std::unique_ptr<RunFlags> flags;
 };
 
-}  // namespace
-
-void add_hmmsearch_command(CLI::App& app,
-                           std::vector<std::pair<CLI::App*, std::function<int()>>>& commands,
-                           int argc, char** argv) {
+// hmmsearch (models as queries) or hmmscan (`scan`: sequences as queries).
+void add_profile_command(CLI::App& app,
+                         std::vector<std::pair<CLI::App*, std::function<int()>>>& commands,
+                         int argc, char** argv, bool scan) {
   auto options = std::make_shared<HmmsearchOptions>();
   HmmsearchOptions& o = *options;
   const io::Config d;  // the defaults the help text shows
-  auto* cmd = app.add_subcommand("hmmsearch", "Search profile HMM(s) against a sequence database");
-  cmd->add_option("hmmfile", o.hmm_path, "HMMER3 profile file (plain or .gz)")->required();
-  cmd->add_option("seqdb", o.database_path,
-                  "FASTA database (plain or .gz), or a packed database (duet makedb)")
-      ->required();
+  CLI::App* cmd = nullptr;
+  if (scan) {
+    cmd = app.add_subcommand("hmmscan", "Search sequences against a profile HMM database");
+    cmd->add_option("hmmdb", o.hmm_path, "HMMER3 profile file (plain or .gz)")->required();
+    cmd->add_option("seqfile", o.database_path, "query sequences, FASTA (plain or .gz)")
+        ->required();
+  } else {
+    cmd = app.add_subcommand("hmmsearch", "Search profile HMM(s) against a sequence database");
+    cmd->add_option("hmmfile", o.hmm_path, "HMMER3 profile file (plain or .gz)")->required();
+    cmd->add_option("seqdb", o.database_path,
+                    "FASTA database (plain or .gz), or a packed database (duet makedb)")
+        ->required();
+  }
   auto* E = cmd->add_option(
       "-E", o.E, "report targets with E-value <= E (default " + help_number(d.search.E) + ")");
   auto* T = cmd->add_option("-T", o.T, "report targets with bit score >= T");
@@ -249,6 +258,7 @@ void add_hmmsearch_command(CLI::App& app,
     const simd::Isa isa = simd::isa_from_name(config.run.isa);  // clear error if the CPU lacks it
 
     RunInfo info;
+    info.scan = scan;
     info.command_line = join_command_line(argc, argv);
     info.hmm_path = o.hmm_path;
     info.database_path = o.database_path;
@@ -299,13 +309,22 @@ void add_hmmsearch_command(CLI::App& app,
     const std::vector<std::string> groups = query_group_names(names);
     phase_time("search starts");
     SearchRun run;
-    {
+    if (scan) {
+      run = run_hmmsearch(models, database, config, hybrid, nullptr);
+    } else {
       ResultStream stream(h5, groups);
       run = run_hmmsearch(models, database, config, hybrid, &stream);
     }
     phase_time("search returned");
     if (run.stopped || g_interrupted.load()) throw Interrupted{};
     write_hdf5(h5, run, config, info);
+    if (scan) {
+      // hmmscan's view: the queries are the sequences (one more read of their names).
+      const std::vector<QuerySequence> sequences =
+          read_query_sequences(o.database_path, *models.front().alphabet);
+      run = scan_results(run, models, sequences, config.search);
+      write_scan_results(h5, run);
+    }
     h5.close();
     phase_time("wrote HDF5");
     if (tbl_output != nullptr) {
@@ -330,6 +349,20 @@ void add_hmmsearch_command(CLI::App& app,
     }
     return 0;
   });
+}
+
+}  // namespace
+
+void add_hmmsearch_command(CLI::App& app,
+                           std::vector<std::pair<CLI::App*, std::function<int()>>>& commands,
+                           int argc, char** argv) {
+  add_profile_command(app, commands, argc, argv, false);
+}
+
+void add_hmmscan_command(CLI::App& app,
+                         std::vector<std::pair<CLI::App*, std::function<int()>>>& commands,
+                         int argc, char** argv) {
+  add_profile_command(app, commands, argc, argv, true);
 }
 
 }  // namespace duet::app

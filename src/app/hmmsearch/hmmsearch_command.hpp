@@ -1,4 +1,4 @@
-// The `duet hmmsearch` subcommand.
+// The `duet hmmsearch` and `duet hmmscan` subcommands.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -8,9 +8,12 @@
 
 namespace duet::app {
 
-// Registers `hmmsearch` on `app`; its action joins `commands`.
+// Register `hmmsearch` and `hmmscan` on `app`; their actions join `commands`.
 void add_hmmsearch_command(CLI::App& app,
                            std::vector<std::pair<CLI::App*, std::function<int()>>>& commands,
                            int argc, char** argv);
+void add_hmmscan_command(CLI::App& app,
+                         std::vector<std::pair<CLI::App*, std::function<int()>>>& commands,
+                         int argc, char** argv);
 
 }  // namespace duet::app

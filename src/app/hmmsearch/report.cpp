@@ -156,7 +156,7 @@ void write_alignment(std::ostream& out, const Domain& d, const std::string& mode
 // The reported domains of one target (HMMER's "Domain annotation" block): their table,
 // then their alignments unless --noali.
 void write_domain_table(std::ostream& out, const TargetRecord& t, const QueryResult& q,
-                        const io::RunConfig& run) {
+                        const io::RunConfig& run, bool scan) {
   const int descw =
       run.textw > 0 ? std::max(32, run.textw - static_cast<int>(t.name.size()) - 5) : 0;
   out << ">> " << t.name << "  " << cut(t.description, descw) << "\n";
@@ -173,6 +173,9 @@ void write_domain_table(std::ostream& out, const TargetRecord& t, const QueryRes
   out << printf_string(" %3s   %6s %5s %9s %9s %7s %7s %2s %7s %7s %2s %7s %7s %2s %4s\n", "---",
                        "------", "-----", "---------", "---------", "-------", "-------", "  ",
                        "-------", "-------", "  ", "-------", "-------", "  ", "----");
+  // hmmsearch's queries are models and its targets sequences; hmmscan's the other way.
+  const int model_length = scan ? t.length : q.M;
+  const int sequence_length = scan ? q.M : t.length;
   int n = 0;
   for (const Domain& d : t.domains.domains) {
     if (!d.reported) continue;
@@ -181,9 +184,9 @@ void write_domain_table(std::ostream& out, const TargetRecord& t, const QueryRes
         " %3d %c %6.1f %5.1f %9.2g %9.2g %7d %7d %c%c %7d %7d %c%c %7d %7d %c%c %4.2f\n", ++n,
         d.included ? '!' : '?', static_cast<double>(d.bits), static_cast<double>(d.bias_bits),
         p * q.domZ, p * q.Z, d.hmm_from, d.hmm_to, d.hmm_from == 1 ? '[' : '.',
-        d.hmm_to == q.M ? ']' : '.', d.ali_from, d.ali_to, d.ali_from == 1 ? '[' : '.',
-        d.ali_to == t.length ? ']' : '.', d.env_from, d.env_to, d.env_from == 1 ? '[' : '.',
-        d.env_to == t.length ? ']' : '.', d.accuracy());
+        d.hmm_to == model_length ? ']' : '.', d.ali_from, d.ali_to, d.ali_from == 1 ? '[' : '.',
+        d.ali_to == sequence_length ? ']' : '.', d.env_from, d.env_to, d.env_from == 1 ? '[' : '.',
+        d.env_to == sequence_length ? ']' : '.', d.accuracy());
   }
   if (run.noali) {
     out << "\n";
@@ -195,7 +198,7 @@ void write_domain_table(std::ostream& out, const TargetRecord& t, const QueryRes
     if (!d.reported) continue;
     out << printf_string("  == domain %d  score: %.1f bits;  conditional E-value: %.2g\n", ++n,
                          static_cast<double>(d.bits), std::exp(d.log_pvalue) * q.domZ);
-    write_alignment(out, d, q.name, t.name, run.textw);
+    write_alignment(out, d, scan ? t.name : q.name, scan ? q.name : t.name, run.textw);
     out << "\n";
   }
 }
@@ -204,9 +207,17 @@ void write_domain_table(std::ostream& out, const TargetRecord& t, const QueryRes
 
 void write_text_report(std::ostream& out, const SearchRun& run, const io::Config& config,
                        const RunInfo& info) {
-  out << "# duet hmmsearch :: profile HMM search with HMMER 3.3.2's pipeline\n";
-  out << "# query HMM file:                  " << info.hmm_path << "\n";
-  out << "# target sequence database:        " << info.database_path << "\n";
+  const bool scan = info.scan;
+  if (scan) {
+    out << "# duet hmmscan :: search sequence(s) against a profile database with HMMER 3.3.2's "
+           "pipeline\n";
+    out << "# query sequence file:             " << info.database_path << "\n";
+    out << "# target HMM database:             " << info.hmm_path << "\n";
+  } else {
+    out << "# duet hmmsearch :: profile HMM search with HMMER 3.3.2's pipeline\n";
+    out << "# query HMM file:                  " << info.hmm_path << "\n";
+    out << "# target sequence database:        " << info.database_path << "\n";
+  }
   if (!config.run.tblout.empty())
     out << "# per-seq hits tabular output:     " << config.run.tblout << "\n";
   if (!config.run.domtblout.empty())
@@ -215,19 +226,20 @@ void write_text_report(std::ostream& out, const SearchRun& run, const io::Config
   out << "# CPU SIMD instruction set:        " << info.isa << "\n";
   out << "# - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - -\n\n";
   for (const QueryResult& q : run.queries) {
-    out << "Query:       " << q.name << "  [M=" << q.M << "]\n";
+    out << "Query:       " << q.name << "  [" << (scan ? "L=" : "M=") << q.M << "]\n";
     if (!q.accession.empty()) out << "Accession:   " << q.accession << "\n";
     if (!q.description.empty()) out << "Description: " << q.description << "\n";
     std::size_t namew = 8;
     for (std::size_t i : q.reported) namew = std::max(namew, q.targets[i].name.size());
     const int nw = static_cast<int>(namew);
     const int descw = config.run.textw > 0 ? std::max(32, config.run.textw - nw - 61) : 0;
-    out << "Scores for complete sequences (score includes all domains):\n";
+    out << (scan ? "Scores for complete sequence (score includes all domains):\n"
+                 : "Scores for complete sequences (score includes all domains):\n");
     out << printf_string("  %22s  %22s  %8s\n", " --- full sequence ---", " --- best 1 domain ---",
                          "-#dom-");
     out << printf_string("  %9s %6s %5s  %9s %6s %5s  %5s %2s  %-*s %s\n", "E-value", " score",
-                         " bias", "E-value", " score", " bias", "  exp", "N", nw, "Sequence",
-                         "Description");
+                         " bias", "E-value", " score", " bias", "  exp", "N", nw,
+                         scan ? "Model" : "Sequence", "Description");
     out << printf_string("  %9s %6s %5s  %9s %6s %5s  %5s %2s  %-*s %s\n", "-------", "------",
                          "-----", "-------", "------", "-----", " ----", "--", nw, "--------",
                          "-----------");
@@ -250,18 +262,25 @@ void write_text_report(std::ostream& out, const SearchRun& run, const io::Config
                            cut(t.description, descw).c_str());
     }
     if (q.reported.empty()) out << "\n   [No hits detected that satisfy reporting thresholds]\n";
-    out << "\n\nDomain annotation for each sequence"
+    out << "\n\nDomain annotation for each " << (scan ? "model" : "sequence")
         << (config.run.noali ? "" : " (and alignments)") << ":\n";
-    for (std::size_t i : q.reported) write_domain_table(out, q.targets[i], q, config.run);
+    for (std::size_t i : q.reported) write_domain_table(out, q.targets[i], q, config.run, scan);
     if (q.reported.empty()) out << "\n   [No targets detected that satisfy reporting thresholds]\n";
     const double n = static_cast<double>(std::max<std::int64_t>(q.counts.targets, 1));
     const auto s = cascade_settings(config.search);
     const auto& c = q.counts;
-    out << "\nInternal pipeline statistics summary:\n";
+    out << "\n\nInternal pipeline statistics summary:\n";
     out << "-------------------------------------\n";
-    out << printf_string("Query model(s):              %15lld  (%d nodes)\n", 1LL, q.M);
-    out << printf_string("Target sequences:            %15lld  (%lld residues searched)\n",
-                         static_cast<long long>(c.targets), static_cast<long long>(c.residues));
+    if (scan) {
+      out << printf_string("Query sequence(s):           %15lld  (%d residues searched)\n", 1LL,
+                           q.M);
+      out << printf_string("Target model(s):             %15lld  (%lld nodes)\n",
+                           static_cast<long long>(c.targets), static_cast<long long>(c.residues));
+    } else {
+      out << printf_string("Query model(s):              %15lld  (%d nodes)\n", 1LL, q.M);
+      out << printf_string("Target sequences:            %15lld  (%lld residues searched)\n",
+                           static_cast<long long>(c.targets), static_cast<long long>(c.residues));
+    }
     const auto line = [&](const char* label, std::int64_t passed, double F) {
       out << printf_string("%-29s%15lld  (%.6g); expected %.1f (%.6g)\n", label,
                            static_cast<long long>(passed), static_cast<double>(passed) / n,
@@ -291,16 +310,19 @@ struct TableWidths {
     for (const auto& q : run.queries) {
       query = std::max(query, static_cast<int>(q.name.size()));
       query_accession = std::max(query_accession, static_cast<int>(q.accession.size()));
-      for (std::size_t i : q.reported)
+      for (std::size_t i : q.reported) {
         target = std::max(target, static_cast<int>(q.targets[i].name.size()));
+        target_accession =
+            std::max(target_accession, static_cast<int>(q.targets[i].accession.size()));
+      }
     }
   }
 };
 
 void write_table_footer(std::ostream& out, const RunInfo& info) {
-  out << "#\n# Program:         duet hmmsearch\n";
-  out << "# Query file:      " << info.hmm_path << "\n";
-  out << "# Target file:     " << info.database_path << "\n";
+  out << "#\n# Program:         duet " << (info.scan ? "hmmscan" : "hmmsearch") << "\n";
+  out << "# Query file:      " << (info.scan ? info.database_path : info.hmm_path) << "\n";
+  out << "# Target file:     " << (info.scan ? info.hmm_path : info.database_path) << "\n";
   out << "# Option settings: " << info.command_line << "\n";
   out << "# [ok]\n";
 }
@@ -336,8 +358,8 @@ void write_tblout(std::ostream& out, const SearchRun& run, const RunInfo& info) 
       out << printf_string(
           "%-*s %-*s %-*s %-*s %9.2g %6.1f %5.1f %9.2g %6.1f %5.1f %5.1f %3d %3d %3d %3d %3d %3d "
           "%3d %s\n",
-          tw, t.name.c_str(), taw, "-", qw, q.name.c_str(), qaw,
-          q.accession.empty() ? "-" : q.accession.c_str(), t.evalue,
+          tw, t.name.c_str(), taw, t.accession.empty() ? "-" : t.accession.c_str(), qw,
+          q.name.c_str(), qaw, q.accession.empty() ? "-" : q.accession.c_str(), t.evalue,
           static_cast<double>(d.score_bits), static_cast<double>(d.bias_bits),
           std::exp(best.log_pvalue) * q.Z, static_cast<double>(best.bits),
           static_cast<double>(best.bias_bits), static_cast<double>(d.expected), d.regions,
@@ -380,8 +402,8 @@ void write_domtblout(std::ostream& out, const SearchRun& run, const RunInfo& inf
         out << printf_string(
             "%-*s %-*s %5d %-*s %-*s %5d %9.2g %6.1f %5.1f %3d %3d %9.2g %9.2g %6.1f %5.1f %5d %5d "
             "%5d %5d %5d %5d %4.2f %s\n",
-            tw, t.name.c_str(), taw, "-", t.length, qw, q.name.c_str(), qaw,
-            q.accession.empty() ? "-" : q.accession.c_str(), q.M, t.evalue,
+            tw, t.name.c_str(), taw, t.accession.empty() ? "-" : t.accession.c_str(), t.length, qw,
+            q.name.c_str(), qaw, q.accession.empty() ? "-" : q.accession.c_str(), q.M, t.evalue,
             static_cast<double>(d.score_bits), static_cast<double>(d.bias_bits), ++n, of,
             p * q.domZ, p * q.Z, static_cast<double>(x.bits), static_cast<double>(x.bias_bits),
             x.hmm_from, x.hmm_to, x.ali_from, x.ali_to, x.env_from, x.env_to, x.accuracy(),
@@ -394,14 +416,14 @@ void write_domtblout(std::ostream& out, const SearchRun& run, const RunInfo& inf
 
 void write_hdf5(io::Hdf5Writer& file, const SearchRun& run, const io::Config& config,
                 const RunInfo& info) {
-  write_run_header(file,
-                   {"duet hmmsearch", info.command_line, info.started, info.isa, run.seconds});
+  write_run_header(file, {info.scan ? "duet hmmscan" : "duet hmmsearch", info.command_line,
+                          info.started, info.isa, run.seconds});
   file.set_attribute("/run", "config_toml", io::to_toml(config));
   file.set_attribute("/run", "hmm_file", info.hmm_path);
   file.set_attribute("/run", "database", info.database_path);
   file.set_attribute("/run", "null2", null2_note(config.search));
   write_trace(file, run);
-  file.create_group("/results/hmmsearch");
+  if (!info.scan) file.create_group("/results/hmmsearch");
 }
 
 void write_query_trace(io::Hdf5Writer& file, const std::string& g, const std::string& first_g,

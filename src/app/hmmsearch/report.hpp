@@ -15,6 +15,8 @@ namespace duet::app {
 struct RunInfo {
   std::string command_line;
   std::string hmm_path, database_path;
+  // hmmscan's layout: the queries are sequences, the targets models (scan.hpp).
+  bool scan = false;
   std::string isa = "scalar";
   std::string started;  // ISO 8601
 };

@@ -81,13 +81,18 @@ void finish_query(QueryResult& query, const io::SearchConfig& config) {
   query.Z_from_option = config.Z.has_value();
   query.Z = config.Z ? *config.Z : static_cast<double>(query.counts.targets);
   query.reported.clear();
-  // Pfam cutoffs replace every threshold: T = incT, domT = incdomT.
-  std::optional<double> T = config.T, incT = config.incT, domT = config.domT,
-                        incdomT = config.incdomT;
-  if (query.cutoffs) {
-    T = incT = (*query.cutoffs)[0];
-    domT = incdomT = (*query.cutoffs)[1];
-  }
+  // Pfam cutoffs replace every threshold: T = incT, domT = incdomT; the query's (hmmsearch)
+  // or each target's (hmmscan).
+  struct Thresholds {
+    std::optional<double> T, incT, domT, incdomT;
+    bool cutoffs = false;
+  };
+  const auto thresholds = [&](const TargetRecord& t) {
+    Thresholds h{config.T, config.incT, config.domT, config.incdomT, false};
+    const auto& c = query.cutoffs ? query.cutoffs : t.cutoffs;
+    if (c) h = Thresholds{(*c)[0], (*c)[0], (*c)[1], (*c)[1], true};
+    return h;
+  };
   // Targets: a hit is reported by E-value (or score), included by incE (incT).
   for (std::size_t i = 0; i < query.targets.size(); ++i) {
     TargetRecord& t = query.targets[i];
@@ -96,10 +101,11 @@ void finish_query(QueryResult& query, const io::SearchConfig& config) {
       t.evalue = t.scores.pvalue * query.Z;
       continue;
     }
+    const Thresholds h = thresholds(t);
     const TargetDomains& d = t.domains;
     t.evalue = std::exp(d.log_pvalue) * query.Z;
-    t.reported = T ? d.score_bits >= *T : t.evalue <= config.E;
-    t.included = t.reported && (incT ? d.score_bits >= *incT : t.evalue <= config.incE);
+    t.reported = h.T ? d.score_bits >= *h.T : t.evalue <= config.E;
+    t.included = t.reported && (h.incT ? d.score_bits >= *h.incT : t.evalue <= config.incE);
     if (t.reported) query.reported.push_back(i);
   }
   // Domains of reported targets, by conditional E-value among the reported targets (domZ).
@@ -108,13 +114,14 @@ void finish_query(QueryResult& query, const io::SearchConfig& config) {
   query.domZ_from_option = config.domZ.has_value();
   query.domZ = config.domZ ? *config.domZ : static_cast<double>(query.reported.size());
   for (TargetRecord& t : query.targets) {
+    const Thresholds h = thresholds(t);
     for (Domain& d : t.domains.domains) {
       d.reported = d.included = false;
       if (!t.reported) continue;
       const double c_evalue = std::exp(d.log_pvalue) * query.domZ;
-      d.reported = domT ? d.bits >= *domT : c_evalue <= config.domE;
-      const bool significant = incdomT ? d.bits >= *incdomT : c_evalue <= config.incdomE;
-      d.included = query.cutoffs ? d.reported && significant : t.included && significant;
+      d.reported = h.domT ? d.bits >= *h.domT : c_evalue <= config.domE;
+      const bool significant = h.incdomT ? d.bits >= *h.incdomT : c_evalue <= config.incdomE;
+      d.included = h.cutoffs ? d.reported && significant : t.included && significant;
     }
     // HMMER's workaround of its bug h74: where clustering gave two envelopes the same
     // alignment, only the higher scoring one is reported.
@@ -130,7 +137,7 @@ void finish_query(QueryResult& query, const io::SearchConfig& config) {
   }
   // HMMER's order: by P-value (by score with --incT or cutoffs), ties by name, then by
   // the first domain's start.
-  const bool by_score = incT.has_value();
+  const bool by_score = config.incT.has_value() || query.cutoffs.has_value() || !config.cut.empty();
   const auto key = [&](const TargetRecord& r) {
     return by_score ? static_cast<double>(r.domains.score_bits) : -r.domains.log_pvalue;
   };

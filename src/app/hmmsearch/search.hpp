@@ -23,8 +23,11 @@ namespace duet::app {
 struct TargetRecord {
   std::int64_t index = 0;  // 0-based position in the database
   std::string name;
+  std::string accession;  // hmmscan's targets (models); empty for sequences
   std::string description;
   std::int32_t length = 0;
+  // hmmscan under --cut_ga/nc/tc: the target model's own cutoffs (sequence, domain).
+  std::optional<std::array<float, 2>> cutoffs;
   TargetScores scores;
   // Domain definition and the reported score, for a target that passed every filter
   // (a hit where domains.is_hit()).

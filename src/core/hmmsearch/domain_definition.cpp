@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/hmmsearch/denormals.hpp"
 #include "core/hmmsearch/statistics.hpp"
 
 namespace duet {
@@ -485,6 +486,7 @@ TargetDomains define_domains(const SearchProfile& profile, const Residue* dsq, i
                              DomainWorkspace& workspace) {
   TargetDomains out;
   if (L <= 0) return out;
+  const FlushDenormals flush_denormals;  // HMMER's mode, and no slow denormal arithmetic
   Definer(profile, dsq, L, settings, workspace).run(out);
   if (out.domains.empty()) return out;
   const double log2 = kLog2;

@@ -9,10 +9,7 @@
 #include <cstdint>
 #include <cstring>
 
-#if !defined(__SSE__)
-#error "the canonical Forward sets the SSE control register (MXCSR): x86-64 only"
-#endif
-#include <xmmintrin.h>
+#include "core/hmmsearch/denormals.hpp"
 
 namespace duet {
 
@@ -58,18 +55,6 @@ inline float horizontal_sum(Lanes a) {
   const float high = a[1] + a[3];
   return low + high;
 }
-
-// FTZ (bit 15) and DAZ (bit 6) of MXCSR while the parser runs; the caller's mode after.
-class FlushDenormals {
- public:
-  FlushDenormals() : saved_(_mm_getcsr()) { _mm_setcsr(saved_ | 0x8040u); }
-  ~FlushDenormals() { _mm_setcsr(saved_); }
-  FlushDenormals(const FlushDenormals&) = delete;
-  FlushDenormals& operator=(const FlushDenormals&) = delete;
-
- private:
-  unsigned saved_;
-};
 
 }  // namespace
 

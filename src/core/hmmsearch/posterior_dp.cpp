@@ -10,6 +10,8 @@
 #include <cstring>
 #include <limits>
 
+#include "core/hmmsearch/denormals.hpp"
+
 namespace duet {
 
 namespace {
@@ -43,8 +45,13 @@ inline Lanes shift_up(Lanes a, float fill = 0.0f) {
 inline Lanes shift_down(Lanes a) {
   return __builtin_shufflevector(a, Lanes{}, 1, 2, 3, 4);
 }
+// HMMER's horizontal sum (two shuffled adds): (a0 + a1) + (a2 + a3); and the canonical
+// Forward's, as its 128-bit kernels add: (a0 + a2) + (a1 + a3).
 inline float horizontal_sum(Lanes a) {
   return (a[0] + a[1]) + (a[2] + a[3]);
+}
+inline float canonical_sum(Lanes a) {
+  return (a[0] + a[2]) + (a[1] + a[3]);
 }
 inline float horizontal_max(Lanes a) {
   return std::max(std::max(a[0], a[1]), std::max(a[2], a[3]));
@@ -186,6 +193,7 @@ void DpMatrix::reset(int M, int L, bool full) {
 
 float forward_dp(const DpProfile& profile, const SpecialMoves& mv, const Residue* dsq, int L,
                  DpMatrix& mx) {
+  const FlushDenormals flush_denormals;
   const View v(profile);
   const int Q = v.Q;
   mx.reset(profile.scores.M, L, mx.full());
@@ -243,7 +251,7 @@ float forward_dp(const DpProfile& profile, const SpecialMoves& mv, const Residue
       put(cur.d, q, at(cur.d, q) + added);
       sum = sum + added;
     }
-    float xE = horizontal_sum(sum);
+    float xE = canonical_sum(sum);
     xN = xN * mv.n_loop;
     xC = xC * mv.c_loop + xE * mv.e_move;
     xJ = xJ * mv.j_loop + xE * mv.e_loop;
@@ -272,6 +280,7 @@ float forward_dp(const DpProfile& profile, const SpecialMoves& mv, const Residue
 
 float backward_dp(const DpProfile& profile, const SpecialMoves& mv, const Residue* dsq, int L,
                   const DpMatrix& fwd, DpMatrix& bck) {
+  const FlushDenormals flush_denormals;
   const View v(profile);
   const int Q = v.Q;
   bck.reset(profile.scores.M, L, bck.full());
@@ -422,6 +431,7 @@ float backward_dp(const DpProfile& profile, const SpecialMoves& mv, const Residu
 
 bool decode_posteriors(const SpecialMoves& mv, const DpMatrix& fwd, const DpMatrix& bck,
                        DpMatrix& pp) {
+  const FlushDenormals flush_denormals;
   const int M = fwd.M(), L = fwd.L();
   if (&pp != &bck) pp.reset(M, L, true);
   const std::size_t width = fwd.width();
@@ -472,6 +482,7 @@ bool decode_domain_boundaries(const SpecialMoves& mv, const DpMatrix& fwd, const
 
 float optimal_accuracy(const DpProfile& profile, const SpecialMoves& mv, const DpMatrix& pp,
                        DpMatrix& oa) {
+  const FlushDenormals flush_denormals;
   const View v(profile);
   const int Q = v.Q;
   const int L = pp.L();

@@ -5,7 +5,8 @@
 // 4 floats in the striped order (striped_layout.hpp), written with the compiler's vector
 // extension: one implementation in one fixed order of operations, the same on every ISA;
 // every device's survivors go through it on the CPU, so domains are the same whatever ran
-// the filters.
+// the filters. The DPs run in HMMER's denormal mode (flushed to zero, denormals.hpp),
+// which each sets for itself.
 //
 // The recurrences and tie rules are HMMER's (p7_Forward, p7_Backward, p7_Decoding,
 // p7_DomainDecoding, p7_OptimalAccuracy, p7_OATrace, p7_StochasticTrace). Where HMMER's

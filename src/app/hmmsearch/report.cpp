@@ -512,29 +512,33 @@ void write_query_summary(io::Hdf5Writer& file, const std::string& g, const Query
   file.write(g + "/bias_bits", end.bias_bits);
   file.write(g + "/reported", end.reported);
   file.write(g + "/included", end.included);
+  // The domains table only where there are domains: a many-model run has many queries
+  // without hits, and each dataset costs the writer (bench/RESULTS.md).
   const QueryEnd::Domains& d = end.domains;
   const std::string dg = g + "/domains";
-  file.create_group(dg);
-  file.write(dg + "/target", d.target);
-  file.write(dg + "/target_row", d.target_row);
-  file.write(dg + "/number", d.number);
-  file.write(dg + "/score_bits", d.score_bits);
-  file.write(dg + "/bias_bits", d.bias_bits);
-  file.write(dg + "/c_evalue", d.c_evalue);
-  file.write(dg + "/i_evalue", d.i_evalue);
-  file.write(dg + "/hmm_from", d.hmm_from);
-  file.write(dg + "/hmm_to", d.hmm_to);
-  file.write(dg + "/ali_from", d.ali_from);
-  file.write(dg + "/ali_to", d.ali_to);
-  file.write(dg + "/env_from", d.env_from);
-  file.write(dg + "/env_to", d.env_to);
-  file.write(dg + "/accuracy", d.accuracy);
-  file.write(dg + "/reported", d.reported);
-  file.write(dg + "/included", d.included);
-  file.write(dg + "/model_line", d.model_line);
-  file.write(dg + "/match_line", d.match_line);
-  file.write(dg + "/target_line", d.target_line);
-  file.write(dg + "/posterior_line", d.posterior_line);
+  if (!d.target.empty()) {
+    file.create_group(dg);
+    file.write(dg + "/target", d.target);
+    file.write(dg + "/target_row", d.target_row);
+    file.write(dg + "/number", d.number);
+    file.write(dg + "/score_bits", d.score_bits);
+    file.write(dg + "/bias_bits", d.bias_bits);
+    file.write(dg + "/c_evalue", d.c_evalue);
+    file.write(dg + "/i_evalue", d.i_evalue);
+    file.write(dg + "/hmm_from", d.hmm_from);
+    file.write(dg + "/hmm_to", d.hmm_to);
+    file.write(dg + "/ali_from", d.ali_from);
+    file.write(dg + "/ali_to", d.ali_to);
+    file.write(dg + "/env_from", d.env_from);
+    file.write(dg + "/env_to", d.env_to);
+    file.write(dg + "/accuracy", d.accuracy);
+    file.write(dg + "/reported", d.reported);
+    file.write(dg + "/included", d.included);
+    file.write(dg + "/model_line", d.model_line);
+    file.write(dg + "/match_line", d.match_line);
+    file.write(dg + "/target_line", d.target_line);
+    file.write(dg + "/posterior_line", d.posterior_line);
+  }
   const QuerySummary& q = end.summary;
   file.set_attribute(g, "query_name", q.name);
   file.set_attribute(g, "accession", q.accession);

@@ -18,7 +18,10 @@ print(' '.join('-L %d' % max(20, min(1200, int(random.lognormvariate(5.14, 0.6))
 $duet synth-model $lengths --seed 7 -o $work/models.hmm > /dev/null
 $duet synth-db --residues 2.26e6 --homologs 0.002 --model $work/models.hmm --seed 7 \
   -o $work/proteome.fa > /dev/null
-rm -f $work/models.hmm.h3?; hmmpress $work/models.hmm > /dev/null
+# hmmpress wants unique names; synth-model's may repeat.
+awk '/^NAME / { $0 = "NAME  m" (++n) "_" $2 } { print }' $work/models.hmm > $work/unique.hmm
+mv $work/unique.hmm $work/models.hmm
+rm -f $work/models.hmm.h3?; hmmpress $work/models.hmm > /dev/null || exit 1
 python3 - "$work" <<'EOF'
 import sys
 w = sys.argv[1]

@@ -137,6 +137,10 @@ void write_alignment(std::ostream& out, const Domain& d, const std::string& mode
     const auto part = [&](const std::string& line) {
       return line.substr(static_cast<std::size_t>(pos), static_cast<std::size_t>(len));
     };
+    if (!a.structure.empty())
+      out << printf_string("  %*s %s CS\n", namew + coordw + 1, "", part(a.structure).c_str());
+    if (!a.reference.empty())
+      out << printf_string("  %*s %s RF\n", namew + coordw + 1, "", part(a.reference).c_str());
     out << printf_string("  %*s %*d %s %-*d\n", namew, model_name.c_str(), coordw, k1,
                          part(a.model).c_str(), coordw, k1 + nk - 1);
     out << printf_string("  %*s %s\n", namew + coordw + 1, " ", part(a.match).c_str());

@@ -255,6 +255,9 @@ AlignmentDisplay display(const SearchProfile& profile, const Trace& tr, std::siz
   for (std::size_t z = first; z <= last; ++z) {
     const TraceStep& step = tr[z];
     const int k = step.k;
+    const bool insert = step.state == TraceState::I;
+    if (!profile.structure.empty()) out.structure += insert ? '.' : profile.structure[k];
+    if (!profile.reference.empty()) out.reference += insert ? '.' : profile.reference[k];
     if (step.state == TraceState::I) {
       out.model += '.';
       out.match += ' ';

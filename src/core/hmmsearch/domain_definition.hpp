@@ -35,9 +35,11 @@ struct DomainSettings {
 // ('.' at an insertion); the match line (the residue where it is the consensus, '+' where
 // its emission odds exceed 1); the target (upper case aligned, lower case inserted, '-'
 // deleted); the posterior probability of each residue's alignment ('0' to '9' in tenths,
-// '*' from 0.95; '.' at a deletion).
+// '*' from 0.95; '.' at a deletion). Where the model has them, its CS and RF annotation
+// ('.' at an insertion); else empty.
 struct AlignmentDisplay {
   std::string model, match, target, posterior;
+  std::string structure, reference;
 };
 
 struct Domain {

@@ -141,6 +141,7 @@ bool HmmReader::next(HmmModel& model) {
 
   // Header section, up to the "HMM" line.
   bool have_leng = false;
+  bool has_reference = false, has_structure = false;
   for (;;) {
     need_line("the 'HMM' line");
     const auto tokens = split(line_);
@@ -197,6 +198,10 @@ bool HmmReader::next(HmmModel& model) {
         fail("unknown STATS LOCAL line '" + tokens[2] + "'");
       }
       model.has_stats = true;
+    } else if ((tag == "RF" || tag == "CS") && tokens.size() >= 2) {
+      std::string flag = tokens[1];
+      for (auto& c : flag) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      (tag == "RF" ? has_reference : has_structure) = flag == "yes";
     } else if (tag == "RF" || tag == "MM" || tag == "CONS" || tag == "CS" || tag == "MAP" ||
                tag == "DATE" || tag == "COM" || tag == "NSEQ" || tag == "EFFN" || tag == "CKSUM" ||
                tag == "BM" || tag == "SM") {
@@ -246,6 +251,10 @@ bool HmmReader::next(HmmModel& model) {
   model.match.assign(M + 1, std::vector<float>(K, 0.0f));
   model.insert.assign(M + 1, std::vector<float>(K, 0.0f));
   model.consensus.assign(M + 1, ' ');
+  if (has_reference) model.reference.assign(M + 1, ' ');
+  if (has_structure) model.structure.assign(M + 1, ' ');
+  // Where RF sits among the annotation fields (CS is the last).
+  const std::size_t reference_field = version >= 'e' ? 2 : 1;
 
   // A line of exactly `count` probability fields after `first` leading tokens: one value
   // too few or too many would shift every later field, so HMMER rejects the line too.
@@ -316,6 +325,10 @@ bool HmmReader::next(HmmModel& model) {
     for (int x = 0; x < K; ++x) model.match[k][x] = probability(tokens[1 + x]);
     if (tokens.size() > static_cast<std::size_t>(K) + 2 && version >= 'e') {
       model.consensus[k] = tokens[K + 2][0];
+    }
+    if (tokens.size() == static_cast<std::size_t>(K) + 1 + annotations) {
+      if (has_reference) model.reference[k] = tokens[K + 1 + reference_field][0];
+      if (has_structure) model.structure[k] = tokens[K + annotations][0];
     }
     need_line("an insert emission line");
     read_values(split(line_), 0, K, model.insert[k].data(), "insert emission");

@@ -24,6 +24,9 @@ struct HmmModel {
   int M = 0;              // nodes
   int max_length = 0;     // MAXL, 0 if absent
   std::string consensus;  // consensus residues, 1..M at [1..M], empty if absent
+  // The RF (reference) and CS (structure) annotation per node, 1..M at [1..M], where the
+  // header says "RF yes" / "CS yes"; empty otherwise.
+  std::string reference, structure;
   // Probabilities as HMMER computes them from the file: expf(-value), 0 for '*'.
   std::vector<std::array<float, kNumTransitions>> t;  // nodes 0..M
   std::vector<std::vector<float>> match;              // nodes 0..M (row 0 unused) x K

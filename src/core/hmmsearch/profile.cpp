@@ -294,6 +294,8 @@ SearchProfile build_search_profile(const HmmModel& hmm, const Background& bg) {
   sp.M = hmm.M;
   sp.alphabet = hmm.alphabet;
   sp.consensus = consensus_line(hmm);
+  sp.reference = hmm.reference;
+  sp.structure = hmm.structure;
   sp.msv_mu = hmm.msv_mu;
   sp.msv_lambda = hmm.msv_lambda;
   sp.viterbi_mu = hmm.viterbi_mu;

@@ -102,6 +102,7 @@ struct SearchProfile {
   // column, else the most probable residue, upper case where its probability is at least
   // 0.5 for amino acids, 0.9 for DNA).
   std::string consensus;
+  std::string reference, structure;  // the model's RF and CS lines (HmmModel), or empty
   const Alphabet* alphabet = nullptr;
   float msv_mu = 0, msv_lambda = 0, viterbi_mu = 0, viterbi_lambda = 0;
   float forward_tau = 0, forward_lambda = 0;

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "core/hmmsearch/denormals.hpp"
+#include "core/hmmsearch/lanes.hpp"
 
 namespace duet {
 
@@ -17,43 +18,13 @@ namespace {
 
 constexpr int n = kCanonicalForwardLanes;
 
-// One vector of 4 lanes, as GCC's and Clang's vector extension: + and * act lane by lane
-// with the IEEE float operations of the scalar code (contraction stays off project-wide:
-// no FMA), and the compiler keeps the 4 lanes in one SSE register.
-using Lanes = float __attribute__((vector_size(16)));
+using namespace lanes;
 
-inline Lanes load(const float* p) {
-  Lanes r;
-  std::memcpy(&r, p, sizeof r);
-  return r;
-}
-inline void store(float* p, Lanes a) {
-  std::memcpy(p, &a, sizeof a);
-}
-inline Lanes splat(float x) {
-  return Lanes{x, x, x, x};
-}
 inline Lanes add(Lanes a, Lanes b) {
   return a + b;
 }
 inline Lanes mul(Lanes a, Lanes b) {
   return a * b;
-}
-// Lane j takes lane j - by; the lowest `by` lanes get +0 (the vector byte shift).
-template <int by>
-inline Lanes shift_up(Lanes a) {
-  static_assert(by == 1 || by == 2);
-  if constexpr (by == 1) {
-    return __builtin_shufflevector(a, Lanes{}, 4, 0, 1, 2);
-  } else {
-    return __builtin_shufflevector(a, Lanes{}, 4, 5, 0, 1);
-  }
-}
-// The 128-bit horizontal sum: (lane0 + lane2) + (lane1 + lane3).
-inline float horizontal_sum(Lanes a) {
-  const float low = a[0] + a[2];
-  const float high = a[1] + a[3];
-  return low + high;
 }
 
 }  // namespace
@@ -69,7 +40,7 @@ float forward_canonical(const ForwardStripedView& profile, const Residue* dsq, i
   const float* const dd = profile.transitions + kVitPerQ * row_elements;
   const auto at = [](auto* base, int q) { return base + static_cast<std::size_t>(q) * n; };
   const Lanes zero = splat(0.0f);
-  const Lanes lane_through = shift_up<1>(load(at(profile.dd_prefix, Q)));
+  const Lanes lane_through = shift_up(load(at(profile.dd_prefix, Q)));
   for (int q = 0; q < Q; ++q) {
     store(at(mrow, q), zero);
     store(at(irow, q), zero);
@@ -84,9 +55,9 @@ float forward_canonical(const ForwardStripedView& profile, const Residue* dsq, i
     const Lanes begin = splat(xB);
     Lanes sum = zero;        // M and D of the row (D as computed within lanes)
     Lanes delete_in = zero;  // D within the lane at vector q
-    Lanes mpv = shift_up<1>(load(at(mrow, Q - 1)));
-    Lanes ipv = shift_up<1>(load(at(irow, Q - 1)));
-    Lanes dpv = shift_up<1>(load(at(drow, Q - 1)));
+    Lanes mpv = shift_up(load(at(mrow, Q - 1)));
+    Lanes ipv = shift_up(load(at(irow, Q - 1)));
+    Lanes dpv = shift_up(load(at(drow, Q - 1)));
     for (int q = 0; q < Q; ++q, tsc += kVitPerQ * n) {
       Lanes sv = mul(begin, load(tsc + kVitBM * n));
       sv = add(sv, mul(mpv, load(tsc + kVitMM * n)));
@@ -105,17 +76,17 @@ float forward_canonical(const ForwardStripedView& profile, const Residue* dsq, i
     }
     // D entering each lane's segment from the lane below (the inclusive scan
     // C[j] = X[j] + U[j] * C[j-1] in two steps), and what it adds to every D.
-    Lanes carry = shift_up<1>(delete_in);
+    Lanes carry = shift_up(delete_in);
     Lanes through = lane_through;
-    carry = add(carry, mul(through, shift_up<1>(carry)));
-    through = mul(through, shift_up<1>(through));
-    carry = add(carry, mul(through, shift_up<2>(carry)));
+    carry = add(carry, mul(through, shift_up(carry)));
+    through = mul(through, shift_up(through));
+    carry = add(carry, mul(through, shift_up_two(carry)));
     for (int q = 0; q < Q; ++q) {
       const Lanes added = mul(carry, load(at(profile.dd_prefix, q)));
       store(at(drow, q), add(load(at(drow, q)), added));
       sum = add(sum, added);
     }
-    const float xE = horizontal_sum(sum);
+    const float xE = canonical_sum(sum);
 
     xN = xN * loop;
     xC = xC * loop + xE * profile.e_move;

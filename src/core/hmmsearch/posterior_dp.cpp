@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "core/hmmsearch/denormals.hpp"
+#include "core/hmmsearch/lanes.hpp"
 
 namespace duet {
 
@@ -21,37 +22,12 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kRescaleAbove = 1.0e4f;     // a row is rescaled when its E (B) passes this
 constexpr float kOwnScalesAbove = 1.0e16f;  // Backward takes scales of its own past this
 
-// Four lanes; + and * are the IEEE float operations lane by lane (no FMA: contraction is
-// off project-wide).
-using Lanes = float __attribute__((vector_size(16)));
+using namespace lanes;
 using Mask = int __attribute__((vector_size(16)));
 
-inline Lanes load(const float* p) {
-  Lanes r;
-  std::memcpy(&r, p, sizeof r);
-  return r;
-}
-inline void store(float* p, Lanes a) {
-  std::memcpy(p, &a, sizeof a);
-}
-inline Lanes splat(float x) {
-  return Lanes{x, x, x, x};
-}
-// Lane j takes lane j - 1; lane 0 takes `fill` (HMMER's right shift).
-inline Lanes shift_up(Lanes a, float fill = 0.0f) {
-  return __builtin_shufflevector(a, splat(fill), 4, 0, 1, 2);
-}
-// Lane j takes lane j + 1; lane 3 takes 0 (HMMER's left shift).
-inline Lanes shift_down(Lanes a) {
-  return __builtin_shufflevector(a, Lanes{}, 1, 2, 3, 4);
-}
-// HMMER's horizontal sum (two shuffled adds): (a0 + a1) + (a2 + a3); and the canonical
-// Forward's, as its 128-bit kernels add: (a0 + a2) + (a1 + a3).
+// HMMER's horizontal sum (two shuffled adds): (a0 + a1) + (a2 + a3).
 inline float horizontal_sum(Lanes a) {
   return (a[0] + a[1]) + (a[2] + a[3]);
-}
-inline float canonical_sum(Lanes a) {
-  return (a[0] + a[2]) + (a[1] + a[3]);
 }
 inline float horizontal_max(Lanes a) {
   return std::max(std::max(a[0], a[1]), std::max(a[2], a[3]));
@@ -153,6 +129,27 @@ void append(Trace& reversed, TraceState s, int k, int i, float pp = 0.0f) {
       break;
   }
   reversed.push_back(step);
+}
+
+// The walk both tracebacks share, from T back to S as p7_OATrace and p7_StochasticTrace
+// walk: `choose(s0, k, i)` picks the state before s0 and moves k and i as HMMER does (M:
+// both back one; D: k; I: i; E: sets k to the exit node); `posterior(s1, s0, k, i)` the
+// probability recorded on the step. N, C and J emit when they follow themselves.
+template <class Choose, class Posterior>
+Trace trace_back(int L, Choose&& choose, Posterior&& posterior) {
+  Trace tr;
+  int i = L, k = 0;
+  append(tr, TraceState::T, k, i);
+  append(tr, TraceState::C, k, i);
+  TraceState s0 = TraceState::C;
+  while (s0 != TraceState::S) {
+    const TraceState s1 = choose(s0, k, i);
+    append(tr, s1, k, i, posterior(s1, s0, k, i));
+    if ((s1 == TraceState::N || s1 == TraceState::J || s1 == TraceState::C) && s1 == s0) --i;
+    s0 = s1;
+  }
+  std::reverse(tr.begin(), tr.end());
+  return tr;
 }
 
 }  // namespace
@@ -561,12 +558,7 @@ Trace optimal_accuracy_trace(const ForwardScores& s, const SpecialMoves& mv, con
                              const DpMatrix& oa) {
   const int M = oa.M();
   const int Q = hmmer_vectors(M);
-  Trace tr;
-  int i = oa.L(), k = 0;
-  append(tr, TraceState::T, k, i);
-  append(tr, TraceState::C, k, i);
-  TraceState s0 = TraceState::C;
-  while (s0 != TraceState::S) {
+  const auto choose = [&](TraceState s0, int& k, int& i) {
     TraceState s1 = TraceState::S;
     switch (s0) {
       case TraceState::M: {
@@ -660,30 +652,24 @@ Trace optimal_accuracy_trace(const ForwardScores& s, const SpecialMoves& mv, con
         s1 = TraceState::S;
         break;
     }
-    float post = 0.0f;
-    if (s1 == TraceState::M) post = pp.row(i).m[pp.at(k)];
-    if (s1 == TraceState::I) post = pp.row(i).i[pp.at(k)];
-    if (s1 == s0 && s1 == TraceState::N) post = pp.x(i, DpMatrix::kN);
-    if (s1 == s0 && s1 == TraceState::C) post = pp.x(i, DpMatrix::kC);
-    if (s1 == s0 && s1 == TraceState::J) post = pp.x(i, DpMatrix::kJ);
-    append(tr, s1, k, i, post);
-    if ((s1 == TraceState::N || s1 == TraceState::J || s1 == TraceState::C) && s1 == s0) --i;
-    s0 = s1;
-  }
-  std::reverse(tr.begin(), tr.end());
-  return tr;
+    return s1;
+  };
+  const auto posterior = [&](TraceState s1, TraceState s0, int k, int i) {
+    if (s1 == TraceState::M) return pp.row(i).m[pp.at(k)];
+    if (s1 == TraceState::I) return pp.row(i).i[pp.at(k)];
+    if (s1 == s0 && s1 == TraceState::N) return pp.x(i, DpMatrix::kN);
+    if (s1 == s0 && s1 == TraceState::C) return pp.x(i, DpMatrix::kC);
+    if (s1 == s0 && s1 == TraceState::J) return pp.x(i, DpMatrix::kJ);
+    return 0.0f;
+  };
+  return trace_back(oa.L(), choose, posterior);
 }
 
 Trace stochastic_trace(HmmerRandom& random, const ForwardScores& s, const SpecialMoves& mv,
                        const DpMatrix& fwd) {
   const int M = fwd.M();
   const int Q = hmmer_vectors(M);
-  Trace tr;
-  int i = fwd.L(), k = 0;
-  append(tr, TraceState::T, k, i);
-  append(tr, TraceState::C, k, i);
-  TraceState s0 = TraceState::C;
-  while (s0 != TraceState::S) {
+  const auto choose = [&](TraceState s0, int& k, int& i) {
     TraceState s1 = TraceState::S;
     switch (s0) {
       case TraceState::M: {
@@ -787,12 +773,10 @@ Trace stochastic_trace(HmmerRandom& random, const ForwardScores& s, const Specia
         s1 = TraceState::S;
         break;
     }
-    append(tr, s1, k, i);
-    if ((s1 == TraceState::N || s1 == TraceState::J || s1 == TraceState::C) && s1 == s0) --i;
-    s0 = s1;
-  }
-  std::reverse(tr.begin(), tr.end());
-  return tr;
+    return s1;
+  };
+  const auto no_posterior = [](TraceState, TraceState, int, int) { return 0.0f; };
+  return trace_back(fwd.L(), choose, no_posterior);
 }
 
 }  // namespace duet

@@ -168,8 +168,8 @@ struct BlockRecords {
 };
 
 // Turns the scores of one block into its records, defining the domains of the targets
-// that passed every filter (on the calling thread: a CPU worker, or the thread that
-// delivers a device's batch); returns the number of those targets.
+// that passed every filter on the calling thread, a CPU worker (a device's block with such
+// targets goes to the post stage: deliver); returns the number of those targets.
 std::int64_t add_block(const Block& block, const std::vector<TargetScores>& scores,
                        const SearchProfile& profile, const DomainSettings& domain_settings,
                        scheduler::ResultSink<BlockRecords>& sink) {

@@ -39,7 +39,7 @@ struct HmmsearchOptions {
   std::int64_t seed = 0;
   int textw = 0;
   bool noali = false, notextw = false, cut_ga = false, cut_nc = false, cut_tc = false;
-  std::string tblout, domtblout, isa;
+  std::string tblout, domtblout, alignment, isa;
   bool max = false, nobias = false, nonull2 = false;
   std::vector<int> gpus;
   std::string gpu_strategy;
@@ -125,6 +125,9 @@ void add_profile_command(CLI::App& app,
   auto* tblout = cmd->add_option("--tblout", o.tblout, "per-target table in HMMER's format");
   auto* domtblout =
       cmd->add_option("--domtblout", o.domtblout, "per-domain table in HMMER's format");
+  if (!scan)
+    cmd->add_option("-A", o.alignment,
+                    "the significant domains aligned to the model, in Stockholm format");
   auto* isa_opt =
       cmd->add_option("--isa", o.isa,
                       "CPU kernels: auto (fastest the CPU has), scalar, sse4.1, avx2, avx512")
@@ -277,6 +280,8 @@ void add_profile_command(CLI::App& app,
         config.run.tblout.empty() ? nullptr : &outputs.add(config.run.tblout, "--tblout");
     io::OutputFile* domtbl_output =
         config.run.domtblout.empty() ? nullptr : &outputs.add(config.run.domtblout, "--domtblout");
+    io::OutputFile* alignment_output =
+        o.alignment.empty() ? nullptr : &outputs.add(o.alignment, "-A");
     phase_time("checked options");
     const std::vector<HmmModel> models = read_hmm_file(o.hmm_path);
     for (const HmmModel& m : models) (void)model_cutoffs(m, s.cut, o.hmm_path);
@@ -333,6 +338,11 @@ void add_profile_command(CLI::App& app,
     if (domtbl_output != nullptr) {
       io::write_text_file(*domtbl_output,
                           [&](std::ostream& os) { write_domtblout(os, run, info); });
+    }
+    if (alignment_output != nullptr) {
+      io::write_text_file(*alignment_output, [&](std::ostream& os) {
+        write_alignment_file(os, run, config.run.textw);
+      });
     }
     if (text_output != nullptr) {
       io::write_text_file(*text_output,

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -416,6 +417,172 @@ void write_domtblout(std::ostream& out, const SearchRun& run, const RunInfo& inf
     }
   }
   write_table_footer(out, info);
+}
+
+namespace {
+
+// One query's alignment of its included domains (p7_tophits_Alignment, p7_tracealign_Seqs
+// with every consensus column).
+struct QueryAlignment {
+  std::vector<std::string> names, descriptions, rows, posteriors;
+  std::string pp_cons, rf;
+};
+
+// A posterior probability back from its display character, as HMMER's alignment file
+// averages them (p7_alidisplay_DecodePostProb).
+float decoded_posterior(char c) {
+  if (c == '0') return 0.01f;
+  if (c == '*') return 1.0f;
+  if (c == '.') return 0.0f;
+  return static_cast<float>(c - '0') / 10.0f;
+}
+
+QueryAlignment align_included_domains(const QueryResult& q) {
+  const int M = q.M;
+  struct Piece {
+    const TargetRecord* target;
+    const Domain* domain;
+  };
+  std::vector<Piece> pieces;
+  for (std::size_t i : q.reported) {
+    const TargetRecord& t = q.targets[i];
+    if (!t.included) continue;
+    for (const Domain& d : t.domains.domains)
+      if (d.included) pieces.push_back({&t, &d});
+  }
+  QueryAlignment a;
+  if (pieces.empty()) return a;
+  // The most residues inserted after each node, then each node's column.
+  std::vector<int> inserts(static_cast<std::size_t>(M) + 1, 0);
+  for (const Piece& p : pieces) {
+    const AlignmentDisplay& d = p.domain->alignment;
+    std::vector<int> here(inserts.size(), 0);
+    int k = p.domain->hmm_from - 1;
+    for (char c : d.model) {
+      if (c == '.')
+        ++here[static_cast<std::size_t>(k)];
+      else
+        ++k;
+    }
+    for (std::size_t j = 0; j < inserts.size(); ++j) inserts[j] = std::max(inserts[j], here[j]);
+  }
+  std::vector<int> column(static_cast<std::size_t>(M) + 2, 0);  // 1-based column of node k
+  int length = inserts[0];
+  for (int k = 1; k <= M; ++k) {
+    column[static_cast<std::size_t>(k)] = length + 1;
+    length += 1 + inserts[static_cast<std::size_t>(k)];
+  }
+  column[static_cast<std::size_t>(M) + 1] = length + 1;
+  std::vector<double> pp_sum(static_cast<std::size_t>(length), 0.0);
+  std::vector<int> pp_count(static_cast<std::size_t>(length), 0);
+  for (const Piece& p : pieces) {
+    const Domain& dom = *p.domain;
+    const AlignmentDisplay& d = dom.alignment;
+    std::string row(static_cast<std::size_t>(length), '.');
+    std::string pp(static_cast<std::size_t>(length), '.');
+    for (int k = 1; k <= M; ++k) row[static_cast<std::size_t>(column[k] - 1)] = '-';
+    int k = dom.hmm_from - 1, at = column[static_cast<std::size_t>(k) + 1] - 1;
+    for (std::size_t z = 0; z < d.model.size(); ++z) {
+      if (d.model[z] == '.') {  // an insertion after node k
+        row[static_cast<std::size_t>(at)] = d.target[z];
+        pp[static_cast<std::size_t>(at)] = d.posterior[z];
+        ++at;
+        continue;
+      }
+      ++k;
+      const auto col = static_cast<std::size_t>(column[static_cast<std::size_t>(k)] - 1);
+      row[col] = d.target[z];
+      if (d.target[z] != '-') {
+        pp[col] = d.posterior[z];
+        pp_sum[col] += decoded_posterior(d.posterior[z]);
+        ++pp_count[col];
+      }
+      at = column[static_cast<std::size_t>(k)];
+    }
+    // Insertions split: half of each left justified, the rest right justified.
+    for (int n = 0; n < M; ++n) {
+      if (inserts[static_cast<std::size_t>(n)] <= 1) continue;
+      const int first = column[static_cast<std::size_t>(n)];  // 0-based start of the gap
+      const int end = column[static_cast<std::size_t>(n) + 1] - 1;
+      int residues = 0;
+      for (int x = first; x < end; ++x) residues += std::isalpha(row[x]) ? 1 : 0;
+      const int left = n == 0 ? 0 : residues / 2;
+      int from = end - 1, to = end - 1;
+      while (from >= first + left) {
+        if (!std::isalpha(row[static_cast<std::size_t>(from)])) {
+          --from;
+        } else {
+          row[static_cast<std::size_t>(to)] = row[static_cast<std::size_t>(from)];
+          pp[static_cast<std::size_t>(to)] = pp[static_cast<std::size_t>(from)];
+          --to;
+          --from;
+        }
+      }
+      for (; to >= first + left; --to) {
+        row[static_cast<std::size_t>(to)] = '.';
+        pp[static_cast<std::size_t>(to)] = '.';
+      }
+    }
+    a.names.push_back(p.target->name + "/" + std::to_string(dom.ali_from) + "-" +
+                      std::to_string(dom.ali_to));
+    // HMMER's description of a piece: "[subseq from] " and the target's description, or
+    // its name where it has none.
+    a.descriptions.push_back("[subseq from] " + (p.target->description.empty()
+                                                     ? p.target->name
+                                                     : p.target->description));
+    a.rows.push_back(std::move(row));
+    a.posteriors.push_back(std::move(pp));
+  }
+  a.pp_cons.assign(static_cast<std::size_t>(length), '.');
+  a.rf.assign(static_cast<std::size_t>(length), '.');
+  for (int k = 1; k <= M; ++k) a.rf[static_cast<std::size_t>(column[k] - 1)] = 'x';
+  for (std::size_t c = 0; c < static_cast<std::size_t>(length); ++c) {
+    if (pp_count[c] == 0) continue;
+    // The mean as a float, as HMMER hands it to its encoder.
+    const double p =
+        static_cast<double>(static_cast<float>(pp_sum[c] / static_cast<double>(pp_count[c]))) +
+        0.05;
+    a.pp_cons[c] = p >= 1.0 ? '*' : static_cast<char>('0' + static_cast<int>(p * 10.0));
+  }
+  return a;
+}
+
+}  // namespace
+
+void write_alignment_file(std::ostream& out, const SearchRun& run, int textw) {
+  // Easel's Stockholm blocks of 200 columns; HMMER writes one block (Pfam's layout) under
+  // --notextw.
+  for (const QueryResult& q : run.queries) {
+    const QueryAlignment a = align_included_domains(q);
+    if (a.rows.empty()) continue;
+    std::size_t name_width = 0;
+    for (const std::string& n : a.names) name_width = std::max(name_width, n.size());
+    const int nw = static_cast<int>(name_width);
+    const int margin = std::max(nw + 1, std::max(7 + 6, nw + 2 + 7));
+    out << "# STOCKHOLM 1.0\n";
+    out << "#=GF ID " << q.name << "\n";
+    if (!q.accession.empty()) out << "#=GF AC " << q.accession << "\n";
+    if (!q.description.empty()) out << "#=GF DE " << q.description << "\n";
+    out << "#=GF AU duet hmmsearch\n\n";
+    for (std::size_t i = 0; i < a.rows.size(); ++i)
+      out << printf_string("#=GS %-*s DE ", nw, a.names[i].c_str()) << a.descriptions[i] << "\n";
+    out << "\n";
+    const std::size_t length = a.rf.size();
+    const std::size_t columns = textw > 0 ? 200 : std::max<std::size_t>(length, 1);
+    for (std::size_t at = 0; at < length; at += columns) {
+      if (at > 0) out << "\n";
+      const std::size_t n = std::min(columns, length - at);
+      for (std::size_t i = 0; i < a.rows.size(); ++i) {
+        out << printf_string("%-*s ", margin - 1, a.names[i].c_str()) << a.rows[i].substr(at, n)
+            << "\n";
+        out << printf_string("#=GR %-*s %-*s ", nw, a.names[i].c_str(), margin - nw - 7, "PP")
+            << a.posteriors[i].substr(at, n) << "\n";
+      }
+      out << printf_string("#=GC %-*s ", margin - 6, "PP_cons") << a.pp_cons.substr(at, n) << "\n";
+      out << printf_string("#=GC %-*s ", margin - 6, "RF") << a.rf.substr(at, n) << "\n";
+    }
+    out << "//\n";
+  }
 }
 
 void write_hdf5(io::Hdf5Writer& file, const SearchRun& run, const io::Config& config,

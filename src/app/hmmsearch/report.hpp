@@ -27,6 +27,12 @@ void write_text_report(std::ostream& out, const SearchRun& run, const io::Config
 // domains).
 void write_tblout(std::ostream& out, const SearchRun& run, const RunInfo& info);
 void write_domtblout(std::ostream& out, const SearchRun& run, const RunInfo& info);
+// hmmsearch -A: per query with significant domains, the included domains of its included
+// targets aligned to the model, in Stockholm, laid out as HMMER lays them out (every
+// consensus column; insertions split between left and right justified; PP, PP_cons and
+// RF lines; names target/from-to), in blocks of 200 columns, or one block where `textw`
+// is 0 (--notextw).
+void write_alignment_file(std::ostream& out, const SearchRun& run, int textw);
 // Writes /run and the run's totals into `file` (not committed); /results and each query's
 // /trace group come from a ResultStream (result_stream.hpp) during the search: the
 // per-target columns as blocks complete, and each query's write_query_summary and

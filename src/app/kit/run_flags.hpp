@@ -1,8 +1,9 @@
 // The command-line flags every workload's command shares: the configuration file, the
-// result file (--h5) and the text output (-o, as in HMMER), the CPU workers, the devices and the scheduler's settings. Each flag only
-// overrides io::Config (the file of --config, else the defaults) when it is given, and its
-// help text shows io::Config's default, so that the command line and the TOML file have
-// one set of defaults. A workload's command adds its own flags beside these.
+// result file (--h5) and the text output (-o, as in HMMER), the CPU workers, the devices and the
+// scheduler's settings. Each flag only overrides io::Config (the file of --config, else the
+// defaults) when it is given, and its help text shows io::Config's default, so that the command
+// line and the TOML file have one set of defaults. A workload's command adds its own flags beside
+// these.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -39,8 +40,8 @@ class RunFlags {
   double static_cpu_fraction_ = 0;
   std::int64_t queue_depth_ = 0, gpu_batch_blocks_ = 0;
   bool quiet_ = false, no_gpu_ = false, gpu_only_ = false;
-  CLI::Option *h5_option_, *text_option_, *cpu_option_, *quiet_option_, *no_gpu_option_, *gpu_only_option_,
-      *policy_option_, *static_cpu_fraction_option_, *queue_depth_option_,
+  CLI::Option *h5_option_, *text_option_, *cpu_option_, *quiet_option_, *no_gpu_option_,
+      *gpu_only_option_, *policy_option_, *static_cpu_fraction_option_, *queue_depth_option_,
       *gpu_batch_blocks_option_, *worker_nice_option_;
 };
 

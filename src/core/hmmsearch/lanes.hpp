@@ -33,6 +33,10 @@ inline Lanes shift_up_two(Lanes a) {
 inline Lanes shift_down(Lanes a) {
   return __builtin_shufflevector(a, Lanes{}, 1, 2, 3, 4);
 }
+// Lane j takes lane j + 2; lanes 2 and 3 take +0.
+inline Lanes shift_down_two(Lanes a) {
+  return __builtin_shufflevector(a, Lanes{}, 2, 3, 4, 5);
+}
 // The canonical Forward's horizontal sum, as its 128-bit kernels add:
 // (lane0 + lane2) + (lane1 + lane3).
 inline float canonical_sum(Lanes a) {

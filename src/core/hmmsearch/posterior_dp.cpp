@@ -55,6 +55,7 @@ struct View {
         transitions(p.striped.transitions.data()),
         dd(p.striped.transitions.data() + static_cast<std::size_t>(kVitPerQ) * Q * n),
         dd_prefix(p.striped.dd_prefix.data()),
+        dd_suffix(p.dd_suffix.data()),
         match(p.striped.match.data()) {}
   Lanes t(int q, int which) const { return load(transitions + (q * kVitPerQ + which) * n); }
   Lanes d_to_d(int q) const { return load(dd + q * n); }
@@ -63,6 +64,7 @@ struct View {
   const float* transitions;
   const float* dd;
   const float* dd_prefix;
+  const float* dd_suffix;
   const float* match;
 };
 
@@ -72,6 +74,36 @@ inline Lanes at(const float* row, int q) {
 }
 inline void put(float* row, int q, Lanes v) {
   store(row + q * n, v);
+}
+
+// A Backward row's paths through E and D, once its M and D hold their paths into the next
+// row (M(i,k) from M and I of row i+1, D(i,k) from M(i+1,k+1)): every M and D adds E,
+// D(k) adds D->D(k) D(k+1) down to node 1, and then M(k) adds M->D(k) D(k+1). The D->D
+// recursion D(k) = X(k) + t(k) D(k+1) runs as the canonical Forward's does (mirrored):
+// within each lane's segment of nodes first, then the value entering each segment from
+// the next lane (an inclusive scan over the 4 lanes), added to every D of the segment
+// times the product of D->D from it to the segment's end.
+void backward_exits_and_deletes(const View& v, DpRow cur, Lanes xEv) {
+  const int Q = v.Q;
+  Lanes din{};
+  for (int q = Q - 1; q >= 0; --q) {
+    din = (at(cur.d, q) + xEv) + din * v.d_to_d(q);
+    put(cur.d, q, din);
+    put(cur.m, q, at(cur.m, q) + xEv);
+  }
+  // Lane r's carry: the final D at vector 0 of lane r + 1.
+  Lanes carry = shift_down(din);
+  Lanes through = shift_down(at(v.dd_suffix, 0));
+  carry = carry + through * shift_down(carry);
+  through = through * shift_down(through);
+  carry = carry + through * shift_down_two(carry);
+  Lanes next = carry;  // D(k + 1) of vector Q - 1's nodes
+  for (int q = Q - 1; q >= 0; --q) {
+    const Lanes d = at(cur.d, q) + carry * at(v.dd_suffix, q);
+    put(cur.d, q, d);
+    put(cur.m, q, at(cur.m, q) + next * v.t(q, kVitMD));
+    next = d;
+  }
 }
 
 void scale_row(DpRow row, std::size_t width, float factor) {
@@ -153,6 +185,20 @@ Trace trace_back(int L, Choose&& choose, Posterior&& posterior) {
 }
 
 }  // namespace
+
+DpProfile::DpProfile(const ForwardScores& forward)
+    : scores(forward), striped(stripe_forward_scores(forward, kDpLanes)) {
+  const int Q = striped.Q;
+  const float* dd = striped.transitions.data() + static_cast<std::size_t>(kVitPerQ) * Q * n;
+  dd_suffix.assign(static_cast<std::size_t>(Q) * n, 1.0f);
+  for (int lane = 0; lane < n; ++lane) {
+    float product = 1.0f;
+    for (int q = Q - 1; q >= 0; --q) {
+      product = dd[q * n + lane] * product;
+      dd_suffix[static_cast<std::size_t>(q) * n + lane] = product;
+    }
+  }
+}
 
 SpecialMoves SpecialMoves::multihit(const ForwardScores& scores, int L) {
   SpecialMoves m;
@@ -290,31 +336,12 @@ float backward_dp(const DpProfile& profile, const SpecialMoves& mv, const Residu
   float xJ = 0.0f, xB = 0.0f, xN = 0.0f;
   {
     const auto cur = bck.row(L);
-    const Lanes xEv = splat(xE);
     for (int q = 0; q < Q; ++q) {
-      put(cur.m, q, xEv);
-      put(cur.d, q, xEv);
+      put(cur.m, q, zero);
+      put(cur.d, q, zero);
       put(cur.i, q, zero);
     }
-    Lanes dpv = shift_down(at(cur.d, Q - 1));
-    Lanes dcv = zero;
-    for (int q = Q - 1; q >= 0; --q) {
-      dcv = dpv * v.d_to_d(q);
-      put(cur.d, q, at(cur.d, q) + dcv);
-      dpv = at(cur.d, q);
-    }
-    for (int pass = 1; pass < n; ++pass) {
-      dcv = shift_down(dcv);
-      for (int q = Q - 1; q >= 0; --q) {
-        dcv = dcv * v.d_to_d(q);
-        put(cur.d, q, at(cur.d, q) + dcv);
-      }
-    }
-    dcv = shift_down(at(cur.d, 0));
-    for (int q = Q - 1; q >= 0; --q) {
-      put(cur.m, q, at(cur.m, q) + dcv * v.t(q, kVitMD));
-      dcv = at(cur.d, q);
-    }
+    backward_exits_and_deletes(v, cur, splat(xE));
     const float scale = fwd.x(L, DpMatrix::kScale);
     if (scale > 1.0f) {
       xE /= scale;
@@ -360,30 +387,8 @@ float backward_dp(const DpProfile& profile, const SpecialMoves& mv, const Residu
     xJ = xB * mv.j_move + xJ * mv.j_loop;
     xN = xB * mv.n_move + xN * mv.n_loop;
     xE = xC * mv.e_move + xJ * mv.e_loop;
-    const Lanes xEv = splat(xE);
-    // 3: M and D to E, and one segment of the D->D paths.
-    Lanes dpv = shift_down(at(cur.d, 0) + xEv);
-    Lanes dcv = zero;
-    for (int q = Q - 1; q >= 0; --q) {
-      dcv = dpv * v.d_to_d(q);
-      put(cur.d, q, at(cur.d, q) + (dcv + xEv));
-      dpv = at(cur.d, q);
-      put(cur.m, q, at(cur.m, q) + xEv);
-    }
-    // 4: the D->D paths across the lanes.
-    for (int pass = 1; pass < n; ++pass) {
-      dcv = shift_down(dcv);
-      for (int q = Q - 1; q >= 0; --q) {
-        dcv = dcv * v.d_to_d(q);
-        put(cur.d, q, at(cur.d, q) + dcv);
-      }
-    }
-    // 5: M->D paths.
-    dcv = shift_down(at(cur.d, 0));
-    for (int q = Q - 1; q >= 0; --q) {
-      put(cur.m, q, at(cur.m, q) + dcv * v.t(q, kVitMD));
-      dcv = at(cur.d, q);
-    }
+    // 3: M and D to E, the D->D paths, and M->D.
+    backward_exits_and_deletes(v, cur, splat(xE));
     if (xB > kOwnScalesAbove) bck.own_scales = true;
     const float scale =
         bck.own_scales ? (xB > kRescaleAbove ? xB : 1.0f) : fwd.x(i, DpMatrix::kScale);

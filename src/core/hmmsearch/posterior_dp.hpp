@@ -30,10 +30,12 @@ inline constexpr int kDpLanes = 4;
 // A model as the DP reads it: its Forward scores by node (the tracebacks) and striped in
 // kDpLanes lanes (the recursions). Keeps a reference to `scores`.
 struct DpProfile {
-  explicit DpProfile(const ForwardScores& forward)
-      : scores(forward), striped(stripe_forward_scores(forward, kDpLanes)) {}
+  explicit DpProfile(const ForwardScores& forward);
   const ForwardScores& scores;
   StripedForwardProfile striped;
+  // Per vector q = 0..Q-1 and lane, the product of D->D from its node to its lane's last
+  // node (the Backward's D->D scan).
+  AlignedBuffer<float> dd_suffix;
 };
 
 // The special states' probabilities of one configuration: local multihit (as the search

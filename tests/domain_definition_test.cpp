@@ -142,7 +142,8 @@ TEST(DomainDefinition, TwoCopiesGiveTwoDomains) {
   const int L = static_cast<int>(dsq.size());
   CanonicalForward canonical(p.forward);
   DomainWorkspace ws;
-  const TargetDomains d = define_domains(p, dsq.data(), L, canonical.score(dsq.data(), L),
+  const DpProfile dp(p.forward);
+  const TargetDomains d = define_domains(p, dp, dsq.data(), L, canonical.score(dsq.data(), L),
                                          null_score(L), DomainSettings{}, ws);
   ASSERT_EQ(d.domains.size(), 2u);
   const int first_end = 60 + static_cast<int>(copy.size());

@@ -174,6 +174,7 @@ std::int64_t add_block(const Block& block, const std::vector<TargetScores>& scor
                        const SearchProfile& profile, const DomainSettings& domain_settings,
                        scheduler::ResultSink<BlockRecords>& sink) {
   thread_local DomainWorkspace workspace;
+  std::optional<DpProfile> dp;  // made for the block's first target that passed
   BlockRecords out;
   std::int64_t passed = 0;
   for (std::size_t i = 0; i < block.sequences(); ++i) {
@@ -193,9 +194,10 @@ std::int64_t add_block(const Block& block, const std::vector<TargetScores>& scor
       rec.length = block.length(i);
       rec.scores = scores[i];
       if (st == Stage::passed) {
-        rec.domains =
-            define_domains(profile, block.sequence(i), block.length(i), scores[i].forward_nats,
-                           scores[i].null_nats, domain_settings, workspace);
+        if (!dp) dp.emplace(profile.forward);
+        rec.domains = define_domains(profile, *dp, block.sequence(i), block.length(i),
+                                     scores[i].forward_nats, scores[i].null_nats, domain_settings,
+                                     workspace);
       }
       out.targets.push_back(std::move(rec));
     }

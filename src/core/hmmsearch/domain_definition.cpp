@@ -288,11 +288,11 @@ AlignmentDisplay display(const SearchProfile& profile, const Trace& tr, std::siz
 
 class Definer {
  public:
-  Definer(const SearchProfile& profile, const Residue* dsq, int L, const DomainSettings& settings,
-          DomainWorkspace& ws)
+  Definer(const SearchProfile& profile, const DpProfile& dp, const Residue* dsq, int L,
+          const DomainSettings& settings, DomainWorkspace& ws)
       : p_(profile),
         s_(profile.forward),
-        dp_(profile.forward),
+        dp_(dp),
         dsq_(dsq),
         L_(L),
         settings_(settings),
@@ -450,7 +450,7 @@ class Definer {
 
   const SearchProfile& p_;
   const ForwardScores& s_;
-  const DpProfile dp_;  // the model striped for the DP, per target (cheap beside the DP)
+  const DpProfile& dp_;
   const Residue* dsq_;
   int L_;
   const DomainSettings& settings_;
@@ -484,13 +484,13 @@ float hmmer_logsum(float a, float b) {
   return high + static_cast<float>(std::log(1.0 + std::exp(-static_cast<double>(step) / 1000.0)));
 }
 
-TargetDomains define_domains(const SearchProfile& profile, const Residue* dsq, int L,
-                             float forward_nats, float null_nats, const DomainSettings& settings,
-                             DomainWorkspace& workspace) {
+TargetDomains define_domains(const SearchProfile& profile, const DpProfile& dp,
+                             const Residue* dsq, int L, float forward_nats, float null_nats,
+                             const DomainSettings& settings, DomainWorkspace& workspace) {
   TargetDomains out;
   if (L <= 0) return out;
   const FlushDenormals flush_denormals;  // HMMER's mode, and no slow denormal arithmetic
-  Definer(profile, dsq, L, settings, workspace).run(out);
+  Definer(profile, dp, dsq, L, settings, workspace).run(out);
   if (out.domains.empty()) return out;
   const double log2 = kLog2;
   const auto survival = [&](float bits) {

@@ -127,19 +127,21 @@ void null2_by_expectation(const ForwardScores& scores, const Alphabet& abc, cons
 // p7_Null2_ByTrace: null2 odds from the emissions of one sampled domain (trace steps
 // from..to). As in HMMER 3.3.2, an insert state's emission counts as its node's match
 // state's. Summed over the domain's emissions, not over every node: a trace uses few.
-void null2_by_trace(const ForwardScores& scores, const Alphabet& abc, const Trace& tr,
-                    std::size_t from, std::size_t to, std::vector<float>& odds) {
+// Each residue's sum runs in the trace's order, over the node's odds of every residue at
+// once (DpProfile::match_by_node).
+void null2_by_trace(const DpProfile& dp, const Alphabet& abc, const Trace& tr, std::size_t from,
+                    std::size_t to, std::vector<float>& odds) {
   const int K = abc.K();
   int Ld = 0;
   for (std::size_t z = from; z <= to; ++z) Ld += tr[z].i > 0 ? 1 : 0;
   const float norm = 1.0f / static_cast<float>(Ld);
   odds.assign(abc.Kp(), 1.0f);
-  for (int x = 0; x < K; ++x) {
-    const float* e = scores.match[x].data();
-    float sum = 0.0f;
-    for (std::size_t z = from; z <= to; ++z)
-      if (tr[z].i > 0 && tr[z].k > 0) sum += norm * e[tr[z].k];
-    odds[x] = sum;
+  std::fill(odds.begin(), odds.begin() + K, 0.0f);
+  float* sum = odds.data();
+  for (std::size_t z = from; z <= to; ++z) {
+    if (tr[z].i <= 0 || tr[z].k <= 0) continue;
+    const float* e = dp.match_by_node.data() + static_cast<std::size_t>(tr[z].k) * dp.Kp;
+    for (int x = 0; x < K; ++x) sum[x] += norm * e[x];
   }
   average_degenerate_odds(abc, odds);
 }
@@ -372,7 +374,7 @@ class Definer {
       int pos = 1;
       for (const TraceDomain& d : index_trace(tr)) {
         sampled.push_back({t, d.i + ireg - 1, d.j + ireg - 1, d.k, d.m});
-        null2_by_trace(s_, *p_.alphabet, tr, d.from, d.to, odds);
+        null2_by_trace(dp_, *p_.alphabet, tr, d.from, d.to, odds);
         for (; pos <= d.i; ++pos) n2[ireg + pos - 1] += 1.0f;
         for (; pos <= d.j; ++pos) n2[ireg + pos - 1] += odds[region[pos - 1]];
       }

@@ -1,8 +1,8 @@
 // Domain definition's dynamic programming (posterior_dp.hpp). The recursions follow
 // HMMER 3.3.2's SSE code (impl_sse/fwdback.c, decoding.c, optacc.c) vector for vector on
-// 4-lane vectors of the compiler's vector extension; the Forward's delete states use the
-// canonical Forward's in-lane scan (forward_canonical.cpp) instead of HMMER's repeated
-// passes. The tracebacks are scalar and read the striped rows through DpMatrix::at.
+// 4-lane vectors of the compiler's vector extension; the delete states of the Forward and
+// of the Backward use the canonical Forward's in-lane scan (forward_canonical.cpp)
+// instead of HMMER's repeated passes. The tracebacks are scalar and read the striped rows through DpMatrix::at.
 #include "core/hmmsearch/posterior_dp.hpp"
 
 #include <algorithm>
@@ -56,6 +56,7 @@ struct View {
         dd(p.striped.transitions.data() + static_cast<std::size_t>(kVitPerQ) * Q * n),
         dd_prefix(p.striped.dd_prefix.data()),
         dd_suffix(p.dd_suffix.data()),
+        dd_ones(p.dd_ones.data()),
         match(p.striped.match.data()) {}
   Lanes t(int q, int which) const { return load(transitions + (q * kVitPerQ + which) * n); }
   Lanes d_to_d(int q) const { return load(dd + q * n); }
@@ -65,6 +66,7 @@ struct View {
   const float* dd;
   const float* dd_prefix;
   const float* dd_suffix;
+  const float* dd_ones;
   const float* match;
 };
 
@@ -76,32 +78,27 @@ inline void put(float* row, int q, Lanes v) {
   store(row + q * n, v);
 }
 
-// A Backward row's paths through E and D, once its M and D hold their paths into the next
-// row (M(i,k) from M and I of row i+1, D(i,k) from M(i+1,k+1)): every M and D adds E,
-// D(k) adds D->D(k) D(k+1) down to node 1, and then M(k) adds M->D(k) D(k+1). The D->D
-// recursion D(k) = X(k) + t(k) D(k+1) runs as the canonical Forward's does (mirrored):
-// within each lane's segment of nodes first, then the value entering each segment from
-// the next lane (an inclusive scan over the 4 lanes), added to every D of the segment
-// times the product of D->D from it to the segment's end.
+// A Backward row's paths through E and D, once its M hold their paths into the next row
+// (from M and I of row i+1) and its D the in-lane part of theirs (to M(i+1,k+1), then
+// D->D within each lane's segment of nodes: see backward_dp): every M and D adds E, the
+// D->D recursion D(k) = X(k) + t(k) D(k+1) is completed, and M(k) adds M->D(k) D(k+1).
+// As the canonical Forward's D (mirrored): within each lane's segment first, then the
+// value entering each segment from the next lane (an inclusive scan over the 4 lanes)
+// times the product of D->D from each node to its segment's end. E's share of the
+// in-lane recursion is E times the recursion of 1 (DpProfile::dd_ones).
 void backward_exits_and_deletes(const View& v, DpRow cur, Lanes xEv) {
   const int Q = v.Q;
-  Lanes din{};
-  for (int q = Q - 1; q >= 0; --q) {
-    din = (at(cur.d, q) + xEv) + din * v.d_to_d(q);
-    put(cur.d, q, din);
-    put(cur.m, q, at(cur.m, q) + xEv);
-  }
   // Lane r's carry: the final D at vector 0 of lane r + 1.
-  Lanes carry = shift_down(din);
+  Lanes carry = shift_down(at(cur.d, 0) + xEv * at(v.dd_ones, 0));
   Lanes through = shift_down(at(v.dd_suffix, 0));
   carry = carry + through * shift_down(carry);
   through = through * shift_down(through);
   carry = carry + through * shift_down_two(carry);
   Lanes next = carry;  // D(k + 1) of vector Q - 1's nodes
   for (int q = Q - 1; q >= 0; --q) {
-    const Lanes d = at(cur.d, q) + carry * at(v.dd_suffix, q);
+    const Lanes d = (at(cur.d, q) + xEv * at(v.dd_ones, q)) + carry * at(v.dd_suffix, q);
     put(cur.d, q, d);
-    put(cur.m, q, at(cur.m, q) + next * v.t(q, kVitMD));
+    put(cur.m, q, (at(cur.m, q) + xEv) + next * v.t(q, kVitMD));
     next = d;
   }
 }
@@ -191,13 +188,22 @@ DpProfile::DpProfile(const ForwardScores& forward)
   const int Q = striped.Q;
   const float* dd = striped.transitions.data() + static_cast<std::size_t>(kVitPerQ) * Q * n;
   dd_suffix.assign(static_cast<std::size_t>(Q) * n, 1.0f);
+  dd_ones.assign(static_cast<std::size_t>(Q) * n, 1.0f);
   for (int lane = 0; lane < n; ++lane) {
-    float product = 1.0f;
+    float product = 1.0f, ones = 0.0f;
     for (int q = Q - 1; q >= 0; --q) {
-      product = dd[q * n + lane] * product;
+      const float t = dd[q * n + lane];
+      product = t * product;
+      ones = 1.0f + t * ones;
       dd_suffix[static_cast<std::size_t>(q) * n + lane] = product;
+      dd_ones[static_cast<std::size_t>(q) * n + lane] = ones;
     }
   }
+  Kp = static_cast<int>(forward.match.size());
+  match_by_node.assign(static_cast<std::size_t>(forward.M + 1) * Kp, 0.0f);
+  for (int x = 0; x < Kp; ++x)
+    for (int k = 1; k <= forward.M; ++k)
+      match_by_node[static_cast<std::size_t>(k) * Kp + x] = forward.match[x][k];
 }
 
 SpecialMoves SpecialMoves::multihit(const ForwardScores& scores, int L) {
@@ -369,10 +375,12 @@ float backward_dp(const DpProfile& profile, const SpecialMoves& mv, const Residu
     Lanes tdm = shift_down(v.t(0, kVitDM));
     Lanes mpv = shift_down(at(next.m, 0) * at(match, 0));  // M(i+1, k+1) e(k+1)
     Lanes xBv = zero;
+    Lanes din = zero;  // D(i,k): to M(i+1,k+1), and D->D within the lane
     for (int q = Q - 1; q >= 0; --q) {
       const Lanes ipv = at(next.i, q);
       put(cur.i, q, ipv * v.t(q, kVitII) + mpv * tim);
-      put(cur.d, q, mpv * tdm);
+      din = mpv * tdm + din * v.d_to_d(q);
+      put(cur.d, q, din);
       const Lanes mcv = ipv * v.t(q, kVitMI) + mpv * tmm;
       mpv = at(next.m, q) * at(match, q);
       put(cur.m, q, mcv);

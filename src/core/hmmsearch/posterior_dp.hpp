@@ -36,6 +36,12 @@ struct DpProfile {
   // Per vector q = 0..Q-1 and lane, the product of D->D from its node to its lane's last
   // node (the Backward's D->D scan).
   AlignedBuffer<float> dd_suffix;
+  // Per vector and lane, D->D's recursion of 1 from its node to its lane's last node:
+  // 1 + t(k) (1 + t(k+1) (...)).
+  AlignedBuffer<float> dd_ones;
+  // The match odds by node: match_by_node[k * Kp + x] = scores.match[x][k], k = 0..M.
+  int Kp = 0;
+  std::vector<float> match_by_node;
 };
 
 // The special states' probabilities of one configuration: local multihit (as the search

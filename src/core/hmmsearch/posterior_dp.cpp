@@ -35,16 +35,28 @@ inline float horizontal_max(Lanes a) {
 inline Lanes max(Lanes a, Lanes b) {
   return a > b ? a : b;
 }
-// The optimal-accuracy recursion's gate: x where the transition t > 0, else 0 (HMMER's
-// masked vector, not -infinity).
-inline Lanes gate(Lanes t, Lanes x) {
-  const Mask keep = t > Lanes{};
+// The optimal-accuracy recursion's gate: x where the transition is possible (`open`: all
+// bits set where t > 0), else 0 (HMMER's masked vector, not -infinity).
+inline Lanes gate(Mask open, Lanes x) {
   Mask bits;
   std::memcpy(&bits, &x, sizeof bits);
-  bits &= keep;
+  bits &= open;
   Lanes out;
   std::memcpy(&out, &bits, sizeof out);
   return out;
+}
+// Lane j takes lane j - 1; lane 0 is open.
+inline Mask mask_up(Mask a) {
+  return __builtin_shufflevector(a, Mask{-1, -1, -1, -1}, 4, 0, 1, 2);
+}
+// Lane j takes lane j - 2; lanes 0 and 1 take `fill`.
+inline Lanes shift_up_two(Lanes a, float fill) {
+  return __builtin_shufflevector(a, splat(fill), 4, 5, 0, 1);
+}
+inline Mask load_mask(const std::int32_t* p) {
+  Mask r;
+  std::memcpy(&r, p, sizeof r);
+  return r;
 }
 
 // The striped profile's vectors: transition t of vector q, D->D of vector q, match odds
@@ -57,9 +69,13 @@ struct View {
         dd_prefix(p.striped.dd_prefix.data()),
         dd_suffix(p.dd_suffix.data()),
         dd_ones(p.dd_ones.data()),
+        opens(p.open.data()),
+        dd_open_through(p.dd_open_through.data()),
         match(p.striped.match.data()) {}
   Lanes t(int q, int which) const { return load(transitions + (q * kVitPerQ + which) * n); }
   Lanes d_to_d(int q) const { return load(dd + q * n); }
+  Mask open(int q, int which) const { return load_mask(opens + (q * kVitPerQ + which) * n); }
+  Mask d_to_d_open(int q) const { return load_mask(opens + (kVitPerQ * Q + q) * n); }
   const float* odds(Residue x) const { return match + static_cast<std::size_t>(x) * Q * n; }
   int Q;
   const float* transitions;
@@ -67,6 +83,8 @@ struct View {
   const float* dd_prefix;
   const float* dd_suffix;
   const float* dd_ones;
+  const std::int32_t* opens;
+  const std::int32_t* dd_open_through;
   const float* match;
 };
 
@@ -199,6 +217,15 @@ DpProfile::DpProfile(const ForwardScores& forward)
       dd_ones[static_cast<std::size_t>(q) * n + lane] = ones;
     }
   }
+  const float* t = striped.transitions.data();
+  open.resize(striped.transitions.size());
+  for (std::size_t j = 0; j < open.size(); ++j) open[j] = t[j] > 0.0f ? -1 : 0;
+  dd_open_through.assign(static_cast<std::size_t>(Q + 1) * n, -1);
+  for (int q = 0; q < Q; ++q)
+    for (int lane = 0; lane < n; ++lane)
+      dd_open_through[static_cast<std::size_t>(q + 1) * n + lane] =
+          dd_open_through[static_cast<std::size_t>(q) * n + lane] &
+          (dd[q * n + lane] > 0.0f ? -1 : 0);
   Kp = static_cast<int>(forward.match.size());
   match_by_node.assign(static_cast<std::size_t>(forward.M + 1) * Kp, 0.0f);
   for (int x = 0; x < Kp; ++x)
@@ -521,10 +548,10 @@ float optimal_accuracy(const DpProfile& profile, const SpecialMoves& mv, const D
     Lanes dpv = shift_up(at(prev.d, Q - 1), -kInf);
     Lanes ipv = shift_up(at(prev.i, Q - 1), -kInf);
     for (int q = 0; q < Q; ++q) {
-      Lanes sv = gate(v.t(q, kVitBM), xBv);
-      sv = max(sv, gate(v.t(q, kVitMM), mpv));
-      sv = max(sv, gate(v.t(q, kVitIM), ipv));
-      sv = max(sv, gate(v.t(q, kVitDM), dpv));
+      Lanes sv = gate(v.open(q, kVitBM), xBv);
+      sv = max(sv, gate(v.open(q, kVitMM), mpv));
+      sv = max(sv, gate(v.open(q, kVitIM), ipv));
+      sv = max(sv, gate(v.open(q, kVitDM), dpv));
       sv = sv + at(p.m, q);
       xEv = max(xEv, sv);
       mpv = at(prev.m, q);
@@ -532,24 +559,28 @@ float optimal_accuracy(const DpProfile& profile, const SpecialMoves& mv, const D
       ipv = at(prev.i, q);
       put(cur.m, q, sv);
       put(cur.d, q, dcv);
-      dcv = gate(v.t(q, kVitMD), sv);
-      const Lanes in = max(gate(v.t(q, kVitMI), mpv), gate(v.t(q, kVitII), ipv));
+      dcv = gate(v.open(q, kVitMD), sv);
+      const Lanes in = max(gate(v.open(q, kVitMI), mpv), gate(v.open(q, kVitII), ipv));
       put(cur.i, q, in + at(p.i, q));
     }
-    // D->D, serialised across the lanes.
+    // D->D: within each lane's segment, then what enters each segment from the lane below
+    // (HMMER's three more passes, as one scan over the 4 lanes; max is exact, so the
+    // values are the passes' own), gated through the segment's D->D up to each node.
     dcv = shift_up(dcv, -kInf);
     for (int q = 0; q < Q; ++q) {
       put(cur.d, q, max(dcv, at(cur.d, q)));
-      dcv = gate(v.d_to_d(q), at(cur.d, q));
+      dcv = gate(v.d_to_d_open(q), at(cur.d, q));
     }
-    for (int pass = 1; pass < n; ++pass) {
-      dcv = shift_up(dcv, -kInf);
-      for (int q = 0; q < Q; ++q) {
-        put(cur.d, q, max(dcv, at(cur.d, q)));
-        dcv = gate(v.d_to_d(q), dcv);
-      }
+    Lanes carry = shift_up(dcv, -kInf);  // lane r: from lane r - 1's last node
+    Mask through = mask_up(load_mask(v.dd_open_through + Q * n));
+    carry = max(carry, gate(through, shift_up(carry, -kInf)));
+    through = through & mask_up(through);
+    carry = max(carry, gate(through, shift_up_two(carry, -kInf)));
+    for (int q = 0; q < Q; ++q) {
+      const Lanes d = max(gate(load_mask(v.dd_open_through + q * n), carry), at(cur.d, q));
+      put(cur.d, q, d);
+      xEv = max(xEv, d);
     }
-    for (int q = 0; q < Q; ++q) xEv = max(xEv, at(cur.d, q));
     const float xE = horizontal_max(xEv);
     oa.x(i, DpMatrix::kE) = xE;
     float t1 = mv.j_loop == 0.0f ? 0.0f : oa.x(i - 1, DpMatrix::kJ) + pp.x(i, DpMatrix::kJ);

@@ -39,6 +39,10 @@ struct DpProfile {
   // Per vector and lane, D->D's recursion of 1 from its node to its lane's last node:
   // 1 + t(k) (1 + t(k+1) (...)).
   AlignedBuffer<float> dd_ones;
+  // The optimal-accuracy DP's gates: open[j] is all bits set where
+  // striped.transitions[j] > 0, else 0; dd_open_through[q * 4 + lane] (q = 0..Q) where
+  // every D->D of the lane's vectors before q is possible.
+  std::vector<std::int32_t> open, dd_open_through;
   // The match odds by node: match_by_node[k * Kp + x] = scores.match[x][k], k = 0..M.
   int Kp = 0;
   std::vector<float> match_by_node;

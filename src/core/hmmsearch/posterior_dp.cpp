@@ -2,7 +2,8 @@
 // HMMER 3.3.2's SSE code (impl_sse/fwdback.c, decoding.c, optacc.c) vector for vector on
 // 4-lane vectors of the compiler's vector extension; the delete states of the Forward and
 // of the Backward use the canonical Forward's in-lane scan (forward_canonical.cpp)
-// instead of HMMER's repeated passes. The tracebacks are scalar and read the striped rows through DpMatrix::at.
+// instead of HMMER's repeated passes. The tracebacks are scalar and read the striped rows through
+// DpMatrix::at.
 #include "core/hmmsearch/posterior_dp.hpp"
 
 #include <algorithm>
@@ -254,6 +255,13 @@ SpecialMoves SpecialMoves::unihit(int L) {
 }
 
 void DpMatrix::reset(int M, int L, bool full) {
+  if (M != M_ || node_at_.empty()) {
+    const int Q = striped_segments(M, kDpLanes);
+    node_at_.assign(static_cast<std::size_t>(M) + 1, 0);
+    for (int k = 1; k <= M; ++k)
+      node_at_[static_cast<std::size_t>(k)] =
+          static_cast<std::uint32_t>(((k - 1) % Q) * kDpLanes + (k - 1) / Q);
+  }
   M_ = M;
   Q_ = striped_segments(M, kDpLanes);
   L_ = L;

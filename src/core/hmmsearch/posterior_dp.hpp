@@ -77,11 +77,9 @@ class DpMatrix {
   void reset(int M, int L, bool full);
   int M() const { return M_; }
   int Q() const { return Q_; }
-  // Where node k = 1..M is in a row's state array: vector (k-1) % Q, lane (k-1) / Q.
-  std::size_t at(int k) const {
-    return static_cast<std::size_t>((k - 1) % Q_) * kDpLanes +
-           static_cast<std::size_t>((k - 1) / Q_);
-  }
+  // Where node k = 1..M is in a row's state array: vector (k-1) % Q, lane (k-1) / Q
+  // (a table made by reset: the tracebacks ask at every step).
+  std::size_t at(int k) const { return node_at_[static_cast<std::size_t>(k)]; }
   int L() const { return L_; }
   bool full() const { return full_; }
   // Row i's values of the M, D and I states, Q vectors each (padding lanes past M
@@ -110,6 +108,7 @@ class DpMatrix {
   bool full_ = true;
   AlignedBuffer<float> cells_;
   std::vector<float> specials_;
+  std::vector<std::uint32_t> node_at_;  // at(k), k = 0..M (0 unused)
 };
 
 // Forward over dsq[0..L-1] into `mx` (full or parser as reset): the score in nats.

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "core/hmmsearch/cascade.hpp"
@@ -82,6 +83,48 @@ TEST(PosteriorDp, ForwardBackwardAgreeAndPosteriorsSumToOne) {
       }
     }
   }
+}
+
+// The canonical Forward's parser states (what the Forward filter keeps for domain
+// definition) are forward_dp's special states bit for bit, rescaled rows included: random
+// targets and the model's consensus repeated between random flanks.
+TEST(PosteriorDp, ParserStatesAreTheCanonicalForwards) {
+  const auto seed = static_cast<unsigned>(test::test_seed());
+  std::mt19937 rng(seed);
+  int rescaled = 0;
+  for (const char* name : {"globins4", "fn3", "Pkinase"}) {
+    const SearchProfile p = tutorial_profile(name);
+    const DpProfile dp(p.forward);
+    CanonicalForward canonical(p.forward);
+    std::uniform_int_distribution<int> length(1, 400), residue(0, p.alphabet->K() - 1);
+    for (int t = 0; t < 6; ++t) {
+      std::vector<Residue> dsq(length(rng));
+      for (Residue& x : dsq) x = static_cast<Residue>(residue(rng));
+      if (t >= 3) {  // high-scoring: the consensus t - 2 times
+        for (int copy = 0; copy < t - 2; ++copy)
+          for (int k = 1; k <= p.M; ++k) dsq.push_back(p.alphabet->digitize(p.consensus[k]));
+        for (int j = 0; j < 30; ++j) dsq.push_back(static_cast<Residue>(residue(rng)));
+      }
+      const int L = static_cast<int>(dsq.size());
+      const std::string what =
+          std::string(name) + " L=" + std::to_string(L) + " seed " + std::to_string(seed);
+      DpMatrix parser;
+      parser.reset(p.M, L, false);
+      forward_dp(dp, SpecialMoves::multihit(p.forward, L), dsq.data(), L, parser);
+      std::vector<float> states((static_cast<std::size_t>(L) + 1) * kParserStates, -1.0f);
+      canonical.score(dsq.data(), L, states.data());
+      for (int i = 0; i <= L; ++i) {
+        for (int x = 0; x < kParserStates; ++x) {
+          const float want = parser.x(i, static_cast<DpMatrix::Special>(x));
+          const float got = states[static_cast<std::size_t>(i) * kParserStates + x];
+          ASSERT_EQ(std::memcmp(&want, &got, sizeof want), 0)
+              << what << " row " << i << " state " << x << ": " << got << " against " << want;
+        }
+        if (i > 0 && parser.x(i, DpMatrix::kScale) != 1.0f) ++rescaled;
+      }
+    }
+  }
+  EXPECT_GT(rescaled, 0) << "no row rescaled: the test did not reach the rescaling";
 }
 
 // The optimal-accuracy trace is a path: S N.. B, then M/D/I steps that advance the node

@@ -5,7 +5,8 @@
 // with long high-scoring targets that make rows rescale (the tests check that the
 // rescaling ran); the kernel called directly and through SimdFilterKernels; the caller's
 // denormal mode; and the Forward stage run for several targets (run_forward_stages) giving
-// exactly run_cascade's results. Seed printed; DUET_TEST_SEED replays.
+// exactly run_cascade's results; the parser states it writes for domain definition, bit
+// for bit forward_canonical's. Seed printed; DUET_TEST_SEED replays.
 #include <gtest/gtest.h>
 #include <xmmintrin.h>
 
@@ -102,7 +103,7 @@ TEST_P(PackedForwardTest, KernelEqualsForwardCanonicalBitForBit) {
   std::mt19937_64 rng(test_seed() ^ 0x9e3779b97f4a7c15ULL);
   std::vector<int> lengths(std::begin(kModelLengths), std::end(kModelLengths));
   for (int j = 0; j < 10; ++j) lengths.push_back(std::uniform_int_distribution<int>(1, 1000)(rng));
-  int failures = 0, targets = 0, finite = 0;
+  int failures = 0, targets = 0, finite = 0, with_states_checked = 0;
   std::int64_t rescaled = 0;
   for (std::size_t m = 0; m < lengths.size(); ++m) {
     const Alphabet& abc = m % 2 == 0 ? Alphabet::amino() : Alphabet::dna();
@@ -113,11 +114,19 @@ TEST_P(PackedForwardTest, KernelEqualsForwardCanonicalBitForBit) {
     std::vector<std::vector<Residue>> batch = make_targets(rng, model.hmm);
     std::vector<float> want(batch.size());
     std::vector<CanonicalTarget> packed(batch.size());
+    // The parser states, on every other batch: forward_canonical's and the kernel's.
+    const bool with_states = m % 2 == 1;
+    std::vector<std::vector<float>> want_states(batch.size()), got_states(batch.size());
+    CanonicalForward canonical(fwd);
     for (std::size_t t = 0; t < batch.size(); ++t) {
       const int L = static_cast<int>(batch[t].size());
-      want[t] = forward_canonical(fwd, batch[t].data(), L);
+      const std::size_t n_states = (static_cast<std::size_t>(L) + 1) * kParserStates;
+      want_states[t].assign(n_states, -1.0f);
+      got_states[t].assign(n_states, -2.0f);
+      want[t] = canonical.score(batch[t].data(), L, want_states[t].data());
       const ForwardScores::Length ncj = fwd.ncj(L);
-      packed[t] = {batch[t].data(), L, ncj.loop, ncj.move};
+      packed[t] = {batch[t].data(), L, ncj.loop, ncj.move,
+                   with_states ? got_states[t].data() : nullptr};
     }
     // The whole batch at once, then cut into random pieces.
     for (int cut = 0; cut < 2; ++cut) {
@@ -137,15 +146,26 @@ TEST_P(PackedForwardTest, KernelEqualsForwardCanonicalBitForBit) {
             ADD_FAILURE() << isa_name(isa) << " " << model.label << " L=" << batch[start + t].size()
                           << ": packed " << got[t] << ", forward_canonical " << want[start + t];
           }
+          if (!with_states) continue;
+          const std::vector<float>& w = want_states[start + t];
+          const std::vector<float>& g = got_states[start + t];
+          ++with_states_checked;
+          if (std::memcmp(w.data(), g.data(), w.size() * sizeof(float)) != 0 &&
+              failures++ < kMaxReportedFailures) {
+            ADD_FAILURE() << isa_name(isa) << " " << model.label << " L=" << batch[start + t].size()
+                          << ": the parser states differ from forward_canonical's";
+          }
         }
         start += size;
       }
     }
   }
   std::cout << "[ packed   ] " << isa_name(isa) << ": " << targets << " targets (" << finite
-            << " finite), " << rescaled << " rows rescaled" << std::endl;
+            << " finite, " << with_states_checked << " with parser states), " << rescaled
+            << " rows rescaled" << std::endl;
   EXPECT_EQ(failures, 0);
   EXPECT_GT(finite, 0);
+  EXPECT_GT(with_states_checked, 0);
   EXPECT_GT(rescaled, 0) << "no target made the packed kernel rescale";
 }
 

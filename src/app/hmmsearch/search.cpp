@@ -161,6 +161,30 @@ constexpr std::int64_t kNodesPerPass = 32768;
 // The blocks per worker a many-model pass over a small database aims at.
 constexpr std::size_t kBlocksPerWorker = 8;
 
+// The canonical Forward's parser states (forward_canonical.hpp) of a block's targets that
+// the Forward stage ran on, for the domain definition of those that pass it.
+class ForwardStates {
+ public:
+  // Room for the block's targets `at` (indices into the block); forget the earlier ones.
+  void make_room(const Block& block, const std::vector<std::size_t>& at) {
+    offset_.assign(block.sequences(), -1);
+    std::size_t size = 0;
+    for (std::size_t i : at) {
+      offset_[i] = static_cast<std::int64_t>(size);
+      size += (static_cast<std::size_t>(block.length(i)) + 1) * kParserStates;
+    }
+    values_.resize(size);
+  }
+  // Where target i's states go, or are (null: the Forward stage did not run on it here).
+  float* of(std::size_t i) {
+    return i < offset_.size() && offset_[i] >= 0 ? values_.data() + offset_[i] : nullptr;
+  }
+
+ private:
+  std::vector<float> values_;
+  std::vector<std::int64_t> offset_;  // per target of the block, -1: none
+};
+
 // One block's records (targets that passed MSV) and pipeline counts.
 struct BlockRecords {
   std::vector<TargetRecord> targets;
@@ -172,7 +196,8 @@ struct BlockRecords {
 // targets goes to the post stage: deliver); returns the number of those targets.
 std::int64_t add_block(const Block& block, const std::vector<TargetScores>& scores,
                        const SearchProfile& profile, const DomainSettings& domain_settings,
-                       scheduler::ResultSink<BlockRecords>& sink) {
+                       scheduler::ResultSink<BlockRecords>& sink,
+                       ForwardStates* forward_states = nullptr) {
   thread_local DomainWorkspace workspace;
   std::optional<DpProfile> dp;  // made for the block's first target that passed
   BlockRecords out;
@@ -195,9 +220,10 @@ std::int64_t add_block(const Block& block, const std::vector<TargetScores>& scor
       rec.scores = scores[i];
       if (st == Stage::passed) {
         if (!dp) dp.emplace(profile.forward);
-        rec.domains = define_domains(profile, *dp, block.sequence(i), block.length(i),
-                                     scores[i].forward_nats, scores[i].null_nats, domain_settings,
-                                     workspace);
+        rec.domains =
+            define_domains(profile, *dp, block.sequence(i), block.length(i), scores[i].forward_nats,
+                           scores[i].null_nats, domain_settings, workspace,
+                           forward_states != nullptr ? forward_states->of(i) : nullptr);
       }
       out.targets.push_back(std::move(rec));
     }
@@ -299,8 +325,14 @@ class HmmsearchWorkload final : public scheduler::Workload {
     std::vector<std::size_t> at_forward;
     for (std::size_t i = 0; i < n; ++i)
       if (needs_forward(scores[i])) at_forward.push_back(i);
-    forward_stage(profile, block, at_forward, scores, k);
-    return add_block(block, scores, profile, domain_settings_, sink);
+    ForwardStates& states = forward_states();
+    forward_stage(profile, block, at_forward, scores, k, states);
+    return add_block(block, scores, profile, domain_settings_, sink, &states);
+  }
+  // The calling worker's parser states of its current block and model.
+  static ForwardStates& forward_states() {
+    thread_local ForwardStates states;
+    return states;
   }
 
  public:
@@ -320,8 +352,9 @@ class HmmsearchWorkload final : public scheduler::Workload {
                                m.scores[i]);
         if (m.remains[i] != Remains::nothing && needs_forward(m.scores[i])) at_forward.push_back(i);
       }
-      forward_stage(profile, block, at_forward, m.scores, k);
-      passed += add_block(block, m.scores, profile, domain_settings_, *models_[j].sink);
+      ForwardStates& states = forward_states();
+      forward_stage(profile, block, at_forward, m.scores, k, states);
+      passed += add_block(block, m.scores, profile, domain_settings_, *models_[j].sink, &states);
     }
     return passed;
   }
@@ -389,9 +422,10 @@ class HmmsearchWorkload final : public scheduler::Workload {
 
   // run_forward_stage for the block's targets `at` (in block order), kForwardPack at a
   // time, longest first so that the targets of a pack have similar lengths (the kernel
-  // computes several side by side).
+  // computes several side by side); their parser states go to `states`.
   void forward_stage(const SearchProfile& profile, const Block& block, std::vector<std::size_t> at,
-                     std::vector<TargetScores>& scores, FilterKernels& k) {
+                     std::vector<TargetScores>& scores, FilterKernels& k, ForwardStates& states) {
+    states.make_room(block, at);
     std::stable_sort(at.begin(), at.end(), [&](std::size_t a, std::size_t b) {
       return block.length(a) > block.length(b);
     });
@@ -402,7 +436,7 @@ class HmmsearchWorkload final : public scheduler::Workload {
       targets.clear();
       outs.clear();
       for (std::size_t j = start; j < end; ++j) {
-        targets.push_back({block.sequence(at[j]), block.length(at[j])});
+        targets.push_back({block.sequence(at[j]), block.length(at[j]), states.of(at[j])});
         outs.push_back(&scores[at[j]]);
       }
       run_forward_stages(profile, settings_, k, targets, outs);

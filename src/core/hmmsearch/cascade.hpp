@@ -47,10 +47,13 @@ struct TargetScores {
   bool forward_run = false;  // the Forward stage has run (see needs_forward)
 };
 
-// One target of a Forward stage run for several targets at once.
+// One target of a Forward stage run for several targets at once, and where to write the
+// canonical Forward's parser states of its rows 0..L (forward_canonical.hpp's
+// kParserStates per row, for domain definition; null: not written).
 struct ForwardTarget {
   const Residue* dsq = nullptr;
   int L = 0;
+  float* states = nullptr;
 };
 
 // The kernels of one stage set, for one model; one object per worker thread.
@@ -62,13 +65,9 @@ class FilterKernels {
   // Forward score in nats: the canonical score (forward_canonical.hpp) for every target
   // that passes F3; a faster, inexact score may decide a rejection.
   virtual float forward(const Residue* dsq, int L) = 0;
-  // The Forward scores of several targets, scores[j] of targets[j], each under
-  // forward()'s contract; a kernel may compute them together (the default calls
-  // forward() on each in turn).
-  virtual void forward_many(std::span<const ForwardTarget> targets, std::span<float> scores) {
-    for (std::size_t j = 0; j < targets.size(); ++j)
-      scores[j] = forward(targets[j].dsq, targets[j].L);
-  }
+  // The canonical Forward scores of several targets, scores[j] of targets[j], and their
+  // parser states where asked (ForwardTarget::states); a kernel may compute them together.
+  virtual void forward_many(std::span<const ForwardTarget> targets, std::span<float> scores) = 0;
 };
 
 // The scalar references as a FilterKernels, with the canonical Forward (which the
@@ -84,6 +83,10 @@ class ReferenceKernels final : public FilterKernels {
     return viterbi_filter_reference(profile_.viterbi, dsq, L);
   }
   float forward(const Residue* dsq, int L) override { return forward_.score(dsq, L); }
+  void forward_many(std::span<const ForwardTarget> targets, std::span<float> scores) override {
+    for (std::size_t j = 0; j < targets.size(); ++j)
+      scores[j] = forward_.score(targets[j].dsq, targets[j].L, targets[j].states);
+  }
 
  private:
   const SearchProfile& profile_;

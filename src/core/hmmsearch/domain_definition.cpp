@@ -291,12 +291,13 @@ AlignmentDisplay display(const SearchProfile& profile, const Trace& tr, std::siz
 class Definer {
  public:
   Definer(const SearchProfile& profile, const DpProfile& dp, const Residue* dsq, int L,
-          const DomainSettings& settings, DomainWorkspace& ws)
+          const float* forward_states, const DomainSettings& settings, DomainWorkspace& ws)
       : p_(profile),
         s_(profile.forward),
         dp_(dp),
         dsq_(dsq),
         L_(L),
+        forward_states_(forward_states),
         settings_(settings),
         ws_(ws),
         multihit_(SpecialMoves::multihit(profile.forward, L)),
@@ -307,7 +308,13 @@ class Definer {
     DpMatrix& bck = ws_.whole_backward;
     fwd.reset(s_.M, L_, false);
     bck.reset(s_.M, L_, false);
-    forward_dp(dp_, multihit_, dsq_, L_, fwd);
+    // The canonical Forward's states are forward_dp's where its N/C/J moves are multihit_'s
+    // (below 2^24 residues: ForwardScores::ncj).
+    const ForwardScores::Length ncj = s_.ncj(L_);
+    if (forward_states_ != nullptr && ncj.loop == multihit_.n_loop && ncj.move == multihit_.n_move)
+      fwd.set_parser_states(forward_states_);
+    else
+      forward_dp(dp_, multihit_, dsq_, L_, fwd);
     backward_dp(dp_, multihit_, dsq_, L_, fwd, bck);
     if (!decode_domain_boundaries(multihit_, fwd, bck, ws_.btot, ws_.etot, ws_.mocc)) return;
     ws_.null2_per_residue.assign(static_cast<std::size_t>(L_) + 1, 0.0f);
@@ -455,6 +462,7 @@ class Definer {
   const DpProfile& dp_;
   const Residue* dsq_;
   int L_;
+  const float* forward_states_;  // the canonical Forward's parser states, or null
   const DomainSettings& settings_;
   DomainWorkspace& ws_;
   SpecialMoves multihit_, unihit_;
@@ -486,13 +494,14 @@ float hmmer_logsum(float a, float b) {
   return high + static_cast<float>(std::log(1.0 + std::exp(-static_cast<double>(step) / 1000.0)));
 }
 
-TargetDomains define_domains(const SearchProfile& profile, const DpProfile& dp,
-                             const Residue* dsq, int L, float forward_nats, float null_nats,
-                             const DomainSettings& settings, DomainWorkspace& workspace) {
+TargetDomains define_domains(const SearchProfile& profile, const DpProfile& dp, const Residue* dsq,
+                             int L, float forward_nats, float null_nats,
+                             const DomainSettings& settings, DomainWorkspace& workspace,
+                             const float* forward_states) {
   TargetDomains out;
   if (L <= 0) return out;
   const FlushDenormals flush_denormals;  // HMMER's mode, and no slow denormal arithmetic
-  Definer(profile, dp, dsq, L, settings, workspace).run(out);
+  Definer(profile, dp, dsq, L, forward_states, settings, workspace).run(out);
   if (out.domains.empty()) return out;
   const double log2 = kLog2;
   const auto survival = [&](float bits) {

@@ -90,9 +90,12 @@ class DomainWorkspace {
 // Domain definition and scores of a target of L >= 1 residues that passed the Forward
 // filter with the Forward score `forward_nats` (the canonical score) against the null
 // model's `null_nats`. `dp` is DpProfile(profile.forward), made once for many targets.
-TargetDomains define_domains(const SearchProfile& profile, const DpProfile& dp,
-                             const Residue* dsq, int L, float forward_nats, float null_nats,
-                             const DomainSettings& settings, DomainWorkspace& workspace);
+// `forward_states`: the target's canonical Forward parser states (forward_canonical.hpp),
+// where the Forward filter kept them; else the whole target's Forward runs again.
+TargetDomains define_domains(const SearchProfile& profile, const DpProfile& dp, const Residue* dsq,
+                             int L, float forward_nats, float null_nats,
+                             const DomainSettings& settings, DomainWorkspace& workspace,
+                             const float* forward_states = nullptr);
 
 // p7_FLogsum: log(e^a + e^b) by HMMER's table (1/1000 nat steps), as its scores use it.
 float hmmer_logsum(float a, float b);

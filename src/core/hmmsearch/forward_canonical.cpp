@@ -30,7 +30,7 @@ inline Lanes mul(Lanes a, Lanes b) {
 }  // namespace
 
 float forward_canonical(const ForwardStripedView& profile, const Residue* dsq, int L, float loop,
-                        float move, float* rows) {
+                        float move, float* rows, float* states) {
   const FlushDenormals flush_denormals;
   const int Q = profile.Q;
   const std::size_t row_elements = static_cast<std::size_t>(Q) * n;
@@ -49,6 +49,10 @@ float forward_canonical(const ForwardStripedView& profile, const Residue* dsq, i
   float xN = 1.0f, xJ = 0.0f, xC = 0.0f;
   float xB = move;
   float total_scale = 0.0f;
+  const auto record = [&](int i, float xE, float scale) {
+    if (states != nullptr) put_parser_states(states, i, xE, xN, xJ, xB, xC, scale);
+  };
+  record(0, 0.0f, 1.0f);
   for (int i = 0; i < L; ++i) {
     const float* match = profile.match + dsq[i] * row_elements;
     const float* tsc = profile.transitions;
@@ -104,6 +108,9 @@ float forward_canonical(const ForwardStripedView& profile, const Residue* dsq, i
         store(at(irow, q), mul(load(at(irow, q)), r));
       }
       total_scale = canonical_forward_rescaled(total_scale, xE);
+      record(i + 1, 1.0f, xE);
+    } else {
+      record(i + 1, xE, 1.0f);
     }
   }
   return canonical_forward_final(total_scale, xC * move);
@@ -135,9 +142,10 @@ CanonicalForward::CanonicalForward(const ForwardScores& fwd)
       striped_(stripe_forward_scores(fwd, kCanonicalForwardLanes)),
       rows_(3 * striped_row_elements(striped_.Q, kCanonicalForwardLanes)) {}
 
-float CanonicalForward::score(const Residue* dsq, int L) {
+float CanonicalForward::score(const Residue* dsq, int L, float* states) {
   const ForwardScores::Length ncj = fwd_.ncj(L);
-  return ncj.score(forward_canonical(striped_.view(), dsq, L, ncj.loop, ncj.move, rows_.data()));
+  return ncj.score(
+      forward_canonical(striped_.view(), dsq, L, ncj.loop, ncj.move, rows_.data(), states));
 }
 
 }  // namespace duet

@@ -31,6 +31,8 @@
 // (x86-64; the scalar SSE arithmetic obeys them as the vector arithmetic does).
 #pragma once
 
+#include <cstddef>
+
 #include "core/hmmsearch/profile.hpp"
 #include "core/hmmsearch/striping.hpp"
 
@@ -38,12 +40,30 @@ namespace duet {
 
 inline constexpr int kCanonicalForwardLanes = 4;
 
+// The parser's special states, per row i = 0..L, kParserStates floats at states[i *
+// kParserStates], in this order: E, N, J, B, C (as the row left them, after its
+// rescaling), and the row's rescaling factor (its E before the rescaling; 1 where the row
+// was not rescaled). Domain definition starts from them (posterior_dp.hpp's DpMatrix keeps
+// the same values in the same order).
+inline constexpr int kParserStates = 6;
+inline void put_parser_states(float* states, int i, float xE, float xN, float xJ, float xB,
+                              float xC, float scale) {
+  float* const x = states + static_cast<std::size_t>(i) * kParserStates;
+  x[0] = xE;
+  x[1] = xN;
+  x[2] = xJ;
+  x[3] = xB;
+  x[4] = xC;
+  x[5] = scale;
+}
+
 // The canonical DP's score of a target of L residues (L = 0 allowed), in nats, from a
 // profile striped in kCanonicalForwardLanes lanes (stripe_forward_scores), the N/C/J loop
 // and move probabilities of ncj = ForwardScores::ncj(L), and caller-owned rows of
 // 3 * Q * 4 floats. The canonical score is ncj.score() of it (CanonicalForward::score).
+// Writes the special states of rows 0..L into `states` where it is not null.
 float forward_canonical(const ForwardStripedView& profile, const Residue* dsq, int L, float loop,
-                        float move, float* rows);
+                        float move, float* rows, float* states = nullptr);
 
 // The logarithms of the canonical score, written once: forward_canonical ends with them,
 // and so does the GPU canonical Forward (src/device/hmmsearch/hmm_gpu.hpp), whose kernel computes
@@ -68,7 +88,7 @@ float forward_canonical(const ForwardScores& fwd, const Residue* dsq, int L);
 class CanonicalForward {
  public:
   explicit CanonicalForward(const ForwardScores& fwd);
-  float score(const Residue* dsq, int L);
+  float score(const Residue* dsq, int L, float* states = nullptr);
 
  private:
   const ForwardScores& fwd_;

@@ -275,6 +275,15 @@ void DpMatrix::reset(int M, int L, bool full) {
   total_scale = 0.0f;
 }
 
+void DpMatrix::set_parser_states(const float* states) {
+  static_assert(kSpecials == kParserStates && kE == 0 && kN == 1 && kJ == 2 && kB == 3 && kC == 4 &&
+                kScale == 5);
+  std::copy(states, states + (static_cast<std::size_t>(L_) + 1) * kSpecials, specials_.begin());
+  total_scale = 0.0f;
+  for (int i = 1; i <= L_; ++i)
+    if (x(i, kScale) != 1.0f) total_scale = canonical_forward_rescaled(total_scale, x(i, kScale));
+}
+
 float forward_dp(const DpProfile& profile, const SpecialMoves& mv, const Residue* dsq, int L,
                  DpMatrix& mx) {
   const FlushDenormals flush_denormals;

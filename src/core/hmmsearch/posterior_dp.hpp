@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/alphabet.hpp"
+#include "core/hmmsearch/forward_canonical.hpp"
 #include "core/hmmsearch/hmmer_random.hpp"
 #include "core/hmmsearch/profile.hpp"
 #include "core/hmmsearch/striping.hpp"
@@ -95,6 +96,9 @@ class DpMatrix {
   ConstDpRow row(int i) const { return {mrow(i), drow(i), irow(i)}; }
   float& x(int i, Special s) { return specials_[static_cast<std::size_t>(i) * kSpecials + s]; }
   float x(int i, Special s) const { return specials_[static_cast<std::size_t>(i) * kSpecials + s]; }
+  // A Forward parser's special states of rows 0..L as the canonical Forward gave them
+  // (forward_canonical.hpp: the same values in the same order), instead of forward_dp.
+  void set_parser_states(const float* states);
   // Backward only: its rescaling factors are its own, not the Forward matrix's (a rare
   // overflow, as in HMMER).
   bool own_scales = false;

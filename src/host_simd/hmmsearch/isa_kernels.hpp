@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "core/alphabet.hpp"
+#include "core/hmmsearch/forward_canonical.hpp"
 #include "core/hmmsearch/striped_layout.hpp"
 
 namespace duet::simd {
@@ -55,12 +56,15 @@ struct ViterbiRaw {
   int xC = 0;
 };
 
-// One target of the packed canonical Forward: its residues, and the N/C/J loop and move
-// probabilities of its length (ForwardScores::ncj(L)).
+// One target of the packed canonical Forward: its residues, the N/C/J loop and move
+// probabilities of its length (ForwardScores::ncj(L)), and where to write the parser's
+// special states of its rows 0..L (core/hmmsearch/forward_canonical.hpp's kParserStates
+// per row; null: not written).
 struct CanonicalTarget {
   const Residue* dsq = nullptr;
   int L = 0;
   float loop = 0, move = 0;
+  float* states = nullptr;
 };
 
 // One ISA's kernels. DP rows are caller-owned, 64-byte aligned, of the sizes below (in

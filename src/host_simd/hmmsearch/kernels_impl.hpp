@@ -461,13 +461,14 @@ float forward_parser(const ForwardStripedView& profile, const Residue* dsq, int 
 // rows with begin probability 0 (every value of the group stays +0) once none is left.
 // ============================================================================
 
-constexpr int kCanonicalLanes = 4;  // core's kCanonicalForwardLanes
+constexpr int kCanonicalLanes = kCanonicalForwardLanes;
 
 struct CanonicalSlot {
   int target = -1;  // index into the targets; -1: idle
   int i = 0;        // next row
   int L = 0;
   const Residue* dsq = nullptr;
+  float* states = nullptr;
   float loop = 0, move = 0;
   float xN = 0, xJ = 0, xC = 0, xB = 0;
   float total_scale = 0;
@@ -524,9 +525,13 @@ void forward_canonical_packed(const ForwardStripedView& profile, const Canonical
         slot.xC = 0.0f;
         slot.xB = t.move;
         slot.total_scale = 0.0f;
+        slot.states = t.states;
+        if (slot.states != nullptr)
+          put_parser_states(slot.states, 0, 0.0f, slot.xN, slot.xJ, slot.xB, slot.xC, 1.0f);
         return;
       }
       scores[next] = canonical_final(0.0f, 0.0f * t.move);
+      if (t.states != nullptr) put_parser_states(t.states, 0, 0.0f, 1.0f, 0.0f, t.move, 0.0f, 1.0f);
       ++next;
     }
   };
@@ -605,7 +610,10 @@ void forward_canonical_packed(const ForwardStripedView& profile, const Canonical
       slot.xC = slot.xC * loop + xE * profile.e_move;
       slot.xJ = slot.xJ * loop + xE * profile.e_loop;
       slot.xB = slot.xJ * move + slot.xN * move;
-      if (xE > 1.0e4f) {  // sparse rescaling of this group, as the reference
+      float row_e = xE, row_scale = 1.0f;  // the row's parser states
+      if (xE > 1.0e4f) {                   // sparse rescaling of this group, as the reference
+        row_e = 1.0f;
+        row_scale = xE;
         ++rescaled;
         slot.xN /= xE;
         slot.xC /= xE;
@@ -622,6 +630,10 @@ void forward_canonical_packed(const ForwardStripedView& profile, const Canonical
         }
         slot.total_scale =
             static_cast<float>(slot.total_scale + __builtin_log(static_cast<double>(xE)));
+      }
+      if (slot.states != nullptr) {
+        put_parser_states(slot.states, slot.i + 1, row_e, slot.xN, slot.xJ, slot.xB, slot.xC,
+                          row_scale);
       }
       if (++slot.i < slot.L) continue;
       scores[slot.target] = canonical_final(slot.total_scale, slot.xC * move);

@@ -259,7 +259,7 @@ void SimdFilterKernels::forward_canonical_many(std::span<const ForwardTarget> ta
   forward_canonical_calls_ += static_cast<std::int64_t>(count);
   if (isa_ == Isa::scalar) {
     for (std::size_t j = 0; j < count; ++j)
-      scores[j] = canonical().score(targets[j].dsq, targets[j].L);
+      scores[j] = canonical().score(targets[j].dsq, targets[j].L, targets[j].states);
     return;
   }
   // Longest first: a group that finishes early takes a shorter target, so the groups
@@ -273,7 +273,7 @@ void SimdFilterKernels::forward_canonical_many(std::span<const ForwardTarget> ta
   for (std::size_t j = 0; j < count; ++j) {
     const ForwardTarget& t = targets[canonical_order_[j]];
     const ForwardScores::Length ncj = profile_.forward.ncj(t.L);
-    canonical_targets_[j] = {t.dsq, t.L, ncj.loop, ncj.move};
+    canonical_targets_[j] = {t.dsq, t.L, ncj.loop, ncj.move, t.states};
   }
   striped_->kernels->forward_canonical_packed(striped_->canonical.view(), canonical_targets_.data(),
                                               static_cast<int>(count), canonical_scores_.data(),

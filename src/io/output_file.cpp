@@ -137,6 +137,9 @@ const std::string& OutputFile::create_temporary() {
 
 void OutputFile::sync() {
   if (temporary_.empty()) create_temporary();
+  // Written through: the temporary file is read back at once (from the page cache), and
+  // its copy is the output; its own blocks on disk matter to nothing.
+  if (written_through_) return;
   const int descriptor = ::open(temporary_.c_str(), O_RDONLY | O_CLOEXEC);
   if (descriptor < 0 || ::fsync(descriptor) != 0) {
     const int error = errno;
@@ -167,17 +170,18 @@ void OutputFile::commit() {
         path_, 0,
         error == EINTR ? "interrupted before writing" : "cannot open: " + system_message(error));
   }
-  std::vector<char> buffer(1 << 20);
+  constexpr std::size_t kCopyBytes = 1 << 18;
+  const auto buffer = std::make_unique_for_overwrite<char[]>(kCopyBytes);
   int error = 0;
   for (;;) {
-    const ssize_t n = ::read(in, buffer.data(), buffer.size());
+    const ssize_t n = ::read(in, buffer.get(), kCopyBytes);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       error = errno;
       break;
     }
     if (n == 0) break;
-    if (!write_all(out, buffer.data(), static_cast<std::size_t>(n))) {
+    if (!write_all(out, buffer.get(), static_cast<std::size_t>(n))) {
       error = errno;
       break;
     }

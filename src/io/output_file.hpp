@@ -47,7 +47,8 @@ class OutputFile {
   const std::string& create_temporary();
   const std::string& temporary_path() const { return temporary_; }
 
-  // Flushes the temporary file's contents to disk (InputError on failure: a full disk).
+  // Flushes the temporary file's contents to disk (InputError on failure: a full disk);
+  // nothing to do for an output written through.
   void sync();
   // Makes the content visible under path() (rename, or copy into a device). InputError
   // when it cannot.

@@ -165,13 +165,17 @@ constexpr std::size_t kBlocksPerWorker = 8;
 // the Forward stage ran on, for the domain definition of those that pass it.
 class ForwardStates {
  public:
-  // Room for the block's targets `at` (indices into the block); forget the earlier ones.
-  void make_room(const Block& block, const std::vector<std::size_t>& at) {
+  // Room for the block's targets `at` and `more` (indices into the block); forgets the
+  // earlier ones.
+  void make_room(const Block& block, const std::vector<std::size_t>& at,
+                 const std::vector<std::size_t>& more = {}) {
     offset_.assign(block.sequences(), -1);
     std::size_t size = 0;
-    for (std::size_t i : at) {
-      offset_[i] = static_cast<std::int64_t>(size);
-      size += (static_cast<std::size_t>(block.length(i)) + 1) * kParserStates;
+    for (const std::vector<std::size_t>* targets : {&at, &more}) {
+      for (std::size_t i : *targets) {
+        offset_[i] = static_cast<std::int64_t>(size);
+        size += (static_cast<std::size_t>(block.length(i)) + 1) * kParserStates;
+      }
     }
     values_.resize(size);
   }
@@ -326,6 +330,7 @@ class HmmsearchWorkload final : public scheduler::Workload {
     for (std::size_t i = 0; i < n; ++i)
       if (needs_forward(scores[i])) at_forward.push_back(i);
     ForwardStates& states = forward_states();
+    states.make_room(block, at_forward);
     forward_stage(profile, block, at_forward, scores, k, states);
     return add_block(block, scores, profile, domain_settings_, sink, &states);
   }
@@ -345,15 +350,18 @@ class HmmsearchWorkload final : public scheduler::Workload {
       DeviceBlockScores& m = per_model[j];
       const SearchProfile& profile = *models_[j].profile;
       FilterKernels& k = kernels(models_[j], worker);
-      std::vector<std::size_t> at_forward;
+      std::vector<std::size_t> at_forward, at_domains;
       for (std::size_t i = 0; i < block.sequences(); ++i) {
         if (m.remains[i] == Remains::viterbi)  // the device decided up to the Viterbi filter
           decide_after_viterbi(profile, settings_, k.viterbi(block.sequence(i), block.length(i)),
                                m.scores[i]);
+        if (m.remains[i] == Remains::domains) at_domains.push_back(i);
         if (m.remains[i] != Remains::nothing && needs_forward(m.scores[i])) at_forward.push_back(i);
       }
       ForwardStates& states = forward_states();
+      states.make_room(block, at_forward, at_domains);
       forward_stage(profile, block, at_forward, m.scores, k, states);
+      parser_states(block, at_domains, k, states);
       passed += add_block(block, m.scores, profile, domain_settings_, *models_[j].sink, &states);
     }
     return passed;
@@ -422,10 +430,9 @@ class HmmsearchWorkload final : public scheduler::Workload {
 
   // run_forward_stage for the block's targets `at` (in block order), kForwardPack at a
   // time, longest first so that the targets of a pack have similar lengths (the kernel
-  // computes several side by side); their parser states go to `states`.
+  // computes several side by side); their parser states go to `states` (room made).
   void forward_stage(const SearchProfile& profile, const Block& block, std::vector<std::size_t> at,
                      std::vector<TargetScores>& scores, FilterKernels& k, ForwardStates& states) {
-    states.make_room(block, at);
     std::stable_sort(at.begin(), at.end(), [&](std::size_t a, std::size_t b) {
       return block.length(a) > block.length(b);
     });
@@ -441,6 +448,18 @@ class HmmsearchWorkload final : public scheduler::Workload {
       }
       run_forward_stages(profile, settings_, k, targets, outs);
     }
+  }
+
+  // The parser states of the block's targets `at` that passed every filter on a device
+  // (which keeps no states): the canonical Forward again, on the CPU's packed kernel,
+  // for domain definition.
+  static void parser_states(const Block& block, const std::vector<std::size_t>& at,
+                            FilterKernels& k, ForwardStates& states) {
+    if (at.empty()) return;
+    std::vector<ForwardTarget> targets;
+    for (std::size_t i : at) targets.push_back({block.sequence(i), block.length(i), states.of(i)});
+    std::vector<float> scores(targets.size());
+    k.forward_many(targets, scores);
   }
 
   std::vector<ModelInPass> models_;
@@ -462,13 +481,17 @@ struct TestDoubleBlock {
 // The test double's device work: the filters before Forward (run_filters) with the CPU
 // reference kernels, as a host loop per model as the real backend shares its host work;
 // on blocks of odd index only MSV and the bias filter, leaving the Viterbi filter to the
-// CPU as a real GPU does with too few targets to fill it.
+// CPU as a real GPU does with too few targets to fill it; on every fourth block also the
+// Forward stage (reference kernels, on the feeder's thread), so that the CPU gets targets
+// that passed every filter on the device and only need their domains, as a real GPU's
+// canonical Forward leaves them.
 TestDoubleBlock test_double_block(const HmmsearchWorkload& workload,
                                   const CascadeSettings& settings, const Block& b,
                                   const scheduler::HostLoopRunner& run_host_loop) {
   TestDoubleBlock result;
   result.per_model.resize(workload.models());
   const bool viterbi_to_cpu = b.index % 2 == 1;
+  const bool forward_on_device = b.index % 4 == 2;
   for (std::size_t j = 0; j < result.per_model.size(); ++j) {
     const SearchProfile& profile = workload.profile(j);
     DeviceBlockScores& out = result.per_model[j];
@@ -487,9 +510,16 @@ TestDoubleBlock test_double_block(const HmmsearchWorkload& workload,
                              out.scores[i]);
       }
     });
+    std::unique_ptr<ReferenceKernels> forward;
     for (std::size_t i = 0; i < b.sequences(); ++i) {
-      if (out.remains[i] == Remains::nothing && needs_forward(out.scores[i]))
-        out.remains[i] = Remains::forward;
+      if (out.remains[i] == Remains::nothing && needs_forward(out.scores[i])) {
+        if (forward_on_device) {
+          if (!forward) forward = std::make_unique<ReferenceKernels>(profile);
+          run_forward_stage(profile, settings, *forward, b.sequence(i), b.length(i), out.scores[i]);
+        } else {
+          out.remains[i] = Remains::forward;
+        }
+      }
       if (out.remains[i] != Remains::nothing) ++result.survivors;
     }
   }

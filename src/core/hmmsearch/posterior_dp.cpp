@@ -68,8 +68,8 @@ struct View {
         transitions(p.striped.transitions.data()),
         dd(p.striped.transitions.data() + static_cast<std::size_t>(kVitPerQ) * Q * n),
         dd_prefix(p.striped.dd_prefix.data()),
-        dd_suffix(p.dd_suffix.data()),
-        dd_ones(p.dd_ones.data()),
+        dd_suffix(p.striped.dd_suffix.data()),
+        dd_ones(p.striped.dd_ones.data()),
         opens(p.open.data()),
         dd_open_through(p.dd_open_through.data()),
         match(p.striped.match.data()) {}
@@ -206,18 +206,6 @@ DpProfile::DpProfile(const ForwardScores& forward)
     : scores(forward), striped(stripe_forward_scores(forward, kDpLanes)) {
   const int Q = striped.Q;
   const float* dd = striped.transitions.data() + static_cast<std::size_t>(kVitPerQ) * Q * n;
-  dd_suffix.assign(static_cast<std::size_t>(Q) * n, 1.0f);
-  dd_ones.assign(static_cast<std::size_t>(Q) * n, 1.0f);
-  for (int lane = 0; lane < n; ++lane) {
-    float product = 1.0f, ones = 0.0f;
-    for (int q = Q - 1; q >= 0; --q) {
-      const float t = dd[q * n + lane];
-      product = t * product;
-      ones = 1.0f + t * ones;
-      dd_suffix[static_cast<std::size_t>(q) * n + lane] = product;
-      dd_ones[static_cast<std::size_t>(q) * n + lane] = ones;
-    }
-  }
   const float* t = striped.transitions.data();
   open.resize(striped.transitions.size());
   for (std::size_t j = 0; j < open.size(); ++j) open[j] = t[j] > 0.0f ? -1 : 0;

@@ -34,12 +34,6 @@ struct DpProfile {
   explicit DpProfile(const ForwardScores& forward);
   const ForwardScores& scores;
   StripedForwardProfile striped;
-  // Per vector q = 0..Q-1 and lane, the product of D->D from its node to its lane's last
-  // node (the Backward's D->D scan).
-  AlignedBuffer<float> dd_suffix;
-  // Per vector and lane, D->D's recursion of 1 from its node to its lane's last node:
-  // 1 + t(k) (1 + t(k+1) (...)).
-  AlignedBuffer<float> dd_ones;
   // The optimal-accuracy DP's gates: open[j] is all bits set where
   // striped.transitions[j] > 0, else 0; dd_open_through[q * 4 + lane] (q = 0..Q) where
   // every D->D of the lane's vectors before q is possible.

@@ -33,6 +33,11 @@ struct ForwardStripedView {
   const float* match = nullptr;
   const float* transitions = nullptr;
   const float* dd_prefix = nullptr;
+  // The Backward's D->D scan (posterior_dp.cpp, the packed Backward parser): per vector q
+  // = 0..Q-1 and lane, the product of D->D from its node to its lane's last node, and the
+  // recursion of 1 over the same nodes (1 + t(k) (1 + t(k+1) (...))).
+  const float* dd_suffix = nullptr;
+  const float* dd_ones = nullptr;
   float e_loop = 0, e_move = 0;
 };
 

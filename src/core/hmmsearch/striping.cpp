@@ -34,6 +34,19 @@ StripedForwardProfile stripe_forward_scores(const ForwardScores& fwd, int lanes)
       s.dd_prefix[at + static_cast<std::size_t>(lanes)] = s.dd_prefix[at] * dd[at];
     }
   }
+  // And from each node to the lane's end, in reverse node order.
+  s.dd_suffix.assign(row, 1.0f);
+  s.dd_ones.assign(row, 1.0f);
+  for (int lane = 0; lane < lanes; ++lane) {
+    float product = 1.0f, ones = 0.0f;
+    for (int q = s.Q - 1; q >= 0; --q) {
+      const std::size_t at = striped_row_elements(q, lanes) + static_cast<std::size_t>(lane);
+      product = dd[at] * product;
+      ones = 1.0f + dd[at] * ones;
+      s.dd_suffix[at] = product;
+      s.dd_ones[at] = ones;
+    }
+  }
   return s;
 }
 
@@ -60,6 +73,8 @@ ForwardStripedView StripedForwardProfile::view() const {
   v.match = match.data();
   v.transitions = transitions.data();
   v.dd_prefix = dd_prefix.data();
+  v.dd_suffix = dd_suffix.data();
+  v.dd_ones = dd_ones.data();
   v.e_loop = e_loop;
   v.e_move = e_move;
   return v;

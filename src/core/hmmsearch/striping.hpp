@@ -93,6 +93,8 @@ struct StripedForwardProfile {
   AlignedBuffer<float> match;        // Kp * Q * lanes
   AlignedBuffer<float> transitions;  // (kVitPerQ + 1) * Q * lanes, the Viterbi order
   AlignedBuffer<float> dd_prefix;    // (Q + 1) * lanes, derived from D->D (striped_layout.hpp)
+  AlignedBuffer<float> dd_suffix;    // Q * lanes, the same
+  AlignedBuffer<float> dd_ones;      // Q * lanes, the same
   ForwardStripedView view() const;
 };
 StripedForwardProfile stripe_forward_scores(const ForwardScores& fwd, int lanes);

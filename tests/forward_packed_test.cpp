@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
@@ -22,6 +23,7 @@
 #include "core/hmmsearch/cascade.hpp"
 #include "core/hmmsearch/forward_canonical.hpp"
 #include "core/hmmsearch/hmm.hpp"
+#include "core/hmmsearch/posterior_dp.hpp"
 #include "core/hmmsearch/profile.hpp"
 #include "core/hmmsearch/striping.hpp"
 #include "host_simd/hmmsearch/isa_kernels.hpp"
@@ -318,6 +320,83 @@ TEST_P(PackedForwardTest, ForwardStagesGiveTheCascadeResults) {
   EXPECT_EQ(failures, 0);
   EXPECT_GT(passed, 0);
   EXPECT_GT(at_forward, passed);
+}
+
+// The packed Backward parser (domain definition's whole-target Backward) against the one
+// DP it packs, backward_dp through backward_parser_states: every row's special states and
+// the own-scales flag bit for bit, the kernel called directly on random batch cuts and
+// through SimdFilterKernels::backward_parsers; random models of many lengths, both
+// alphabets, targets that make rows rescale.
+TEST_P(PackedForwardTest, BackwardParserEqualsBackwardDpBitForBit) {
+  SCOPED_TRACE("DUET_TEST_SEED=" + std::to_string(test_seed()));
+  const Isa isa = GetParam();
+  const IsaKernels& kernels = kernels_of(isa);
+  std::mt19937_64 rng(test_seed() ^ 0x2545f4914f6cdd1dULL);
+  std::vector<int> lengths(std::begin(kModelLengths), std::end(kModelLengths));
+  for (int j = 0; j < 6; ++j) lengths.push_back(std::uniform_int_distribution<int>(1, 600)(rng));
+  int failures = 0, targets = 0, rescaled_rows = 0;
+  for (std::size_t m = 0; m < lengths.size(); ++m) {
+    const Alphabet& abc = m % 2 == 0 ? Alphabet::amino() : Alphabet::dna();
+    const Model model = make_model(rng, abc, lengths[m]);
+    const ForwardScores& fwd = model.profile.forward;
+    const DpProfile dp(fwd);
+    const StripedForwardProfile striped = stripe_forward_scores(fwd, kCanonicalForwardLanes);
+    AlignedBuffer<float> rows(6 * striped_row_elements(striped.Q, kernels.vector_bytes / 4));
+    std::vector<std::vector<Residue>> batch = make_targets(rng, model.hmm);
+    std::erase_if(batch, [](const std::vector<Residue>& t) { return t.empty(); });
+    const std::size_t count = batch.size();
+    CanonicalForward canonical(fwd);
+    std::vector<std::vector<float>> forward_states(count), want(count), got(count), via(count);
+    std::unique_ptr<bool[]> want_own(new bool[count]()), got_own(new bool[count]()),
+        via_own(new bool[count]());
+    std::vector<BackwardTarget> packed(count);
+    std::vector<BackwardParserTarget> through(count);
+    for (std::size_t t = 0; t < count; ++t) {
+      const int L = static_cast<int>(batch[t].size());
+      const std::size_t size = (static_cast<std::size_t>(L) + 1) * kParserStates;
+      forward_states[t].assign(size, 0.0f);
+      want[t].assign(size, -1.0f);
+      got[t].assign(size, -2.0f);
+      via[t].assign(size, -3.0f);
+      canonical.score(batch[t].data(), L, forward_states[t].data());
+      backward_parser_states(dp, batch[t].data(), L, forward_states[t].data(), want[t].data(),
+                             want_own[t]);
+      for (int i = 1; i <= L; ++i)
+        if (want[t][static_cast<std::size_t>(i) * kParserStates + 5] != 1.0f) ++rescaled_rows;
+      const SpecialMoves moves = SpecialMoves::multihit(fwd, L);
+      packed[t] = {
+          batch[t].data(), L,          moves.n_loop, moves.n_move, forward_states[t].data(),
+          got[t].data(),   &got_own[t]};
+      through[t] = {batch[t].data(), L, forward_states[t].data(), via[t].data(), &via_own[t]};
+    }
+    std::size_t start = 0;
+    while (start < count) {
+      const std::size_t size = std::uniform_int_distribution<std::size_t>(1, count - start)(rng);
+      kernels.backward_parser_packed(striped.view(), packed.data() + start, static_cast<int>(size),
+                                     rows.data());
+      start += size;
+    }
+    SimdFilterKernels simd(model.profile, isa);
+    simd.backward_parsers(through);
+    for (std::size_t t = 0; t < count; ++t) {
+      ++targets;
+      const std::size_t bytes = want[t].size() * sizeof(float);
+      const bool same = std::memcmp(want[t].data(), got[t].data(), bytes) == 0 &&
+                        std::memcmp(want[t].data(), via[t].data(), bytes) == 0 &&
+                        want_own[t] == got_own[t] && want_own[t] == via_own[t];
+      if (!same && failures++ < kMaxReportedFailures) {
+        std::size_t first = 0;
+        while (first < want[t].size() && same_bits(want[t][first], got[t][first])) ++first;
+        ADD_FAILURE() << isa_name(isa) << " " << model.label << " L=" << batch[t].size()
+                      << ": the packed Backward's states differ from backward_dp's, first at row "
+                      << first / kParserStates << " state " << first % kParserStates;
+      }
+    }
+  }
+  std::cout << "[ backward ] " << isa_name(isa) << ": " << targets << " targets, " << rescaled_rows
+            << " rows rescaled" << std::endl;
+  EXPECT_EQ(failures, 0);
+  EXPECT_GT(rescaled_rows, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Isas, PackedForwardTest, testing::ValuesIn(simd_isas()),

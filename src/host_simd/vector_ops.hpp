@@ -157,6 +157,11 @@ static inline FloatVector shift_up_in_groups_f(FloatVector v) {
 static inline FloatVector broadcast_group_f(const float* p) {
   return simde_mm_load_ps(p);
 }
+// Within every group, each element `lanes` lanes down, +0 into the group's highest ones.
+template <int lanes>
+static inline FloatVector shift_down_in_groups_f(FloatVector v) {
+  return simde_mm_castsi128_ps(simde_mm_srli_si128(simde_mm_castps_si128(v), 4 * lanes));
+}
 // Group g from the four floats at p[g] (16-byte aligned).
 static inline FloatVector load_groups_f(const float* const* p) {
   return simde_mm_load_ps(p[0]);
@@ -288,6 +293,17 @@ static inline FloatVector shift_up_in_groups_f(FloatVector v) {
   } else {
     return simde_mm256_blend_ps(simde_mm256_setzero_ps(),
                                 simde_mm256_permute_ps(v, SIMDE_MM_SHUFFLE(1, 0, 0, 0)), 0xCC);
+  }
+}
+template <int lanes>
+static inline FloatVector shift_down_in_groups_f(FloatVector v) {
+  static_assert(lanes == 1 || lanes == 2);
+  if constexpr (lanes == 1) {
+    return simde_mm256_blend_ps(simde_mm256_setzero_ps(),
+                                simde_mm256_permute_ps(v, SIMDE_MM_SHUFFLE(3, 3, 2, 1)), 0x77);
+  } else {
+    return simde_mm256_blend_ps(simde_mm256_setzero_ps(),
+                                simde_mm256_permute_ps(v, SIMDE_MM_SHUFFLE(3, 3, 3, 2)), 0x33);
   }
 }
 static inline FloatVector broadcast_group_f(const float* p) {
@@ -447,6 +463,17 @@ static inline FloatVector shift_up_in_groups_f(FloatVector v) {
   } else {
     return simde_mm512_maskz_mov_ps(0xCCCC,
                                     simde_mm512_shuffle_ps(v, v, SIMDE_MM_SHUFFLE(1, 0, 0, 0)));
+  }
+}
+template <int lanes>
+static inline FloatVector shift_down_in_groups_f(FloatVector v) {
+  static_assert(lanes == 1 || lanes == 2);
+  if constexpr (lanes == 1) {
+    return simde_mm512_maskz_mov_ps(0x7777,
+                                    simde_mm512_shuffle_ps(v, v, SIMDE_MM_SHUFFLE(3, 3, 2, 1)));
+  } else {
+    return simde_mm512_maskz_mov_ps(0x3333,
+                                    simde_mm512_shuffle_ps(v, v, SIMDE_MM_SHUFFLE(3, 3, 3, 2)));
   }
 }
 static inline FloatVector broadcast_group_f(const float* p) {

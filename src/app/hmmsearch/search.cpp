@@ -161,9 +161,10 @@ constexpr std::int64_t kNodesPerPass = 32768;
 // The blocks per worker a many-model pass over a small database aims at.
 constexpr std::size_t kBlocksPerWorker = 8;
 
-// The canonical Forward's parser states (forward_canonical.hpp) of a block's targets that
-// the Forward stage ran on, for the domain definition of those that pass it.
-class ForwardStates {
+// The whole-target parser states (forward_canonical.hpp's layout) of a block's targets that
+// the Forward stage ran on, for the domain definition of those that pass it: the canonical
+// Forward's, and the Backward's from them (FilterKernels::backward_parsers).
+class ParserStates {
  public:
   // Room for the block's targets `at` and `more` (indices into the block); forgets the
   // earlier ones.
@@ -177,16 +178,23 @@ class ForwardStates {
         size += (static_cast<std::size_t>(block.length(i)) + 1) * kParserStates;
       }
     }
-    values_.resize(size);
+    forward_.resize(size);
+    backward_.resize(size);
+    own_scales_.assign(block.sequences(), Flag{});
   }
-  // Where target i's states go, or are (null: the Forward stage did not run on it here).
-  float* of(std::size_t i) {
-    return i < offset_.size() && offset_[i] >= 0 ? values_.data() + offset_[i] : nullptr;
-  }
+  bool has(std::size_t i) const { return i < offset_.size() && offset_[i] >= 0; }
+  // Where target i's states go, or are (has(i)).
+  float* forward(std::size_t i) { return forward_.data() + offset_[i]; }
+  float* backward(std::size_t i) { return backward_.data() + offset_[i]; }
+  bool* own_scales(std::size_t i) { return &own_scales_[i].value; }
 
  private:
-  std::vector<float> values_;
+  struct Flag {
+    bool value = false;
+  };
+  std::vector<float> forward_, backward_;
   std::vector<std::int64_t> offset_;  // per target of the block, -1: none
+  std::vector<Flag> own_scales_;      // the Backward's (backward_parser_states)
 };
 
 // One block's records (targets that passed MSV) and pipeline counts.
@@ -198,12 +206,24 @@ struct BlockRecords {
 // Turns the scores of one block into its records, defining the domains of the targets
 // that passed every filter on the calling thread, a CPU worker (a device's block with such
 // targets goes to the post stage: deliver); returns the number of those targets.
+// Targets with their canonical Forward's parser states (`states`, with the kernels `k`)
+// start from them: their whole-target Backward parsers run first, together.
 std::int64_t add_block(const Block& block, const std::vector<TargetScores>& scores,
                        const SearchProfile& profile, const DomainSettings& domain_settings,
-                       scheduler::ResultSink<BlockRecords>& sink,
-                       ForwardStates* forward_states = nullptr) {
+                       scheduler::ResultSink<BlockRecords>& sink, ParserStates* states = nullptr,
+                       FilterKernels* k = nullptr) {
   thread_local DomainWorkspace workspace;
   std::optional<DpProfile> dp;  // made for the block's first target that passed
+  const auto from_states = [&](std::size_t i) {
+    return states != nullptr && k != nullptr && states->has(i) && scores[i].stage == Stage::passed;
+  };
+  std::vector<BackwardParserTarget> backward;
+  for (std::size_t i = 0; i < block.sequences(); ++i) {
+    if (from_states(i))
+      backward.push_back({block.sequence(i), block.length(i), states->forward(i),
+                          states->backward(i), states->own_scales(i)});
+  }
+  if (!backward.empty()) k->backward_parsers(backward);
   BlockRecords out;
   std::int64_t passed = 0;
   for (std::size_t i = 0; i < block.sequences(); ++i) {
@@ -224,10 +244,12 @@ std::int64_t add_block(const Block& block, const std::vector<TargetScores>& scor
       rec.scores = scores[i];
       if (st == Stage::passed) {
         if (!dp) dp.emplace(profile.forward);
+        WholeTargetParsers parsers;
+        if (from_states(i))
+          parsers = {states->forward(i), states->backward(i), *states->own_scales(i)};
         rec.domains =
             define_domains(profile, *dp, block.sequence(i), block.length(i), scores[i].forward_nats,
-                           scores[i].null_nats, domain_settings, workspace,
-                           forward_states != nullptr ? forward_states->of(i) : nullptr);
+                           scores[i].null_nats, domain_settings, workspace, parsers);
       }
       out.targets.push_back(std::move(rec));
     }
@@ -329,14 +351,14 @@ class HmmsearchWorkload final : public scheduler::Workload {
     std::vector<std::size_t> at_forward;
     for (std::size_t i = 0; i < n; ++i)
       if (needs_forward(scores[i])) at_forward.push_back(i);
-    ForwardStates& states = forward_states();
+    ParserStates& states = parser_states();
     states.make_room(block, at_forward);
     forward_stage(profile, block, at_forward, scores, k, states);
-    return add_block(block, scores, profile, domain_settings_, sink, &states);
+    return add_block(block, scores, profile, domain_settings_, sink, &states, &k);
   }
   // The calling worker's parser states of its current block and model.
-  static ForwardStates& forward_states() {
-    thread_local ForwardStates states;
+  static ParserStates& parser_states() {
+    thread_local ParserStates states;
     return states;
   }
 
@@ -358,11 +380,12 @@ class HmmsearchWorkload final : public scheduler::Workload {
         if (m.remains[i] == Remains::domains) at_domains.push_back(i);
         if (m.remains[i] != Remains::nothing && needs_forward(m.scores[i])) at_forward.push_back(i);
       }
-      ForwardStates& states = forward_states();
+      ParserStates& states = parser_states();
       states.make_room(block, at_forward, at_domains);
       forward_stage(profile, block, at_forward, m.scores, k, states);
-      parser_states(block, at_domains, k, states);
-      passed += add_block(block, m.scores, profile, domain_settings_, *models_[j].sink, &states);
+      forward_states(block, at_domains, k, states);
+      passed +=
+          add_block(block, m.scores, profile, domain_settings_, *models_[j].sink, &states, &k);
     }
     return passed;
   }
@@ -432,7 +455,7 @@ class HmmsearchWorkload final : public scheduler::Workload {
   // time, longest first so that the targets of a pack have similar lengths (the kernel
   // computes several side by side); their parser states go to `states` (room made).
   void forward_stage(const SearchProfile& profile, const Block& block, std::vector<std::size_t> at,
-                     std::vector<TargetScores>& scores, FilterKernels& k, ForwardStates& states) {
+                     std::vector<TargetScores>& scores, FilterKernels& k, ParserStates& states) {
     std::stable_sort(at.begin(), at.end(), [&](std::size_t a, std::size_t b) {
       return block.length(a) > block.length(b);
     });
@@ -443,21 +466,22 @@ class HmmsearchWorkload final : public scheduler::Workload {
       targets.clear();
       outs.clear();
       for (std::size_t j = start; j < end; ++j) {
-        targets.push_back({block.sequence(at[j]), block.length(at[j]), states.of(at[j])});
+        targets.push_back({block.sequence(at[j]), block.length(at[j]), states.forward(at[j])});
         outs.push_back(&scores[at[j]]);
       }
       run_forward_stages(profile, settings_, k, targets, outs);
     }
   }
 
-  // The parser states of the block's targets `at` that passed every filter on a device
+  // The Forward's parser states of the block's targets `at` that passed every filter on a
   // (which keeps no states): the canonical Forward again, on the CPU's packed kernel,
   // for domain definition.
-  static void parser_states(const Block& block, const std::vector<std::size_t>& at,
-                            FilterKernels& k, ForwardStates& states) {
+  static void forward_states(const Block& block, const std::vector<std::size_t>& at,
+                             FilterKernels& k, ParserStates& states) {
     if (at.empty()) return;
     std::vector<ForwardTarget> targets;
-    for (std::size_t i : at) targets.push_back({block.sequence(i), block.length(i), states.of(i)});
+    for (std::size_t i : at)
+      targets.push_back({block.sequence(i), block.length(i), states.forward(i)});
     std::vector<float> scores(targets.size());
     k.forward_many(targets, scores);
   }

@@ -111,6 +111,12 @@ TargetScores run_filters(const SearchProfile& profile, const CascadeSettings& se
   return out;
 }
 
+void ReferenceKernels::backward_parsers(std::span<const BackwardParserTarget> targets) {
+  if (!backward_) backward_ = std::make_unique<DpProfile>(profile_.forward);
+  for (const BackwardParserTarget& t : targets)
+    backward_parser_states(*backward_, t.dsq, t.L, t.forward_states, t.states, *t.own_scales);
+}
+
 void run_forward_stage(const SearchProfile& profile, const CascadeSettings& settings,
                        FilterKernels& kernels, const Residue* dsq, int L, TargetScores& out) {
   decide_after_forward(profile, settings, kernels.forward(dsq, L), out);

@@ -9,11 +9,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <span>
 #include <stdexcept>
 #include <vector>
 
 #include "core/hmmsearch/forward_canonical.hpp"
+#include "core/hmmsearch/posterior_dp.hpp"
 #include "core/hmmsearch/profile.hpp"
 #include "core/hmmsearch/reference_kernels.hpp"
 
@@ -56,6 +58,18 @@ struct ForwardTarget {
   float* states = nullptr;
 };
 
+// One target of domain definition's whole-target Backward parser (posterior_dp.hpp's
+// backward_dp, multihit; L >= 1), from the canonical Forward's parser states of its rows:
+// its own states go to `states` (forward_canonical.hpp's layout), and whether it took
+// rescaling factors of its own to `own_scales`.
+struct BackwardParserTarget {
+  const Residue* dsq = nullptr;
+  int L = 0;
+  const float* forward_states = nullptr;
+  float* states = nullptr;
+  bool* own_scales = nullptr;
+};
+
 // The kernels of one stage set, for one model; one object per worker thread.
 class FilterKernels {
  public:
@@ -68,6 +82,9 @@ class FilterKernels {
   // The canonical Forward scores of several targets, scores[j] of targets[j], and their
   // parser states where asked (ForwardTarget::states); a kernel may compute them together.
   virtual void forward_many(std::span<const ForwardTarget> targets, std::span<float> scores) = 0;
+  // The Backward parsers of several targets, bit for bit backward_parser_states's; a
+  // kernel may run them together.
+  virtual void backward_parsers(std::span<const BackwardParserTarget> targets) = 0;
 };
 
 // The scalar references as a FilterKernels, with the canonical Forward (which the
@@ -87,10 +104,12 @@ class ReferenceKernels final : public FilterKernels {
     for (std::size_t j = 0; j < targets.size(); ++j)
       scores[j] = forward_.score(targets[j].dsq, targets[j].L, targets[j].states);
   }
+  void backward_parsers(std::span<const BackwardParserTarget> targets) override;
 
  private:
   const SearchProfile& profile_;
   CanonicalForward forward_;
+  std::unique_ptr<DpProfile> backward_;  // made on first use
 };
 
 // The cascade's decisions: pure functions of a target's scores, with HMMER 3.3.2's rules,

@@ -291,13 +291,13 @@ AlignmentDisplay display(const SearchProfile& profile, const Trace& tr, std::siz
 class Definer {
  public:
   Definer(const SearchProfile& profile, const DpProfile& dp, const Residue* dsq, int L,
-          const float* forward_states, const DomainSettings& settings, DomainWorkspace& ws)
+          const WholeTargetParsers& parsers, const DomainSettings& settings, DomainWorkspace& ws)
       : p_(profile),
         s_(profile.forward),
         dp_(dp),
         dsq_(dsq),
         L_(L),
-        forward_states_(forward_states),
+        parsers_(parsers),
         settings_(settings),
         ws_(ws),
         multihit_(SpecialMoves::multihit(profile.forward, L)),
@@ -311,11 +311,19 @@ class Definer {
     // The canonical Forward's states are forward_dp's where its N/C/J moves are multihit_'s
     // (below 2^24 residues: ForwardScores::ncj).
     const ForwardScores::Length ncj = s_.ncj(L_);
-    if (forward_states_ != nullptr && ncj.loop == multihit_.n_loop && ncj.move == multihit_.n_move)
-      fwd.set_parser_states(forward_states_);
-    else
+    if (parsers_.forward != nullptr && ncj.loop == multihit_.n_loop &&
+        ncj.move == multihit_.n_move) {
+      fwd.set_parser_states(parsers_.forward);
+      if (parsers_.backward != nullptr) {
+        bck.set_parser_states(parsers_.backward);
+        bck.own_scales = parsers_.backward_own_scales;
+      } else {
+        backward_dp(dp_, multihit_, dsq_, L_, fwd, bck);
+      }
+    } else {
       forward_dp(dp_, multihit_, dsq_, L_, fwd);
-    backward_dp(dp_, multihit_, dsq_, L_, fwd, bck);
+      backward_dp(dp_, multihit_, dsq_, L_, fwd, bck);
+    }
     if (!decode_domain_boundaries(multihit_, fwd, bck, ws_.btot, ws_.etot, ws_.mocc)) return;
     ws_.null2_per_residue.assign(static_cast<std::size_t>(L_) + 1, 0.0f);
     out.expected = ws_.btot[L_];
@@ -462,7 +470,7 @@ class Definer {
   const DpProfile& dp_;
   const Residue* dsq_;
   int L_;
-  const float* forward_states_;  // the canonical Forward's parser states, or null
+  const WholeTargetParsers& parsers_;
   const DomainSettings& settings_;
   DomainWorkspace& ws_;
   SpecialMoves multihit_, unihit_;
@@ -497,11 +505,11 @@ float hmmer_logsum(float a, float b) {
 TargetDomains define_domains(const SearchProfile& profile, const DpProfile& dp, const Residue* dsq,
                              int L, float forward_nats, float null_nats,
                              const DomainSettings& settings, DomainWorkspace& workspace,
-                             const float* forward_states) {
+                             const WholeTargetParsers& parsers) {
   TargetDomains out;
   if (L <= 0) return out;
   const FlushDenormals flush_denormals;  // HMMER's mode, and no slow denormal arithmetic
-  Definer(profile, dp, dsq, L, forward_states, settings, workspace).run(out);
+  Definer(profile, dp, dsq, L, parsers, settings, workspace).run(out);
   if (out.domains.empty()) return out;
   const double log2 = kLog2;
   const auto survival = [&](float bits) {

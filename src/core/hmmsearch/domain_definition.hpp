@@ -90,12 +90,17 @@ class DomainWorkspace {
 // Domain definition and scores of a target of L >= 1 residues that passed the Forward
 // filter with the Forward score `forward_nats` (the canonical score) against the null
 // model's `null_nats`. `dp` is DpProfile(profile.forward), made once for many targets.
-// `forward_states`: the target's canonical Forward parser states (forward_canonical.hpp),
-// where the Forward filter kept them; else the whole target's Forward runs again.
+// `parsers`: the whole target's parser states where the search has them; else the whole
+// target's Forward and Backward run here.
+struct WholeTargetParsers {
+  const float* forward = nullptr;   // the canonical Forward's (forward_canonical.hpp)
+  const float* backward = nullptr;  // backward_parser_states's from them (needs forward)
+  bool backward_own_scales = false;
+};
 TargetDomains define_domains(const SearchProfile& profile, const DpProfile& dp, const Residue* dsq,
                              int L, float forward_nats, float null_nats,
                              const DomainSettings& settings, DomainWorkspace& workspace,
-                             const float* forward_states = nullptr);
+                             const WholeTargetParsers& parsers = {});
 
 // p7_FLogsum: log(e^a + e^b) by HMMER's table (1/1000 nat steps), as its scores use it.
 float hmmer_logsum(float a, float b);

@@ -471,6 +471,20 @@ float backward_dp(const DpProfile& profile, const SpecialMoves& mv, const Residu
   return static_cast<float>(total_scale + std::log(static_cast<double>(xN)));
 }
 
+void backward_parser_states(const DpProfile& profile, const Residue* dsq, int L,
+                            const float* forward_states, float* states, bool& own_scales) {
+  thread_local DpMatrix fwd, bck;
+  fwd.reset(profile.scores.M, L, false);
+  fwd.set_parser_states(forward_states);
+  bck.reset(profile.scores.M, L, false);
+  backward_dp(profile, SpecialMoves::multihit(profile.scores, L), dsq, L, fwd, bck);
+  for (int i = 0; i <= L; ++i)
+    for (int x = 0; x < kParserStates; ++x)
+      states[static_cast<std::size_t>(i) * kParserStates + x] =
+          bck.x(i, static_cast<DpMatrix::Special>(x));
+  own_scales = bck.own_scales;
+}
+
 bool decode_posteriors(const SpecialMoves& mv, const DpMatrix& fwd, const DpMatrix& bck,
                        DpMatrix& pp) {
   const FlushDenormals flush_denormals;

@@ -115,6 +115,11 @@ float forward_dp(const DpProfile& profile, const SpecialMoves& moves, const Resi
 // Backward with the Forward matrix's rescaling factors: the score in nats.
 float backward_dp(const DpProfile& profile, const SpecialMoves& moves, const Residue* dsq, int L,
                   const DpMatrix& fwd, DpMatrix& bck);
+// The whole-target Backward parser of domain definition (multihit) from the canonical
+// Forward's parser states `forward_states` of rows 0..L: its own states into `states`
+// (forward_canonical.hpp's layout) and whether it took rescaling factors of its own.
+void backward_parser_states(const DpProfile& profile, const Residue* dsq, int L,
+                            const float* forward_states, float* states, bool& own_scales);
 // Posterior probabilities of every emitting cell (M, I; N, J, C per row; D is 0) from two
 // full matrices; `pp` may be `bck` (decoded in place). False where the rescaling
 // overflows (HMMER's eslERANGE).

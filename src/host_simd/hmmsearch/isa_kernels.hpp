@@ -67,6 +67,21 @@ struct CanonicalTarget {
   float* states = nullptr;
 };
 
+// One target of the packed Backward parser: domain definition's whole-target Backward
+// (core/hmmsearch/posterior_dp.hpp's backward_dp on a parser matrix, multihit), bit for bit.
+// Its residues (L >= 1), the N/C/J loop and move probabilities of its length, the canonical
+// Forward's parser states of its rows (their rescaling factors are the Backward's, until
+// it takes factors of its own, as HMMER's does on overflow), where its own parser states
+// go (rows 0..L, kParserStates each) and whether it took its own factors.
+struct BackwardTarget {
+  const Residue* dsq = nullptr;
+  int L = 0;
+  float loop = 0, move = 0;
+  const float* forward_states = nullptr;
+  float* states = nullptr;
+  bool* own_scales = nullptr;
+};
+
 // One ISA's kernels. DP rows are caller-owned, 64-byte aligned, of the sizes below (in
 // elements, for Q vectors): MSV Q*n bytes; Viterbi 3*Q*n int16; Forward 3*Q*n floats.
 struct IsaKernels {
@@ -92,6 +107,11 @@ struct IsaKernels {
   void (*forward_canonical_packed)(const ForwardStripedView& profile,
                                    const CanonicalTarget* targets, int count, float* scores,
                                    float* rows, std::int64_t* rescaled_rows);
+  // The Backward parser of `count` targets (BackwardTarget), as forward_canonical_packed runs
+  // the canonical Forward: one target per 128-bit group, in the 4-lane profile; `rows` holds
+  // 6 * Q * vector_bytes / 4 floats.
+  void (*backward_parser_packed)(const ForwardStripedView& profile, const BackwardTarget* targets,
+                                 int count, float* rows);
 };
 
 namespace sse41 {

@@ -645,6 +645,203 @@ void forward_canonical_packed(const ForwardStripedView& profile, const Canonical
   if (rescaled_rows != nullptr) *rescaled_rows += rescaled;
 }
 
+// ============================================================================
+// Domain definition's whole-target Backward parser for several targets at once
+// (core/hmmsearch/posterior_dp.cpp's backward_dp on a parser matrix, multihit), as
+// forward_canonical_packed runs the canonical Forward: each 128-bit group holds one
+// target's 4 lanes and does backward_dp's float operations in its order; transitions are
+// broadcast, match odds loaded per group; the special states, the rescaling and the last
+// row (row 0: B and N only, summed in its own order) are each group's own. Rows run from
+// each target's L down to 0; two DP rows (the next row and this one) alternate.
+// ============================================================================
+
+struct BackwardSlot {
+  const BackwardTarget* t = nullptr;  // null: idle
+  int i = 0;                          // the row this step computes (L .. 1)
+  float xN = 0, xJ = 0, xC = 0, xB = 0, xE = 0;
+  bool own_scales = false;
+};
+
+void backward_parser_packed(const ForwardStripedView& profile, const BackwardTarget* targets,
+                            int count, float* rows) {
+  const FlushDenormals flush_denormals;
+  constexpr int n = kLanesF32;
+  constexpr int groups = kGroupsF32;
+  constexpr int lanes = kCanonicalLanes;
+  constexpr float kRescaleAbove = 1.0e4f;  // posterior_dp.cpp's constants
+  constexpr float kOwnScalesAbove = 1.0e16f;
+  const int Q = profile.Q;
+  const std::size_t row_elements = static_cast<std::size_t>(Q) * n;
+  const std::size_t profile_row = static_cast<std::size_t>(Q) * lanes;
+  const float* const dd = profile.transitions + kVitPerQ * profile_row;
+  const auto at = [](auto* base, int q) { return base + static_cast<std::size_t>(q) * n; };
+  const auto at4 = [](auto* base, int q) { return base + static_cast<std::size_t>(q) * lanes; };
+  const auto tsc = [&](int q, int which) {
+    return broadcast_group_f(
+        profile.transitions +
+        (static_cast<std::size_t>(q) * kVitPerQ + static_cast<std::size_t>(which)) * lanes);
+  };
+  float* buffers[2] = {rows, rows + 3 * row_elements};  // each: M, D, I rows
+  for (float* b : buffers)
+    for (std::size_t j = 0; j < 3 * row_elements; j += n) store_f(b + j, zero_f());
+  int cur_buffer = 0;
+
+  int next = 0;
+  const auto fill = [&](BackwardSlot& slot) {
+    slot = BackwardSlot{};
+    while (next < count) {
+      const BackwardTarget& t = targets[next++];
+      if (t.L <= 0) continue;
+      slot.t = &t;
+      slot.i = t.L;
+      return;
+    }
+  };
+  BackwardSlot slots[groups];
+  int active = 0;
+  for (BackwardSlot& slot : slots) {
+    fill(slot);
+    if (slot.t != nullptr) ++active;
+  }
+  while (active > 0) {
+    float* const curm = buffers[cur_buffer];
+    float* const curd = curm + row_elements;
+    float* const curi = curm + 2 * row_elements;
+    const float* const nextm = buffers[1 - cur_buffer];
+    const float* const nexti = nextm + 2 * row_elements;
+    // Residue i + 1 of each group (row L, and an idle group: residue 0 against zero rows).
+    const float* match[groups];
+    for (int g = 0; g < groups; ++g) {
+      const BackwardSlot& slot = slots[g];
+      const bool emits = slot.t != nullptr && slot.i < slot.t->L;
+      match[g] = profile.match + (emits ? slot.t->dsq[slot.i] : 0) * profile_row;
+    }
+    const auto match_at = [&](int q) {
+      const float* p[groups];
+      for (int g = 0; g < groups; ++g) p[g] = at4(match[g], q);
+      return load_groups_f(p);
+    };
+    // 1: B collected; I complete; M and D without their paths to D and E (D's in-lane
+    // D->D included).
+    FloatVector tmm = shift_down_in_groups_f<1>(tsc(0, kVitMM));
+    FloatVector tim = shift_down_in_groups_f<1>(tsc(0, kVitIM));
+    FloatVector tdm = shift_down_in_groups_f<1>(tsc(0, kVitDM));
+    FloatVector mpv = shift_down_in_groups_f<1>(mul_f(load_f(at(nextm, 0)), match_at(0)));
+    FloatVector xBv = zero_f();
+    FloatVector din = zero_f();
+    for (int q = Q - 1; q >= 0; --q) {
+      const FloatVector ipv = load_f(at(nexti, q));
+      store_f(at(curi, q), add_f(mul_f(ipv, tsc(q, kVitII)), mul_f(mpv, tim)));
+      din = add_f(mul_f(mpv, tdm), mul_f(din, broadcast_group_f(at4(dd, q))));
+      store_f(at(curd, q), din);
+      const FloatVector mcv = add_f(mul_f(ipv, tsc(q, kVitMI)), mul_f(mpv, tmm));
+      mpv = mul_f(load_f(at(nextm, q)), match_at(q));
+      store_f(at(curm, q), mcv);
+      tdm = tsc(q, kVitDM);
+      tim = tsc(q, kVitIM);
+      tmm = tsc(q, kVitMM);
+      xBv = add_f(xBv, mul_f(mpv, tsc(q, kVitBM)));
+    }
+    // 2: each group's special states.
+    alignas(64) float xb_lanes[n];
+    alignas(64) float xe_of[groups];
+    store_f(xb_lanes, xBv);
+    for (int g = 0; g < groups; ++g) {
+      BackwardSlot& slot = slots[g];
+      xe_of[g] = 0.0f;
+      if (slot.t == nullptr) continue;
+      const float loop = slot.t->loop, move = slot.t->move;
+      if (slot.i == slot.t->L) {  // row L: C's move to T
+        slot.xC = move;
+        slot.xJ = slot.xB = slot.xN = 0.0f;
+        slot.xE = slot.xC * profile.e_move;
+      } else {
+        const float* x = xb_lanes + lanes * g;
+        slot.xB = (x[0] + x[1]) + (x[2] + x[3]);
+        slot.xC = slot.xC * loop;
+        slot.xJ = slot.xB * move + slot.xJ * loop;
+        slot.xN = slot.xB * move + slot.xN * loop;
+        slot.xE = slot.xC * profile.e_move + slot.xJ * profile.e_loop;
+      }
+      xe_of[g] = slot.xE;
+    }
+    // 3: M and D to E, the D->D paths (the scan across lanes), and M->D.
+    const FloatVector xEv = splat_groups_f(xe_of);
+    FloatVector carry = shift_down_in_groups_f<1>(
+        add_f(load_f(at(curd, 0)), mul_f(xEv, broadcast_group_f(at4(profile.dd_ones, 0)))));
+    FloatVector through = shift_down_in_groups_f<1>(broadcast_group_f(at4(profile.dd_suffix, 0)));
+    carry = add_f(carry, mul_f(through, shift_down_in_groups_f<1>(carry)));
+    through = mul_f(through, shift_down_in_groups_f<1>(through));
+    carry = add_f(carry, mul_f(through, shift_down_in_groups_f<2>(carry)));
+    FloatVector dnext = carry;
+    for (int q = Q - 1; q >= 0; --q) {
+      const FloatVector d =
+          add_f(add_f(load_f(at(curd, q)), mul_f(xEv, broadcast_group_f(at4(profile.dd_ones, q)))),
+                mul_f(carry, broadcast_group_f(at4(profile.dd_suffix, q))));
+      store_f(at(curd, q), d);
+      store_f(at(curm, q), add_f(add_f(load_f(at(curm, q)), xEv), mul_f(dnext, tsc(q, kVitMD))));
+      dnext = d;
+    }
+    // 4: each group's rescaling and states; a group past row 1 ends its target with row 0.
+    for (int g = 0; g < groups; ++g) {
+      BackwardSlot& slot = slots[g];
+      if (slot.t == nullptr) continue;
+      const BackwardTarget& t = *slot.t;
+      const float forward_scale =
+          t.forward_states[static_cast<std::size_t>(slot.i) * kParserStates + 5];
+      float scale = forward_scale;
+      if (slot.i < t.L) {
+        if (slot.xB > kOwnScalesAbove) slot.own_scales = true;
+        if (slot.own_scales) scale = slot.xB > kRescaleAbove ? slot.xB : 1.0f;
+      }
+      if (scale > 1.0f) {
+        slot.xE /= scale;
+        slot.xN /= scale;
+        slot.xJ /= scale;
+        slot.xB /= scale;
+        slot.xC /= scale;
+        const simde__m128 r = simde_mm_set1_ps(static_cast<float>(1.0 / scale));
+        for (float* row : {curm, curd, curi}) {
+          for (int q = 0; q < Q; ++q) {
+            float* const v = at(row, q) + lanes * g;
+            simde_mm_store_ps(v, simde_mm_mul_ps(simde_mm_load_ps(v), r));
+          }
+        }
+      }
+      put_parser_states(t.states, slot.i, slot.xE, slot.xN, slot.xJ, slot.xB, slot.xC, scale);
+      if (slot.i > 1) {
+        --slot.i;
+        continue;
+      }
+      // Row 0: B from row 1 (the vectors in increasing order), and N.
+      const float* first = profile.match + t.dsq[0] * profile_row;
+      simde__m128 sum = simde_mm_setzero_ps();
+      for (int q = 0; q < Q; ++q) {
+        const simde__m128 m = simde_mm_mul_ps(simde_mm_load_ps(at(curm, q) + lanes * g),
+                                              simde_mm_load_ps(at4(first, q)));
+        sum = simde_mm_add_ps(
+            sum,
+            simde_mm_mul_ps(
+                m, simde_mm_load_ps(profile.transitions +
+                                    (static_cast<std::size_t>(q) * kVitPerQ + kVitBM) * lanes)));
+      }
+      alignas(16) float x[4];
+      simde_mm_store_ps(x, sum);
+      const float xB = (x[0] + x[1]) + (x[2] + x[3]);
+      const float xN = xB * t.move + slot.xN * t.loop;
+      put_parser_states(t.states, 0, 0.0f, xN, 0.0f, xB, 0.0f, 1.0f);
+      *t.own_scales = slot.own_scales;
+      // The group's next target starts from zero rows: this row is its next row.
+      const simde__m128 zero = simde_mm_setzero_ps();
+      for (float* row : {curm, curd, curi})
+        for (int q = 0; q < Q; ++q) simde_mm_store_ps(at(row, q) + lanes * g, zero);
+      fill(slot);
+      if (slot.t == nullptr) --active;
+    }
+    cur_buffer = 1 - cur_buffer;
+  }
+}
+
 }  // namespace
 
 const IsaKernels& isa_kernels() {
@@ -654,7 +851,8 @@ const IsaKernels& isa_kernels() {
                                       &msv_filter,
                                       &viterbi_filter,
                                       &forward_parser,
-                                      &forward_canonical_packed};
+                                      &forward_canonical_packed,
+                                      &backward_parser_packed};
   return kernels;
 }
 

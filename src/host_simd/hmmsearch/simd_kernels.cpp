@@ -284,4 +284,29 @@ void SimdFilterKernels::forward_canonical_many(std::span<const ForwardTarget> ta
   }
 }
 
+void SimdFilterKernels::backward_parsers(std::span<const BackwardParserTarget> targets) {
+  if (isa_ == Isa::scalar) {
+    if (!backward_profile_) backward_profile_ = std::make_unique<DpProfile>(profile_.forward);
+    for (const BackwardParserTarget& t : targets)
+      backward_parser_states(*backward_profile_, t.dsq, t.L, t.forward_states, t.states,
+                             *t.own_scales);
+    return;
+  }
+  backward_targets_.clear();
+  for (const BackwardParserTarget& t : targets) {
+    const SpecialMoves moves = SpecialMoves::multihit(profile_.forward, t.L);
+    backward_targets_.push_back(
+        {t.dsq, t.L, moves.n_loop, moves.n_move, t.forward_states, t.states, t.own_scales});
+  }
+  std::stable_sort(backward_targets_.begin(), backward_targets_.end(),
+                   [](const BackwardTarget& a, const BackwardTarget& b) { return a.L > b.L; });
+  const ForwardStripedView view = striped_->canonical.view();
+  const std::size_t rows =
+      6 * static_cast<std::size_t>(view.Q) * striped_->kernels->vector_bytes / 4;
+  if (backward_rows_.size() < rows) backward_rows_.resize(rows);
+  striped_->kernels->backward_parser_packed(view, backward_targets_.data(),
+                                            static_cast<int>(backward_targets_.size()),
+                                            backward_rows_.data());
+}
+
 }  // namespace duet::simd

@@ -110,6 +110,7 @@ float forward_margin(float simd_score);
 struct StripedProfiles;  // host_simd/hmmsearch/striped_profiles.hpp
 struct DpRows;
 struct CanonicalTarget;  // host_simd/hmmsearch/isa_kernels.hpp
+struct BackwardTarget;
 
 // The SIMD filters of one model for one ISA: striped profiles (read-only, shareable
 // between the kernels of several threads: stripe_profiles) and DP rows (its own).
@@ -148,6 +149,9 @@ class SimdFilterKernels final : public FilterKernels {
   float forward(const Residue* dsq, int L) override;
   // Every target's canonical score (forward_canonical_many), whatever the gate.
   void forward_many(std::span<const ForwardTarget> targets, std::span<float> scores) override;
+  // The ISA's packed Backward parser (one target per 128 bits, longest first); scalar:
+  // backward_parser_states on each in turn.
+  void backward_parsers(std::span<const BackwardParserTarget> targets) override;
 
   // The canonical Forward (forward_canonical) of several targets, bit for bit, computed
   // together: the ISA's packed kernel (one target per 128 bits of the vector, longest
@@ -182,6 +186,11 @@ class SimdFilterKernels final : public FilterKernels {
   std::vector<std::size_t> canonical_order_;
   std::vector<CanonicalTarget> canonical_targets_;
   std::vector<float> canonical_scores_;
+  // backward_parsers': the packed targets, the kernel's rows, and the scalar DP's profile
+  // (made on first use).
+  std::vector<BackwardTarget> backward_targets_;
+  AlignedBuffer<float> backward_rows_;
+  std::unique_ptr<DpProfile> backward_profile_;
 };
 
 }  // namespace duet::simd

@@ -6,10 +6,12 @@
 
 #include <unistd.h>
 
+#include <exception>
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <sstream>
+#include <thread>
 
 #include "app/hmmsearch/report.hpp"
 #include "app/hmmsearch/result_stream.hpp"
@@ -322,39 +324,60 @@ void add_profile_command(CLI::App& app,
     }
     phase_time("search returned");
     if (run.stopped || g_interrupted.load()) throw Interrupted{};
+    // The text outputs (no HDF5 call in them) are written by a thread of their own while
+    // this one writes the HDF5 file.
+    const auto write_text_outputs = [&](const SearchRun& r) {
+      if (tbl_output != nullptr) {
+        io::write_text_file(*tbl_output, [&](std::ostream& os) { write_tblout(os, r, info); });
+      }
+      if (domtbl_output != nullptr) {
+        io::write_text_file(*domtbl_output,
+                            [&](std::ostream& os) { write_domtblout(os, r, info); });
+      }
+      if (alignment_output != nullptr) {
+        io::write_text_file(*alignment_output, [&](std::ostream& os) {
+          write_alignment_file(os, r, config.run.textw);
+        });
+      }
+      if (text_output != nullptr) {
+        io::write_text_file(*text_output,
+                            [&](std::ostream& os) { write_text_report(os, r, config, info); });
+      }
+    };
+    SearchRun scanned;  // hmmscan's view: the queries are the sequences
+    std::exception_ptr text_error;
+    std::jthread text_writer;  // declared after what it reads: joined before they go
+    const auto start_text = [&](const SearchRun& r) {
+      text_writer = std::jthread([&write_text_outputs, &text_error, &r] {
+        try {
+          write_text_outputs(r);
+        } catch (...) {
+          text_error = std::current_exception();
+        }
+      });
+    };
+    if (!scan) start_text(run);
     write_hdf5(h5, run, config, info);
     if (scan) {
-      // hmmscan's view: the queries are the sequences (one more read of their names).
+      // One more read of the sequences' names.
       const std::vector<QuerySequence> sequences =
           read_query_sequences(o.database_path, *models.front().alphabet);
-      run = scan_results(run, models, sequences, config.search);
-      write_scan_results(h5, run);
+      scanned = scan_results(run, models, sequences, config.search);
+      start_text(scanned);
+      write_scan_results(h5, scanned);
     }
     h5.close();
     phase_time("wrote HDF5");
-    if (tbl_output != nullptr) {
-      io::write_text_file(*tbl_output, [&](std::ostream& os) { write_tblout(os, run, info); });
-    }
-    if (domtbl_output != nullptr) {
-      io::write_text_file(*domtbl_output,
-                          [&](std::ostream& os) { write_domtblout(os, run, info); });
-    }
-    if (alignment_output != nullptr) {
-      io::write_text_file(*alignment_output, [&](std::ostream& os) {
-        write_alignment_file(os, run, config.run.textw);
-      });
-    }
-    if (text_output != nullptr) {
-      io::write_text_file(*text_output,
-                          [&](std::ostream& os) { write_text_report(os, run, config, info); });
-    }
+    if (text_writer.joinable()) text_writer.join();
+    if (text_error) std::rethrow_exception(text_error);
+    const SearchRun& report = scan ? scanned : run;
     phase_time("wrote tables");
     // Every output at once, and only now that all of them are written.
     if (g_interrupted.load()) throw Interrupted{};
     outputs.commit_all();
     phase_time("committed output");
     if (!config.run.quiet) {
-      if (text_output == nullptr) write_text_report(std::cout, run, config, info);
+      if (text_output == nullptr) write_text_report(std::cout, report, config, info);
       std::cout << "# results written to " << config.run.h5 << "\n";
     }
     return 0;

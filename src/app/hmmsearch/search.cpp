@@ -178,8 +178,8 @@ class ParserStates {
         size += (static_cast<std::size_t>(block.length(i)) + 1) * kParserStates;
       }
     }
-    forward_.resize(size);
-    backward_.resize(size);
+    forward_.make_room(size);
+    backward_.make_room(size);
     own_scales_.assign(block.sequences(), Flag{});
   }
   bool has(std::size_t i) const { return i < offset_.size() && offset_[i] >= 0; }
@@ -192,7 +192,7 @@ class ParserStates {
   struct Flag {
     bool value = false;
   };
-  std::vector<float> forward_, backward_;
+  ScratchBuffer<float> forward_, backward_;
   std::vector<std::int64_t> offset_;  // per target of the block, -1: none
   std::vector<Flag> own_scales_;      // the Backward's (backward_parser_states)
 };

@@ -256,7 +256,7 @@ void DpMatrix::reset(int M, int L, bool full) {
   full_ = full;
   const std::size_t rows = full ? static_cast<std::size_t>(L) + 1 : 2;
   const std::size_t cells = rows * 3 * width();
-  if (cells_.size() < cells) cells_.resize(cells);
+  cells_.make_room(cells);
   const std::size_t specials = (static_cast<std::size_t>(L) + 1) * kSpecials;
   if (specials_.size() < specials) specials_.resize(specials);
   own_scales = false;

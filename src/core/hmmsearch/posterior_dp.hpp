@@ -104,7 +104,7 @@ class DpMatrix {
   }
   int M_ = 0, Q_ = 1, L_ = 0;
   bool full_ = true;
-  AlignedBuffer<float> cells_;
+  ScratchBuffer<float> cells_;
   std::vector<float> specials_;
   std::vector<std::uint32_t> node_at_;  // at(k), k = 0..M (0 unused)
 };

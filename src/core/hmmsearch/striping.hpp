@@ -5,8 +5,10 @@
 // aligned and every row is whole vectors, so one scheme serves every width up to AVX-512.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
+#include <memory>
 #include <new>
 #include <vector>
 
@@ -31,6 +33,32 @@ struct AlignedAllocator {
 };
 template <class T>
 using AlignedBuffer = std::vector<T, AlignedAllocator<T>>;
+
+// Scratch memory that every use writes before it reads (DP matrices, parser states): 64-byte
+// aligned, its elements not initialised, and its contents not kept when it grows (no
+// zeroing and no copy, which an AlignedBuffer's resize does).
+template <class T>
+class ScratchBuffer {
+ public:
+  // Room for at least n elements, their values unspecified.
+  void make_room(std::size_t n) {
+    if (n > capacity_) {
+      capacity_ = std::max(n, capacity_ + capacity_ / 2);
+      data_.reset(AlignedAllocator<T>().allocate(capacity_));
+    }
+    size_ = n;
+  }
+  T* data() { return data_.get(); }
+  const T* data() const { return data_.get(); }
+  std::size_t size() const { return size_; }
+
+ private:
+  struct Free {
+    void operator()(T* p) const { AlignedAllocator<T>().deallocate(p, 0); }
+  };
+  std::unique_ptr<T, Free> data_;
+  std::size_t size_ = 0, capacity_ = 0;
+};
 
 // Vectors per row for M nodes in `lanes` lanes (at least one).
 int striped_segments(int M, int lanes);

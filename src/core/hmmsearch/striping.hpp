@@ -43,7 +43,8 @@ class ScratchBuffer {
   // Room for at least n elements, their values unspecified.
   void make_room(std::size_t n) {
     if (n > capacity_) {
-      capacity_ = std::max(n, capacity_ + capacity_ / 2);
+      // Doubling from a few pages: each growth is memory the system gives anew.
+      capacity_ = std::max({n, 2 * capacity_, kFirstBytes / sizeof(T)});
       data_.reset(AlignedAllocator<T>().allocate(capacity_));
     }
     size_ = n;
@@ -56,6 +57,7 @@ class ScratchBuffer {
   struct Free {
     void operator()(T* p) const { AlignedAllocator<T>().deallocate(p, 0); }
   };
+  static constexpr std::size_t kFirstBytes = std::size_t{1} << 16;
   std::unique_ptr<T, Free> data_;
   std::size_t size_ = 0, capacity_ = 0;
 };

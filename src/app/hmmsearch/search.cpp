@@ -474,8 +474,8 @@ class HmmsearchWorkload final : public scheduler::Workload {
   }
 
   // The Forward's parser states of the block's targets `at` that passed every filter on a
-  // (which keeps no states): the canonical Forward again, on the CPU's packed kernel,
-  // for domain definition.
+  // device (which keeps no states): the canonical Forward again, on the CPU's packed
+  // kernel, for domain definition.
   static void forward_states(const Block& block, const std::vector<std::size_t>& at,
                              FilterKernels& k, ParserStates& states) {
     if (at.empty()) return;

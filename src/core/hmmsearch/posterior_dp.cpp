@@ -1,9 +1,10 @@
 // Domain definition's dynamic programming (posterior_dp.hpp). The recursions follow
 // HMMER 3.3.2's SSE code (impl_sse/fwdback.c, decoding.c, optacc.c) vector for vector on
-// 4-lane vectors of the compiler's vector extension; the delete states of the Forward and
-// of the Backward use the canonical Forward's in-lane scan (forward_canonical.cpp)
-// instead of HMMER's repeated passes. The tracebacks are scalar and read the striped rows through
-// DpMatrix::at.
+// 4-lane vectors of the compiler's vector extension; the D->D paths of the Forward and of
+// the Backward use the canonical Forward's scan (forward_canonical.cpp: within each
+// lane, then across the lanes) instead of HMMER's repeated passes, and the
+// optimal-accuracy DP the same scan with max, which gives the passes' values exactly.
+// The tracebacks are scalar and read the striped rows through DpMatrix::at.
 #include "core/hmmsearch/posterior_dp.hpp"
 
 #include <algorithm>
@@ -104,7 +105,7 @@ inline void put(float* row, int q, Lanes v) {
 // As the canonical Forward's D (mirrored): within each lane's segment first, then the
 // value entering each segment from the next lane (an inclusive scan over the 4 lanes)
 // times the product of D->D from each node to its segment's end. E's share of the
-// in-lane recursion is E times the recursion of 1 (DpProfile::dd_ones).
+// in-lane recursion is E times the recursion of 1 (StripedForwardProfile::dd_ones).
 void backward_exits_and_deletes(const View& v, DpRow cur, Lanes xEv) {
   const int Q = v.Q;
   // Lane r's carry: the final D at vector 0 of lane r + 1.

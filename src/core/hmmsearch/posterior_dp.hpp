@@ -90,8 +90,9 @@ class DpMatrix {
   ConstDpRow row(int i) const { return {mrow(i), drow(i), irow(i)}; }
   float& x(int i, Special s) { return specials_[static_cast<std::size_t>(i) * kSpecials + s]; }
   float x(int i, Special s) const { return specials_[static_cast<std::size_t>(i) * kSpecials + s]; }
-  // A Forward parser's special states of rows 0..L as the canonical Forward gave them
-  // (forward_canonical.hpp: the same values in the same order), instead of forward_dp.
+  // A parser's special states of rows 0..L, instead of running its DP: the canonical
+  // Forward's (forward_canonical.hpp: forward_dp's values in DpMatrix's order) or
+  // backward_parser_states's; total_scale from the rescaling factors among them.
   void set_parser_states(const float* states);
   // Backward only: its rescaling factors are its own, not the Forward matrix's (a rare
   // overflow, as in HMMER).

@@ -46,6 +46,12 @@ inline constexpr int kCanonicalForwardLanes = 4;
 // was not rescaled). Domain definition starts from them (posterior_dp.hpp's DpMatrix keeps
 // the same values in the same order).
 inline constexpr int kParserStates = 6;
+inline constexpr int kParserScale = 5;  // the rescaling factor's place in a row's states
+// HMMER's sparse rescaling: a parser row is rescaled where its E (Forward) or B (Backward)
+// passes kParserRescaleAbove; the Backward takes factors of its own (instead of the
+// Forward's) from the first row whose B passes kBackwardOwnScalesAbove.
+inline constexpr float kParserRescaleAbove = 1.0e4f;
+inline constexpr float kBackwardOwnScalesAbove = 1.0e16f;
 inline void put_parser_states(float* states, int i, float xE, float xN, float xJ, float xB,
                               float xC, float scale) {
   float* const x = states + static_cast<std::size_t>(i) * kParserStates;

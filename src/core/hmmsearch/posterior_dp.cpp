@@ -21,8 +21,6 @@ namespace {
 
 constexpr int n = kDpLanes;
 constexpr float kInf = std::numeric_limits<float>::infinity();
-constexpr float kRescaleAbove = 1.0e4f;     // a row is rescaled when its E (B) passes this
-constexpr float kOwnScalesAbove = 1.0e16f;  // Backward takes scales of its own past this
 
 using namespace lanes;
 using Mask = int __attribute__((vector_size(16)));
@@ -266,7 +264,7 @@ void DpMatrix::reset(int M, int L, bool full) {
 
 void DpMatrix::set_parser_states(const float* states) {
   static_assert(kSpecials == kParserStates && kE == 0 && kN == 1 && kJ == 2 && kB == 3 && kC == 4 &&
-                kScale == 5);
+                kScale == kParserScale);
   std::copy(states, states + (static_cast<std::size_t>(L_) + 1) * kSpecials, specials_.begin());
   total_scale = 0.0f;
   for (int i = 1; i <= L_; ++i)
@@ -339,7 +337,7 @@ float forward_dp(const DpProfile& profile, const SpecialMoves& mv, const Residue
     xJ = xJ * mv.j_loop + xE * mv.e_loop;
     xB = xJ * mv.j_move + xN * mv.n_move;
     float scale = 1.0f;
-    if (xE > kRescaleAbove) {
+    if (xE > kParserRescaleAbove) {
       xN /= xE;
       xC /= xE;
       xJ /= xE;
@@ -430,9 +428,9 @@ float backward_dp(const DpProfile& profile, const SpecialMoves& mv, const Residu
     xE = xC * mv.e_move + xJ * mv.e_loop;
     // 3: M and D to E, the D->D paths, and M->D.
     backward_exits_and_deletes(v, cur, splat(xE));
-    if (xB > kOwnScalesAbove) bck.own_scales = true;
+    if (xB > kBackwardOwnScalesAbove) bck.own_scales = true;
     const float scale =
-        bck.own_scales ? (xB > kRescaleAbove ? xB : 1.0f) : fwd.x(i, DpMatrix::kScale);
+        bck.own_scales ? (xB > kParserRescaleAbove ? xB : 1.0f) : fwd.x(i, DpMatrix::kScale);
     bck.x(i, DpMatrix::kScale) = scale;
     if (scale > 1.0f) {
       xE /= scale;

@@ -668,8 +668,6 @@ void backward_parser_packed(const ForwardStripedView& profile, const BackwardTar
   constexpr int n = kLanesF32;
   constexpr int groups = kGroupsF32;
   constexpr int lanes = kCanonicalLanes;
-  constexpr float kRescaleAbove = 1.0e4f;  // posterior_dp.cpp's constants
-  constexpr float kOwnScalesAbove = 1.0e16f;
   const int Q = profile.Q;
   const std::size_t row_elements = static_cast<std::size_t>(Q) * n;
   const std::size_t profile_row = static_cast<std::size_t>(Q) * lanes;
@@ -788,11 +786,11 @@ void backward_parser_packed(const ForwardStripedView& profile, const BackwardTar
       if (slot.t == nullptr) continue;
       const BackwardTarget& t = *slot.t;
       const float forward_scale =
-          t.forward_states[static_cast<std::size_t>(slot.i) * kParserStates + 5];
+          t.forward_states[static_cast<std::size_t>(slot.i) * kParserStates + kParserScale];
       float scale = forward_scale;
       if (slot.i < t.L) {
-        if (slot.xB > kOwnScalesAbove) slot.own_scales = true;
-        if (slot.own_scales) scale = slot.xB > kRescaleAbove ? slot.xB : 1.0f;
+        if (slot.xB > kBackwardOwnScalesAbove) slot.own_scales = true;
+        if (slot.own_scales) scale = slot.xB > kParserRescaleAbove ? slot.xB : 1.0f;
       }
       if (scale > 1.0f) {
         slot.xE /= scale;

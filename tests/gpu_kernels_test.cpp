@@ -373,6 +373,71 @@ TEST(GpuKernels, SetModelScoresAsAFreshEngine) {
   }
 }
 
+// The MSV filter of a set of models in one go (set_msv_models, submit_msv_models): every
+// model's score of every target equals msv_filter_reference's, bit for bit, for models of
+// every kernel shape, of several tiles (boundary columns), too long for shared memory, and
+// with explicit choices; on both slots, with a second set and a smaller batch after a
+// larger one.
+TEST(GpuKernels, ModelSetMatchesReference) {
+  REQUIRE_GPU();
+  std::mt19937_64 rng(test_seed() ^ 0x7a);
+  for (const Alphabet* abc : {&Alphabet::amino(), &Alphabet::dna()}) {
+    std::vector<HmmModel> hmms;
+    std::vector<device::GpuKernelChoice> choices;
+    for (int M : {1, 31, 100, 128, 129, 256, 257, 513, 1025, 2100, 4200, 60, 300}) {
+      hmms.push_back(simd_test::random_hmm(rng, *abc, M, simd_test::random_style(rng)));
+      choices.emplace_back();
+    }
+    choices[11] = device::GpuKernelChoice{8, device::GpuStrategy::warp_groups, 32};
+    choices[12].msv_exact_only = true;
+    std::vector<SearchProfile> profiles;
+    for (const HmmModel& hmm : hmms) profiles.push_back(profile_of(hmm));
+    // Targets from several models, so that some pass and some need the exact kernel.
+    TargetSet targets;
+    for (std::size_t k : {std::size_t{2}, std::size_t{6}, std::size_t{11}}) {
+      TargetSet some = targets_for(rng, hmms[k], 60);
+      targets.seqs.insert(targets.seqs.end(), some.seqs.begin(), some.seqs.end());
+    }
+    const std::vector<device::GpuTarget> all = targets.view();
+    device::HmmGpuEngine engine(0, profiles[0]);
+    const auto check_set = [&](const std::vector<std::size_t>& members, int slot, std::size_t n,
+                               const std::string& what) {
+      std::vector<device::HmmGpuEngine::SetModel> set;
+      for (std::size_t k : members) set.push_back({&profiles[k], choices[k]});
+      engine.set_msv_models(set.data(), set.size());
+      ASSERT_EQ(engine.msv_model_count(), members.size());
+      engine.submit_msv_models(slot, all.data(), n);
+      const std::vector<FilterScore> scores = engine.wait_msv_models(slot);
+      ASSERT_EQ(scores.size(), members.size() * n) << what;
+      int failures = 0;
+      for (std::size_t m = 0; m < members.size(); ++m) {
+        const SearchProfile& p = profiles[members[m]];
+        for (std::size_t i = 0; i < n && failures < 5; ++i) {
+          const auto& seq = targets.seqs[i];
+          const FilterScore ref =
+              msv_filter_reference(p.msv, seq.data(), static_cast<int>(seq.size()));
+          expect_same(scores[m * n + i], ref,
+                      what + ": model M=" + std::to_string(p.M) + " target " + std::to_string(i));
+          if (HasFailure()) ++failures;
+        }
+      }
+      if (failures == 0) {
+        EXPECT_GT(engine.kernel_times(slot).msv_exact_targets, 0)
+            << what << ": exact kernel unused";
+      }
+    };
+    std::vector<std::size_t> every(hmms.size());
+    std::iota(every.begin(), every.end(), std::size_t{0});
+    const std::string alphabet = abc == &Alphabet::dna() ? "dna" : "amino";
+    check_set(every, 0, all.size(), alphabet + " every model, slot 0");
+    if (HasFailure()) return;
+    check_set({12, 3, 9, 3}, 1, all.size() / 3, alphabet + " four models, slot 1");
+    if (HasFailure()) return;
+    check_set(every, 1, all.size(), alphabet + " every model again, slot 1");
+    if (HasFailure()) return;
+  }
+}
+
 // A batch mixing targets read from the resident store (kept there by another engine, as
 // by an earlier query model), targets kept now and targets uploaded gives every stage's
 // scores of the same batch all uploaded, bit for bit; a block of a kept index but other
@@ -834,6 +899,54 @@ TEST(GpuSearch, ResultsIdenticalWithAndWithoutGpu) {
 
 // Several feeder threads per GPU, each with its own engine and batches, give the results
 // of a CPU-only run (the blocks of a pass are spread over them in any order).
+// Several models in one pass on small GPU batches take the model-set path (every model's
+// MSV filter at once, the later stages on the CPU; a model with enough Viterbi targets to
+// fill the GPU moves to its own lanes): results identical to the CPU's, with the default
+// thresholds, with many targets through every stage, and with every target through the MSV
+// filter on a batch of the whole database (the lanes).
+TEST(GpuSearch, ModelSetPassesGiveIdenticalResults) {
+  REQUIRE_GPU();
+  test::TempDir dir;
+  const std::string db = test::database_prefix(dir, 6000);
+  std::vector<HmmModel> models;
+  for (const char* name : {"globins4.hmm", "Pkinase.hmm", "fn3.hmm"}) {
+    for (HmmModel& m : read_hmm_file(std::string(simd_test::kTutorialDir) + name))
+      models.push_back(std::move(m));
+  }
+  for (int variant : {0, 1, 2}) {
+    io::Config config;
+    config.run.cpu = 4;
+    if (variant == 1) {
+      config.search.F1 = 0.3;
+      config.search.F2 = 0.05;
+      config.search.F3 = 0.01;
+    }
+    if (variant == 2) config.search.F1 = 1.0;
+    app::HybridOptions cpu;
+    cpu.gpu = app::HybridOptions::Gpu::off;
+    const app::SearchRun reference = app::run_hmmsearch(models, db, config, cpu);
+    for (auto mode : {app::HybridOptions::Gpu::only, app::HybridOptions::Gpu::auto_detect}) {
+      app::HybridOptions gpu;
+      gpu.gpu = mode;
+      gpu.gpu_devices = std::vector<int>{0};  // (not `= {0}`: g++ 13 -Wnonnull false positive)
+      gpu.gpu_min_database = 0;
+      if (variant < 2) {
+        gpu.block_residues = 40000;
+        gpu.gpu_batch_blocks = 4;
+      }
+      gpu.policy = scheduler::SplitPolicy::static_fraction;
+      gpu.static_cpu_fraction = 0.5;
+      const app::SearchRun run = app::run_hmmsearch(models, db, config, gpu);
+      ASSERT_EQ(run.queries.size(), models.size());
+      EXPECT_EQ(run.queries[0].pass_models, models.size());
+      EXPECT_GT(run.queries.at(0).schedule.gpu_residues, 0);
+      test::expect_identical(reference, run,
+                             "three models, variant " + std::to_string(variant) +
+                                 (mode == app::HybridOptions::Gpu::only ? " gpu-only" : " hybrid"));
+    }
+  }
+}
+
 TEST(GpuSearch, SeveralFeedersPerGpuGiveIdenticalResults) {
   REQUIRE_GPU();
   test::TempDir dir;

@@ -2,6 +2,7 @@
 #include "app/hmmsearch/gpu_backend.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -61,8 +62,9 @@ HmmsearchGpuBackend::~HmmsearchGpuBackend() {
   const FeederTimes& t = times_;
   std::fprintf(
       stderr,
-      "hmmsearch GPU %d feeder %d: set-up %.3f s, %lld model changes %.3f s; %lld batches, %lld "
-      "targets (%lld Viterbi, %lld Viterbi left to the CPU, %lld "
+      "hmmsearch GPU %d feeder %d: set-up %.3f s, %lld model changes %.3f s; %lld batches "
+      "(%lld with the models' MSV at once, model sets uploaded in %.3f s, %lld models moved "
+      "to lanes), %lld targets (%lld Viterbi, %lld Viterbi left to the CPU, %lld "
       "Forward on the GPU of which %lld finished on the host, %lld Forward on the host in "
       "%.3f s, %lld exact MSV); feeder: "
       "pack+submit %.3f s (engine: copy %.3f s, rest %.3f s), MSV wait %.3f s, phase one "
@@ -70,7 +72,8 @@ HmmsearchGpuBackend::~HmmsearchGpuBackend() {
       "%.3f s, deliver %.3f s; kernels: MSV %.3f s, exact MSV %.3f s, Viterbi %.3f s, "
       "Forward %.3f s; residues: %lld from the resident store, %lld uploaded (%lld kept)\n",
       device_, feeder_ + 1, t.setup, static_cast<long long>(t.model_changes), t.model_change,
-      static_cast<long long>(t.batches), static_cast<long long>(t.targets),
+      static_cast<long long>(t.batches), static_cast<long long>(t.set_batches), t.set_upload,
+      static_cast<long long>(t.set_to_lanes), static_cast<long long>(t.targets),
       static_cast<long long>(t.viterbi_targets), static_cast<long long>(t.viterbi_to_cpu),
       static_cast<long long>(t.forward_targets), static_cast<long long>(t.forward_cpu_targets),
       static_cast<long long>(t.forward_on_host), t.forward_on_host_s,
@@ -103,6 +106,8 @@ HmmsearchGpuBackend::HmmsearchGpuBackend(int device, int feeder, std::vector<Gpu
       device_name_(),
       run_host_loop_(scheduler::run_host_loop_serially),
       engines_(&engines) {
+  static std::atomic<std::uint64_t> backends{0};
+  id_ = ++backends;
   for (const GpuPassModel& m : models) {
     Model model;
     model.id = m.id;
@@ -169,22 +174,13 @@ std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(std::span<const
       h.targets.push_back({b->sequence(i), b->length(i)});
   }
   times.submit += since(tick);
-  // The models in turn, several at once on engines of their own (lanes) where the batch is
-  // small: one model's kernels would not fill the GPU. The first model keeps the batch's
-  // blocks in the resident store; the models run after the first round of lanes read them
-  // there (those of the first round upload them too). Each block's scores per model of
-  // the pass.
+  // Each block's scores per model of the pass.
   std::vector<std::vector<DeviceBlockScores>> per_block(blocks.size());
   for (auto& b : per_block) b.resize(models_.size());
   const std::size_t lanes = std::clamp<std::size_t>(
       static_cast<std::size_t>(tuning_.lane_residues / std::max<std::int64_t>(1, total)), 1,
       std::min(models_.size(), static_cast<std::size_t>(tuning_.max_lanes)));
-  for (std::size_t first = 0; first < models_.size(); first += lanes) {
-    const std::size_t count = std::min(lanes, models_.size() - first);
-    std::vector<Lane> running(count);
-    for (std::size_t k = 0; k < count; ++k) running[k].model = first + k;
-    run_lanes(running, halves);
-    tick = Clock::now();
+  const auto assemble = [&](const std::vector<Lane>& running) {
     for (const Lane& lane : running) {
       std::size_t block = 0;
       for (int s = 0; s < device::HmmGpuEngine::kSlots; ++s) {
@@ -208,7 +204,29 @@ std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(std::span<const
         }
       }
     }
+  };
+  if (lanes > 1 && models_.size() > 1) {
+    // A batch small enough that one model's kernels would not fill the GPU: every model's
+    // MSV filter at once.
+    std::vector<Lane> done(models_.size());
+    run_set(halves, done);
+    tick = Clock::now();
+    assemble(done);
     times.deliver += since(tick);
+  } else {
+    // The models in turn, several at once on engines of their own (lanes) where the batch
+    // is small. The first model keeps the batch's blocks in the resident store; the models
+    // run after the first round of lanes read them there (those of the first round upload
+    // them too).
+    for (std::size_t first = 0; first < models_.size(); first += lanes) {
+      const std::size_t count = std::min(lanes, models_.size() - first);
+      std::vector<Lane> running(count);
+      for (std::size_t k = 0; k < count; ++k) running[k].model = first + k;
+      run_lanes(running, halves);
+      tick = Clock::now();
+      assemble(running);
+      times.deliver += since(tick);
+    }
   }
   // Every kernel succeeded for every model: deliver, block by block.
   std::vector<scheduler::GpuBlockOutcome> outcomes;
@@ -227,6 +245,110 @@ std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(std::span<const
   }
   times.deliver += since(tick);
   return outcomes;
+}
+
+void HmmsearchGpuBackend::run_set(Half* halves, std::vector<Lane>& done) {
+  FeederTimes& times = times_;
+  Clock::time_point tick = Clock::now();
+  constexpr int kSlots = device::HmmGpuEngine::kSlots;
+  device::HmmGpuEngine& engine = this->engine(0, 0);
+  EngineSlot& slot = (*engines_)[0];
+  if (slot.msv_set != id_) {
+    std::vector<device::HmmGpuEngine::SetModel> set;
+    for (const Model& m : models_) set.push_back({m.profile, m.kernels});
+    engine.set_msv_models(set.data(), set.size());
+    slot.msv_set = id_;
+    times.set_upload += since(tick);
+  }
+  ++times.set_batches;
+  const std::size_t models = models_.size();
+  for (int s = 0; s < kSlots; ++s) {
+    const Half& h = halves[s];
+    engine.submit_msv_models(s, h.targets.data(), h.targets.size(), run_host_loop_, h.spans.data(),
+                             h.spans.size());
+    times.targets += static_cast<std::int64_t>(models * h.targets.size());
+  }
+  times.submit += since(tick);
+  for (std::size_t k = 0; k < models; ++k) done[k].model = k;
+  // The MSV scores, the bias filter and the decisions up to the Viterbi filter of every
+  // model and target, spread over the free CPU workers.
+  constexpr std::size_t kChunk = 512;
+  bool to_lanes = false;
+  const std::int64_t wave = engine.viterbi_wave_targets();
+  for (int s = 0; s < kSlots; ++s) {
+    const Half& h = halves[s];
+    const std::size_t n = h.targets.size();
+    const std::vector<FilterScore>& msv = engine.wait_msv_models(s);
+    times.wait_msv += since(tick);
+    for (Lane& lane : done) lane.halves[s].scores.resize(n);
+    std::vector<char> wants_viterbi(models * n, 0);
+    run_host_loop_(models * n, kChunk, [&](std::size_t j) {
+      const std::size_t k = j / n, i = j % n;
+      wants_viterbi[j] = decide_through_bias(*models_[k].profile, settings_, h.targets[i].residues,
+                                             h.targets[i].length, msv[j],
+                                             done[k].halves[s].scores[i]) == NextStage::viterbi;
+    });
+    for (std::size_t k = 0; k < models; ++k) {
+      Lane::PerHalf& l = done[k].halves[s];
+      for (std::size_t i = 0; i < n; ++i) {
+        if (wants_viterbi[k * n + i]) l.viterbi.push_back(static_cast<int>(i));
+      }
+      l.to_cpu = true;
+      to_lanes = to_lanes || std::ssize(l.viterbi) >= wave;
+    }
+    // The kernels' figures; the residues were read once for all models: the first model
+    // counts them as the slot read them (store or upload), the others as on the device.
+    const device::GpuKernelTimes k = engine.kernel_times(s);
+    times.msv_kernel += k.msv_ms / 1e3;
+    times.exact_kernel += k.msv_exact_ms / 1e3;
+    times.exact_targets += k.msv_exact_targets;
+    times.submit_copy += k.submit_copy_s;
+    times.submit_rest += k.submit_rest_s;
+    times.resident += k.resident_residues;
+    times.uploaded += k.uploaded_residues;
+    times.kept += k.kept_residues;
+    for (std::size_t m = 0; m < models; ++m) {
+      Residency& r = models_[m].residency;
+      if (m == 0) {
+        r.resident += k.resident_residues;
+        r.uploaded += k.uploaded_residues;
+        r.kept += k.kept_residues;
+      } else {
+        r.resident += k.resident_residues + k.uploaded_residues;
+      }
+    }
+    times.phase_one += since(tick);
+  }
+  // A model with enough Viterbi targets in a half to fill the GPU: its whole cascade on
+  // engines of their own, as for a large batch (its MSV filter again; rare: a small
+  // database rich in its hits).
+  std::vector<Lane> again;
+  if (to_lanes) {
+    for (std::size_t k = 0; k < models; ++k) {
+      bool fills = false;
+      for (int s = 0; s < kSlots; ++s)
+        fills = fills || std::ssize(done[k].halves[s].viterbi) >= wave;
+      if (!fills) continue;
+      again.emplace_back();
+      again.back().model = k;
+    }
+    const std::size_t lanes =
+        std::clamp<std::size_t>(static_cast<std::size_t>(tuning_.max_lanes), 1, again.size());
+    for (std::size_t first = 0; first < again.size(); first += lanes) {
+      std::vector<Lane> running(
+          again.begin() + static_cast<std::ptrdiff_t>(first),
+          again.begin() + static_cast<std::ptrdiff_t>(std::min(again.size(), first + lanes)));
+      run_lanes(running, halves);
+      for (Lane& lane : running) done[lane.model] = std::move(lane);
+    }
+    times.set_to_lanes += static_cast<std::int64_t>(again.size());
+  }
+  for (const Lane& lane : done) {
+    for (int s = 0; s < kSlots; ++s) {
+      if (lane.halves[s].to_cpu)
+        times.viterbi_to_cpu += static_cast<std::int64_t>(lane.halves[s].viterbi.size());
+    }
+  }
 }
 
 void HmmsearchGpuBackend::run_lanes(std::vector<Lane>& lanes, Half* halves) {

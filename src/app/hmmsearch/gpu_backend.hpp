@@ -29,7 +29,8 @@ namespace duet::app {
 // engines outlive its backends: a pass's backends borrow them).
 struct EngineSlot {
   std::unique_ptr<device::HmmGpuEngine> engine;
-  std::size_t model = 0;  // GpuPassModel::id of the model it holds
+  std::size_t model = 0;      // GpuPassModel::id of the model it holds
+  std::uint64_t msv_set = 0;  // the backend whose models its MSV set holds (0: none)
 };
 
 // One model of the pass a backend serves: its profile and the kernels its engine runs.
@@ -105,6 +106,13 @@ class HmmsearchGpuBackend final : public scheduler::GpuBackend {
   // A batch (split in halves) through the cascades of the lanes' models, each on an engine
   // of its own, their kernels running at once: every target's scores in the lanes.
   void run_lanes(std::vector<Lane>& lanes, Half* halves);
+  // A small batch through every model of the pass at once: the MSV filter of all models in
+  // one go on the first engine (its MSV set), the bias filter and the decisions up to the
+  // Viterbi filter on the host; the later stages are left to the CPU's post stage, except
+  // for a model with enough Viterbi targets to fill the GPU, which runs through run_lanes.
+  // `done` gets one lane per model of the pass.
+  void run_set(Half* halves, std::vector<Lane>& done);
+  std::uint64_t id_;  // this backend's MSV set on its engine (EngineSlot::msv_set)
   // Models run at once on a batch: at most tuning_.lane_residues / (its residues) of them
   // and tuning_.max_lanes (each engine's buffers hold the batch): a proteome-sized batch
   // leaves one model's kernels far from filling the GPU. Past tuning_.forward_max_steps
@@ -126,10 +134,10 @@ class HmmsearchGpuBackend final : public scheduler::GpuBackend {
   struct FeederTimes {
     std::int64_t batches = 0, targets = 0, viterbi_targets = 0, viterbi_to_cpu = 0,
                  forward_targets = 0, forward_cpu_targets = 0, forward_on_host = 0,
-                 exact_targets = 0, model_changes = 0;
+                 exact_targets = 0, model_changes = 0, set_batches = 0, set_to_lanes = 0;
     double setup = 0, model_change = 0, submit = 0, wait_msv = 0, phase_one = 0, wait_viterbi = 0,
            phase_two = 0, wait_forward = 0, phase_three = 0, deliver = 0, submit_copy = 0,
-           submit_rest = 0, forward_on_host_s = 0;
+           submit_rest = 0, forward_on_host_s = 0, set_upload = 0;
     double msv_kernel = 0, exact_kernel = 0, viterbi_kernel = 0, forward_kernel = 0;
     std::int64_t resident = 0, uploaded = 0, kept = 0;  // residues
   } times_;

@@ -68,6 +68,28 @@ void select_device(int device) {
   configured.push_back(device);
 }
 
+// A target's MSV score from the kernels' result code (the fast kernel's best cell, or the
+// exact kernel's kMsvExact + xJ or kMsvOverflow) and its N->B cost `tjb`, finished as
+// msv_filter_reference finishes it.
+FilterScore finish_msv(const MsvScores& msv, int code, int tjb) {
+  int xJ = 0;
+  if (code == kMsvOverflow || (code >= 0 && code < kMsvExact && code >= 255 - msv.bias)) {
+    return {std::numeric_limits<float>::infinity(), true};
+  }
+  if (code >= kMsvExact) {
+    xJ = code - kMsvExact;
+  } else if (code >= 0) {
+    xJ = std::max(code - int{msv.tec}, 0);
+  } else {
+    throw std::logic_error("MSV kernel left a target without a score");
+  }
+  // C -> T with the -3 nats of the loops.
+  float score = static_cast<float>(xJ - tjb) - static_cast<float>(msv.base);
+  score /= msv.scale;
+  score -= 3.0f;
+  return {score, false};
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- engine
@@ -106,6 +128,21 @@ struct HmmGpuEngine::Impl {
   jit::JitFunction msv_exact_jit;  // the specialised exact MSV kernel, when jit.used
   int msv_exact_jit_blocks = 0;    // its grid: as many blocks as are resident at once
 
+  // The set of models of set_msv_models.
+  struct SetModel {
+    MsvScores msv;
+    int G = 0, N = 0;
+    bool all_exact = false;  // too long for shared memory, or asked: the exact kernel only
+    std::size_t shared = 0;  // bytes of its layout
+    bool one_tile = true;
+    ByLength<std::uint8_t> tjb{[](int) { return std::uint8_t{0}; }};
+  };
+  std::vector<std::unique_ptr<SetModel>> set;
+  int set_longest = 0;
+  DeviceBuffer<std::int16_t> set_words;
+  DeviceBuffer<std::uint8_t> set_costs;
+  DeviceBuffer<MsvSetModel> set_models;
+
   struct Slot {
     Stream stream;
     Event msv_start, msv_fast_done, msv_done, vit_start, vit_done, fwd_start, fwd_done;
@@ -136,9 +173,25 @@ struct HmmGpuEngine::Impl {
     std::vector<std::int64_t> counts;  // order_longest_first's scratch
     std::vector<FilterScore> msv_scores, vit_scores;
     GpuKernelTimes times;
+    // submit_msv_models: per model of the set, n values each (counts: one each).
+    PinnedBuffer<std::uint8_t> set_bjbm;
+    PinnedBuffer<int> set_result, set_exact_count;
+    PinnedBuffer<int2> set_entries;
+    DeviceBuffer<std::uint8_t> d_set_bjbm, d_set_rows;
+    DeviceBuffer<int> d_set_result, d_set_exact_list, d_set_exact_count;
+    DeviceBuffer<int2> d_set_entries;
+    DeviceBuffer<std::int16_t> d_set_boundary;
+    std::vector<FilterScore> set_scores;
+    std::chrono::steady_clock::time_point staged_from;  // stage's start, after the wait
   };
   // Created once the device is selected: streams and events belong to the current device.
   std::unique_ptr<Slot> slots[kSlots];
+
+  // The first part of submit_msv and submit_msv_models: the slot takes the targets (their
+  // lengths, offsets, order longest first and residue addresses), uploads the residues not
+  // served from the resident store and queues the uploads of those arrays on its stream.
+  void stage(Slot& s, const GpuTarget* targets, std::size_t count, const ParallelFor& parallel,
+             const GpuBlockSpan* blocks, std::size_t block_count);
 
   // The blocks the slot's last submit put in the store are served from now on: the slot's
   // stream has been synchronised, their uploads are complete. Where that submit failed
@@ -341,17 +394,15 @@ const GpuJitInfo& HmmGpuEngine::jit_info() const {
   return impl_->jit;
 }
 
-void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::size_t count,
-                              const ParallelFor& parallel, const GpuBlockSpan* blocks,
-                              std::size_t block_count) {
-  Impl& m = *impl_;
-  Impl::Slot& s = *m.slots[slot_index];
+void HmmGpuEngine::Impl::stage(Slot& s, const GpuTarget* targets, std::size_t count,
+                               const ParallelFor& parallel, const GpuBlockSpan* blocks,
+                               std::size_t block_count) {
+  Impl& m = *this;
   check(cudaSetDevice(m.device), "cudaSetDevice");
   check(cudaStreamSynchronize(s.stream.get()), "cudaStreamSynchronize");  // buffers free
   m.publish_kept(s);
   using Clock = std::chrono::steady_clock;
-  const auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
-  const auto started = Clock::now();
+  const auto started = s.staged_from = Clock::now();
   const int n = static_cast<int>(count);
   s.n = n;
   s.lengths.resize(n);
@@ -363,14 +414,10 @@ void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::siz
   s.residues.reserve(residues + 16);
   s.offsets.reserve(n + 1);
   s.order.reserve(n + 1);
-  s.bjbm.reserve(n + 1);
-  s.result.reserve(n + 1);
-  s.exact_count.reserve(1);
   std::int64_t at = 0;
   for (int i = 0; i < n; ++i) {
     s.offsets[i] = at;
     at += targets[i].length;
-    s.bjbm[i] = m.bjbm(targets[i].length);
   }
   s.offsets[n] = at;
   // The resident store: each whole block of the batch is served from it (kept earlier and
@@ -427,17 +474,9 @@ void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::siz
   } else {
     for (int i = 0; i < n; ++i) copy(static_cast<std::size_t>(i));
   }
-  const auto copied = Clock::now();
+  s.times.submit_copy_s = std::chrono::duration<double>(Clock::now() - started).count();
   order_longest_first(
       n, s.order.get(), [&](int i) { return s.lengths[i]; }, s.counts);
-  s.exact_count[0] = 0;
-  if (m.msv_all_exact) {
-    // The profile does not fit in shared memory, or the choice said so: every target takes
-    // the exact kernel.
-    std::copy(s.order.get(), s.order.get() + n, s.result.get());  // reused below as the list
-    s.exact_count[0] = n;
-  }
-
   s.d_residues.reserve(residues + 16);
   s.target_residues.reserve(n + 1);
   s.d_target_residues.reserve(n + 1);
@@ -448,11 +487,6 @@ void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::siz
   }
   s.d_offsets.reserve(n + 1);
   s.d_order.reserve(n + 1);
-  s.d_bjbm.reserve(n + 1);
-  s.d_result.reserve(n + 1);
-  s.d_exact_list.reserve(n + 1);
-  s.d_exact_count.reserve(1);
-  s.d_boundary.reserve(2 * residues + 16);
   cudaStream_t st = s.stream.get();
   // The residues not served from the store, in runs that are contiguous both in the pinned
   // buffer and where they go (the slot's buffer, or a block's place in the store).
@@ -492,6 +526,33 @@ void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::siz
   check(
       cudaMemcpyAsync(s.d_order.get(), s.order.get(), n * sizeof(int), cudaMemcpyHostToDevice, st),
       "H2D order");
+}
+
+void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::size_t count,
+                              const ParallelFor& parallel, const GpuBlockSpan* blocks,
+                              std::size_t block_count) {
+  Impl& m = *impl_;
+  Impl::Slot& s = *m.slots[slot_index];
+  m.stage(s, targets, count, parallel, blocks, block_count);
+  const int n = s.n;
+  std::size_t residues = static_cast<std::size_t>(s.offsets[n]);
+  s.bjbm.reserve(n + 1);
+  s.result.reserve(n + 1);
+  s.exact_count.reserve(1);
+  for (int i = 0; i < n; ++i) s.bjbm[i] = m.bjbm(s.lengths[i]);
+  s.exact_count[0] = 0;
+  if (m.msv_all_exact) {
+    // The profile does not fit in shared memory, or the choice said so: every target takes
+    // the exact kernel.
+    std::copy(s.order.get(), s.order.get() + n, s.result.get());  // reused below as the list
+    s.exact_count[0] = n;
+  }
+  s.d_bjbm.reserve(n + 1);
+  s.d_result.reserve(n + 1);
+  s.d_exact_list.reserve(n + 1);
+  s.d_exact_count.reserve(1);
+  s.d_boundary.reserve(2 * residues + 16);
+  cudaStream_t st = s.stream.get();
   check(cudaMemcpyAsync(s.d_bjbm.get(), s.bjbm.get(), n, cudaMemcpyHostToDevice, st), "H2D bjbm");
   check(cudaMemcpyAsync(s.d_exact_count.get(), s.exact_count.get(), sizeof(int),
                         cudaMemcpyHostToDevice, st),
@@ -572,8 +633,9 @@ void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::siz
   check(cudaMemcpyAsync(s.exact_count.get(), s.d_exact_count.get(), sizeof(int),
                         cudaMemcpyDeviceToHost, st),
         "D2H count");
-  s.times.submit_copy_s = seconds(copied - started);
-  s.times.submit_rest_s = seconds(Clock::now() - copied);
+  s.times.submit_rest_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - s.staged_from).count() -
+      s.times.submit_copy_s;
 }
 
 const std::vector<FilterScore>& HmmGpuEngine::wait_msv(int slot_index) {
@@ -586,29 +648,260 @@ const std::vector<FilterScore>& HmmGpuEngine::wait_msv(int slot_index) {
   s.times.msv_exact_ms = s.msv_done.ms_since(s.msv_fast_done);
   s.times.msv_exact_targets = s.exact_count[0];
   s.msv_scores.resize(s.n);
-  const int bias = m.msv.bias, tec = m.msv.tec;
   for (int i = 0; i < s.n; ++i) {
-    const int code = s.result[i];
-    int xJ = 0;
-    if (code == kMsvOverflow || (code >= 0 && code < kMsvExact && code >= 255 - bias)) {
-      s.msv_scores[i] = {std::numeric_limits<float>::infinity(), true};
-      continue;
-    }
-    if (code >= kMsvExact) {
-      xJ = code - kMsvExact;
-    } else if (code >= 0) {
-      xJ = std::max(code - tec, 0);
-    } else {
-      throw std::logic_error("MSV kernel left a target without a score");
-    }
-    // As msv_filter_reference finishes: C -> T with the -3 nats of the loops.
-    const int tjb = m.msv.tjb(s.lengths[i]);
-    float score = static_cast<float>(xJ - tjb) - static_cast<float>(m.msv.base);
-    score /= m.msv.scale;
-    score -= 3.0f;
-    s.msv_scores[i] = {score, false};
+    s.msv_scores[i] = finish_msv(m.msv, s.result[i], m.msv.tjb(s.lengths[i]));
   }
   return s.msv_scores;
+}
+
+// ---------------------------------------------------------------- MSV of a set of models
+
+namespace {
+// Boundary columns of one launch's models with more than one tile take at most this much
+// device memory per slot; a launch with more such models is split.
+constexpr std::size_t kSetBoundaryBytes = std::size_t{256} << 20;
+constexpr int kMaxLaunchEntries = 65535;  // gridDim.y
+}  // namespace
+
+void HmmGpuEngine::set_msv_models(const SetModel* models, std::size_t count) {
+  Impl& m = *impl_;
+  check(cudaSetDevice(m.device), "cudaSetDevice");
+  for (auto& s : m.slots) {
+    check(cudaStreamSynchronize(s->stream.get()), "cudaStreamSynchronize");
+    m.publish_kept(*s);
+  }
+  m.set.clear();
+  m.set_longest = 0;
+  std::vector<std::int16_t> words;
+  std::vector<std::uint8_t> costs;
+  std::vector<MsvSetModel> descriptors;
+  for (std::size_t i = 0; i < count; ++i) {
+    const SearchProfile& profile = *models[i].profile;
+    const GpuKernelChoice resolved = resolve_kernel_choice(models[i].choice, profile.M);
+    MsvDeviceLayout layout = build_msv_device_layout(profile.msv, resolved.msv_group_threads,
+                                                     resolved.msv_nodes_per_thread);
+    if (models[i].choice.msv_nodes_per_thread == 0 && resolved.msv_nodes_per_thread == 32 &&
+        layout.bytes() > m.shared_optin) {
+      layout = build_msv_device_layout(profile.msv, resolved.msv_group_threads, 16);
+    }
+    auto model = std::make_unique<Impl::SetModel>();
+    model->msv = profile.msv;
+    model->G = layout.group_threads;
+    model->N = layout.nodes_per_thread;
+    model->shared = layout.bytes();
+    model->all_exact = layout.bytes() > m.shared_optin || models[i].choice.msv_exact_only;
+    model->one_tile = layout.tiles == 1;
+    const MsvScores* msv = &model->msv;
+    model->tjb = ByLength<std::uint8_t>{[msv](int L) { return msv->tjb(L); }};
+    MsvSetModel d;
+    // 16-byte aligned starts: the fast kernel reads the words as uint4.
+    words.resize((words.size() + 7) / 8 * 8);
+    d.words_at = static_cast<std::int64_t>(words.size() / 8);
+    d.costs_at = static_cast<std::int64_t>(costs.size());
+    d.vec4 = static_cast<int>(layout.bytes() / sizeof(uint4));
+    d.tiles = layout.tiles;
+    d.Kp = layout.Kp;
+    d.M = profile.M;
+    d.base = profile.msv.base;
+    d.bias = profile.msv.bias;
+    d.tec = profile.msv.tec;
+    words.insert(words.end(), layout.words.begin(), layout.words.end());
+    costs.insert(costs.end(), layout.costs.begin(), layout.costs.end());
+    descriptors.push_back(d);
+    m.set_longest = std::max(m.set_longest, profile.M);
+    m.set.push_back(std::move(model));
+  }
+  const int optin = static_cast<int>(m.shared_optin);
+  for (const void* kernel : {reinterpret_cast<const void*>(msv_set_wavefront_kernel<8, 16>),
+                             reinterpret_cast<const void*>(msv_set_wavefront_kernel<16, 16>),
+                             reinterpret_cast<const void*>(msv_set_wavefront_kernel<32, 16>),
+                             reinterpret_cast<const void*>(msv_set_wavefront_kernel<8, 32>),
+                             reinterpret_cast<const void*>(msv_set_wavefront_kernel<16, 32>),
+                             reinterpret_cast<const void*>(msv_set_wavefront_kernel<32, 32>)}) {
+    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin),
+          "cudaFuncSetAttribute");
+  }
+  const auto upload = [](auto& buffer, const auto& host) {
+    buffer.reserve(host.size() + 8);
+    check(cudaMemcpy(buffer.get(), host.data(), host.size() * sizeof(host[0]),
+                     cudaMemcpyHostToDevice),
+          "cudaMemcpy model set");
+  };
+  upload(m.set_words, words);
+  upload(m.set_costs, costs);
+  upload(m.set_models, descriptors);
+}
+
+std::size_t HmmGpuEngine::msv_model_count() const {
+  return impl_->set.size();
+}
+
+void HmmGpuEngine::submit_msv_models(int slot_index, const GpuTarget* targets, std::size_t count,
+                                     const ParallelFor& parallel, const GpuBlockSpan* blocks,
+                                     std::size_t block_count) {
+  Impl& m = *impl_;
+  Impl::Slot& s = *m.slots[slot_index];
+  m.stage(s, targets, count, parallel, blocks, block_count);
+  const int n = s.n;
+  const std::size_t models = m.set.size();
+  const std::size_t values = models * static_cast<std::size_t>(n);
+  const std::size_t residues = static_cast<std::size_t>(s.offsets[n]);
+  s.set_bjbm.reserve(values + 1);
+  s.set_result.reserve(values + 1);
+  s.set_exact_count.reserve(models + 1);
+  for (std::size_t k = 0; k < models; ++k) {
+    Impl::SetModel& model = *m.set[k];
+    std::uint8_t* bjbm = s.set_bjbm.get() + k * static_cast<std::size_t>(n);
+    for (int i = 0; i < n; ++i) {
+      bjbm[i] = static_cast<std::uint8_t>((model.tjb(s.lengths[i]) + model.msv.tbm) & 0xff);
+    }
+    s.set_exact_count[k] = model.all_exact ? n : 0;
+  }
+  // The fast kernel's launches: the models by kernel shape, at most kSetBoundaryBytes of
+  // boundary columns per launch. entries: (model, boundary slot).
+  struct Launch {
+    int G = 0, N = 0;
+    std::size_t first = 0, count = 0, shared = 0;
+  };
+  std::vector<Launch> launches;
+  const std::size_t boundary_values = 2 * residues + 16;
+  const std::size_t slots_per_launch =
+      std::max<std::size_t>(1, kSetBoundaryBytes / (boundary_values * sizeof(std::int16_t)));
+  std::size_t entries = 0, slots_used = 0;
+  s.set_entries.reserve(models + 1);
+  for (const int G : {8, 16, 32}) {
+    for (const int N : {16, 32}) {
+      Launch launch{G, N, entries, 0, 0};
+      int slot = 0;
+      for (std::size_t k = 0; k < models; ++k) {
+        const Impl::SetModel& model = *m.set[k];
+        if (model.all_exact || model.G != G || model.N != N) continue;
+        if (launch.count == kMaxLaunchEntries ||
+            (!model.one_tile && static_cast<std::size_t>(slot) == slots_per_launch)) {
+          launches.push_back(launch);
+          launch = Launch{G, N, entries, 0, 0};
+          slot = 0;
+        }
+        s.set_entries[entries++] = int2{static_cast<int>(k), model.one_tile ? -1 : slot++};
+        slots_used = std::max(slots_used, static_cast<std::size_t>(slot));
+        ++launch.count;
+        launch.shared = std::max(launch.shared, model.shared);
+      }
+      if (launch.count > 0) launches.push_back(launch);
+    }
+  }
+  s.d_set_bjbm.reserve(values + 1);
+  s.d_set_result.reserve(values + 1);
+  s.d_set_exact_list.reserve(values + 1);
+  s.d_set_exact_count.reserve(models + 1);
+  s.d_set_entries.reserve(entries + 1);
+  s.d_set_boundary.reserve(std::max<std::size_t>(1, slots_used) * boundary_values);
+  const int exact_x = std::max(
+      2, (m.exact_blocks + static_cast<int>(models) - 1) / std::max(1, static_cast<int>(models)));
+  s.d_set_rows.reserve(models * static_cast<std::size_t>(exact_x) * (kExactBlockThreads / 32) *
+                           static_cast<std::size_t>(m.set_longest + 1) +
+                       1);
+  cudaStream_t st = s.stream.get();
+  check(cudaMemcpyAsync(s.d_set_bjbm.get(), s.set_bjbm.get(), values, cudaMemcpyHostToDevice, st),
+        "H2D bjbm");
+  check(cudaMemcpyAsync(s.d_set_exact_count.get(), s.set_exact_count.get(), models * sizeof(int),
+                        cudaMemcpyHostToDevice, st),
+        "H2D counts");
+  check(cudaMemcpyAsync(s.d_set_entries.get(), s.set_entries.get(), entries * sizeof(int2),
+                        cudaMemcpyHostToDevice, st),
+        "H2D entries");
+  for (std::size_t k = 0; k < models; ++k) {
+    if (!m.set[k]->all_exact || n == 0) continue;
+    check(cudaMemcpyAsync(s.d_set_exact_list.get() + k * static_cast<std::size_t>(n),
+                          s.d_order.get(), n * sizeof(int), cudaMemcpyDeviceToDevice, st),
+          "D2D list");
+  }
+  MsvSetArgs a{};
+  a.words = reinterpret_cast<const uint4*>(m.set_words.get());
+  a.costs = m.set_costs.get();
+  a.models = m.set_models.get();
+  a.entries = s.d_set_entries.get();
+  a.target_residues = s.d_target_residues.get();
+  a.offsets = s.d_offsets.get();
+  a.order = s.d_order.get();
+  a.n = n;
+  a.bjbm = s.d_set_bjbm.get();
+  a.boundary = s.d_set_boundary.get();
+  a.boundary_stride = static_cast<std::int64_t>(boundary_values);
+  a.result = s.d_set_result.get();
+  a.exact_list = s.d_set_exact_list.get();
+  a.exact_count = s.d_set_exact_count.get();
+  a.rows = s.d_set_rows.get();
+  a.rows_stride = m.set_longest + 1;
+  s.msv_start.record(st);
+  if (n > 0) {
+    for (const Launch& l : launches) {
+      MsvSetArgs la = a;
+      la.entries = a.entries + l.first;
+      const int groups_per_block = kMsvBlockThreads / l.G;
+      const dim3 grid(static_cast<unsigned>((n + groups_per_block - 1) / groups_per_block),
+                      static_cast<unsigned>(l.count));
+      const auto launch = [&](auto kernel) {
+        kernel<<<grid, kMsvBlockThreads, l.shared, st>>>(la);
+      };
+      if (l.N == 16) {
+        if (l.G == 8)
+          launch(msv_set_wavefront_kernel<8, 16>);
+        else if (l.G == 16)
+          launch(msv_set_wavefront_kernel<16, 16>);
+        else
+          launch(msv_set_wavefront_kernel<32, 16>);
+      } else {
+        if (l.G == 8)
+          launch(msv_set_wavefront_kernel<8, 32>);
+        else if (l.G == 16)
+          launch(msv_set_wavefront_kernel<16, 32>);
+        else
+          launch(msv_set_wavefront_kernel<32, 32>);
+      }
+      check_launch("msv_set_wavefront_kernel");
+    }
+  }
+  s.msv_fast_done.record(st);
+  if (n > 0 && models > 0) {
+    const dim3 grid(static_cast<unsigned>(exact_x), static_cast<unsigned>(models));
+    msv_set_exact_kernel<<<grid, kExactBlockThreads, 0, st>>>(a);
+    check_launch("msv_set_exact_kernel");
+  }
+  s.msv_done.record(st);
+  check(cudaMemcpyAsync(s.set_result.get(), s.d_set_result.get(), values * sizeof(int),
+                        cudaMemcpyDeviceToHost, st),
+        "D2H results");
+  check(cudaMemcpyAsync(s.set_exact_count.get(), s.d_set_exact_count.get(), models * sizeof(int),
+                        cudaMemcpyDeviceToHost, st),
+        "D2H counts");
+  s.times.submit_rest_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - s.staged_from).count() -
+      s.times.submit_copy_s;
+}
+
+const std::vector<FilterScore>& HmmGpuEngine::wait_msv_models(int slot_index) {
+  Impl& m = *impl_;
+  Impl::Slot& s = *m.slots[slot_index];
+  check(cudaSetDevice(m.device), "cudaSetDevice");
+  check(cudaStreamSynchronize(s.stream.get()), "cudaStreamSynchronize msv models");
+  m.publish_kept(s);
+  const std::size_t models = m.set.size();
+  const auto n = static_cast<std::size_t>(s.n);
+  s.times.msv_ms = s.msv_fast_done.ms_since(s.msv_start);
+  s.times.msv_exact_ms = s.msv_done.ms_since(s.msv_fast_done);
+  s.times.msv_exact_targets = 0;
+  for (std::size_t k = 0; k < models; ++k) s.times.msv_exact_targets += s.set_exact_count[k];
+  s.set_scores.resize(models * n);
+  for (std::size_t k = 0; k < models; ++k) {
+    Impl::SetModel& model = *m.set[k];
+    const int* result = s.set_result.get() + k * n;
+    FilterScore* out = s.set_scores.data() + k * n;
+    for (std::size_t i = 0; i < n; ++i) {
+      out[i] = finish_msv(model.msv, result[i], model.tjb(s.lengths[i]));
+    }
+  }
+  return s.set_scores;
 }
 
 void HmmGpuEngine::submit_viterbi(int slot_index, const int* which, std::size_t count) {

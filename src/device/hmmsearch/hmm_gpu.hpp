@@ -274,6 +274,31 @@ class HmmGpuEngine {
   const std::vector<float>& wait_canonical_forward(int slot);
   GpuKernelTimes kernel_times(int slot) const;
 
+  // ---- the MSV filter of many models at once (a pass's models on a small batch) ----
+  // One model of a set: its profile (which must outlive the set) and the MSV kernel shape
+  // it runs (msv_group_threads and msv_nodes_per_thread, resolved as for an engine of it;
+  // msv_exact_only sends all its targets to the exact kernel).
+  struct SetModel {
+    const SearchProfile* profile = nullptr;
+    GpuKernelChoice choice;
+  };
+  // Uploads the MSV score systems of `models`, kept beside the engine's own model (the
+  // Viterbi filter and Forward still run that one) until the next call. Waits for both
+  // slots.
+  void set_msv_models(const SetModel* models, std::size_t count);
+  std::size_t msv_model_count() const;
+  // As submit_msv (the targets are uploaded, or read from the resident store, the same
+  // way, and stay the slot's uploaded targets), but every model of the set runs against
+  // every target: one launch of the fast kernel per kernel shape among the models, then one
+  // launch of the exact kernel for the targets of every model that need it.
+  void submit_msv_models(int slot, const GpuTarget* targets, std::size_t count,
+                         const ParallelFor& parallel = {}, const GpuBlockSpan* blocks = nullptr,
+                         std::size_t block_count = 0);
+  // Waits for it and returns the scores, model by model: score [m * count + i] is model
+  // m's for target i, equal to the engine's msv() for that model (valid until the slot's
+  // next submit). The slot's kernel_times cover the whole set.
+  const std::vector<FilterScore>& wait_msv_models(int slot);
+
   // Synchronous conveniences (slot 0), for tests and benchmarks.
   std::vector<FilterScore> msv(const std::vector<GpuTarget>& targets);
   std::vector<FilterScore> viterbi(const std::vector<GpuTarget>& targets);

@@ -45,8 +45,9 @@ constexpr int kMsvClamp = 1024;
 //   steps) take the residue row of kMsvPadScore, as padding nodes do: such a cell is below
 //   -xB (v < 0) and never raises the best cell, and it only feeds rows outside the target
 //   or max(., 0).
+// `block`: the block's index among those running this model (blockIdx.x).
 template <int G, int N>
-__global__ void __launch_bounds__(kMsvBlockThreads) msv_wavefront_kernel(MsvFastArgs a) {
+__device__ __forceinline__ void msv_wavefront(const MsvFastArgs& a, int block) {
   constexpr int H = N / 2;  // registers, two nodes each
   constexpr int Q = N / 8;  // 16-byte profile reads per row
   extern __shared__ uint4 shared_profile[];
@@ -54,7 +55,7 @@ __global__ void __launch_bounds__(kMsvBlockThreads) msv_wavefront_kernel(MsvFast
   __syncthreads();
 
   const int t = threadIdx.x % G;
-  const int group = (blockIdx.x * blockDim.x + threadIdx.x) / G;
+  const int group = (block * blockDim.x + threadIdx.x) / G;
   const bool has_target = group < a.n;
   const int target = has_target ? a.order[group] : 0;
   const std::int64_t offset = has_target ? a.offsets[target] : 0;
@@ -155,6 +156,77 @@ __global__ void __launch_bounds__(kMsvBlockThreads) msv_wavefront_kernel(MsvFast
   }
 }
 
+template <int G, int N>
+__global__ void __launch_bounds__(kMsvBlockThreads) msv_wavefront_kernel(MsvFastArgs a) {
+  msv_wavefront<G, N>(a, static_cast<int>(blockIdx.x));
+}
+
+// ---------------------------------------------------------------- MSV, many models
+
+// One model of a set run in one launch (HmmGpuEngine::set_msv_models): where its layout
+// starts in the set's words and costs, and its scores.
+struct MsvSetModel {
+  std::int64_t words_at = 0;  // in 16-byte units
+  std::int64_t costs_at = 0;
+  int vec4 = 0, tiles = 0, Kp = 0, M = 0;
+  int base = 0, bias = 0, tec = 0;
+};
+
+// A launch over a set's models: blockIdx.y picks the entry of `entries` (x: the model's
+// index in the set, y: its boundary slot, or -1 for a model of one tile, which never
+// reads or writes the boundary). Per model m, the arrays bjbm, result and exact_list
+// hold n values from m * n, and exact_count one value at m.
+struct MsvSetArgs {
+  const uint4* words;
+  const std::uint8_t* costs;
+  const MsvSetModel* models;
+  const int2* entries;
+  const std::uint8_t* const* target_residues;
+  const std::int64_t* offsets;
+  const int* order;
+  int n;
+  const std::uint8_t* bjbm;
+  std::int16_t* boundary;        // boundary slots, boundary_stride values each
+  std::int64_t boundary_stride;  // 2 values per residue of the batch
+  int* result;
+  int* exact_list;
+  int* exact_count;
+  std::uint8_t* rows;  // the exact kernel's rows: rows_stride bytes per warp
+  int rows_stride;     // the set's longest model + 1
+};
+
+__device__ __forceinline__ MsvFastArgs msv_set_model_args(const MsvSetArgs& s, int model,
+                                                          int boundary_slot) {
+  const MsvSetModel& d = s.models[model];
+  const std::int64_t at = static_cast<std::int64_t>(model) * s.n;
+  MsvFastArgs a{};
+  a.profile = s.words + d.words_at;
+  a.profile_vec4 = d.vec4;
+  a.tiles = d.tiles;
+  a.pad_residue = d.Kp;
+  a.target_residues = s.target_residues;
+  a.offsets = s.offsets;
+  a.order = s.order;
+  a.n = s.n;
+  a.bjbm = s.bjbm + at;
+  a.base = d.base;
+  a.bias = d.bias;
+  a.tec = d.tec;
+  a.boundary = s.boundary + max(boundary_slot, 0) * s.boundary_stride;
+  a.result = s.result + at;
+  a.exact_list = s.exact_list + at;
+  a.exact_count = s.exact_count + model;
+  return a;
+}
+
+// The fast kernel for the models of one launch entry list, all of the same G and N: the
+// profile in shared memory is the entry's model's.
+template <int G, int N>
+__global__ void __launch_bounds__(kMsvBlockThreads) msv_set_wavefront_kernel(MsvSetArgs s) {
+  const int2 entry = s.entries[blockIdx.y];
+  msv_wavefront<G, N>(msv_set_model_args(s, entry.x, entry.y), static_cast<int>(blockIdx.x));
+}
+
 // ---------------------------------------------------------------- MSV, exact rows
 
 // The generic exact kernel (msv_exact_kernel.cuh): M from the arguments, the rows in
@@ -163,4 +235,27 @@ __global__ void __launch_bounds__(kMsvBlockThreads) msv_wavefront_kernel(MsvFast
 using MsvExactArgs = msv_exact::Args;
 __global__ void __launch_bounds__(kExactBlockThreads) msv_exact_kernel(MsvExactArgs a) {
   msv_exact::msv_exact_rows<0>(a);
+}
+
+// The exact kernel over every model of a set: blockIdx.y is the model, each with its own
+// list of targets and its own rows.
+__global__ void __launch_bounds__(kExactBlockThreads) msv_set_exact_kernel(MsvSetArgs s) {
+  const int model = static_cast<int>(blockIdx.y);
+  const MsvSetModel& d = s.models[model];
+  const std::int64_t at = static_cast<std::int64_t>(model) * s.n;
+  MsvExactArgs e{};
+  e.cost = s.costs + d.costs_at;
+  e.M = d.M;
+  e.target_residues = s.target_residues;
+  e.offsets = s.offsets;
+  e.bjbm = s.bjbm + at;
+  e.base = d.base;
+  e.bias = d.bias;
+  e.tec = d.tec;
+  e.list = s.exact_list + at;
+  e.count = s.exact_count + model;
+  e.rows = s.rows + static_cast<std::int64_t>(blockIdx.y) * gridDim.x * (kExactBlockThreads / 32) *
+                        s.rows_stride;
+  e.result = s.result + at;
+  msv_exact::msv_exact_rows<0>(e);
 }

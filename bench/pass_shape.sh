@@ -1,0 +1,57 @@
+#!/bin/bash
+# The shape of a many-model pass on the GPU machine: 1,000 Pfam-like models against a
+# synthetic proteome (as bench/many_models.sh, PROTEOME=synth), duet in several modes with
+# more models per pass (DUET_DEBUG_MODELS_PER_PASS, up to the node limit) and smaller
+# blocks and batches, beside 16 x hmmsearch --cpu 1 (the models split 16 ways), in ROUNDS
+# (default 2). /results of every variant are compared with --no-gpu's. Run from the source
+# root with .device carried; writes times.tsv and each variant's DUET_TIMES under $OUT.
+set -uo pipefail
+rounds=${ROUNDS:-2}
+source bench/device_env.sh
+cmake -S . -B build-dev -G Ninja -DCMAKE_BUILD_TYPE=Release -DDUET_BUILD_BENCH=OFF > "$out/cmake.log" 2>&1 || { tail -30 "$out/cmake.log"; exit 1; }
+cmake --build build-dev -j16 --target duet > "$out/build.log" 2>&1 || { grep -B2 -A8 error "$out/build.log" | head -60; exit 1; }
+duet=./build-dev/duet
+work=/tmp/shape; mkdir -p $work
+lengths=$(python3 -c "
+import random; random.seed(7)
+print(' '.join('-L %d' % max(20, min(1200, int(random.lognormvariate(5.14, 0.6)))) for _ in range(1000)))")
+$duet synth-model $lengths --seed 7 -o $work/models.hmm > /dev/null
+$duet synth-db --residues 2.26e6 --homologs 0.002 --model $work/models.hmm --seed 7 -o $work/proteome.fa > /dev/null
+python3 - "$work" <<'PY'
+import sys
+w = sys.argv[1]
+models = [m for m in open(w + "/models.hmm").read().split("//\n") if m.strip()]
+for i in range(16):
+    open(f"{w}/part{i}.hmm", "w").write("".join(m + "//\n" for m in models[i::16]))
+PY
+printf "variant\tround\tseconds\n" > "$out/times.tsv"
+variant() {  # name, models per pass (0: default), duet options...
+  local name=$1 per_pass=$2; shift 2
+  for round in $(seq $rounds); do
+    local s=$(date +%s%N)
+    DUET_DEBUG_MODELS_PER_PASS=$per_pass $duet hmmsearch --quiet --h5 $work/$name.h5 "$@" \
+      $work/models.hmm $work/proteome.fa > $work/$name.log 2>&1 || echo "$name failed: $(tail -2 $work/$name.log)"
+    local ms=$(( ($(date +%s%N) - s) / 1000000 ))
+    printf "%s\t%s\t%d.%03d\n" "$name" "$round" $((ms / 1000)) $((ms % 1000)) | tee -a "$out/times.tsv"
+  done
+  DUET_TIMES=1 DUET_DEBUG_MODELS_PER_PASS=$per_pass $duet hmmsearch --quiet --h5 $work/$name.h5 "$@" \
+    $work/models.hmm $work/proteome.fa 2> "$out/$name-times.txt" > /dev/null
+  [ "$name" = cpu ] || echo "$name: $(python3 bench/compare_results.py $work/cpu.h5 $work/$name.h5 2>&1 | tail -1)"
+}
+hmmer16() {
+  for round in $(seq $rounds); do
+    local s=$(date +%s%N)
+    for i in $(seq 0 15); do hmmsearch --cpu 1 -o /dev/null $work/part$i.hmm $work/proteome.fa & done; wait
+    local ms=$(( ($(date +%s%N) - s) / 1000000 ))
+    printf "%s\t%s\t%d.%03d\n" hmmer16 "$round" $((ms / 1000)) $((ms % 1000)) | tee -a "$out/times.tsv"
+  done
+}
+variant cpu 0 --no-gpu
+variant cpu-192 192 --no-gpu
+variant gpu 0 --gpu-only
+variant gpu-192 192 --gpu-only
+variant gpu-small-batches 0 --gpu-only --block-residues 250000 --gpu-batch-blocks 1
+variant gpu-192-small-batches 192 --gpu-only --block-residues 250000 --gpu-batch-blocks 1
+variant forced-192 192 --gpu-min-database 0
+variant forced-192-small-batches 192 --gpu-min-database 0 --block-residues 250000 --gpu-batch-blocks 1
+hmmer16

@@ -209,7 +209,9 @@ void gpu_feeder(Shared& shared, CpuPool& pool, GpuBackend& gpu, std::int64_t cel
         row_for(shared, worker, Device::gpu, gpu.stages(), start, batch, cells_per_residue);
     for (std::size_t i = 0; i < batch.size(); ++i) {
       row.survivors += outcomes[i].survivors;
-      if (outcomes[i].post) shared.queue.post(batch[i], std::move(outcomes[i].post));
+      for (PostStatePtr& part : outcomes[i].post) {
+        if (part) shared.queue.post(batch[i], std::move(part));
+      }
     }
     shared.gpu_residues += row.residues;
     shared.cells += row.cells;

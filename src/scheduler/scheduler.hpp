@@ -40,8 +40,8 @@ class Workload {
   // Runs every stage on a block and delivers its results; returns the survivors of the
   // last stage.
   virtual std::int64_t run_block(const Block& block, int worker) = 0;
-  // Runs the CPU-only stages of a block whose early stages a device ran, from what the
-  // device left of it (GpuBlockOutcome::post); delivers its results; returns the
+  // Runs the CPU-only stages of a block whose early stages a device ran, from one part of
+  // what the device left of it (GpuBlockOutcome::post); delivers its results; returns the
   // survivors. A workload whose devices run every stage never gets one.
   virtual std::int64_t run_post(const Block& block, PostState& state, int worker) = 0;
   // What run_post will work on (called just before it, on the same thread): for the
@@ -53,8 +53,10 @@ class Workload {
 
 // What a device batch did with one of its blocks.
 struct GpuBlockOutcome {
-  // Early stages only: what remains of the block, which goes to the post-queue with it.
-  PostStatePtr post;
+  // Early stages only: what remains of the block, in parts that go to the post-queue with
+  // it, each its own task (run_post once per part; parts let several workers share the
+  // block's post stage). Empty: nothing remains.
+  std::vector<PostStatePtr> post;
   std::int64_t survivors = 0;  // sequences passing the stages the device ran
 };
 

@@ -45,8 +45,9 @@ class HmmsearchGpuBackend final : public scheduler::GpuBackend {
   // Receives a block's scores, one entry per model of the pass, once the whole batch has
   // succeeded for every model; each entry's `remains` marks the targets whose Viterbi
   // filter or Forward stage is left to the post-queue. Returns what the post stage needs
-  // of the block (null: nothing remains).
-  using Deliver = std::function<PostStatePtr(const Block&, std::vector<DeviceBlockScores>&&)>;
+  // of the block, in parts (none: nothing remains).
+  using Deliver =
+      std::function<std::vector<PostStatePtr>(const Block&, std::vector<DeviceBlockScores>&&)>;
 
   // The Forward stage of some targets for model `model` of the pass on the calling thread,
   // with the CPU's kernels (run_forward_stages): called from host loops, on the feeder's

@@ -269,9 +269,11 @@ struct ModelInPass {
   std::shared_ptr<const simd::StripedProfiles> striped;
 };
 
-// What a device left of a block for the post stage: every model's scores and what remains
-// of each target.
+// What a device left of a block for the post stage, or one part of it: the scores of the
+// pass's models [first_model, first_model + per_model.size()) and what remains of each
+// target.
 struct DevicePostState final : PostState {
+  std::size_t first_model = 0;
   std::vector<DeviceBlockScores> per_model;
 };
 
@@ -286,6 +288,7 @@ class HmmsearchWorkload final : public scheduler::Workload {
         settings_(settings),
         domain_settings_(domain_settings),
         isa_(isa),
+        post_parts_(static_cast<std::size_t>(std::max(1, threads))),
         spare_kernels_(models_.size()) {
     for (ModelInPass& m : models_) m.kernels.resize(static_cast<std::size_t>(threads));
   }
@@ -366,10 +369,10 @@ class HmmsearchWorkload final : public scheduler::Workload {
   // Forward for the targets a device left there (needs_forward), model by model, the
   // other scores as the device computed them.
   std::int64_t run_post(const Block& block, PostState& state, int worker) override {
-    std::vector<DeviceBlockScores>& per_model = static_cast<DevicePostState&>(state).per_model;
+    auto& part = static_cast<DevicePostState&>(state);
     std::int64_t passed = 0;
-    for (std::size_t j = 0; j < models_.size(); ++j) {
-      DeviceBlockScores& m = per_model[j];
+    for (std::size_t j = part.first_model; j < part.first_model + part.per_model.size(); ++j) {
+      DeviceBlockScores& m = part.per_model[j - part.first_model];
       const SearchProfile& profile = *models_[j].profile;
       FilterKernels& k = kernels(models_[j], worker);
       std::vector<std::size_t> at_forward, at_domains;
@@ -420,28 +423,48 @@ class HmmsearchWorkload final : public scheduler::Workload {
     std::lock_guard lock(mutex_);
     spare.push_back(std::move(k));
   }
-  // A device's scores of a block, one entry per model of the pass: the records of a model
-  // whose targets are all done are added now; where any stage remains, domain definition
-  // included, the block goes to the post stage with all of them (on the CPU workers, not
-  // the feeder's thread), which this returns (null: nothing remains).
-  PostStatePtr deliver(const Block& block, std::vector<DeviceBlockScores>&& per_model) {
-    bool post = false;
-    for (DeviceBlockScores& m : per_model) {
+  // A device's scores of a block, one entry per model of the pass. Where no stage remains
+  // for any model, domain definition included, the records are added now and this returns
+  // no part. Otherwise the block goes to the post stage with all of them (on the CPU
+  // workers, not the feeder's thread), in parts of consecutive models with about equal
+  // work (DP cells of the targets that remain), up to one per CPU thread: a pass of many
+  // models on a few blocks keeps every worker busy.
+  std::vector<PostStatePtr> deliver(const Block& block,
+                                    std::vector<DeviceBlockScores>&& per_model) {
+    std::vector<std::int64_t> cells(per_model.size(), 0);
+    std::int64_t total = 0;
+    for (std::size_t j = 0; j < per_model.size(); ++j) {
+      DeviceBlockScores& m = per_model[j];
       for (std::size_t i = 0; i < m.remains.size(); ++i) {
         if (m.remains[i] == Remains::nothing && m.scores[i].stage == Stage::passed)
           m.remains[i] = Remains::domains;
-        post = post || m.remains[i] != Remains::nothing;
+        if (m.remains[i] != Remains::nothing)
+          cells[j] += static_cast<std::int64_t>(block.length(i)) * models_[j].profile->M;
       }
+      total += cells[j];
     }
-    if (post) {
-      auto state = std::make_unique<DevicePostState>();
-      state->per_model = std::move(per_model);
-      return state;
+    std::vector<PostStatePtr> parts;
+    if (total == 0) {
+      for (std::size_t j = 0; j < models_.size(); ++j)
+        add_block(block, per_model[j].scores, *models_[j].profile, domain_settings_,
+                  *models_[j].sink);
+      return parts;
     }
-    for (std::size_t j = 0; j < models_.size(); ++j)
-      add_block(block, per_model[j].scores, *models_[j].profile, domain_settings_,
-                *models_[j].sink);
-    return nullptr;
+    const std::int64_t share =
+        std::max<std::int64_t>(1, total / static_cast<std::int64_t>(post_parts_));
+    std::int64_t in_part = 0;
+    for (std::size_t j = 0; j < per_model.size(); ++j) {
+      if (parts.empty() || in_part >= share) {
+        auto part = std::make_unique<DevicePostState>();
+        part->first_model = j;
+        parts.push_back(std::move(part));
+        in_part = 0;
+      }
+      auto& part = static_cast<DevicePostState&>(*parts.back());
+      part.per_model.push_back(std::move(per_model[j]));
+      in_part += cells[j];
+    }
+    return parts;
   }
   std::size_t models() const { return models_.size(); }
   const SearchProfile& profile(std::size_t model) const { return *models_[model].profile; }
@@ -490,6 +513,7 @@ class HmmsearchWorkload final : public scheduler::Workload {
   CascadeSettings settings_;
   DomainSettings domain_settings_;
   simd::Isa isa_;
+  std::size_t post_parts_;  // a delivered block's post stage in at most this many parts
   // forward_on_any_thread's pool, per model.
   std::vector<std::vector<std::unique_ptr<FilterKernels>>> spare_kernels_;
   std::mutex mutex_;  // guards spare_kernels_

@@ -80,7 +80,7 @@ class PairhmmGpuBackend final : public scheduler::GpuBackend {
     for (const BlockPtr& b : blocks) {
       starts.push_back(at);
       at += b->sequences();
-      outcomes.push_back({nullptr, static_cast<std::int64_t>(b->sequences())});
+      outcomes.push_back({{}, static_cast<std::int64_t>(b->sequences())});
     }
     const auto deliver = [&](std::size_t k) {
       const BlockPtr& b = blocks[k];

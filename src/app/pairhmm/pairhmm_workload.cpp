@@ -169,7 +169,7 @@ PairhmmRun run_pairhmm(const pairhmm::Input& input, const pairhmm::Model& model,
             },
             [&slots](const Block& b, std::vector<float>&& sums) {
               slots.finish(b.first_sequence, sums);
-              return scheduler::GpuBlockOutcome{nullptr, static_cast<std::int64_t>(sums.size())};
+              return scheduler::GpuBlockOutcome{{}, static_cast<std::int64_t>(sums.size())};
             }));
       }
       gpu_kernel = "test-double (scalar)";

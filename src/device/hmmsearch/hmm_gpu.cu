@@ -135,9 +135,12 @@ struct HmmGpuEngine::Impl {
     bool all_exact = false;  // too long for shared memory, or asked: the exact kernel only
     std::size_t shared = 0;  // bytes of its layout
     bool one_tile = true;
-    ByLength<std::uint8_t> tjb{[](int) { return std::uint8_t{0}; }};
+    ByLength<std::uint8_t>* tjb = nullptr;  // of tjb_by_scale
   };
   std::vector<std::unique_ptr<SetModel>> set;
+  // MsvScores::tjb by length depends on the scale alone (the same for every model): one
+  // table per scale, kept across sets, not one per model and set.
+  std::vector<std::pair<float, std::unique_ptr<ByLength<std::uint8_t>>>> tjb_by_scale;
   int set_longest = 0;
   DeviceBuffer<std::int16_t> set_words;
   DeviceBuffer<std::uint8_t> set_costs;
@@ -691,8 +694,17 @@ void HmmGpuEngine::set_msv_models(const SetModel* models, std::size_t count) {
     model->shared = layout.bytes();
     model->all_exact = layout.bytes() > m.shared_optin || models[i].choice.msv_exact_only;
     model->one_tile = layout.tiles == 1;
-    const MsvScores* msv = &model->msv;
-    model->tjb = ByLength<std::uint8_t>{[msv](int L) { return msv->tjb(L); }};
+    const auto same_scale = [&](const auto& t) { return t.first == profile.msv.scale; };
+    auto table = std::find_if(m.tjb_by_scale.begin(), m.tjb_by_scale.end(), same_scale);
+    if (table == m.tjb_by_scale.end()) {
+      MsvScores scale_only;
+      scale_only.scale = profile.msv.scale;
+      m.tjb_by_scale.emplace_back(profile.msv.scale,
+                                  std::make_unique<ByLength<std::uint8_t>>(
+                                      [scale_only](int L) { return scale_only.tjb(L); }));
+      table = m.tjb_by_scale.end() - 1;
+    }
+    model->tjb = table->second.get();
     MsvSetModel d;
     // 16-byte aligned starts: the fast kernel reads the words as uint4.
     words.resize((words.size() + 7) / 8 * 8);
@@ -753,7 +765,7 @@ void HmmGpuEngine::submit_msv_models(int slot_index, const GpuTarget* targets, s
     Impl::SetModel& model = *m.set[k];
     std::uint8_t* bjbm = s.set_bjbm.get() + k * static_cast<std::size_t>(n);
     for (int i = 0; i < n; ++i) {
-      bjbm[i] = static_cast<std::uint8_t>((model.tjb(s.lengths[i]) + model.msv.tbm) & 0xff);
+      bjbm[i] = static_cast<std::uint8_t>(((*model.tjb)(s.lengths[i]) + model.msv.tbm) & 0xff);
     }
     s.set_exact_count[k] = model.all_exact ? n : 0;
   }
@@ -898,7 +910,7 @@ const std::vector<FilterScore>& HmmGpuEngine::wait_msv_models(int slot_index) {
     const int* result = s.set_result.get() + k * n;
     FilterScore* out = s.set_scores.data() + k * n;
     for (std::size_t i = 0; i < n; ++i) {
-      out[i] = finish_msv(model.msv, result[i], model.tjb(s.lengths[i]));
+      out[i] = finish_msv(model.msv, result[i], (*model.tjb)(s.lengths[i]));
     }
   }
   return s.set_scores;

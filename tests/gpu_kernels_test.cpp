@@ -373,11 +373,14 @@ TEST(GpuKernels, SetModelScoresAsAFreshEngine) {
   }
 }
 
-// The MSV filter of a set of models in one go (set_msv_models, submit_msv_models): every
+// The MSV filter of a set of models in one go (set_models, submit_msv_models): every
 // model's score of every target equals msv_filter_reference's, bit for bit, for models of
 // every kernel shape, of several tiles (boundary columns), too long for shared memory, and
 // with explicit choices; on both slots, with a second set and a smaller batch after a
-// larger one.
+// larger one. The Viterbi filter of (model, target) pairs of the set in one launch
+// (submit_viterbi_models) equals viterbi_filter_reference's, on a fifth of the pairs. The Viterbi
+// filter of (model, target) pairs of the set in one launch (submit_viterbi_models) equals
+// viterbi_filter_reference's, on a fifth of the pairs.
 TEST(GpuKernels, ModelSetMatchesReference) {
   REQUIRE_GPU();
   std::mt19937_64 rng(test_seed() ^ 0x7a);
@@ -404,8 +407,8 @@ TEST(GpuKernels, ModelSetMatchesReference) {
                                const std::string& what) {
       std::vector<device::HmmGpuEngine::SetModel> set;
       for (std::size_t k : members) set.push_back({&profiles[k], choices[k]});
-      engine.set_msv_models(set.data(), set.size());
-      ASSERT_EQ(engine.msv_model_count(), members.size());
+      engine.set_models(set.data(), set.size());
+      ASSERT_EQ(engine.set_model_count(), members.size());
       engine.submit_msv_models(slot, all.data(), n);
       const std::vector<FilterScore> scores = engine.wait_msv_models(slot);
       ASSERT_EQ(scores.size(), members.size() * n) << what;
@@ -425,6 +428,26 @@ TEST(GpuKernels, ModelSetMatchesReference) {
         EXPECT_GT(engine.kernel_times(slot).msv_exact_targets, 0)
             << what << ": exact kernel unused";
       }
+      std::vector<device::HmmGpuEngine::SetItem> items;
+      for (std::size_t m = 0; m < members.size(); ++m) {
+        for (std::size_t i = m % 5; i < n; i += 5)
+          items.push_back({static_cast<int>(m), static_cast<int>(i)});
+      }
+      engine.submit_viterbi_models(slot, items.data(), items.size());
+      const std::vector<FilterScore> vit = engine.wait_viterbi_models(slot);
+      ASSERT_EQ(vit.size(), items.size()) << what;
+      for (std::size_t j = 0; j < items.size() && failures < 5; ++j) {
+        const SearchProfile& p = profiles[members[static_cast<std::size_t>(items[j].model)]];
+        const auto& seq = targets.seqs[static_cast<std::size_t>(items[j].target)];
+        const FilterScore ref =
+            viterbi_filter_reference(p.viterbi, seq.data(), static_cast<int>(seq.size()));
+        expect_same(vit[j], ref,
+                    what + ": Viterbi, model M=" + std::to_string(p.M) + " target " +
+                        std::to_string(items[j].target));
+        if (HasFailure()) ++failures;
+      }
+      const device::HmmGpuEngine::SetItem outside{static_cast<int>(members.size()), 0};
+      EXPECT_THROW(engine.submit_viterbi_models(slot, &outside, 1), std::invalid_argument);
     };
     std::vector<std::size_t> every(hmms.size());
     std::iota(every.begin(), every.end(), std::size_t{0});

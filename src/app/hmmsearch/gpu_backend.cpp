@@ -253,11 +253,11 @@ void HmmsearchGpuBackend::run_set(Half* halves, std::vector<Lane>& done) {
   constexpr int kSlots = device::HmmGpuEngine::kSlots;
   device::HmmGpuEngine& engine = this->engine(0, 0);
   EngineSlot& slot = (*engines_)[0];
-  if (slot.msv_set != id_) {
+  if (slot.model_set != id_) {
     std::vector<device::HmmGpuEngine::SetModel> set;
     for (const Model& m : models_) set.push_back({m.profile, m.kernels});
-    engine.set_msv_models(set.data(), set.size());
-    slot.msv_set = id_;
+    engine.set_models(set.data(), set.size());
+    slot.model_set = id_;
     times.set_upload += since(tick);
   }
   ++times.set_batches;
@@ -275,6 +275,7 @@ void HmmsearchGpuBackend::run_set(Half* halves, std::vector<Lane>& done) {
   constexpr std::size_t kChunk = 512;
   bool to_lanes = false;
   const std::int64_t wave = engine.viterbi_wave_targets();
+  std::vector<device::HmmGpuEngine::SetItem> items[kSlots];  // the Viterbi filter's pairs
   for (int s = 0; s < kSlots; ++s) {
     const Half& h = halves[s];
     const std::size_t n = h.targets.size();
@@ -291,11 +292,16 @@ void HmmsearchGpuBackend::run_set(Half* halves, std::vector<Lane>& done) {
     for (std::size_t k = 0; k < models; ++k) {
       Lane::PerHalf& l = done[k].halves[s];
       for (std::size_t i = 0; i < n; ++i) {
-        if (wants_viterbi[k * n + i]) l.viterbi.push_back(static_cast<int>(i));
+        if (!wants_viterbi[k * n + i]) continue;
+        l.viterbi.push_back(static_cast<int>(i));
+        items[s].push_back({static_cast<int>(k), static_cast<int>(i)});
       }
-      l.to_cpu = true;
       to_lanes = to_lanes || std::ssize(l.viterbi) >= wave;
     }
+    // Every model's Viterbi filter of this half in one launch, while the host takes the
+    // other half's MSV scores.
+    engine.submit_viterbi_models(s, items[s].data(), items[s].size());
+    times.viterbi_targets += static_cast<std::int64_t>(items[s].size());
     // The kernels' figures; the residues were read once for all models: the first model
     // counts them as the slot read them (store or upload), the others as on the device.
     const device::GpuKernelTimes k = engine.kernel_times(s);
@@ -319,9 +325,23 @@ void HmmsearchGpuBackend::run_set(Half* halves, std::vector<Lane>& done) {
     }
     times.phase_one += since(tick);
   }
+  // The decisions after the Viterbi filter; the Forward stage of the targets that reach it
+  // is left to the CPU's post stage.
+  for (int s = 0; s < kSlots; ++s) {
+    const std::vector<FilterScore>& vit = engine.wait_viterbi_models(s);
+    times.wait_viterbi += since(tick);
+    times.viterbi_kernel += engine.kernel_times(s).viterbi_ms / 1e3;
+    run_host_loop_(items[s].size(), kChunk / 4, [&](std::size_t j) {
+      const device::HmmGpuEngine::SetItem& item = items[s][j];
+      const auto k = static_cast<std::size_t>(item.model);
+      decide_after_viterbi(*models_[k].profile, settings_, vit[j],
+                           done[k].halves[s].scores[static_cast<std::size_t>(item.target)]);
+    });
+    times.phase_two += since(tick);
+  }
   // A model with enough Viterbi targets in a half to fill the GPU: its whole cascade on
-  // engines of their own, as for a large batch (its MSV filter again; rare: a small
-  // database rich in its hits).
+  // engines of their own, as for a large batch (its MSV filter again, and its Forward on
+  // the GPU; rare: a small database rich in its hits).
   std::vector<Lane> again;
   if (to_lanes) {
     for (std::size_t k = 0; k < models; ++k) {
@@ -342,12 +362,6 @@ void HmmsearchGpuBackend::run_set(Half* halves, std::vector<Lane>& done) {
       for (Lane& lane : running) done[lane.model] = std::move(lane);
     }
     times.set_to_lanes += static_cast<std::int64_t>(again.size());
-  }
-  for (const Lane& lane : done) {
-    for (int s = 0; s < kSlots; ++s) {
-      if (lane.halves[s].to_cpu)
-        times.viterbi_to_cpu += static_cast<std::int64_t>(lane.halves[s].viterbi.size());
-    }
   }
 }
 

@@ -29,8 +29,8 @@ namespace duet::app {
 // engines outlive its backends: a pass's backends borrow them).
 struct EngineSlot {
   std::unique_ptr<device::HmmGpuEngine> engine;
-  std::size_t model = 0;      // GpuPassModel::id of the model it holds
-  std::uint64_t msv_set = 0;  // the backend whose models its MSV set holds (0: none)
+  std::size_t model = 0;        // GpuPassModel::id of the model it holds
+  std::uint64_t model_set = 0;  // the backend whose models its model set holds (0: none)
 };
 
 // One model of the pass a backend serves: its profile and the kernels its engine runs.
@@ -107,13 +107,14 @@ class HmmsearchGpuBackend final : public scheduler::GpuBackend {
   // A batch (split in halves) through the cascades of the lanes' models, each on an engine
   // of its own, their kernels running at once: every target's scores in the lanes.
   void run_lanes(std::vector<Lane>& lanes, Half* halves);
-  // A small batch through every model of the pass at once: the MSV filter of all models in
-  // one go on the first engine (its MSV set), the bias filter and the decisions up to the
-  // Viterbi filter on the host; the later stages are left to the CPU's post stage, except
-  // for a model with enough Viterbi targets to fill the GPU, which runs through run_lanes.
-  // `done` gets one lane per model of the pass.
+  // A small batch through every model of the pass at once, on the first engine's model set:
+  // the MSV filter of all models in one go, the bias filter and the decisions on the host,
+  // then the Viterbi filter of every model's survivors in one launch; the Forward stage is
+  // left to the CPU's post stage. A model with enough Viterbi targets to fill the GPU
+  // instead runs through run_lanes (its Forward on the GPU). `done` gets one lane per model
+  // of the pass.
   void run_set(Half* halves, std::vector<Lane>& done);
-  std::uint64_t id_;  // this backend's MSV set on its engine (EngineSlot::msv_set)
+  std::uint64_t id_;  // this backend's model set on its engine (EngineSlot::model_set)
   // Models run at once on a batch: at most tuning_.lane_residues / (its residues) of them
   // and tuning_.max_lanes (each engine's buffers hold the batch): a proteome-sized batch
   // leaves one model's kernels far from filling the GPU. Past tuning_.forward_max_steps

@@ -90,6 +90,17 @@ FilterScore finish_msv(const MsvScores& msv, int code, int tjb) {
   return {score, false};
 }
 
+// A target's Viterbi filter score from the kernel's result (xC, or kViterbiOverflow) and
+// its N/C/J move `ncj`, finished as viterbi_filter_reference finishes it.
+FilterScore finish_viterbi(const ViterbiScores& vit, int code, int ncj) {
+  if (code == kViterbiOverflow) return {std::numeric_limits<float>::infinity(), true};
+  if (code <= kNeg16) return {-std::numeric_limits<float>::infinity(), false};
+  float score = static_cast<float>(code) + static_cast<float>(ncj) - static_cast<float>(vit.base);
+  score /= vit.scale;
+  score -= 3.0f;
+  return {score, false};
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- engine
@@ -128,9 +139,11 @@ struct HmmGpuEngine::Impl {
   jit::JitFunction msv_exact_jit;  // the specialised exact MSV kernel, when jit.used
   int msv_exact_jit_blocks = 0;    // its grid: as many blocks as are resident at once
 
-  // The set of models of set_msv_models.
+  // The set of models of set_models.
   struct SetModel {
     MsvScores msv;
+    ViterbiScores vit;
+    ByLength<std::int16_t>* ncj = nullptr;  // of ncj_by_scale
     int G = 0, N = 0;
     bool all_exact = false;  // too long for shared memory, or asked: the exact kernel only
     std::size_t shared = 0;  // bytes of its layout
@@ -141,6 +154,12 @@ struct HmmGpuEngine::Impl {
   // MsvScores::tjb by length depends on the scale alone (the same for every model): one
   // table per scale, kept across sets, not one per model and set.
   std::vector<std::pair<float, std::unique_ptr<ByLength<std::uint8_t>>>> tjb_by_scale;
+  // ViterbiScores::ncj_move likewise.
+  std::vector<std::pair<float, std::unique_ptr<ByLength<std::int16_t>>>> ncj_by_scale;
+  DeviceBuffer<std::int16_t> set_vit_match, set_vit_nodes;
+  DeviceBuffer<ViterbiSetModel> set_vit_models;
+  int set_viterbi_warps_per_block = 0;  // > 0: rows in shared memory
+  int set_viterbi_resident_blocks = 0;
   int set_longest = 0;
   DeviceBuffer<std::int16_t> set_words;
   DeviceBuffer<std::uint8_t> set_costs;
@@ -185,6 +204,16 @@ struct HmmGpuEngine::Impl {
     DeviceBuffer<int2> d_set_entries;
     DeviceBuffer<std::int16_t> d_set_boundary;
     std::vector<FilterScore> set_scores;
+    // submit_viterbi_models
+    PinnedBuffer<int2> set_items;
+    PinnedBuffer<std::int16_t> set_ncj;
+    PinnedBuffer<int> set_vit_order, set_vit_result;
+    DeviceBuffer<int2> d_set_items;
+    DeviceBuffer<std::int16_t> d_set_ncj;
+    DeviceBuffer<int> d_set_vit_order, d_set_vit_result, d_set_vit_counter;
+    DeviceBuffer<short4> d_set_vit_rows;
+    int set_vit_n = 0;
+    std::vector<FilterScore> set_vit_scores;
     std::chrono::steady_clock::time_point staged_from;  // stage's start, after the wait
   };
   // Created once the device is selected: streams and events belong to the current device.
@@ -666,7 +695,7 @@ constexpr std::size_t kSetBoundaryBytes = std::size_t{256} << 20;
 constexpr int kMaxLaunchEntries = 65535;  // gridDim.y
 }  // namespace
 
-void HmmGpuEngine::set_msv_models(const SetModel* models, std::size_t count) {
+void HmmGpuEngine::set_models(const SetModel* models, std::size_t count) {
   Impl& m = *impl_;
   check(cudaSetDevice(m.device), "cudaSetDevice");
   for (auto& s : m.slots) {
@@ -678,6 +707,8 @@ void HmmGpuEngine::set_msv_models(const SetModel* models, std::size_t count) {
   std::vector<std::int16_t> words;
   std::vector<std::uint8_t> costs;
   std::vector<MsvSetModel> descriptors;
+  std::vector<std::int16_t> vit_match, vit_nodes;
+  std::vector<ViterbiSetModel> vit_descriptors;
   for (std::size_t i = 0; i < count; ++i) {
     const SearchProfile& profile = *models[i].profile;
     const GpuKernelChoice resolved = resolve_kernel_choice(models[i].choice, profile.M);
@@ -705,6 +736,32 @@ void HmmGpuEngine::set_msv_models(const SetModel* models, std::size_t count) {
       table = m.tjb_by_scale.end() - 1;
     }
     model->tjb = table->second.get();
+    model->vit = profile.viterbi;
+    {
+      const auto same = [&](const auto& t) { return t.first == profile.viterbi.scale; };
+      auto ncj = std::find_if(m.ncj_by_scale.begin(), m.ncj_by_scale.end(), same);
+      if (ncj == m.ncj_by_scale.end()) {
+        ViterbiScores scale_only;
+        scale_only.scale = profile.viterbi.scale;
+        m.ncj_by_scale.emplace_back(profile.viterbi.scale,
+                                    std::make_unique<ByLength<std::int16_t>>(
+                                        [scale_only](int L) { return scale_only.ncj_move(L); }));
+        ncj = m.ncj_by_scale.end() - 1;
+      }
+      model->ncj = ncj->second.get();
+    }
+    const ViterbiDeviceLayout vit = build_viterbi_device_layout(profile.viterbi);
+    ViterbiSetModel v;
+    v.match_at = static_cast<std::int64_t>(vit_match.size());
+    v.nodes_at = static_cast<std::int64_t>(vit_nodes.size() / kViterbiNodeFields);
+    v.M = vit.M;
+    v.base = vit.base;
+    v.e_loop = vit.e_loop;
+    v.e_move = vit.e_move;
+    v.dd_bound = vit.dd_bound;
+    vit_match.insert(vit_match.end(), vit.match.begin(), vit.match.end());
+    vit_nodes.insert(vit_nodes.end(), vit.nodes.begin(), vit.nodes.end());
+    vit_descriptors.push_back(v);
     MsvSetModel d;
     // 16-byte aligned starts: the fast kernel reads the words as uint4.
     words.resize((words.size() + 7) / 8 * 8);
@@ -742,9 +799,30 @@ void HmmGpuEngine::set_msv_models(const SetModel* models, std::size_t count) {
   upload(m.set_words, words);
   upload(m.set_costs, costs);
   upload(m.set_models, descriptors);
+  upload(m.set_vit_match, vit_match);
+  upload(m.set_vit_nodes, vit_nodes);
+  upload(m.set_vit_models, vit_descriptors);
+  // Viterbi rows in shared memory: as many warps per block (up to 8) as fit the longest.
+  const std::size_t row_bytes = static_cast<std::size_t>(m.set_longest + 1) * sizeof(short4);
+  m.set_viterbi_warps_per_block =
+      static_cast<int>(std::min<std::size_t>(8, m.shared_optin / row_bytes));
+  if (m.set_viterbi_warps_per_block > 0) {
+    check(cudaFuncSetAttribute(viterbi_set_warp_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               optin),
+          "cudaFuncSetAttribute");
+  }
+  const int threads =
+      m.set_viterbi_warps_per_block > 0 ? m.set_viterbi_warps_per_block * 32 : kExactBlockThreads;
+  const std::size_t shared =
+      m.set_viterbi_warps_per_block > 0 ? m.set_viterbi_warps_per_block * row_bytes : 0;
+  int per_sm = 0;
+  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, viterbi_set_warp_kernel, threads,
+                                                      shared),
+        "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  m.set_viterbi_resident_blocks = std::max(1, per_sm) * m.multiprocessors;
 }
 
-std::size_t HmmGpuEngine::msv_model_count() const {
+std::size_t HmmGpuEngine::set_model_count() const {
   return impl_->set.size();
 }
 
@@ -916,6 +994,98 @@ const std::vector<FilterScore>& HmmGpuEngine::wait_msv_models(int slot_index) {
   return s.set_scores;
 }
 
+void HmmGpuEngine::submit_viterbi_models(int slot_index, const SetItem* items, std::size_t count) {
+  Impl& m = *impl_;
+  Impl::Slot& s = *m.slots[slot_index];
+  check(cudaSetDevice(m.device), "cudaSetDevice");
+  const int n = static_cast<int>(count);
+  s.set_vit_n = n;
+  s.set_items.reserve(count + 1);
+  s.set_ncj.reserve(count + 1);
+  s.set_vit_order.reserve(count + 1);
+  s.set_vit_result.reserve(count + 1);
+  for (int i = 0; i < n; ++i) {
+    const SetItem& item = items[i];
+    if (item.model < 0 || static_cast<std::size_t>(item.model) >= m.set.size() || item.target < 0 ||
+        item.target >= s.n) {
+      throw std::invalid_argument("submit_viterbi_models: an item outside the set or the batch");
+    }
+    s.set_items[i] = int2{item.model, item.target};
+    s.set_ncj[i] = (*m.set[static_cast<std::size_t>(item.model)]->ncj)(s.lengths[item.target]);
+  }
+  order_longest_first(
+      n, s.set_vit_order.get(), [&](int i) { return s.lengths[items[i].target]; }, s.counts);
+  s.d_set_items.reserve(count + 1);
+  s.d_set_ncj.reserve(count + 1);
+  s.d_set_vit_order.reserve(count + 1);
+  s.d_set_vit_result.reserve(count + 1);
+  s.d_set_vit_counter.reserve(1);
+  cudaStream_t st = s.stream.get();
+  if (n > 0) {
+    check(cudaMemcpyAsync(s.d_set_items.get(), s.set_items.get(), count * sizeof(int2),
+                          cudaMemcpyHostToDevice, st),
+          "H2D items");
+    check(cudaMemcpyAsync(s.d_set_ncj.get(), s.set_ncj.get(), count * sizeof(std::int16_t),
+                          cudaMemcpyHostToDevice, st),
+          "H2D ncj");
+    check(cudaMemcpyAsync(s.d_set_vit_order.get(), s.set_vit_order.get(), count * sizeof(int),
+                          cudaMemcpyHostToDevice, st),
+          "H2D order");
+    check(cudaMemsetAsync(s.d_set_vit_counter.get(), 0, sizeof(int), st), "cudaMemsetAsync");
+  }
+  s.vit_start.record(st);
+  if (n > 0) {
+    ViterbiSetArgs a{};
+    a.match = m.set_vit_match.get();
+    a.nodes = reinterpret_cast<const uint4*>(m.set_vit_nodes.get());
+    a.models = m.set_vit_models.get();
+    a.target_residues = s.d_target_residues.get();
+    a.offsets = s.d_offsets.get();
+    a.items = s.d_set_items.get();
+    a.ncj_move = s.d_set_ncj.get();
+    a.count = n;
+    a.item_order = s.d_set_vit_order.get();
+    a.next_item = s.d_set_vit_counter.get();
+    a.rows_stride = m.set_longest + 1;
+    a.result = s.d_set_vit_result.get();
+    const std::size_t row_bytes = static_cast<std::size_t>(a.rows_stride) * sizeof(short4);
+    if (m.set_viterbi_warps_per_block > 0) {
+      const int per_block = m.set_viterbi_warps_per_block;
+      const int blocks = std::min(m.set_viterbi_resident_blocks, (n + per_block - 1) / per_block);
+      a.rows = nullptr;
+      viterbi_set_warp_kernel<<<blocks, per_block * 32, per_block * row_bytes, st>>>(a);
+    } else {
+      const int blocks = std::min(m.set_viterbi_resident_blocks,
+                                  (n * 32 + kExactBlockThreads - 1) / kExactBlockThreads);
+      s.d_set_vit_rows.reserve(static_cast<std::size_t>(blocks) * (kExactBlockThreads / 32) *
+                               static_cast<std::size_t>(a.rows_stride));
+      a.rows = s.d_set_vit_rows.get();
+      viterbi_set_warp_kernel<<<blocks, kExactBlockThreads, 0, st>>>(a);
+    }
+    check_launch("viterbi_set_warp_kernel");
+  }
+  s.vit_done.record(st);
+  if (n > 0) {
+    check(cudaMemcpyAsync(s.set_vit_result.get(), s.d_set_vit_result.get(), count * sizeof(int),
+                          cudaMemcpyDeviceToHost, st),
+          "D2H viterbi");
+  }
+}
+
+const std::vector<FilterScore>& HmmGpuEngine::wait_viterbi_models(int slot_index) {
+  Impl& m = *impl_;
+  Impl::Slot& s = *m.slots[slot_index];
+  check(cudaSetDevice(m.device), "cudaSetDevice");
+  check(cudaStreamSynchronize(s.stream.get()), "cudaStreamSynchronize viterbi models");
+  s.times.viterbi_ms = s.vit_done.ms_since(s.vit_start);
+  s.set_vit_scores.resize(static_cast<std::size_t>(s.set_vit_n));
+  for (int i = 0; i < s.set_vit_n; ++i) {
+    const Impl::SetModel& model = *m.set[static_cast<std::size_t>(s.set_items[i].x)];
+    s.set_vit_scores[i] = finish_viterbi(model.vit, s.set_vit_result[i], s.set_ncj[i]);
+  }
+  return s.set_vit_scores;
+}
+
 void HmmGpuEngine::submit_viterbi(int slot_index, const int* which, std::size_t count) {
   Impl& m = *impl_;
   Impl::Slot& s = *m.slots[slot_index];
@@ -1015,22 +1185,8 @@ const std::vector<FilterScore>& HmmGpuEngine::wait_viterbi(int slot_index) {
   check(cudaStreamSynchronize(s.stream.get()), "cudaStreamSynchronize viterbi");
   s.times.viterbi_ms = s.vit_done.ms_since(s.vit_start);
   s.vit_scores.resize(s.vit_n);
-  for (int i = 0; i < s.vit_n; ++i) {
-    const int code = s.vit_result[i];
-    if (code == kViterbiOverflow) {
-      s.vit_scores[i] = {std::numeric_limits<float>::infinity(), true};
-    } else if (code <= kNeg16) {
-      s.vit_scores[i] = {-std::numeric_limits<float>::infinity(), false};
-    } else {
-      // As viterbi_filter_reference finishes.
-      const int ncj = s.ncj[i];
-      float score =
-          static_cast<float>(code) + static_cast<float>(ncj) - static_cast<float>(m.vit.base);
-      score /= m.vit.scale;
-      score -= 3.0f;
-      s.vit_scores[i] = {score, false};
-    }
-  }
+  for (int i = 0; i < s.vit_n; ++i)
+    s.vit_scores[i] = finish_viterbi(m.vit, s.vit_result[i], s.ncj[i]);
   return s.vit_scores;
 }
 

@@ -274,7 +274,8 @@ class HmmGpuEngine {
   const std::vector<float>& wait_canonical_forward(int slot);
   GpuKernelTimes kernel_times(int slot) const;
 
-  // ---- the MSV filter of many models at once (a pass's models on a small batch) ----
+  // ---- the MSV and Viterbi filters of many models at once (a pass's models on a small
+  // batch) ----
   // One model of a set: its profile (which must outlive the set) and the MSV kernel shape
   // it runs (msv_group_threads and msv_nodes_per_thread, resolved as for an engine of it;
   // msv_exact_only sends all its targets to the exact kernel).
@@ -282,11 +283,11 @@ class HmmGpuEngine {
     const SearchProfile* profile = nullptr;
     GpuKernelChoice choice;
   };
-  // Uploads the MSV score systems of `models`, kept beside the engine's own model (the
-  // Viterbi filter and Forward still run that one) until the next call. Waits for both
-  // slots.
-  void set_msv_models(const SetModel* models, std::size_t count);
-  std::size_t msv_model_count() const;
+  // Uploads the MSV and Viterbi score systems of `models` (the model set), kept beside the
+  // engine's own model (submit_msv, submit_viterbi and the Forward kernels still run that
+  // one) until the next call. Waits for both slots.
+  void set_models(const SetModel* models, std::size_t count);
+  std::size_t set_model_count() const;
   // As submit_msv (the targets are uploaded, or read from the resident store, the same
   // way, and stay the slot's uploaded targets), but every model of the set runs against
   // every target: one launch of the fast kernel per kernel shape among the models, then one
@@ -298,6 +299,16 @@ class HmmGpuEngine {
   // m's for target i, equal to the engine's msv() for that model (valid until the slot's
   // next submit). The slot's kernel_times cover the whole set.
   const std::vector<FilterScore>& wait_msv_models(int slot);
+  // The Viterbi filter of pairs (model of the set, target of the slot's last submit) in one
+  // launch, a warp per pair (viterbi_warp_kernel's), longest targets first.
+  struct SetItem {
+    int model = 0;
+    int target = 0;
+  };
+  void submit_viterbi_models(int slot, const SetItem* items, std::size_t count);
+  // Waits for it and returns one score per item, in order, equal to the engine's viterbi()
+  // for that model (valid until the slot's next submit).
+  const std::vector<FilterScore>& wait_viterbi_models(int slot);
 
   // Synchronous conveniences (slot 0), for tests and benchmarks.
   std::vector<FilterScore> msv(const std::vector<GpuTarget>& targets);

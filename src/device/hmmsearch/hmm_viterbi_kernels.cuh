@@ -38,17 +38,106 @@ __device__ inline NodeScores unpack_node(uint4 q) {
 // D(k) = max(D(k), D(k-1) + dd(k-1)) with 16-bit saturation equals the unsaturated
 // (max,+) recurrence because dd <= 0 and every D >= -32768, so it is a warp scan of the
 // maps f_k(x) = max(a_k, x + b_k), carried from chunk to chunk.
+// One model's Viterbi score system, as the warp kernels read it.
+struct ViterbiModelArgs {
+  const std::int16_t* match;  // [x][k], k = 0..M
+  const uint4* nodes;         // per node: bm mm im dm md mi ii dd_in (int16 each)
+  int M;
+  int base, e_loop, e_move, dd_bound;
+};
+
+// One target on the calling warp: returns xC, or kViterbiOverflow. `row`: M+1 cells.
+__device__ __forceinline__ int viterbi_warp_target(const ViterbiModelArgs& a,
+                                                   const std::uint8_t* dsq, int L, int ncj,
+                                                   short4* row) {
+  const int lane = threadIdx.x % 32;
+  const short neg = static_cast<short>(kNeg16);
+  for (int k = lane + 1; k <= a.M; k += 32) row[k] = make_short4(neg, neg, neg, 0);
+  __syncwarp();
+  const int xN = a.base;
+  int xB = static_cast<std::int16_t>(xN + ncj);
+  int xJ = kNeg16, xC = kNeg16;
+  bool overflow = false;
+  for (int i = 0; i < L; ++i) {
+    const std::int16_t* match = a.match + static_cast<std::size_t>(dsq[i]) * (a.M + 1);
+    int carry_m = kNeg16, carry_i = kNeg16, carry_d = kNeg16, carry_md = kNeg16;
+    int best_match = kNeg16, best_delete_entry = kNeg16;
+    for (int c = 0; c < a.M; c += 32) {
+      const int k = c + lane + 1;
+      const bool valid = k <= a.M;
+      const short4 old = valid ? row[k] : make_short4(neg, neg, neg, 0);
+      const NodeScores n = unpack_node(valid ? a.nodes[k] : a.nodes[0]);
+      int diag_m = __shfl_up_sync(kAll, static_cast<int>(old.x), 1);
+      int diag_i = __shfl_up_sync(kAll, static_cast<int>(old.y), 1);
+      int diag_d = __shfl_up_sync(kAll, static_cast<int>(old.z), 1);
+      if (lane == 0) diag_m = carry_m, diag_i = carry_i, diag_d = carry_d;
+      carry_m = __shfl_sync(kAll, static_cast<int>(old.x), 31);
+      carry_i = __shfl_sync(kAll, static_cast<int>(old.y), 31);
+      carry_d = __shfl_sync(kAll, static_cast<int>(old.z), 31);
+      int sv = clamp16(xB + n.bm);
+      sv = max(sv, clamp16(diag_m + n.mm));
+      sv = max(sv, clamp16(diag_i + n.im));
+      sv = max(sv, clamp16(diag_d + n.dm));
+      sv = clamp16(sv + (valid ? int{match[k]} : 0));
+      const int ins = max(clamp16(int{old.x} + n.mi), clamp16(int{old.y} + n.ii));
+      const int md = clamp16(sv + n.md);  // M_k -> D_k+1
+      int del = __shfl_up_sync(kAll, md, 1);
+      if (lane == 0) del = carry_md;
+      carry_md = __shfl_sync(kAll, md, 31);
+      if (valid) {
+        best_match = max(best_match, sv);
+        best_delete_entry = max(best_delete_entry, md);
+        row[k] = make_short4(static_cast<short>(sv), static_cast<short>(ins),
+                             static_cast<short>(k == 1 ? kNeg16 : del), 0);
+      }
+    }
+    const int xE = __reduce_max_sync(kAll, static_cast<unsigned>(best_match + 32768)) - 32768;
+    if (xE >= 32767) {
+      overflow = true;
+      break;
+    }
+    xC = static_cast<std::int16_t>(max(xC, xE + a.e_move));
+    xJ = static_cast<std::int16_t>(max(xJ, xE + a.e_loop));
+    xB = static_cast<std::int16_t>(max(xJ + ncj, xN + ncj));
+    const int d_max =
+        __reduce_max_sync(kAll, static_cast<unsigned>(best_delete_entry + 32768)) - 32768;
+    if (d_max + a.dd_bound > xB) {
+      __syncwarp();
+      int carry = kNeg16;  // D(0): none
+      for (int c = 0; c < a.M; c += 32) {
+        const int k = c + lane + 1;
+        const bool valid = k <= a.M;
+        int A = valid ? int{row[k].z} : kNeg16;
+        int B = valid ? unpack_node(a.nodes[k]).dd_in : kNeg16;
+#pragma unroll
+        for (int d = 1; d < 32; d *= 2) {
+          const int A_before = __shfl_up_sync(kAll, A, d);
+          const int B_before = __shfl_up_sync(kAll, B, d);
+          if (lane >= d) {
+            A = max(A, A_before + B);
+            B = max(B_before + B, -(1 << 24));  // keep sums far from int overflow
+          }
+        }
+        const int D = max(A, carry + B);
+        if (valid && k >= 2) row[k].z = static_cast<short>(D);
+        carry = __shfl_sync(kAll, D, 31);
+      }
+    }
+    __syncwarp();
+  }
+  __syncwarp();
+  return overflow ? kViterbiOverflow : xC;
+}
+
 __global__ void __launch_bounds__(kExactBlockThreads) viterbi_warp_kernel(ViterbiArgs a) {
   extern __shared__ short4 shared_rows[];
   const int lane = threadIdx.x % 32;
   const int warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
-  const int warps = gridDim.x * blockDim.x / 32;
   // The row in shared memory when the launch gave some (a.rows == nullptr), else global.
   short4* row = a.rows == nullptr
                     ? shared_rows + static_cast<std::size_t>(threadIdx.x / 32) * (a.M + 1)
                     : a.rows + static_cast<std::size_t>(warp) * (a.M + 1);
-  const short neg = static_cast<short>(kNeg16);
-  (void)warps;
+  const ViterbiModelArgs model{a.match, a.nodes, a.M, a.base, a.e_loop, a.e_move, a.dd_bound};
   // Warps take the next target from a counter, longest targets first: no warp is left
   // with a long tail of fixed work.
   for (;;) {
@@ -60,83 +149,61 @@ __global__ void __launch_bounds__(kExactBlockThreads) viterbi_warp_kernel(Viterb
     const int target = a.list[item];
     const std::int64_t offset = a.offsets[target];
     const int L = static_cast<int>(a.offsets[target + 1] - offset);
-    const std::uint8_t* dsq = a.target_residues[target];
-    const int ncj = a.ncj_move[item];
-    for (int k = lane + 1; k <= a.M; k += 32) row[k] = make_short4(neg, neg, neg, 0);
-    __syncwarp();
-    const int xN = a.base;
-    int xB = static_cast<std::int16_t>(xN + ncj);
-    int xJ = kNeg16, xC = kNeg16;
-    bool overflow = false;
-    for (int i = 0; i < L; ++i) {
-      const std::int16_t* match = a.match + static_cast<std::size_t>(dsq[i]) * (a.M + 1);
-      int carry_m = kNeg16, carry_i = kNeg16, carry_d = kNeg16, carry_md = kNeg16;
-      int best_match = kNeg16, best_delete_entry = kNeg16;
-      for (int c = 0; c < a.M; c += 32) {
-        const int k = c + lane + 1;
-        const bool valid = k <= a.M;
-        const short4 old = valid ? row[k] : make_short4(neg, neg, neg, 0);
-        const NodeScores n = unpack_node(valid ? a.nodes[k] : a.nodes[0]);
-        int diag_m = __shfl_up_sync(kAll, static_cast<int>(old.x), 1);
-        int diag_i = __shfl_up_sync(kAll, static_cast<int>(old.y), 1);
-        int diag_d = __shfl_up_sync(kAll, static_cast<int>(old.z), 1);
-        if (lane == 0) diag_m = carry_m, diag_i = carry_i, diag_d = carry_d;
-        carry_m = __shfl_sync(kAll, static_cast<int>(old.x), 31);
-        carry_i = __shfl_sync(kAll, static_cast<int>(old.y), 31);
-        carry_d = __shfl_sync(kAll, static_cast<int>(old.z), 31);
-        int sv = clamp16(xB + n.bm);
-        sv = max(sv, clamp16(diag_m + n.mm));
-        sv = max(sv, clamp16(diag_i + n.im));
-        sv = max(sv, clamp16(diag_d + n.dm));
-        sv = clamp16(sv + (valid ? int{match[k]} : 0));
-        const int ins = max(clamp16(int{old.x} + n.mi), clamp16(int{old.y} + n.ii));
-        const int md = clamp16(sv + n.md);  // M_k -> D_k+1
-        int del = __shfl_up_sync(kAll, md, 1);
-        if (lane == 0) del = carry_md;
-        carry_md = __shfl_sync(kAll, md, 31);
-        if (valid) {
-          best_match = max(best_match, sv);
-          best_delete_entry = max(best_delete_entry, md);
-          row[k] = make_short4(static_cast<short>(sv), static_cast<short>(ins),
-                               static_cast<short>(k == 1 ? kNeg16 : del), 0);
-        }
-      }
-      const int xE = __reduce_max_sync(kAll, static_cast<unsigned>(best_match + 32768)) - 32768;
-      if (xE >= 32767) {
-        overflow = true;
-        break;
-      }
-      xC = static_cast<std::int16_t>(max(xC, xE + a.e_move));
-      xJ = static_cast<std::int16_t>(max(xJ, xE + a.e_loop));
-      xB = static_cast<std::int16_t>(max(xJ + ncj, xN + ncj));
-      const int d_max =
-          __reduce_max_sync(kAll, static_cast<unsigned>(best_delete_entry + 32768)) - 32768;
-      if (d_max + a.dd_bound > xB) {
-        __syncwarp();
-        int carry = kNeg16;  // D(0): none
-        for (int c = 0; c < a.M; c += 32) {
-          const int k = c + lane + 1;
-          const bool valid = k <= a.M;
-          int A = valid ? int{row[k].z} : kNeg16;
-          int B = valid ? unpack_node(a.nodes[k]).dd_in : kNeg16;
-#pragma unroll
-          for (int d = 1; d < 32; d *= 2) {
-            const int A_before = __shfl_up_sync(kAll, A, d);
-            const int B_before = __shfl_up_sync(kAll, B, d);
-            if (lane >= d) {
-              A = max(A, A_before + B);
-              B = max(B_before + B, -(1 << 24));  // keep sums far from int overflow
-            }
-          }
-          const int D = max(A, carry + B);
-          if (valid && k >= 2) row[k].z = static_cast<short>(D);
-          carry = __shfl_sync(kAll, D, 31);
-        }
-      }
-      __syncwarp();
-    }
-    __syncwarp();
-    if (lane == 0) a.result[item] = overflow ? kViterbiOverflow : xC;
+    const int result =
+        viterbi_warp_target(model, a.target_residues[target], L, a.ncj_move[item], row);
+    if (lane == 0) a.result[item] = result;
+  }
+}
+
+// ---------------------------------------------------------------- Viterbi, many models
+
+// One model of a set (HmmGpuEngine::set_models): where its layout starts in the set's
+// match scores (int16 units) and node records (16-byte units), and its constants.
+struct ViterbiSetModel {
+  std::int64_t match_at = 0, nodes_at = 0;
+  int M = 0, base = 0, e_loop = 0, e_move = 0, dd_bound = 0;
+};
+
+// Items (model of the set, target of the slot's batch), each with its N/C/J move; warps
+// take them from a counter, longest targets first, as viterbi_warp_kernel.
+struct ViterbiSetArgs {
+  const std::int16_t* match;
+  const uint4* nodes;
+  const ViterbiSetModel* models;
+  const std::uint8_t* const* target_residues;
+  const std::int64_t* offsets;
+  const int2* items;  // (model, target)
+  const std::int16_t* ncj_move;
+  int count;
+  const int* item_order;
+  int* next_item;
+  short4* rows;     // nullptr: rows in shared memory; else rows_stride per warp
+  int rows_stride;  // the set's longest model + 1
+  int* result;
+};
+
+__global__ void __launch_bounds__(kExactBlockThreads) viterbi_set_warp_kernel(ViterbiSetArgs a) {
+  extern __shared__ short4 shared_rows[];
+  const int lane = threadIdx.x % 32;
+  const int warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+  short4* row = a.rows == nullptr
+                    ? shared_rows + static_cast<std::size_t>(threadIdx.x / 32) * a.rows_stride
+                    : a.rows + static_cast<std::size_t>(warp) * a.rows_stride;
+  for (;;) {
+    int next = 0;
+    if (lane == 0) next = atomicAdd(a.next_item, 1);
+    next = __shfl_sync(kAll, next, 0);
+    if (next >= a.count) break;
+    const int item = a.item_order[next];
+    const int2 pair = a.items[item];
+    const ViterbiSetModel& d = a.models[pair.x];
+    const ViterbiModelArgs model{
+        a.match + d.match_at, a.nodes + d.nodes_at, d.M, d.base, d.e_loop, d.e_move, d.dd_bound};
+    const std::int64_t offset = a.offsets[pair.y];
+    const int L = static_cast<int>(a.offsets[pair.y + 1] - offset);
+    const int result =
+        viterbi_warp_target(model, a.target_residues[pair.y], L, a.ncj_move[item], row);
+    if (lane == 0) a.result[item] = result;
   }
 }
 

@@ -54,6 +54,9 @@ struct HmmsearchGpuBackend::Lane {
     // Too few targets need the Viterbi filter to fill the GPU: their later stages are left
     // to the CPU's post stage, their decisions made up to the Viterbi filter.
     bool to_cpu = false;
+    // Targets whose Viterbi filter (and later stages) are left to the CPU's post stage
+    // although the others' ran on the GPU (run_set: the longest pairs).
+    std::vector<int> cpu_viterbi;
   } halves[device::HmmGpuEngine::kSlots];
 };
 
@@ -194,8 +197,9 @@ std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(std::span<const
           for (std::size_t i = 0; i < b->sequences(); ++i) {
             if (needs_forward(out.scores[i])) out.remains[i] = Remains::forward;
           }
-          if (l.to_cpu) {
-            for (int i : l.viterbi) {
+          for (const std::vector<int>* cpu : {l.to_cpu ? &l.viterbi : nullptr, &l.cpu_viterbi}) {
+            if (cpu == nullptr) continue;
+            for (int i : *cpu) {
               const auto t = static_cast<std::size_t>(i);
               if (t >= at && t - at < b->sequences()) out.remains[t - at] = Remains::viterbi;
             }
@@ -275,6 +279,7 @@ void HmmsearchGpuBackend::run_set(Half* halves, std::vector<Lane>& done) {
   constexpr std::size_t kChunk = 512;
   bool to_lanes = false;
   const std::int64_t wave = engine.viterbi_wave_targets();
+  const std::int64_t set_wave = std::max(1, engine.set_viterbi_wave_targets());
   std::vector<device::HmmGpuEngine::SetItem> items[kSlots];  // the Viterbi filter's pairs
   for (int s = 0; s < kSlots; ++s) {
     const Half& h = halves[s];
@@ -297,6 +302,25 @@ void HmmsearchGpuBackend::run_set(Half* halves, std::vector<Lane>& done) {
         items[s].push_back({static_cast<int>(k), static_cast<int>(i)});
       }
       to_lanes = to_lanes || std::ssize(l.viterbi) >= wave;
+    }
+    // A pair holds its warp for about L * ceil(M / 32) steps, so one long pair can outlast
+    // all the others: pairs above twice a warp's fair share of the half's steps (and above
+    // kViterbiAlwaysGpu steps) go to the CPU's post stage instead.
+    {
+      constexpr std::int64_t kViterbiAlwaysGpu = 20000;
+      const auto steps = [&](const device::HmmGpuEngine::SetItem& item) {
+        return static_cast<std::int64_t>(h.targets[static_cast<std::size_t>(item.target)].length) *
+               ((models_[static_cast<std::size_t>(item.model)].profile->M + 31) / 32);
+      };
+      std::int64_t total = 0;
+      for (const auto& item : items[s]) total += steps(item);
+      const std::int64_t limit = std::max(kViterbiAlwaysGpu, 2 * total / set_wave);
+      std::erase_if(items[s], [&](const device::HmmGpuEngine::SetItem& item) {
+        if (steps(item) <= limit) return false;
+        done[static_cast<std::size_t>(item.model)].halves[s].cpu_viterbi.push_back(item.target);
+        ++times.viterbi_to_cpu;
+        return true;
+      });
     }
     // Every model's Viterbi filter of this half in one launch, while the host takes the
     // other half's MSV scores.

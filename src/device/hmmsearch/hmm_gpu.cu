@@ -1072,6 +1072,13 @@ void HmmGpuEngine::submit_viterbi_models(int slot_index, const SetItem* items, s
   }
 }
 
+int HmmGpuEngine::set_viterbi_wave_targets() const {
+  const Impl& m = *impl_;
+  const int warps =
+      m.set_viterbi_warps_per_block > 0 ? m.set_viterbi_warps_per_block : kExactBlockThreads / 32;
+  return m.set_viterbi_resident_blocks * warps;
+}
+
 const std::vector<FilterScore>& HmmGpuEngine::wait_viterbi_models(int slot_index) {
   Impl& m = *impl_;
   Impl::Slot& s = *m.slots[slot_index];

@@ -306,6 +306,9 @@ class HmmGpuEngine {
     int target = 0;
   };
   void submit_viterbi_models(int slot, const SetItem* items, std::size_t count);
+  // Pairs that launch runs at once (a warp each): a pair of L residues and M nodes holds its
+  // warp for about L * ceil(M / 32) steps.
+  int set_viterbi_wave_targets() const;
   // Waits for it and returns one score per item, in order, equal to the engine's viterbi()
   // for that model (valid until the slot's next submit).
   const std::vector<FilterScore>& wait_viterbi_models(int slot);

@@ -1,9 +1,11 @@
 #!/bin/bash
-# The shape of a many-model pass on the GPU machine: 1,000 Pfam-like models against a
-# synthetic proteome (as bench/many_models.sh, PROTEOME=synth), duet in several modes with
-# fewer models per pass (DUET_DEBUG_MODELS_PER_PASS, at most 64) and smaller blocks, beside 16 x hmmsearch --cpu 1 (the models split 16 ways), in ROUNDS
-# (default 2). /results of every variant are compared with --no-gpu's. Run from the source
-# root with .device carried; writes times.tsv and each variant's DUET_TIMES under $OUT.
+# The shape of a many-model pass on the GPU machine: MODELS (default 1,000) Pfam-like
+# models against a synthetic proteome (as bench/many_models.sh, PROTEOME=synth), or with
+# DB=big against the MMseqs2 examples 10 times (90 M residues), duet in several modes
+# (with DB=synth also fewer models per pass, DUET_DEBUG_MODELS_PER_PASS, and smaller
+# blocks), beside 16 x hmmsearch --cpu 1 (the models split 16 ways), in ROUNDS (default 2).
+# /results of every variant are compared with --no-gpu's. Run from the source root with
+# .device carried; writes times.tsv and each variant's DUET_TIMES under $OUT (shape.tgz).
 set -uo pipefail
 rounds=${ROUNDS:-2}
 source bench/device_env.sh
@@ -13,9 +15,14 @@ duet=./build-dev/duet
 work=/tmp/shape; mkdir -p $work
 lengths=$(python3 -c "
 import random; random.seed(7)
-print(' '.join('-L %d' % max(20, min(1200, int(random.lognormvariate(5.14, 0.6)))) for _ in range(1000)))")
+print(' '.join('-L %d' % max(20, min(1200, int(random.lognormvariate(5.14, 0.6)))) for _ in range(${MODELS:-1000})))")
 $duet synth-model $lengths --seed 7 -o $work/models.hmm > /dev/null
-$duet synth-db --residues 2.26e6 --homologs 0.002 --model $work/models.hmm --seed 7 -o $work/proteome.fa > /dev/null
+if [ "${DB:-synth}" = big ]; then
+  zcat /usr/share/doc/mmseqs2/example-data/DB.fasta.gz > $work/db1.fa
+  for i in $(seq 10); do cat $work/db1.fa; done > $work/proteome.fa
+else
+  $duet synth-db --residues 2.26e6 --homologs 0.002 --model $work/models.hmm --seed 7 -o $work/proteome.fa > /dev/null
+fi
 python3 - "$work" <<'PY'
 import sys
 w = sys.argv[1]
@@ -37,8 +44,8 @@ variant() {  # name, models per pass (0: default), duet options...
     $work/models.hmm $work/proteome.fa 2> "$out/$name-times.txt" > /dev/null
   [ "$name" = cpu ] || echo "$name: $(python3 bench/compare_results.py $work/cpu.h5 $work/$name.h5 2>&1 | tail -1)"
 }
-hmmer16() {
-  for round in $(seq $rounds); do
+hmmer16() {  # HMMER_ROUNDS (default ROUNDS) rounds
+  for round in $(seq ${HMMER_ROUNDS:-$rounds}); do
     local s=$(date +%s%N)
     for i in $(seq 0 15); do hmmsearch --cpu 1 -o /dev/null $work/part$i.hmm $work/proteome.fa & done; wait
     local ms=$(( ($(date +%s%N) - s) / 1000000 ))
@@ -48,9 +55,13 @@ hmmer16() {
 variant cpu 0 --no-gpu
 variant gpu 0 --gpu-only
 variant forced 0 --gpu-min-database 0
-variant gpu-small-blocks 0 --gpu-only --block-residues 250000
-variant forced-small-blocks 0 --gpu-min-database 0 --block-residues 250000
-variant gpu-32-per-pass 32 --gpu-only
+if [ "${DB:-synth}" = big ]; then
+  variant default 0
+else
+  variant gpu-small-blocks 0 --gpu-only --block-residues 250000
+  variant forced-small-blocks 0 --gpu-min-database 0 --block-residues 250000
+  variant gpu-32-per-pass 32 --gpu-only
+fi
 hmmer16
 # One file back (the device call returns a few files only).
 tar -C "$out" -czf "$out/shape.tgz" $(cd "$out" && ls *-times.txt times.tsv)

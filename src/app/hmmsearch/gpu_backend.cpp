@@ -211,7 +211,7 @@ std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(std::span<const
   };
   if (lanes > 1 && models_.size() > 1) {
     // A batch small enough that one model's kernels would not fill the GPU: every model's
-    // MSV filter at once.
+    // MSV and Viterbi filters at once.
     std::vector<Lane> done(models_.size());
     run_set(halves, done);
     tick = Clock::now();
@@ -249,6 +249,22 @@ std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(std::span<const
   }
   times.deliver += since(tick);
   return outcomes;
+}
+
+void HmmsearchGpuBackend::count_msv_stage(const device::GpuKernelTimes& k, std::size_t model) {
+  FeederTimes& times = times_;
+  times.msv_kernel += k.msv_ms / 1e3;
+  times.exact_kernel += k.msv_exact_ms / 1e3;
+  times.exact_targets += k.msv_exact_targets;
+  times.submit_copy += k.submit_copy_s;
+  times.submit_rest += k.submit_rest_s;
+  times.resident += k.resident_residues;
+  times.uploaded += k.uploaded_residues;
+  times.kept += k.kept_residues;
+  Residency& r = models_[model].residency;
+  r.resident += k.resident_residues;
+  r.uploaded += k.uploaded_residues;
+  r.kept += k.kept_residues;
 }
 
 void HmmsearchGpuBackend::run_set(Half* halves, std::vector<Lane>& done) {
@@ -329,24 +345,9 @@ void HmmsearchGpuBackend::run_set(Half* halves, std::vector<Lane>& done) {
     // The kernels' figures; the residues were read once for all models: the first model
     // counts them as the slot read them (store or upload), the others as on the device.
     const device::GpuKernelTimes k = engine.kernel_times(s);
-    times.msv_kernel += k.msv_ms / 1e3;
-    times.exact_kernel += k.msv_exact_ms / 1e3;
-    times.exact_targets += k.msv_exact_targets;
-    times.submit_copy += k.submit_copy_s;
-    times.submit_rest += k.submit_rest_s;
-    times.resident += k.resident_residues;
-    times.uploaded += k.uploaded_residues;
-    times.kept += k.kept_residues;
-    for (std::size_t m = 0; m < models; ++m) {
-      Residency& r = models_[m].residency;
-      if (m == 0) {
-        r.resident += k.resident_residues;
-        r.uploaded += k.uploaded_residues;
-        r.kept += k.kept_residues;
-      } else {
-        r.resident += k.resident_residues + k.uploaded_residues;
-      }
-    }
+    count_msv_stage(k, 0);
+    for (std::size_t m = 1; m < models; ++m)
+      models_[m].residency.resident += k.resident_residues + k.uploaded_residues;
     times.phase_one += since(tick);
   }
   // The decisions after the Viterbi filter; the Forward stage of the targets that reach it
@@ -509,18 +510,7 @@ void HmmsearchGpuBackend::run_lanes(std::vector<Lane>& lanes, Half* halves) {
       const std::vector<float>& fwd = l.to_cpu ? none : lane.engine->wait_canonical_forward(s);
       times.wait_forward += since(tick);
       const device::GpuKernelTimes k = lane.engine->kernel_times(s);
-      times.msv_kernel += k.msv_ms / 1e3;
-      times.submit_copy += k.submit_copy_s;
-      times.submit_rest += k.submit_rest_s;
-      times.resident += k.resident_residues;
-      times.uploaded += k.uploaded_residues;
-      times.kept += k.kept_residues;
-      Residency& r = models_[lane.model].residency;
-      r.resident += k.resident_residues;
-      r.uploaded += k.uploaded_residues;
-      r.kept += k.kept_residues;
-      times.exact_kernel += k.msv_exact_ms / 1e3;
-      times.exact_targets += k.msv_exact_targets;
+      count_msv_stage(k, lane.model);
       if (!l.to_cpu) {
         times.viterbi_kernel += k.viterbi_ms / 1e3;
         times.forward_kernel += k.canonical_ms / 1e3;

@@ -114,7 +114,9 @@ class HmmsearchGpuBackend final : public scheduler::GpuBackend {
   // instead runs through run_lanes (its Forward on the GPU). `done` gets one lane per model
   // of the pass.
   void run_set(Half* halves, std::vector<Lane>& done);
-  std::uint64_t id_;  // this backend's model set on its engine (EngineSlot::model_set)
+  // A slot's MSV-stage figures (kernel times, submit costs, residues read) into the
+  // feeder's times and model `model`'s residency.
+  void count_msv_stage(const device::GpuKernelTimes& k, std::size_t model);
   // Models run at once on a batch: at most tuning_.lane_residues / (its residues) of them
   // and tuning_.max_lanes (each engine's buffers hold the batch): a proteome-sized batch
   // leaves one model's kernels far from filling the GPU. Past tuning_.forward_max_steps
@@ -131,6 +133,7 @@ class HmmsearchGpuBackend final : public scheduler::GpuBackend {
   std::string device_name_;
   scheduler::HostLoopRunner run_host_loop_;
   std::vector<EngineSlot>* engines_;
+  std::uint64_t id_;  // this backend's model set on its engine (EngineSlot::model_set)
   // Lane `lane`'s engine, holding model `model` (made or given the model now).
   device::HmmGpuEngine& engine(std::size_t lane, std::size_t model);
   struct FeederTimes {

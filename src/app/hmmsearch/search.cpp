@@ -366,8 +366,9 @@ class HmmsearchWorkload final : public scheduler::Workload {
   }
 
  public:
-  // Forward for the targets a device left there (needs_forward), model by model, the
-  // other scores as the device computed them.
+  // One part of what a device left of a block (deliver), model by model: the Viterbi
+  // filter, Forward and domain definition of the targets left there, the other scores as
+  // the device computed them.
   std::int64_t run_post(const Block& block, PostState& state, int worker) override {
     auto& part = static_cast<DevicePostState&>(state);
     std::int64_t passed = 0;

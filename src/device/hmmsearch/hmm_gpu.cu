@@ -204,20 +204,21 @@ struct HmmGpuEngine::Impl {
     DeviceBuffer<int2> d_set_entries;
     DeviceBuffer<std::int16_t> d_set_boundary;
     std::vector<FilterScore> set_scores;
-    // submit_viterbi_models
-    PinnedBuffer<int2> set_items;
-    PinnedBuffer<std::int16_t> set_ncj;
-    PinnedBuffer<int> set_vit_order, set_vit_result;
-    DeviceBuffer<int2> d_set_items;
-    DeviceBuffer<std::int16_t> d_set_ncj;
-    DeviceBuffer<int> d_set_vit_order, d_set_vit_result, d_set_vit_counter;
-    DeviceBuffer<short4> d_set_vit_rows;
-    int set_vit_n = 0;
-    std::vector<FilterScore> set_vit_scores;
+    // submit_viterbi_models: each item's model (its target, N/C/J move, order and result
+    // are in the Viterbi filter's buffers above).
+    PinnedBuffer<int> set_item_models;
+    DeviceBuffer<int> d_set_item_models;
     std::chrono::steady_clock::time_point staged_from;  // stage's start, after the wait
   };
   // Created once the device is selected: streams and events belong to the current device.
   std::unique_ptr<Slot> slots[kSlots];
+
+  // The Viterbi filter's list of the slot's first vit_n entries of vit_list, ncj and
+  // vit_order, uploaded with the work counter zeroed (submit_viterbi and
+  // submit_viterbi_models).
+  void queue_viterbi_list(Slot& s);
+  // Its results back to vit_result.
+  void queue_viterbi_results(Slot& s);
 
   // The first part of submit_msv and submit_msv_models: the slot takes the targets (their
   // lengths, offsets, order longest first and residue addresses), uploads the residues not
@@ -994,44 +995,64 @@ const std::vector<FilterScore>& HmmGpuEngine::wait_msv_models(int slot_index) {
   return s.set_scores;
 }
 
+void HmmGpuEngine::Impl::queue_viterbi_list(Slot& s) {
+  const int n = s.vit_n;
+  s.d_vit_order.reserve(n + 1);
+  s.d_vit_counter.reserve(1);
+  s.d_vit_list.reserve(n + 1);
+  s.d_vit_result.reserve(n + 1);
+  s.d_ncj.reserve(n + 1);
+  if (n == 0) return;
+  cudaStream_t st = s.stream.get();
+  check(cudaMemcpyAsync(s.d_vit_list.get(), s.vit_list.get(), n * sizeof(int),
+                        cudaMemcpyHostToDevice, st),
+        "H2D list");
+  check(cudaMemcpyAsync(s.d_ncj.get(), s.ncj.get(), n * sizeof(std::int16_t),
+                        cudaMemcpyHostToDevice, st),
+        "H2D ncj");
+  check(cudaMemcpyAsync(s.d_vit_order.get(), s.vit_order.get(), n * sizeof(int),
+                        cudaMemcpyHostToDevice, st),
+        "H2D order");
+  check(cudaMemsetAsync(s.d_vit_counter.get(), 0, sizeof(int), st), "cudaMemsetAsync");
+}
+
+void HmmGpuEngine::Impl::queue_viterbi_results(Slot& s) {
+  if (s.vit_n == 0) return;
+  check(cudaMemcpyAsync(s.vit_result.get(), s.d_vit_result.get(), s.vit_n * sizeof(int),
+                        cudaMemcpyDeviceToHost, s.stream.get()),
+        "D2H viterbi");
+}
+
 void HmmGpuEngine::submit_viterbi_models(int slot_index, const SetItem* items, std::size_t count) {
   Impl& m = *impl_;
   Impl::Slot& s = *m.slots[slot_index];
   check(cudaSetDevice(m.device), "cudaSetDevice");
   const int n = static_cast<int>(count);
-  s.set_vit_n = n;
-  s.set_items.reserve(count + 1);
-  s.set_ncj.reserve(count + 1);
-  s.set_vit_order.reserve(count + 1);
-  s.set_vit_result.reserve(count + 1);
+  s.vit_n = n;
+  s.vit_list.reserve(count + 1);
+  s.ncj.reserve(count + 1);
+  s.vit_order.reserve(count + 1);
+  s.vit_result.reserve(count + 1);
+  s.set_item_models.reserve(count + 1);
   for (int i = 0; i < n; ++i) {
     const SetItem& item = items[i];
     if (item.model < 0 || static_cast<std::size_t>(item.model) >= m.set.size() || item.target < 0 ||
         item.target >= s.n) {
       throw std::invalid_argument("submit_viterbi_models: an item outside the set or the batch");
     }
-    s.set_items[i] = int2{item.model, item.target};
-    s.set_ncj[i] = (*m.set[static_cast<std::size_t>(item.model)]->ncj)(s.lengths[item.target]);
+    s.vit_list[i] = item.target;
+    s.set_item_models[i] = item.model;
+    s.ncj[i] = (*m.set[static_cast<std::size_t>(item.model)]->ncj)(s.lengths[item.target]);
   }
   order_longest_first(
-      n, s.set_vit_order.get(), [&](int i) { return s.lengths[items[i].target]; }, s.counts);
-  s.d_set_items.reserve(count + 1);
-  s.d_set_ncj.reserve(count + 1);
-  s.d_set_vit_order.reserve(count + 1);
-  s.d_set_vit_result.reserve(count + 1);
-  s.d_set_vit_counter.reserve(1);
+      n, s.vit_order.get(), [&](int i) { return s.lengths[items[i].target]; }, s.counts);
+  m.queue_viterbi_list(s);
+  s.d_set_item_models.reserve(count + 1);
   cudaStream_t st = s.stream.get();
   if (n > 0) {
-    check(cudaMemcpyAsync(s.d_set_items.get(), s.set_items.get(), count * sizeof(int2),
+    check(cudaMemcpyAsync(s.d_set_item_models.get(), s.set_item_models.get(), count * sizeof(int),
                           cudaMemcpyHostToDevice, st),
-          "H2D items");
-    check(cudaMemcpyAsync(s.d_set_ncj.get(), s.set_ncj.get(), count * sizeof(std::int16_t),
-                          cudaMemcpyHostToDevice, st),
-          "H2D ncj");
-    check(cudaMemcpyAsync(s.d_set_vit_order.get(), s.set_vit_order.get(), count * sizeof(int),
-                          cudaMemcpyHostToDevice, st),
-          "H2D order");
-    check(cudaMemsetAsync(s.d_set_vit_counter.get(), 0, sizeof(int), st), "cudaMemsetAsync");
+          "H2D item models");
   }
   s.vit_start.record(st);
   if (n > 0) {
@@ -1041,13 +1062,14 @@ void HmmGpuEngine::submit_viterbi_models(int slot_index, const SetItem* items, s
     a.models = m.set_vit_models.get();
     a.target_residues = s.d_target_residues.get();
     a.offsets = s.d_offsets.get();
-    a.items = s.d_set_items.get();
-    a.ncj_move = s.d_set_ncj.get();
+    a.list = s.d_vit_list.get();
+    a.item_models = s.d_set_item_models.get();
+    a.ncj_move = s.d_ncj.get();
     a.count = n;
-    a.item_order = s.d_set_vit_order.get();
-    a.next_item = s.d_set_vit_counter.get();
+    a.item_order = s.d_vit_order.get();
+    a.next_item = s.d_vit_counter.get();
     a.rows_stride = m.set_longest + 1;
-    a.result = s.d_set_vit_result.get();
+    a.result = s.d_vit_result.get();
     const std::size_t row_bytes = static_cast<std::size_t>(a.rows_stride) * sizeof(short4);
     if (m.set_viterbi_warps_per_block > 0) {
       const int per_block = m.set_viterbi_warps_per_block;
@@ -1057,19 +1079,15 @@ void HmmGpuEngine::submit_viterbi_models(int slot_index, const SetItem* items, s
     } else {
       const int blocks = std::min(m.set_viterbi_resident_blocks,
                                   (n * 32 + kExactBlockThreads - 1) / kExactBlockThreads);
-      s.d_set_vit_rows.reserve(static_cast<std::size_t>(blocks) * (kExactBlockThreads / 32) *
-                               static_cast<std::size_t>(a.rows_stride));
-      a.rows = s.d_set_vit_rows.get();
+      s.d_vit_rows.reserve(static_cast<std::size_t>(blocks) * (kExactBlockThreads / 32) *
+                           static_cast<std::size_t>(a.rows_stride));
+      a.rows = s.d_vit_rows.get();
       viterbi_set_warp_kernel<<<blocks, kExactBlockThreads, 0, st>>>(a);
     }
     check_launch("viterbi_set_warp_kernel");
   }
   s.vit_done.record(st);
-  if (n > 0) {
-    check(cudaMemcpyAsync(s.set_vit_result.get(), s.d_set_vit_result.get(), count * sizeof(int),
-                          cudaMemcpyDeviceToHost, st),
-          "D2H viterbi");
-  }
+  m.queue_viterbi_results(s);
 }
 
 int HmmGpuEngine::set_viterbi_wave_targets() const {
@@ -1085,12 +1103,12 @@ const std::vector<FilterScore>& HmmGpuEngine::wait_viterbi_models(int slot_index
   check(cudaSetDevice(m.device), "cudaSetDevice");
   check(cudaStreamSynchronize(s.stream.get()), "cudaStreamSynchronize viterbi models");
   s.times.viterbi_ms = s.vit_done.ms_since(s.vit_start);
-  s.set_vit_scores.resize(static_cast<std::size_t>(s.set_vit_n));
-  for (int i = 0; i < s.set_vit_n; ++i) {
-    const Impl::SetModel& model = *m.set[static_cast<std::size_t>(s.set_items[i].x)];
-    s.set_vit_scores[i] = finish_viterbi(model.vit, s.set_vit_result[i], s.set_ncj[i]);
+  s.vit_scores.resize(static_cast<std::size_t>(s.vit_n));
+  for (int i = 0; i < s.vit_n; ++i) {
+    const Impl::SetModel& model = *m.set[static_cast<std::size_t>(s.set_item_models[i])];
+    s.vit_scores[i] = finish_viterbi(model.vit, s.vit_result[i], s.ncj[i]);
   }
-  return s.set_vit_scores;
+  return s.vit_scores;
 }
 
 void HmmGpuEngine::submit_viterbi(int slot_index, const int* which, std::size_t count) {
@@ -1109,24 +1127,8 @@ void HmmGpuEngine::submit_viterbi(int slot_index, const int* which, std::size_t 
   }
   order_longest_first(
       n, s.vit_order.get(), [&](int i) { return s.lengths[which[i]]; }, s.counts);
-  s.d_vit_order.reserve(n + 1);
-  s.d_vit_counter.reserve(1);
-  s.d_vit_list.reserve(n + 1);
-  s.d_vit_result.reserve(n + 1);
-  s.d_ncj.reserve(n + 1);
+  m.queue_viterbi_list(s);
   cudaStream_t st = s.stream.get();
-  if (n > 0) {
-    check(cudaMemcpyAsync(s.d_vit_list.get(), s.vit_list.get(), n * sizeof(int),
-                          cudaMemcpyHostToDevice, st),
-          "H2D list");
-    check(cudaMemcpyAsync(s.d_ncj.get(), s.ncj.get(), n * sizeof(std::int16_t),
-                          cudaMemcpyHostToDevice, st),
-          "H2D ncj");
-    check(cudaMemcpyAsync(s.d_vit_order.get(), s.vit_order.get(), n * sizeof(int),
-                          cudaMemcpyHostToDevice, st),
-          "H2D order");
-    check(cudaMemsetAsync(s.d_vit_counter.get(), 0, sizeof(int), st), "cudaMemsetAsync");
-  }
   s.vit_start.record(st);
   if (n > 0) {
     ViterbiArgs a{};
@@ -1178,11 +1180,7 @@ void HmmGpuEngine::submit_viterbi(int slot_index, const int* which, std::size_t 
     }
   }
   s.vit_done.record(st);
-  if (n > 0) {
-    check(cudaMemcpyAsync(s.vit_result.get(), s.d_vit_result.get(), n * sizeof(int),
-                          cudaMemcpyDeviceToHost, st),
-          "D2H viterbi");
-  }
+  m.queue_viterbi_results(s);
 }
 
 const std::vector<FilterScore>& HmmGpuEngine::wait_viterbi(int slot_index) {

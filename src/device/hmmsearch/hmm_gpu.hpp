@@ -1,7 +1,9 @@
 // The hmmsearch filters on a GPU, behind a plain C++ header (no CUDA types):
 //   - device layouts of the MSV and Viterbi score systems, each built from the core score
 //     arrays (src/core/hmmsearch/profile.hpp) in one named function, with the inverse for tests;
-//   - HmmGpuEngine: one model on one GPU; uploads batches of targets and runs
+//   - HmmGpuEngine: one model on one GPU (and a set of models whose MSV and Viterbi filters
+//     run together on a batch, one launch each: set_models); uploads batches of targets
+//     and runs
 //       MSV:     a thread group per target (8, 16 or 32 threads, several targets per warp
 //                for short models), the model split into per-thread strips of 16 nodes,
 //                anti-diagonal wavefront across the group, 16-bit lanes (two nodes per

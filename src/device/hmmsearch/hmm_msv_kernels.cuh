@@ -164,7 +164,7 @@ __global__ void __launch_bounds__(kMsvBlockThreads) msv_wavefront_kernel(MsvFast
 // ---------------------------------------------------------------- MSV, many models
 
 // One model of a set run in one launch (HmmGpuEngine::set_models): where its layout
-// starts in the set's words and costs, and its scores.
+// starts in the set's words and costs, and its score constants.
 struct MsvSetModel {
   std::int64_t words_at = 0;  // in 16-byte units
   std::int64_t costs_at = 0;

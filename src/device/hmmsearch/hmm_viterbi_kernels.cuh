@@ -164,15 +164,16 @@ struct ViterbiSetModel {
   int M = 0, base = 0, e_loop = 0, e_move = 0, dd_bound = 0;
 };
 
-// Items (model of the set, target of the slot's batch), each with its N/C/J move; warps
-// take them from a counter, longest targets first, as viterbi_warp_kernel.
+// Items (a model of the set, a target of the slot's batch), each with its N/C/J move;
+// warps take them from a counter, longest targets first, as viterbi_warp_kernel.
 struct ViterbiSetArgs {
   const std::int16_t* match;
   const uint4* nodes;
   const ViterbiSetModel* models;
   const std::uint8_t* const* target_residues;
   const std::int64_t* offsets;
-  const int2* items;  // (model, target)
+  const int* list;         // per item: its target
+  const int* item_models;  // per item: its model
   const std::int16_t* ncj_move;
   int count;
   const int* item_order;
@@ -195,14 +196,14 @@ __global__ void __launch_bounds__(kExactBlockThreads) viterbi_set_warp_kernel(Vi
     next = __shfl_sync(kAll, next, 0);
     if (next >= a.count) break;
     const int item = a.item_order[next];
-    const int2 pair = a.items[item];
-    const ViterbiSetModel& d = a.models[pair.x];
+    const int target = a.list[item];
+    const ViterbiSetModel& d = a.models[a.item_models[item]];
     const ViterbiModelArgs model{
         a.match + d.match_at, a.nodes + d.nodes_at, d.M, d.base, d.e_loop, d.e_move, d.dd_bound};
-    const std::int64_t offset = a.offsets[pair.y];
-    const int L = static_cast<int>(a.offsets[pair.y + 1] - offset);
+    const std::int64_t offset = a.offsets[target];
+    const int L = static_cast<int>(a.offsets[target + 1] - offset);
     const int result =
-        viterbi_warp_target(model, a.target_residues[pair.y], L, a.ncj_move[item], row);
+        viterbi_warp_target(model, a.target_residues[target], L, a.ncj_move[item], row);
     if (lane == 0) a.result[item] = result;
   }
 }

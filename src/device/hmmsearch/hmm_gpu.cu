@@ -14,6 +14,7 @@
 #include <numeric>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 
 #include "device/cuda_raii.cuh"
@@ -66,6 +67,42 @@ void select_device(int device) {
     check(status, "cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync)");
   }
   configured.push_back(device);
+}
+
+// The MSV layout a model runs (its kernel choice resolved for its length): 16 nodes per
+// thread instead of a chosen (not asked for) 32 where 32 would not fit in shared memory.
+MsvDeviceLayout msv_layout_for(const MsvScores& msv, const GpuKernelChoice& choice,
+                               std::size_t shared_optin) {
+  const GpuKernelChoice resolved = resolve_kernel_choice(choice, msv.M);
+  MsvDeviceLayout layout =
+      build_msv_device_layout(msv, resolved.msv_group_threads, resolved.msv_nodes_per_thread);
+  if (choice.msv_nodes_per_thread == 0 && resolved.msv_nodes_per_thread == 32 &&
+      layout.bytes() > shared_optin) {
+    // 16 nodes per thread pad less and may fit.
+    layout = build_msv_device_layout(msv, resolved.msv_group_threads, 16);
+  }
+  return layout;
+}
+
+// A model's array copied to its device buffer (grown as needed), synchronously.
+template <typename T, typename Host>
+void upload(DeviceBuffer<T>& buffer, const Host& host) {
+  buffer.reserve(host.size());
+  check(
+      cudaMemcpy(buffer.get(), host.data(), host.size() * sizeof(host[0]), cudaMemcpyHostToDevice),
+      "cudaMemcpy model");
+}
+
+// A length table (ByLength) of values that depend on the target length and the score
+// scale alone, shared by every model of that scale: found in `tables`, or made there.
+template <typename T, typename Compute>
+ByLength<T>* table_for_scale(std::vector<std::pair<float, std::unique_ptr<ByLength<T>>>>& tables,
+                             float scale, Compute compute) {
+  for (auto& [s, table] : tables) {
+    if (s == scale) return table.get();
+  }
+  tables.emplace_back(scale, std::make_unique<ByLength<T>>(compute));
+  return tables.back().second.get();
 }
 
 // A target's MSV score from the kernels' result code (the fast kernel's best cell, or the
@@ -280,20 +317,13 @@ void HmmGpuEngine::set_model(const SearchProfile& profile, GpuKernelChoice choic
     m.publish_kept(*s);
   }
   m.strategy = choice.viterbi;
-  const GpuKernelChoice resolved = resolve_kernel_choice(choice, profile.M);
+  m.msv_layout = msv_layout_for(profile.msv, choice, m.shared_optin);  // throws for a bad choice
   m.msv = profile.msv;
   m.vit = profile.viterbi;
   m.fwd = profile.forward;
   m.bjbm = ByLength<std::uint8_t>{
       [&m](int L) { return static_cast<std::uint8_t>((m.msv.tjb(L) + m.msv.tbm) & 0xff); }};
   m.ncj = ByLength<std::int16_t>{[&m](int L) { return m.vit.ncj_move(L); }};
-  m.msv_layout = build_msv_device_layout(profile.msv, resolved.msv_group_threads,
-                                         resolved.msv_nodes_per_thread);
-  if (choice.msv_nodes_per_thread == 0 && resolved.msv_nodes_per_thread == 32 &&
-      m.msv_layout.bytes() > m.shared_optin) {
-    // Chosen, not asked for: 16 nodes per thread pad less and may fit in shared memory.
-    m.msv_layout = build_msv_device_layout(profile.msv, resolved.msv_group_threads, 16);
-  }
   m.vit_layout = build_viterbi_device_layout(profile.viterbi);
   // Shared memory: the whole profile (all residues, all tiles).
   m.msv_fast_fits = m.msv_layout.bytes() <= m.shared_optin;
@@ -303,22 +333,12 @@ void HmmGpuEngine::set_model(const SearchProfile& profile, GpuKernelChoice choic
   // asks for what its model needs, up to the device's opt-in limit.
   const int optin = static_cast<int>(m.shared_optin);
   if (m.msv_fast_fits) {
-    for (const void* kernel : {reinterpret_cast<const void*>(msv_wavefront_kernel<8, 16>),
-                               reinterpret_cast<const void*>(msv_wavefront_kernel<16, 16>),
-                               reinterpret_cast<const void*>(msv_wavefront_kernel<32, 16>),
-                               reinterpret_cast<const void*>(msv_wavefront_kernel<8, 32>),
-                               reinterpret_cast<const void*>(msv_wavefront_kernel<16, 32>),
-                               reinterpret_cast<const void*>(msv_wavefront_kernel<32, 32>)}) {
-      check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin),
+    for_each_msv_shape([optin](auto g, auto n) {
+      check(cudaFuncSetAttribute(msv_wavefront_kernel<g(), n()>,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, optin),
             "cudaFuncSetAttribute");
-    }
+    });
   }
-  const auto upload = [](auto& buffer, const auto& host) {
-    buffer.reserve(host.size());
-    check(cudaMemcpy(buffer.get(), host.data(), host.size() * sizeof(host[0]),
-                     cudaMemcpyHostToDevice),
-          "cudaMemcpy profile");
-  };
   upload(m.msv_words, m.msv_layout.words);
   upload(m.msv_costs, m.msv_layout.costs);
   upload(m.vit_match, m.vit_layout.match);
@@ -618,22 +638,9 @@ void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::siz
     const int groups_per_block = kMsvBlockThreads / G;
     const int blocks = (n + groups_per_block - 1) / groups_per_block;
     const std::size_t shared = m.msv_layout.bytes();
-    const auto launch = [&](auto kernel) { kernel<<<blocks, kMsvBlockThreads, shared, st>>>(a); };
-    if (m.msv_layout.nodes_per_thread == 16) {
-      if (G == 8)
-        launch(msv_wavefront_kernel<8, 16>);
-      else if (G == 16)
-        launch(msv_wavefront_kernel<16, 16>);
-      else
-        launch(msv_wavefront_kernel<32, 16>);
-    } else {
-      if (G == 8)
-        launch(msv_wavefront_kernel<8, 32>);
-      else if (G == 16)
-        launch(msv_wavefront_kernel<16, 32>);
-      else
-        launch(msv_wavefront_kernel<32, 32>);
-    }
+    with_msv_shape(G, m.msv_layout.nodes_per_thread, [&](auto g, auto n) {
+      msv_wavefront_kernel<g(), n()><<<blocks, kMsvBlockThreads, shared, st>>>(a);
+    });
     check_launch("msv_wavefront_kernel");
   }
   s.msv_fast_done.record(st);
@@ -712,13 +719,7 @@ void HmmGpuEngine::set_models(const SetModel* models, std::size_t count) {
   std::vector<ViterbiSetModel> vit_descriptors;
   for (std::size_t i = 0; i < count; ++i) {
     const SearchProfile& profile = *models[i].profile;
-    const GpuKernelChoice resolved = resolve_kernel_choice(models[i].choice, profile.M);
-    MsvDeviceLayout layout = build_msv_device_layout(profile.msv, resolved.msv_group_threads,
-                                                     resolved.msv_nodes_per_thread);
-    if (models[i].choice.msv_nodes_per_thread == 0 && resolved.msv_nodes_per_thread == 32 &&
-        layout.bytes() > m.shared_optin) {
-      layout = build_msv_device_layout(profile.msv, resolved.msv_group_threads, 16);
-    }
+    const MsvDeviceLayout layout = msv_layout_for(profile.msv, models[i].choice, m.shared_optin);
     auto model = std::make_unique<Impl::SetModel>();
     model->msv = profile.msv;
     model->G = layout.group_threads;
@@ -726,30 +727,18 @@ void HmmGpuEngine::set_models(const SetModel* models, std::size_t count) {
     model->shared = layout.bytes();
     model->all_exact = layout.bytes() > m.shared_optin || models[i].choice.msv_exact_only;
     model->one_tile = layout.tiles == 1;
-    const auto same_scale = [&](const auto& t) { return t.first == profile.msv.scale; };
-    auto table = std::find_if(m.tjb_by_scale.begin(), m.tjb_by_scale.end(), same_scale);
-    if (table == m.tjb_by_scale.end()) {
+    {
       MsvScores scale_only;
       scale_only.scale = profile.msv.scale;
-      m.tjb_by_scale.emplace_back(profile.msv.scale,
-                                  std::make_unique<ByLength<std::uint8_t>>(
-                                      [scale_only](int L) { return scale_only.tjb(L); }));
-      table = m.tjb_by_scale.end() - 1;
+      model->tjb = table_for_scale(m.tjb_by_scale, scale_only.scale,
+                                   [scale_only](int L) { return scale_only.tjb(L); });
     }
-    model->tjb = table->second.get();
     model->vit = profile.viterbi;
     {
-      const auto same = [&](const auto& t) { return t.first == profile.viterbi.scale; };
-      auto ncj = std::find_if(m.ncj_by_scale.begin(), m.ncj_by_scale.end(), same);
-      if (ncj == m.ncj_by_scale.end()) {
-        ViterbiScores scale_only;
-        scale_only.scale = profile.viterbi.scale;
-        m.ncj_by_scale.emplace_back(profile.viterbi.scale,
-                                    std::make_unique<ByLength<std::int16_t>>(
-                                        [scale_only](int L) { return scale_only.ncj_move(L); }));
-        ncj = m.ncj_by_scale.end() - 1;
-      }
-      model->ncj = ncj->second.get();
+      ViterbiScores scale_only;
+      scale_only.scale = profile.viterbi.scale;
+      model->ncj = table_for_scale(m.ncj_by_scale, scale_only.scale,
+                                   [scale_only](int L) { return scale_only.ncj_move(L); });
     }
     const ViterbiDeviceLayout vit = build_viterbi_device_layout(profile.viterbi);
     ViterbiSetModel v;
@@ -782,21 +771,11 @@ void HmmGpuEngine::set_models(const SetModel* models, std::size_t count) {
     m.set.push_back(std::move(model));
   }
   const int optin = static_cast<int>(m.shared_optin);
-  for (const void* kernel : {reinterpret_cast<const void*>(msv_set_wavefront_kernel<8, 16>),
-                             reinterpret_cast<const void*>(msv_set_wavefront_kernel<16, 16>),
-                             reinterpret_cast<const void*>(msv_set_wavefront_kernel<32, 16>),
-                             reinterpret_cast<const void*>(msv_set_wavefront_kernel<8, 32>),
-                             reinterpret_cast<const void*>(msv_set_wavefront_kernel<16, 32>),
-                             reinterpret_cast<const void*>(msv_set_wavefront_kernel<32, 32>)}) {
-    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin),
+  for_each_msv_shape([optin](auto g, auto n) {
+    check(cudaFuncSetAttribute(msv_set_wavefront_kernel<g(), n()>,
+                               cudaFuncAttributeMaxDynamicSharedMemorySize, optin),
           "cudaFuncSetAttribute");
-  }
-  const auto upload = [](auto& buffer, const auto& host) {
-    buffer.reserve(host.size() + 8);
-    check(cudaMemcpy(buffer.get(), host.data(), host.size() * sizeof(host[0]),
-                     cudaMemcpyHostToDevice),
-          "cudaMemcpy model set");
-  };
+  });
   upload(m.set_words, words);
   upload(m.set_costs, costs);
   upload(m.set_models, descriptors);
@@ -932,24 +911,9 @@ void HmmGpuEngine::submit_msv_models(int slot_index, const GpuTarget* targets, s
       const int groups_per_block = kMsvBlockThreads / l.G;
       const dim3 grid(static_cast<unsigned>((n + groups_per_block - 1) / groups_per_block),
                       static_cast<unsigned>(l.count));
-      const auto launch = [&](auto kernel) {
-        kernel<<<grid, kMsvBlockThreads, l.shared, st>>>(la);
-      };
-      if (l.N == 16) {
-        if (l.G == 8)
-          launch(msv_set_wavefront_kernel<8, 16>);
-        else if (l.G == 16)
-          launch(msv_set_wavefront_kernel<16, 16>);
-        else
-          launch(msv_set_wavefront_kernel<32, 16>);
-      } else {
-        if (l.G == 8)
-          launch(msv_set_wavefront_kernel<8, 32>);
-        else if (l.G == 16)
-          launch(msv_set_wavefront_kernel<16, 32>);
-        else
-          launch(msv_set_wavefront_kernel<32, 32>);
-      }
+      with_msv_shape(l.G, l.N, [&](auto g, auto n) {
+        msv_set_wavefront_kernel<g(), n()><<<grid, kMsvBlockThreads, l.shared, st>>>(la);
+      });
       check_launch("msv_set_wavefront_kernel");
     }
   }

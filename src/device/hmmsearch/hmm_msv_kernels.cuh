@@ -259,3 +259,32 @@ __global__ void __launch_bounds__(kExactBlockThreads) msv_set_exact_kernel(MsvSe
   e.result = s.result + at;
   msv_exact::msv_exact_rows<0>(e);
 }
+
+// The fast kernels' shapes (G threads per target, N nodes per thread): calls
+// f(std::integral_constant<int, G>, std::integral_constant<int, N>) for the shape (g, n)
+// (g 8, 16 or 32; n 16 or 32), or, for_each_msv_shape, for every shape.
+template <typename F>
+void with_msv_shape(int g, int n, F&& f) {
+  using std::integral_constant;
+  if (n == 16) {
+    if (g == 8)
+      f(integral_constant<int, 8>{}, integral_constant<int, 16>{});
+    else if (g == 16)
+      f(integral_constant<int, 16>{}, integral_constant<int, 16>{});
+    else
+      f(integral_constant<int, 32>{}, integral_constant<int, 16>{});
+  } else {
+    if (g == 8)
+      f(integral_constant<int, 8>{}, integral_constant<int, 32>{});
+    else if (g == 16)
+      f(integral_constant<int, 16>{}, integral_constant<int, 32>{});
+    else
+      f(integral_constant<int, 32>{}, integral_constant<int, 32>{});
+  }
+}
+template <typename F>
+void for_each_msv_shape(F&& f) {
+  for (const int g : {8, 16, 32}) {
+    for (const int n : {16, 32}) with_msv_shape(g, n, f);
+  }
+}

@@ -54,8 +54,8 @@ struct HmmsearchGpuBackend::Lane {
     // Too few targets need the Viterbi filter to fill the GPU: their later stages are left
     // to the CPU's post stage, their decisions made up to the Viterbi filter.
     bool to_cpu = false;
-    // Targets whose Viterbi filter (and later stages) are left to the CPU's post stage
-    // although the others' ran on the GPU (run_set: the longest pairs).
+    // Targets whose Viterbi filter (and later stages) are left to the CPU's post stage:
+    // all of `viterbi` when to_cpu, or (run_set) the longest pairs.
     std::vector<int> cpu_viterbi;
   } halves[device::HmmGpuEngine::kSlots];
 };
@@ -197,12 +197,9 @@ std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(std::span<const
           for (std::size_t i = 0; i < b->sequences(); ++i) {
             if (needs_forward(out.scores[i])) out.remains[i] = Remains::forward;
           }
-          for (const std::vector<int>* cpu : {l.to_cpu ? &l.viterbi : nullptr, &l.cpu_viterbi}) {
-            if (cpu == nullptr) continue;
-            for (int i : *cpu) {
-              const auto t = static_cast<std::size_t>(i);
-              if (t >= at && t - at < b->sequences()) out.remains[t - at] = Remains::viterbi;
-            }
+          for (int i : l.cpu_viterbi) {
+            const auto t = static_cast<std::size_t>(i);
+            if (t >= at && t - at < b->sequences()) out.remains[t - at] = Remains::viterbi;
           }
           at += b->sequences();
         }
@@ -434,6 +431,7 @@ void HmmsearchGpuBackend::run_lanes(std::vector<Lane>& lanes, Half* halves) {
       // takes them, and the half's Forward stage with them.
       l.to_cpu = !l.viterbi.empty() && std::ssize(l.viterbi) < lane.engine->viterbi_wave_targets();
       if (l.to_cpu) {
+        l.cpu_viterbi = l.viterbi;
         times.viterbi_to_cpu += static_cast<std::int64_t>(l.viterbi.size());
       } else {
         lane.engine->submit_viterbi(s, l.viterbi.data(), l.viterbi.size());

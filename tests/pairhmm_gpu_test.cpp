@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <random>
 #include <thread>
 #if defined(__x86_64__) || defined(__i386__)
@@ -17,6 +19,7 @@
 #include "core/pairhmm/pairhmm_model.hpp"
 #include "device/pairhmm/pairhmm_gpu_feed.hpp"
 #include "device/pairhmm/pairhmm_gpu_layout.hpp"
+#include "io/hdf5_file.hpp"
 #include "pairhmm_test_support.hpp"
 #include "test_support.hpp"
 
@@ -497,6 +500,43 @@ INSTANTIATE_TEST_SUITE_P(
       return v;
     }()),
     [](const ::testing::TestParamInfo<Variant>& v) { return variant_name(v.param); });
+
+// The command on a GPU: --no-gpu, --gpu-only and the default mode (started with
+// --gpu-min-cells 0 while the CPU works; left alone below the threshold) give identical
+// likelihoods, and /run names the GPU kernel each used.
+TEST(PairhmmGpuCommand, ModesIdenticalAndSmallInputsStayOnTheCpu) {
+  if (device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  test::TempDir dir;
+  std::ifstream in(test::kPairhmmData + "10s.in");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(text.empty());
+  std::string copies;
+  for (int k = 0; k < 8; ++k) copies += text + "\n";
+  test::write_file(dir.file("x8.in"), copies);
+  const auto run = [&](const std::string& name, const std::string& options) {
+    const auto r = test::run_command(std::string(DUET_BINARY) + " pairhmm --quiet " + options +
+                                     " --h5 " + dir.file(name + ".h5") + " " + dir.file("x8.in"));
+    EXPECT_EQ(r.status, 0) << name << ": " << r.output;
+    const io::Hdf5Reader h5(dir.file(name + ".h5"));
+    return std::make_pair(h5.read_doubles("/results/pairhmm/log10_likelihood"),
+                          h5.attribute_string("/run", "gpu_kernel"));
+  };
+  const auto [cpu, cpu_kernel] = run("cpu", "--no-gpu");
+  const auto [gpu, gpu_kernel] = run("gpu", "--gpu-only");
+  const auto [hybrid, hybrid_kernel] = run("hybrid", "--gpu-min-cells 0");
+  const auto [small, small_kernel] = run("small", "--gpu-min-cells 1000000000000");
+  ASSERT_EQ(cpu.size(), std::size_t{8 * 3550});
+  EXPECT_EQ(cpu, gpu);
+  EXPECT_EQ(cpu, hybrid);
+  EXPECT_EQ(cpu, small);
+  EXPECT_EQ(cpu_kernel, "none");
+  EXPECT_NE(gpu_kernel.find("arithmetic"), std::string::npos) << gpu_kernel;
+  // The default mode's GPU joins once started, if the CPU has not finished by then.
+  EXPECT_TRUE(hybrid_kernel.find("arithmetic") != std::string::npos ||
+              hybrid_kernel.find("no GPU started") != std::string::npos)
+      << hybrid_kernel;
+  EXPECT_EQ(small_kernel.rfind("none (a small input", 0), std::size_t{0}) << small_kernel;
+}
 
 }  // namespace
 }  // namespace duet::device::pairhmm

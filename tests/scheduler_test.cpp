@@ -605,6 +605,131 @@ TEST(SchedulerParts, WorkerNiceInOneProcess) {
   EXPECT_EQ(::getpriority(PRIO_PROCESS, static_cast<id_t>(::gettid())), base);
 }
 
+// A device whose set-up runs elsewhere (device::start_gpu_warmup): its feeder joins once
+// it is ready, gives it up when the CPU finished every block first, goes on without it
+// when it cannot be used (a hybrid run) and fails a GPU-only run then; every block runs
+// once.
+TEST(SchedulerParts, FeederJoinsWhenItsDeviceIsReady) {
+  constexpr int kBlocks = 200;
+  class CountingSource final : public BlockSource {
+   public:
+    BlockPtr next() override {
+      if (made_ == kBlocks) return nullptr;
+      auto b = std::make_shared<Block>();
+      b->index = made_;
+      b->first_sequence = made_;
+      b->residues.assign(10, 1);
+      b->add_header("s", "");
+      b->end_sequence();
+      ++made_;
+      return b;
+    }
+    double fraction_done() const override { return made_ / double(kBlocks); }
+
+   private:
+    int made_ = 0;
+  };
+  struct Runs {
+    std::mutex mutex;
+    std::vector<int> times = std::vector<int>(kBlocks, 0);
+    std::atomic<int> cpu{0}, gpu{0};
+    void ran(const Block& b, std::atomic<int>& side) {
+      std::lock_guard lock(mutex);
+      times[static_cast<std::size_t>(b.index)] += 1;
+      side += 1;
+    }
+  };
+  class SlowCpu final : public scheduler::Workload {
+   public:
+    explicit SlowCpu(Runs& runs) : runs_(runs) {}
+    std::int64_t cells_per_residue() const override { return 1; }
+    std::int64_t run_block(const Block& b, int) override {
+      std::this_thread::sleep_for(std::chrono::microseconds(500));
+      runs_.ran(b, runs_.cpu);
+      return 1;
+    }
+    std::int64_t run_post(const Block&, PostState&, int) override { return 1; }
+
+   private:
+    Runs& runs_;
+  };
+  // Ready once the CPU ran `ready_after` blocks (never: -1), or unavailable.
+  class LateGpu final : public scheduler::GpuBackend {
+   public:
+    LateGpu(Runs& runs, int ready_after, bool unavailable)
+        : runs_(runs), ready_after_(ready_after), unavailable_(unavailable) {}
+    std::string name() const override { return "late GPU"; }
+    std::string stages() const override { return "all"; }
+    Readiness readiness(std::string& problem) override {
+      if (unavailable_) {
+        problem = "no context";
+        return Readiness::unavailable;
+      }
+      return ready_after_ >= 0 && runs_.cpu.load() >= ready_after_ ? Readiness::ready
+                                                                   : Readiness::pending;
+    }
+    void start(const scheduler::HostLoopRunner&) override { ++starts; }
+    std::vector<scheduler::GpuBlockOutcome> run(std::span<const BlockPtr> blocks, int) override {
+      EXPECT_EQ(starts, 1) << "run before start";
+      std::vector<scheduler::GpuBlockOutcome> outcomes(blocks.size());
+      for (const BlockPtr& b : blocks) runs_.ran(*b, runs_.gpu);
+      for (auto& o : outcomes) o.survivors = 1;
+      return outcomes;
+    }
+    int starts = 0;
+
+   private:
+    Runs& runs_;
+    int ready_after_;
+    bool unavailable_;
+  };
+  struct Case {
+    const char* name;
+    int ready_after;
+    bool unavailable, gpu_only;
+    bool gpu_runs, fails;
+  };
+  for (const Case c : {Case{"ready after 20 CPU blocks", 20, false, false, true, false},
+                       Case{"never ready", -1, false, false, false, false},
+                       Case{"unavailable, hybrid", 0, true, false, false, false},
+                       Case{"unavailable, GPU-only", 0, true, true, false, true},
+                       Case{"GPU-only, ready at once", 0, false, true, true, false}}) {
+    SCOPED_TRACE(c.name);
+    Runs runs;
+    CountingSource source;
+    SlowCpu cpu(runs);
+    LateGpu gpu(runs, c.ready_after, c.unavailable);
+    std::vector<scheduler::GpuBackend*> gpus{&gpu};
+    scheduler::SchedulerOptions options;
+    options.cpu_workers = 1;
+    options.gpu_batch_blocks = 4;
+    options.gpu_only = c.gpu_only;
+    options.warnings = false;
+    if (c.fails) {
+      try {
+        scheduler::run_blocks(source, cpu, gpus, options);
+        ADD_FAILURE() << "a GPU-only run without its GPU did not fail";
+      } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find("late GPU cannot be used (no context)"),
+                  std::string::npos)
+            << e.what();
+      }
+      continue;
+    }
+    const scheduler::RunSummary s = scheduler::run_blocks(source, cpu, gpus, options);
+    for (int b = 0; b < kBlocks; ++b) EXPECT_EQ(runs.times[static_cast<std::size_t>(b)], 1) << b;
+    EXPECT_EQ(gpu.starts, c.gpu_runs ? 1 : 0);
+    EXPECT_EQ(runs.gpu.load() > 0, c.gpu_runs) << runs.gpu.load() << " blocks on the GPU";
+    if (c.ready_after > 0 && c.gpu_runs) {
+      EXPECT_GE(runs.cpu.load(), c.ready_after);
+    }
+    if (c.gpu_only) {
+      EXPECT_EQ(runs.cpu.load(), 0);
+    }
+    EXPECT_EQ(s.blocks, kBlocks);
+  }
+}
+
 // Many threads putting at once: the consumer sees every block once, in order, one call at
 // a time (never two at once), whoever hands it over.
 TEST(SchedulerParts, ResultSinkInOrderFromManyThreads) {

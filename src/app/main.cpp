@@ -4,6 +4,7 @@
 #include <H5public.h>
 #include <oneapi/tbb/version.h>
 #include <toml++/toml.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -64,27 +65,28 @@ int report_stop() {
   return app::stop_exit_status();
 }
 
-}  // namespace
+// DUET_TIMES=1: the exit time and the CPU seconds by kind of thread
+// (scheduler/thread_cpu.hpp), for throughput studies.
+void at_exit() {
+  app::phase_time("exit");
+  if (app::timings_wanted()) {
+    std::string line = "duet: cpu seconds:";
+    for (const auto& [kind, seconds] : thread_cpu_seconds()) {
+      char figure[32];
+      std::snprintf(figure, sizeof figure, " %.3f", seconds);
+      line += " " + kind + figure + ";";
+    }
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
+}
 
-int main(int argc, char** argv) {
+int run_main(int argc, char** argv) {
   // HDF5 must not register its exit handler: after a write fails (a full disk) it would
   // close the failed file again at exit and crash. duet closes or discards every file it
   // opens itself.
   H5dont_atexit();
   app::phase_time("main");
-  std::atexit([] {
-    app::phase_time("exit");
-    if (app::timings_wanted()) {
-      // CPU seconds by kind of thread (scheduler/thread_cpu.hpp), for throughput studies.
-      std::string line = "duet: cpu seconds:";
-      for (const auto& [kind, seconds] : thread_cpu_seconds()) {
-        char figure[32];
-        std::snprintf(figure, sizeof figure, " %.3f", seconds);
-        line += " " + kind + figure + ";";
-      }
-      std::fprintf(stderr, "%s\n", line.c_str());
-    }
-  });
+  std::atexit(at_exit);
   CLI::App app{"duet: profile HMM search and other sequence DP on every CPU core and GPU at once"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("duet ") + DUET_VERSION);
@@ -125,4 +127,19 @@ int main(int argc, char** argv) {
     std::cerr << "duet: error: " << e.what() << "\n";
     return 1;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int status = run_main(argc, argv);
+  // A device still starting (the run ended first): the CUDA runtime's exit handlers must not
+  // run beside the warm-up thread. Every output is committed and closed by now.
+  if (device::gpu_warmup_running()) {
+    std::cout.flush();
+    at_exit();
+    std::fflush(nullptr);
+    ::_exit(status);
+  }
+  return status;
 }

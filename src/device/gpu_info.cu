@@ -34,4 +34,10 @@ GpuInventory list_gpus() {
   return inv;
 }
 
+std::string make_device_context(int device) {
+  cudaError_t status = cudaSetDevice(device);
+  if (status == cudaSuccess) status = cudaFree(nullptr);  // makes the primary context
+  return status == cudaSuccess ? std::string() : std::string(cudaGetErrorString(status));
+}
+
 }  // namespace duet::device

@@ -18,6 +18,8 @@
 //   max_lanes = 16                        # 1 to 64: ... at most this many
 //   pairhmm_gpu_only_workers = 2          # 1 to 1024: pairhmm --gpu-only, CPU workers
 //   pairhmm_cores_per_feeder = 4          # 0 to 64: pairhmm hybrid, cores left per GPU
+//   pairhmm_gpu_min_cells_per_worker = 2000000000  # pairhmm's default mode: CPU only below
+//                                          # this many cells per CPU worker
 //
 // A model longer than the last row's max_length takes the last row. Reading is strict as
 // for the configuration (io/config.hpp): any unknown key, wrong type, value out of range,
@@ -52,6 +54,7 @@ struct GpuTuning {
   int max_lanes = 16;
   int pairhmm_gpu_only_workers = 2;
   int pairhmm_cores_per_feeder = 4;
+  std::int64_t pairhmm_gpu_min_cells_per_worker = 2'000'000'000;
 
   friend bool operator==(const GpuTuning&, const GpuTuning&) = default;
 };

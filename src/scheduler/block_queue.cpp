@@ -134,6 +134,13 @@ std::vector<BlockPtr> BlockQueue::pop_batch_for_gpu(std::size_t max_blocks,
   }
 }
 
+bool BlockQueue::gpu_work_may_come() const {
+  std::lock_guard lock(mutex_);
+  if (cancelled_) return false;
+  return !closed_ || std::any_of(fresh_.begin(), fresh_.end(),
+                                 [this](const BlockPtr& b) { return gpu_may_take(*b); });
+}
+
 void BlockQueue::end_gpu_batch() {
   std::lock_guard lock(mutex_);
   --gpu_batches_out_;

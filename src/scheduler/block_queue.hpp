@@ -60,6 +60,9 @@ class BlockQueue {
   // end_gpu_batch() after its blocks were requeued or posted or finished.
   std::vector<BlockPtr> pop_batch_for_gpu(std::size_t max_blocks, std::int64_t max_residues);
   void end_gpu_batch();
+  // Whether a GPU may still get a batch: not cancelled, and the reader not done or a fresh
+  // block a GPU may take waiting.
+  bool gpu_work_may_come() const;
 
   bool cancelled() const;
 

@@ -153,6 +153,23 @@ std::int64_t adaptive_budget(const Shared& shared, std::size_t feeder,
 void gpu_feeder(Shared& shared, CpuPool& pool, GpuBackend& gpu, std::int64_t cells_per_residue,
                 int worker, std::size_t feeder, const SchedulerOptions& options,
                 std::vector<TraceRow>& trace, std::int64_t& faults) {
+  // The device's set-up may still run on another thread: the CPU workers go on meanwhile.
+  for (;;) {
+    std::string problem;
+    const GpuBackend::Readiness readiness = gpu.readiness(problem);
+    if (readiness == GpuBackend::Readiness::ready) break;
+    if (readiness == GpuBackend::Readiness::unavailable) {
+      if (options.gpu_only)
+        throw std::runtime_error(gpu.name() + " cannot be used (" + problem + ")");
+      if (options.warnings) {
+        std::fprintf(stderr, "duet: warning: %s cannot be used (%s); the CPU goes on without it\n",
+                     gpu.name().c_str(), problem.c_str());
+      }
+      return;
+    }
+    if (!shared.queue.gpu_work_may_come() || stop_requested(options)) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
   gpu.start(
       [&pool](std::size_t n, std::size_t chunk, const std::function<void(std::size_t)>& body) {
         pool.run_host_loop(n, chunk, body);

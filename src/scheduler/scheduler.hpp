@@ -76,9 +76,16 @@ class GpuBackend {
   virtual std::string name() const = 0;
   // Stages the device runs, for the trace ("all" or e.g. "msv+bias+viterbi").
   virtual std::string stages() const = 0;
-  // Called once on the feeder's thread before its first batch, while the CPU workers
-  // already run: device set-up belongs here, and the runner of host loops that run() may
-  // use for its host work. An exception fails the whole run.
+  // Whether the device is set up (its context made on another thread: device::
+  // start_gpu_warmup), so that start() will not wait for it. The feeder asks every few
+  // milliseconds while the CPU workers run blocks, and gives the device up if no work is
+  // left for it by then; unavailable (the reason in `problem`): a hybrid run goes on
+  // without the device (a warning), a GPU-only run fails.
+  enum class Readiness { pending, ready, unavailable };
+  virtual Readiness readiness(std::string& /*problem*/) { return Readiness::ready; }
+  // Called once on the feeder's thread before its first batch, once the device is ready,
+  // while the CPU workers already run: device set-up belongs here, and the runner of host
+  // loops that run() may use for its host work. An exception fails the whole run.
   virtual void start(const HostLoopRunner& /*run_host_loop*/) {}
   virtual std::vector<GpuBlockOutcome> run(std::span<const BlockPtr> blocks, int worker) = 0;
 };

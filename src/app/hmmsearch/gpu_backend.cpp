@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "app/kit/run_context.hpp"
+#include "app/kit/run_options.hpp"
 #include "core/error.hpp"
 #include "device/gpu_info.hpp"
 #include "scheduler/cpu_pool.hpp"
@@ -125,6 +126,10 @@ std::string HmmsearchGpuBackend::name() const {
   if (!device_name_.empty()) name += " (" + device_name_ + ")";  // once started
   if (feeder_ > 0) name += ", feeder " + std::to_string(feeder_ + 1);
   return name;
+}
+
+scheduler::GpuBackend::Readiness HmmsearchGpuBackend::readiness(std::string& problem) {
+  return warmup_readiness(device_, problem);
 }
 
 void HmmsearchGpuBackend::start(const scheduler::HostLoopRunner& run_host_loop) {
@@ -524,22 +529,27 @@ void HmmsearchGpuBackend::run_lanes(std::vector<Lane>& lanes, Half* halves) {
 }
 
 std::vector<int> resolve_gpu_devices(const std::vector<int>& requested) {
-  const device::GpuInventory inventory = device::list_gpus();
-  if (requested.empty()) {
-    std::vector<int> all;
-    for (const auto& g : inventory.gpus) all.push_back(g.index);
-    return all;
+  // The GPUs the driver shows, without starting CUDA on this thread: their set-up runs on the
+  // warm-up thread (started here) while the CPU workers start; only without the driver's
+  // listing does this thread ask CUDA.
+  const int shown = device::gpus_shown_by_driver();
+  const device::GpuInventory inventory = shown < 0 ? device::list_gpus() : device::GpuInventory{};
+  std::vector<int> usable;
+  if (shown < 0) {
+    for (const auto& g : inventory.gpus) usable.push_back(g.index);
+  } else {
+    for (int d = 0; d < shown; ++d) usable.push_back(d);
   }
   for (int d : requested) {
-    const bool found = std::any_of(inventory.gpus.begin(), inventory.gpus.end(),
-                                   [d](const auto& g) { return g.index == d; });
-    if (!found) {
+    if (std::find(usable.begin(), usable.end(), d) == usable.end()) {
       throw UsageError("--gpus: GPU " + std::to_string(d) + " is not available (" +
-                       std::to_string(inventory.gpus.size()) + " usable" +
+                       std::to_string(usable.size()) + " usable" +
                        (inventory.problem.empty() ? "" : ": " + inventory.problem) + ")");
     }
   }
-  return requested;
+  const std::vector<int>& devices = requested.empty() ? usable : requested;
+  if (!devices.empty()) device::start_gpu_warmup();
+  return devices;
 }
 
 }  // namespace duet::app

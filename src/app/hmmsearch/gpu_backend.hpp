@@ -73,6 +73,7 @@ class HmmsearchGpuBackend final : public scheduler::GpuBackend {
   // bench/RESULTS.md).
   ~HmmsearchGpuBackend() override;
   std::string name() const override;
+  Readiness readiness(std::string& problem) override;
   std::string stages() const override { return "msv+bias+viterbi+forward"; }
   // The kernels of model `model` of the pass (resolved for its length).
   device::GpuKernelChoice kernel_choice(std::size_t model) const { return models_[model].kernels; }
@@ -148,8 +149,10 @@ class HmmsearchGpuBackend final : public scheduler::GpuBackend {
   } times_;
 };
 
-// The GPUs a search uses: `requested` (from --gpus) or, when empty, every GPU the CUDA
-// runtime lists. Throws UsageError for an index that does not exist.
+// The GPUs a search uses: `requested` (from --gpus) or, when empty, every GPU the driver
+// shows (device::gpus_shown_by_driver; the CUDA runtime's list without the driver's). Starts
+// their warm-up (device::start_gpu_warmup). Throws UsageError for an index that does not
+// exist.
 std::vector<int> resolve_gpu_devices(const std::vector<int>& requested);
 
 }  // namespace duet::app

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "app/kit/run_context.hpp"
+#include "device/gpu_info.hpp"
 
 namespace duet::app {
 
@@ -58,6 +59,18 @@ scheduler::SchedulerOptions scheduler_options(const RunOptions& options, int cpu
   s.warnings = options.warnings;
   s.stop = options.stop;
   return s;
+}
+
+scheduler::GpuBackend::Readiness warmup_readiness(int device, std::string& problem) {
+  switch (device::gpu_warmup_state(device, &problem)) {
+    case device::WarmupState::ready:
+      return scheduler::GpuBackend::Readiness::ready;
+    case device::WarmupState::unavailable:
+      return scheduler::GpuBackend::Readiness::unavailable;
+    case device::WarmupState::pending:
+      break;
+  }
+  return scheduler::GpuBackend::Readiness::pending;
 }
 
 }  // namespace duet::app

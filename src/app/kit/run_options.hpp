@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <string>
 
 #include "io/config.hpp"
 #include "scheduler/scheduler.hpp"
@@ -46,5 +47,9 @@ void add_process_settings(RunOptions& options, bool quiet);
 // 0 becomes `default_batch_blocks`, the workload's.
 scheduler::SchedulerOptions scheduler_options(const RunOptions& options, int cpu_workers,
                                               std::size_t default_batch_blocks);
+
+// A device's readiness as the warm-up thread has it (device::gpu_warmup_state), for the
+// backends' GpuBackend::readiness.
+scheduler::GpuBackend::Readiness warmup_readiness(int device, std::string& problem);
 
 }  // namespace duet::app

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -26,6 +27,7 @@
 #include "core/error.hpp"
 #include "core/pairhmm/pairhmm_input.hpp"
 #include "core/pairhmm/pairhmm_model.hpp"
+#include "device/gpu_info.hpp"
 #include "host_simd/pairhmm/pairhmm_simd.hpp"
 #include "io/hdf5_file.hpp"
 #include "io/kernel_table.hpp"
@@ -34,6 +36,10 @@
 namespace duet::app {
 
 namespace {
+
+// Inputs of at least this many bytes start the GPUs while they are read (64 MiB of the batch
+// format: about 30 G cells, over the default mode's threshold on 16 cores).
+constexpr std::uintmax_t kEarlyGpuStartBytes = std::uintmax_t{64} << 20;
 
 // pairhmm's own flags; the shared ones are RunFlags'.
 struct Options {
@@ -139,6 +145,11 @@ void add_pairhmm_command(CLI::App& app,
                   "(default " +
                       std::to_string(o->run.gpu_parts) + "; 1: no overlap)")
       ->check(CLI::Range(1, 1024));
+  cmd->add_option("--gpu-min-cells", o->run.gpu_min_cells,
+                  "the default mode runs on the CPU alone below this many DP cells (default: "
+                  "2 G per CPU worker, the kernel table's pairhmm_gpu_min_cells_per_worker; "
+                  "0: always start the GPUs)")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 50));
   const std::string command_line = join_command_line(argc, argv);
   commands.emplace_back(cmd, [o, command_line, min_base_quality]() -> int {
     // A signal from here on stops the run cleanly; no output file exists yet.
@@ -164,15 +175,22 @@ void add_pairhmm_command(CLI::App& app,
     io::OutputFile* text_output =
         config.run.text.empty() ? nullptr : &outputs.add(config.run.text, "-o");
     phase_time("checked options");
-    const pairhmm::Input input = pairhmm::read_input(o->input, pairhmm::parse_format(o->format));
-    phase_time("read input");
-    const auto t1 = Clock::now();
-    const pairhmm::Model model(pairhmm::ModelOptions{o->min_base_quality});
-
     PairhmmRunOptions r = o->run;
     static_cast<RunOptions&>(r) = run_options(config);
     r.cpu_workers = config.run.cpu;
     add_process_settings(r, config.run.quiet);
+    // A large input: the GPUs start on the warm-up thread while it is read, in case the run
+    // uses them (run_pairhmm decides from its cells).
+    std::error_code size_error;
+    if (r.gpu != RunOptions::Gpu::off && r.test_gpus == 0 &&
+        std::filesystem::file_size(o->input, size_error) >= kEarlyGpuStartBytes && !size_error &&
+        device::gpus_shown_by_driver() != 0) {
+      device::start_gpu_warmup();
+    }
+    const pairhmm::Input input = pairhmm::read_input(o->input, pairhmm::parse_format(o->format));
+    phase_time("read input");
+    const auto t1 = Clock::now();
+    const pairhmm::Model model(pairhmm::ModelOptions{o->min_base_quality});
     // The tuning constants of the kernel-choice table ([gpu] kernel_table, else the
     // installed or source tree's configs/gpu-kernels.toml), where GPUs may run.
     if (r.gpu != RunOptions::Gpu::off) {
@@ -218,10 +236,11 @@ void add_pairhmm_command(CLI::App& app,
         return std::chrono::duration<double>(d).count();
       };
       std::fprintf(stderr,
-                   "pairhmm times: read input %.3f s, run %.3f s (scheduler %.3f s, of it making "
-                   "blocks %.3f s on the reader thread), write results %.3f s, total %.3f s\n",
-                   seconds(t1 - t0), run.seconds, run.schedule.seconds, run.block_seconds,
-                   seconds(Clock::now() - t2), seconds(Clock::now() - t0));
+                   "pairhmm times: read input %.3f s, run %.3f s (grouping pairs %.3f s, "
+                   "scheduler %.3f s, of it making blocks %.3f s on the reader thread), write "
+                   "results %.3f s, total %.3f s\n",
+                   seconds(t1 - t0), run.seconds, run.grouping_seconds, run.schedule.seconds,
+                   run.block_seconds, seconds(Clock::now() - t2), seconds(Clock::now() - t0));
     }
     if (!config.run.quiet) {
       if (text_output == nullptr) summary(std::cout);

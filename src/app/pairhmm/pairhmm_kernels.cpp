@@ -6,11 +6,14 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "app/kit/run_context.hpp"
+#include "app/kit/run_options.hpp"
 #include "core/error.hpp"
 #include "host_simd/pairhmm/pairhmm_simd.hpp"
 #ifdef DUET_HAVE_CUDA
+#include "device/gpu_info.hpp"
 #include "device/pairhmm/pairhmm_gpu_feed.hpp"
 #endif
 
@@ -39,26 +42,33 @@ namespace {
 // GPU runs the one before); the sums are delivered only once the whole batch succeeded.
 class PairhmmGpuBackend final : public scheduler::GpuBackend {
  public:
+  // Touches no CUDA: the device is set up by the warm-up thread and start().
   PairhmmGpuBackend(const pairhmm::Model& model, device::pairhmm::Kernel kernel,
                     device::pairhmm::Arithmetic arithmetic, int device, int parts,
                     SumsConsumer consumer, std::span<const pairhmm::Pair> pairs)
       : packer_(model),
         kernel_(kernel),
-        gpu_(device, 2),
+        arithmetic_(arithmetic),
         device_(device),
         parts_(parts),
         consumer_(std::move(consumer)),
-        pairs_(pairs) {
-    gpu_.set_arithmetic(arithmetic);
+        pairs_(pairs) {}
+  // The intra-task kernel's arithmetic on this GPU, once started (it probes the device).
+  std::optional<device::pairhmm::Arithmetic> arithmetic() const {
+    if (!gpu_) return std::nullopt;
+    return gpu_->arithmetic_used();
   }
-  // The intra-task kernel's arithmetic on this GPU (probes the device once).
-  device::pairhmm::Arithmetic arithmetic() const { return gpu_.arithmetic_used(); }
   std::string name() const override {
-    return "GPU " + std::to_string(device_) + " (" + gpu_.name() + ")";
+    return "GPU " + std::to_string(device_) + (gpu_ ? " (" + gpu_->name() + ")" : "");
   }
   std::string stages() const override { return "all"; }
-  // Packing runs on the CPU workers that are free (all of them in a GPU-only run).
+  Readiness readiness(std::string& problem) override { return warmup_readiness(device_, problem); }
+  // The device's buffers and streams, and the arithmetic probe, on the feeder's thread;
+  // packing runs on the CPU workers that are free (all of them in a GPU-only run).
   void start(const scheduler::HostLoopRunner& run_host_loop) override {
+    gpu_ = std::make_unique<device::pairhmm::PairhmmGpu>(device_, 2);
+    gpu_->set_arithmetic(arithmetic_);
+    if (kernel_ == device::pairhmm::Kernel::intra_task) (void)gpu_->arithmetic_used();
     run_host_loop_ = run_host_loop;
   }
   std::vector<scheduler::GpuBlockOutcome> run(std::span<const BlockPtr> blocks, int) override {
@@ -70,7 +80,7 @@ class PairhmmGpuBackend final : public scheduler::GpuBackend {
     }
     const std::vector<std::size_t> ends = device::pairhmm::split_by_cells(batch_, parts_);
     const std::vector<float> sums = device::pairhmm::forward_sums_in_parts(
-        gpu_, packer_, batch_, ends, kernel_, &feed_, run_host_loop_, 4096, &buffers_);
+        *gpu_, packer_, batch_, ends, kernel_, &feed_, run_host_loop_, 4096, &buffers_);
     const auto t1 = Clock::now();
     // The blocks' likelihoods (a log10 each, and the double pass of any pair that needs
     // it) on the free CPU workers too: disjoint blocks write disjoint result slots.
@@ -117,7 +127,8 @@ class PairhmmGpuBackend final : public scheduler::GpuBackend {
   device::pairhmm::PairPacker packer_;
   device::pairhmm::FeedBuffers buffers_;  // packing buffers kept between batches
   device::pairhmm::Kernel kernel_;
-  device::pairhmm::PairhmmGpu gpu_;
+  device::pairhmm::Arithmetic arithmetic_;
+  std::unique_ptr<device::pairhmm::PairhmmGpu> gpu_;  // made by start()
   int device_, parts_;
   SumsConsumer consumer_;
   std::span<const pairhmm::Pair> pairs_;
@@ -135,11 +146,15 @@ class PairhmmGpuBackend final : public scheduler::GpuBackend {
 GpuBackends make_gpu_backends(const pairhmm::Model& model, const std::string& kernel, int parts,
                               bool required, SumsConsumer consumer,
                               std::span<const pairhmm::Pair> pairs) {
-  const int devices = device::pairhmm::device_count();
+  // The GPUs the driver shows, without starting CUDA on this thread: their set-up runs on
+  // the warm-up thread while the CPU workers start.
+  int devices = device::gpus_shown_by_driver();
+  if (devices < 0) devices = static_cast<int>(device::list_gpus().gpus.size());
   if (devices == 0) {
     if (required) throw UsageError("--gpu-only: no CUDA device found");
     return {};
   }
+  device::start_gpu_warmup();
   // The default is the intra-task kernel (lanes of a warp per pair), the faster one measured,
   // in the GPU's own flush-to-zero arithmetic where the device passes the probe.
   const auto k =
@@ -147,16 +162,24 @@ GpuBackends make_gpu_backends(const pairhmm::Model& model, const std::string& ke
   const auto arithmetic = kernel == "intra-ieee" ? device::pairhmm::Arithmetic::ieee
                                                  : device::pairhmm::Arithmetic::automatic;
   GpuBackends found;
-  found.kernel = std::string(device::pairhmm::kernel_name(k)) + "-task float";
+  std::vector<const PairhmmGpuBackend*> made;
   for (int d = 0; d < devices; ++d) {
     auto backend =
         std::make_unique<PairhmmGpuBackend>(model, k, arithmetic, d, parts, consumer, pairs);
-    if (k == device::pairhmm::Kernel::intra_task && d == 0) {
-      found.kernel += std::string(", ") + device::pairhmm::arithmetic_name(backend->arithmetic()) +
-                      " arithmetic";
-    }
+    made.push_back(backend.get());
     found.backends.push_back(std::move(backend));
   }
+  // Named after the run: the arithmetic is known once a device started.
+  found.kernel = [k, made] {
+    std::string name = std::string(device::pairhmm::kernel_name(k)) + "-task float";
+    if (k != device::pairhmm::Kernel::intra_task) return name;
+    for (const PairhmmGpuBackend* b : made) {
+      if (const auto a = b->arithmetic()) {
+        return name + ", " + device::pairhmm::arithmetic_name(*a) + " arithmetic";
+      }
+    }
+    return name + " (no GPU started: the CPU finished first)";
+  };
   return found;
 }
 #else

@@ -30,11 +30,15 @@ using SumsConsumer = std::function<void(std::int64_t first, std::span<const floa
 
 struct GpuBackends {
   std::vector<std::unique_ptr<scheduler::GpuBackend>> backends;  // one per GPU
-  std::string kernel;                                            // name of the GPU kernel
+  // The GPU kernel's name, asked after the run (its arithmetic is known once a device
+  // started).
+  std::function<std::string()> kernel;
 };
 
-// One backend per usable GPU with the kernel named by `kernel` ("auto", "inter", "intra"),
-// each batch cut into `parts` parts overlapped on the GPU's two streams (1: none).
+// One backend per GPU the driver shows (device::gpus_shown_by_driver) with the kernel named
+// by `kernel` ("auto", "inter", "intra"), each batch cut into `parts` parts overlapped on the
+// GPU's two streams (1: none). The devices start on the warm-up thread
+// (device::start_gpu_warmup), started here: no CUDA call on this thread.
 // No GPU (or a build without CUDA): no backend, or a UsageError when `required`.
 GpuBackends make_gpu_backends(const pairhmm::Model& model, const std::string& kernel, int parts,
                               bool required, SumsConsumer consumer,

@@ -1,8 +1,12 @@
 // The pair-HMM workload through the scheduler (see pairhmm_workload.hpp).
 #include "app/pairhmm/pairhmm_workload.hpp"
 
+#include <oneapi/tbb/blocked_range.h>
+#include <oneapi/tbb/parallel_for.h>
+
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <numeric>
 #include <stdexcept>
@@ -19,9 +23,8 @@ namespace duet::app {
 namespace {
 
 // The pairs in grouped order and the blocks of whole groups the scheduler hands out (see
-// pairhmm_workload.hpp). The grouping runs on the scheduler's reader thread, window by
-// window of kGroupingPairs input pairs, as blocks are asked for; a block's pairs are
-// written before the block is handed out and never change after.
+// pairhmm_workload.hpp). group_all() groups every window of kGroupingPairs input pairs
+// before the scheduler runs; next() cuts the grouped pairs into blocks.
 class PairBlocks final : public BlockSource {
  public:
   PairBlocks(std::span<const pairhmm::Pair> pairs, int lanes, std::int64_t block_cells)
@@ -35,6 +38,19 @@ class PairBlocks final : public BlockSource {
   std::span<const pairhmm::Pair> grouped() const { return grouped_; }
   std::span<const std::size_t> input_index() const { return input_index_; }
 
+  // Groups the windows on oneTBB's threads (one thread grouping as blocks were asked for
+  // was the bound of GPU-only runs, bench/RESULTS.md). Called once, before next().
+  void group_all() {
+    const std::size_t window = simd::pairhmm::kGroupingPairs;
+    const std::size_t windows = (input_.size() + window - 1) / window;
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, windows, 8),
+                      [&](const tbb::blocked_range<std::size_t>& range) {
+                        std::vector<std::size_t> order;
+                        for (std::size_t w = range.begin(); w != range.end(); ++w)
+                          group_window(w * window, order);
+                      });
+  }
+
   BlockPtr next() override {
     if (next_ == input_.size()) return nullptr;
     const auto start = Clock::now();
@@ -43,9 +59,8 @@ class PairBlocks final : public BlockSource {
     block->first_sequence = static_cast<std::int64_t>(next_);
     std::int64_t units = 0, cells = 0;
     while (next_ < input_.size() && units < block_units_) {
-      if (next_ == grouped_end_) group_window();
-      // One group: `lanes_` pairs, fewer at the end of the input.
-      const std::size_t end = std::min(next_ + lanes_, grouped_end_);
+      // One group: `lanes_` pairs, fewer at the end of the input (windows hold whole groups).
+      const std::size_t end = std::min(next_ + lanes_, input_.size());
       for (; next_ < end; ++next_) {
         units += std::max<std::int64_t>(
             1, (grouped_[next_].cells() + kCellsPerUnit / 2) / kCellsPerUnit);
@@ -64,21 +79,20 @@ class PairBlocks final : public BlockSource {
   double seconds() const { return seconds_; }
 
  private:
-  void group_window() {
-    const std::size_t start = grouped_end_;
+  // The window of input pairs from `start` in grouped order (`order`: scratch).
+  void group_window(std::size_t start, std::vector<std::size_t>& order) {
     const std::size_t n = std::min(simd::pairhmm::kGroupingPairs, input_.size() - start);
     const auto window = input_.subspan(start, n);
-    order_.resize(n);
+    order.resize(n);
     if (lanes_ > 1) {
-      simd::pairhmm::group_pairs(window, static_cast<int>(lanes_), order_);
+      simd::pairhmm::group_pairs(window, static_cast<int>(lanes_), order);
     } else {
-      std::iota(order_.begin(), order_.end(), std::size_t{0});
+      std::iota(order.begin(), order.end(), std::size_t{0});
     }
     for (std::size_t k = 0; k < n; ++k) {
-      grouped_[start + k] = window[order_[k]];
-      input_index_[start + k] = start + order_[k];
+      grouped_[start + k] = window[order[k]];
+      input_index_[start + k] = start + order[k];
     }
-    grouped_end_ = start + n;
   }
 
   std::span<const pairhmm::Pair> input_;
@@ -86,8 +100,7 @@ class PairBlocks final : public BlockSource {
   std::int64_t block_units_;
   std::vector<pairhmm::Pair> grouped_;
   std::vector<std::size_t> input_index_;
-  std::vector<std::size_t> order_;
-  std::size_t next_ = 0, grouped_end_ = 0;  // next pair to hand out; end of the grouped ones
+  std::size_t next_ = 0;  // next pair to hand out
   std::int64_t blocks_ = 0;
   double done_ = 0, seconds_ = 0;
   using Clock = std::chrono::steady_clock;
@@ -148,13 +161,29 @@ PairhmmRun run_pairhmm(const pairhmm::Input& input, const pairhmm::Model& model,
   const std::vector<pairhmm::Pair> input_pairs = input.pair_list();
   const CpuKernel& kernel = select_cpu_kernel(options.isa);
   PairBlocks blocks(input_pairs, kernel.lanes, options.block_cells);
+  const auto grouping = Clock::now();
+  blocks.group_all();
+  const double grouping_seconds = std::chrono::duration<double>(Clock::now() - grouping).count();
   const std::span<const pairhmm::Pair> pairs = blocks.grouped();
 
   std::vector<std::unique_ptr<scheduler::GpuBackend>> devices;
-  std::string gpu_kernel;
+  std::function<std::string()> gpu_kernel = [] { return std::string(); };
   ResultSlots slots{model, pairs, blocks.input_index(), std::vector<double>(pairs.size()),
                     std::vector<std::uint8_t>(pairs.size())};
-  if (options.gpu != PairhmmRunOptions::Gpu::off) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // The default mode leaves the GPUs alone when the CPU alone would end about as soon as a
+  // GPU starts (0.2 to 0.3 s; bench/RESULTS.md): a run must not be slower because a GPU exists.
+  const std::int64_t gpu_min_cells =
+      options.gpu_min_cells >= 0 ? options.gpu_min_cells
+                                 : options.tuning.pairhmm_gpu_min_cells_per_worker *
+                                       (options.cpu_workers > 0 ? options.cpu_workers : cores);
+  const bool small_input = options.gpu == PairhmmRunOptions::Gpu::auto_detect &&
+                           options.test_gpus == 0 && input.cells() < gpu_min_cells;
+  if (small_input) {
+    gpu_kernel = [gpu_min_cells] {
+      return "none (a small input: under " + std::to_string(gpu_min_cells) + " cells)";
+    };
+  } else if (options.gpu != PairhmmRunOptions::Gpu::off) {
     if (options.test_gpus > 0) {
       // The scalar kernel on the feeder's thread (kit/test_double_gpu.hpp).
       for (int g = 0; g < options.test_gpus; ++g) {
@@ -172,21 +201,20 @@ PairhmmRun run_pairhmm(const pairhmm::Input& input, const pairhmm::Model& model,
               return scheduler::GpuBlockOutcome{{}, static_cast<std::int64_t>(sums.size())};
             }));
       }
-      gpu_kernel = "test-double (scalar)";
+      gpu_kernel = [] { return std::string("test-double (scalar)"); };
     } else {
       GpuBackends found = make_gpu_backends(
           model, options.gpu_kernel, options.gpu_parts, options.gpu == PairhmmRunOptions::Gpu::only,
           [&slots](std::int64_t first, std::span<const float> sums) { slots.finish(first, sums); },
           pairs);
       devices = std::move(found.backends);
-      gpu_kernel = found.kernel;
+      gpu_kernel = std::move(found.kernel);
     }
   }
   if (options.gpu == PairhmmRunOptions::Gpu::only && devices.empty()) {
     throw UsageError("--gpu-only: no GPU available");
   }
   const int gpus = static_cast<int>(devices.size());
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
   // GPU-only: the CPU workers only help the feeders' host loops and redo failed batches;
   // more of them made the run slower. Hybrid: cores per GPU left to its feeder's packing.
@@ -204,7 +232,6 @@ PairhmmRun run_pairhmm(const pairhmm::Input& input, const pairhmm::Model& model,
   run.pairs = static_cast<std::int64_t>(pairs.size());
   run.cells = input.cells();
   run.cpu_kernel = kernel.name;
-  run.gpu_kernel = gpu_kernel;
   run.test_double_gpus = options.test_gpus > 0 && !devices.empty();
   PairhmmWorkload workload(slots, kernel, s.cpu_workers + gpus);
   std::vector<scheduler::GpuBackend*> backends;
@@ -212,7 +239,9 @@ PairhmmRun run_pairhmm(const pairhmm::Input& input, const pairhmm::Model& model,
   if (!pairs.empty()) {
     run.schedule = scheduler::run_blocks(blocks, workload, backends, s);
   }
+  run.gpu_kernel = gpu_kernel();
   run.block_seconds = blocks.seconds();
+  run.grouping_seconds = grouping_seconds;
   run.stopped = run.schedule.stopped;
   run.log10_likelihood = std::move(slots.log10);
   run.in_double = std::move(slots.in_double);

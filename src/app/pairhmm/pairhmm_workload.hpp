@@ -38,6 +38,9 @@ struct PairhmmRunOptions : RunOptions {
   std::string gpu_kernel = "auto";  // auto, inter (a thread per pair), intra (a warp per pair)
   std::int64_t block_cells = 1 << 22;
   int gpu_parts = 2;  // parts per GPU batch, overlapped on two streams (1: none)
+  // The default mode runs on the CPU alone below this many DP cells; -1: the tuning's
+  // pairhmm_gpu_min_cells_per_worker per CPU worker of a CPU-only run.
+  std::int64_t gpu_min_cells = -1;
   // Workers beside the GPUs (pairhmm_gpu_only_workers, pairhmm_cores_per_feeder): the
   // kernel-choice table's [tuning], else its defaults.
   io::GpuTuning tuning;
@@ -47,11 +50,12 @@ struct PairhmmRun {
   std::vector<double> log10_likelihood;  // input order
   std::vector<std::uint8_t> in_double;   // 1 where the float sum was below 1e-28
   std::int64_t pairs = 0, cells = 0, pairs_in_double = 0;
-  std::string cpu_kernel, gpu_kernel;  // names of the kernels used ("" when none)
+  std::string cpu_kernel, gpu_kernel;  // names of the kernels used (GPU: "" or "none (why)")
   bool test_double_gpus = false;       // the GPUs were test doubles (DUET_DEBUG_TEST_GPU)
   scheduler::RunSummary schedule;
   double seconds = 0;
-  double block_seconds = 0;  // making blocks (grouping pairs), on the scheduler's reader thread
+  double grouping_seconds = 0;  // grouping the pairs for the CPU kernel, before the scheduler
+  double block_seconds = 0;     // making blocks, on the scheduler's reader thread
   bool stopped = false;
 };
 

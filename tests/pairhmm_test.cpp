@@ -4,8 +4,11 @@
 // split). Random tests print their seed; DUET_TEST_SEED replays one.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <thread>
 
@@ -199,6 +202,55 @@ TEST(PairhmmReaders, BadInputNamesFileAndLine) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent/pairs.txt"), std::string::npos);
   }
+}
+
+// A file over 8 MiB is read in parts on several threads: the same batches as its pieces
+// read alone, and the same first error, line and message, as a reader of the whole file
+// (a bad line may sit where a part would start, or look like a batch header).
+TEST(PairhmmReaders, LargeFilesReadInPartsAsAWhole) {
+  std::ifstream in(test::kPairhmmData + "10s.in");
+  const std::string ten((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const Input one = read_input(test::kPairhmmData + "10s.in");
+  const auto lines = std::count(ten.begin(), ten.end(), '\n');
+  constexpr int kCopies = 80;  // 10.4 MB
+  std::string big = "# pairs\n\n";
+  for (int k = 0; k < kCopies; ++k) big += ten;
+  TempDir dir;
+  test::write_file(dir.file("big.in"), big);
+  const Input input = read_input(dir.file("big.in"));
+  EXPECT_EQ(input.format, Format::batch);
+  ASSERT_EQ(input.batches.size(), one.batches.size() * kCopies);
+  ASSERT_EQ(input.pairs(), one.pairs() * kCopies);
+  for (std::size_t b = 0; b < input.batches.size(); ++b) {
+    const Batch& x = input.batches[b];
+    const Batch& y = one.batches[b % one.batches.size()];
+    ASSERT_EQ(x.first_pair,
+              y.first_pair + one.pairs() * static_cast<std::int64_t>(b / one.batches.size()));
+    ASSERT_EQ(x.reads.size(), y.reads.size());
+    ASSERT_EQ(x.haplotypes.size(), y.haplotypes.size());
+    for (std::size_t r = 0; r < x.reads.size(); ++r) {
+      ASSERT_EQ(x.reads[r].bases, y.reads[r].bases);
+      ASSERT_EQ(x.reads[r].deletion_quality, y.reads[r].deletion_quality);
+    }
+    for (std::size_t h = 0; h < x.haplotypes.size(); ++h)
+      ASSERT_EQ(x.haplotypes[h].bases, y.haplotypes[h].bases);
+  }
+  // Bad lines deep in the file: in copy 50, its second line (the first read) replaced.
+  const std::size_t second_line = ten.find('\n') + 1;
+  const std::size_t second_end = ten.find('\n', second_line);
+  const auto with_bad_read = [&](const std::string& bad) {
+    std::string text = "# pairs\n\n";
+    for (int k = 0; k < kCopies; ++k) {
+      text += k == 50 ? ten.substr(0, second_line) + bad + ten.substr(second_end) : ten;
+    }
+    return text;
+  };
+  const std::string line = std::to_string(2 + 50 * lines + 2);
+  expect_input_error(with_bad_read("ACG III III III"),
+                     line + ": expected a read line with 5 columns");
+  expect_input_error(with_bad_read("ACG III"),  // two fields: looks like a header
+                     line + ": expected a read line with 5 columns");
+  expect_input_error(with_bad_read("AXG III III III +++"), line + ": illegal base 'X' in read");
 }
 
 // ---- the command ----

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "core/parallel_parts.hpp"
 
 namespace duet {
 
@@ -414,27 +415,16 @@ std::vector<HmmModel> read_hmm_file(const std::string& path) {
   } else {
     const WholeText text(path);
     std::vector<ModelText> parts = cut_between_models(text.view(), 4 * threads);
-    // Runs body(i) for every part on `threads` threads.
-    const auto for_each_part = [&](const auto& body) {
-      std::atomic<std::size_t> next{0};
-      std::vector<std::thread> workers;
-      for (unsigned t = 0; t < std::min<std::size_t>(threads, parts.size()); ++t) {
-        workers.emplace_back([&] {
-          for (std::size_t i = next++; i < parts.size(); i = next++) body(i);
-        });
-      }
-      for (std::thread& w : workers) w.join();
-    };
     // Each part's lines, then the lines before it (for line numbers in messages).
     std::vector<std::int64_t> lines(parts.size());
-    for_each_part([&](std::size_t i) {
+    for_each_part(parts.size(), [&](std::size_t i) {
       lines[i] = std::count(parts[i].text.begin(), parts[i].text.end(), '\n');
     });
     for (std::size_t i = 1; i < parts.size(); ++i)
       parts[i].lines_before = parts[i - 1].lines_before + lines[i - 1];
     std::vector<std::vector<HmmModel>> parsed(parts.size());
     std::vector<std::exception_ptr> failures(parts.size());
-    for_each_part([&](std::size_t i) {
+    for_each_part(parts.size(), [&](std::size_t i) {
       try {
         HmmReader reader(path, parts[i].text, parts[i].lines_before);
         parsed[i] = read_models(reader);

@@ -1,12 +1,17 @@
 // Readers of the pair-HMM input formats (see pairhmm_input.hpp).
 #include "core/pairhmm/pairhmm_input.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <exception>
+#include <filesystem>
 #include <limits>
 #include <string_view>
+#include <thread>
 
 #include "core/error.hpp"
+#include "core/parallel_parts.hpp"
 #include "core/text_reader.hpp"
 
 namespace duet::pairhmm {
@@ -248,10 +253,13 @@ std::vector<Pair> Input::pair_list() const {
   return list;
 }
 
-Input read_input(const std::string& path, Format format) {
-  TextReader text(path);
+namespace {
+
+// Reads `text` (the whole file, or a part of it) from its first line on: leading blank and
+// comment lines skipped, the format detected when automatic. A part may hold no pair.
+Input read_text(TextReader& text, Format format, bool part = false) {
   Input input;
-  input.path = path;
+  input.path = text.path();
   std::string line;
   bool have_line = false;
   while (text.next_line(line)) {
@@ -259,7 +267,8 @@ Input read_input(const std::string& path, Format format) {
     have_line = true;
     break;
   }
-  if (!have_line) throw InputError(path, 0, "no pairs: the file is empty");
+  if (!have_line && part) return input;
+  if (!have_line) throw InputError(text.path(), 0, "no pairs: the file is empty");
   if (format == Format::automatic) {
     std::vector<std::string_view> fields;
     split_fields(line, fields);
@@ -270,6 +279,106 @@ Input read_input(const std::string& path, Format format) {
     read_gkl(text, input, line, have_line);
   } else {
     read_batches(text, input, line, have_line);
+  }
+  return input;
+}
+
+// Files above this size are read in parts, in parallel.
+constexpr std::uint64_t kParallelBytes = std::uint64_t{8} << 20;
+
+// Where a part may start: a line that begins a batch whatever the lines before it. In the
+// batch format that is a line of two fields (a header: read lines have five, haplotype
+// lines one); in gkl every line is a batch.
+bool starts_batch(std::string_view line, Format format) {
+  if (format == Format::gkl) return true;
+  std::vector<std::string_view> fields;
+  split_fields(line, fields);
+  return fields.size() == 2;
+}
+
+// `text` cut into about `parts` pieces, each starting at a line where starts_batch holds
+// (the first at the text's start).
+std::vector<std::string_view> cut_at_batches(std::string_view text, Format format,
+                                             std::size_t parts) {
+  std::vector<std::string_view> out;
+  const std::size_t target = std::max<std::size_t>(1, text.size() / parts);
+  std::size_t begin = 0;
+  while (begin < text.size()) {
+    std::size_t cut = text.size();
+    for (std::size_t pos = text.find('\n', std::min(text.size(), begin + target));
+         pos != std::string_view::npos && pos + 1 < text.size(); pos = text.find('\n', pos + 1)) {
+      const std::size_t end = std::min(text.find('\n', pos + 1), text.size());
+      if (starts_batch(text.substr(pos + 1, end - pos - 1), format)) {
+        cut = pos + 1;
+        break;
+      }
+    }
+    out.push_back(text.substr(begin, cut - begin));
+    begin = cut;
+  }
+  return out;
+}
+
+}  // namespace
+
+Input read_input(const std::string& path, Format format) {
+  std::error_code error;
+  const auto size = std::filesystem::is_regular_file(path, error)
+                        ? std::filesystem::file_size(path, error)
+                        : std::uintmax_t{0};
+  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  if (error || size < kParallelBytes || threads == 1) {
+    TextReader text(path);
+    return read_text(text, format);
+  }
+  // A large file: its text in memory, cut between batches, the parts parsed at once.
+  const WholeText whole(path);
+  std::string_view text = whole.view();
+  // The format, from the first lines (a reader of the whole file would read them first).
+  TextReader head(path, text.substr(0, text.find('\n', 1 << 16)), 0);
+  std::string line;
+  while (head.next_line(line) && (is_blank(line) || line[0] == '#')) {
+  }
+  if (format == Format::automatic) {
+    std::vector<std::string_view> fields;
+    split_fields(line, fields);
+    format = fields.size() == 2 ? Format::batch : Format::gkl;
+  }
+  const std::vector<std::string_view> parts = cut_at_batches(text, format, 4 * threads);
+  std::vector<std::int64_t> lines_before(parts.size() + 1, 0);
+  for_each_part(parts.size(), [&](std::size_t i) {
+    lines_before[i + 1] = std::count(parts[i].begin(), parts[i].end(), '\n');
+  });
+  for (std::size_t i = 1; i <= parts.size(); ++i) lines_before[i] += lines_before[i - 1];
+  std::vector<Input> parsed(parts.size());
+  std::vector<std::exception_ptr> failures(parts.size());
+  for_each_part(parts.size(), [&](std::size_t i) {
+    try {
+      TextReader reader(path, parts[i], lines_before[i]);
+      parsed[i] = read_text(reader, format, i > 0);
+    } catch (...) {
+      failures[i] = std::current_exception();
+    }
+  });
+  // A part that failed: the whole text again on one thread, for the message a reader of
+  // the whole file gives (a bad line may have cut the parts where no batch starts).
+  for (const std::exception_ptr& failure : failures) {
+    if (!failure) continue;
+    TextReader reader(path, text, 0);
+    (void)read_text(reader, format);
+    std::rethrow_exception(failure);  // not reached: the whole text fails too
+  }
+  Input input;
+  input.path = path;
+  input.format = format;
+  std::int64_t pairs = 0;
+  for (Input& part : parsed) {
+    for (Batch& b : part.batches) {
+      b.first_pair = pairs;
+      pairs += b.pairs();
+      input.batches.push_back(std::move(b));
+    }
+    input.expected.insert(input.expected.end(), part.expected.begin(), part.expected.end());
   }
   return input;
 }

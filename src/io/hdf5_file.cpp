@@ -6,16 +6,19 @@
 #include <fcntl.h>
 #include <hdf5.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <system_error>
 #include <utility>
 
 #include "core/error.hpp"
+#include "core/parallel_parts.hpp"
 
 namespace duet::io {
 
@@ -227,6 +230,50 @@ Id transfer_properties(hid_t memory_type, std::size_t count, const std::string& 
   return transfer;
 }
 
+// Writes the chunked, deflate-compressed dataset `dataset` of `count` elements of `element`
+// bytes (in memory as in the file) from `data`: each chunk compressed by zlib, as HDF5's
+// deflate filter would, on every core (core/parallel_parts.hpp), then written as it is
+// (H5Dwrite_chunk). HDF5 compresses on the writing thread alone, which made the result file
+// the longest step of large pair-HMM runs (bench/RESULTS.md).
+void write_chunks_in_parallel(hid_t dataset, const std::string& file_name,
+                              const std::string& object, std::size_t element, const void* data,
+                              std::size_t count) {
+  const std::size_t chunk_elements = std::min(count, kChunkElements);  // as write_dataset sets
+  const std::size_t chunk_bytes = chunk_elements * element;
+  const std::size_t chunks = (count + chunk_elements - 1) / chunk_elements;
+  constexpr std::size_t kChunksAtOnce = 256;  // compressed chunks held at once
+  std::vector<std::vector<unsigned char>> packed(std::min(chunks, kChunksAtOnce));
+  std::vector<int> status(packed.size());
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  for (std::size_t first = 0; first < chunks; first += kChunksAtOnce) {
+    const std::size_t n = std::min(kChunksAtOnce, chunks - first);
+    for_each_part(n, [&](std::size_t i) {
+      const std::size_t c = first + i;
+      const std::size_t begin = c * chunk_bytes;
+      const std::size_t size = std::min(chunk_bytes, count * element - begin);
+      // The last chunk is stored whole: the part past the dataset's end zero-filled.
+      std::vector<unsigned char> whole;
+      const unsigned char* source = bytes + begin;
+      if (size < chunk_bytes) {
+        whole.assign(chunk_bytes, 0);
+        std::memcpy(whole.data(), source, size);
+        source = whole.data();
+      }
+      uLongf length = compressBound(static_cast<uLong>(chunk_bytes));
+      packed[i].resize(length);
+      status[i] = compress2(packed[i].data(), &length, source, static_cast<uLong>(chunk_bytes), 1);
+      packed[i].resize(length);
+    });
+    for (std::size_t i = 0; i < n; ++i) {
+      if (status[i] != Z_OK)
+        fail(file_name, "write dataset", object, "zlib could not compress a chunk");
+      const hsize_t offset[1] = {(first + i) * chunk_elements};
+      check(H5Dwrite_chunk(dataset, H5P_DEFAULT, 0, offset, packed[i].size(), packed[i].data()),
+            file_name, "write dataset", object);
+    }
+  }
+}
+
 // Creates the 1-D dataset `name` of `count` elements in the open group `group` from
 // `data`, held in memory as `memory_type` and stored as `file_type`; `object` is its
 // absolute path, for messages.
@@ -249,7 +296,11 @@ void write_dataset(hid_t group, const std::string& name, const std::string& file
                                     creation.get(), H5P_DEFAULT),
                          file_name, action, object),
                    H5Dclose);
-  if (count > 0) {
+  // Fixed-size elements whose memory layout is the file's: compressed here, on every core.
+  if (count > kChunkThreshold && H5Tis_variable_str(memory_type) <= 0 &&
+      H5Tequal(memory_type, file_type) > 0) {
+    write_chunks_in_parallel(dataset.get(), file_name, object, H5Tget_size(file_type), data, count);
+  } else if (count > 0) {
     const Id transfer = transfer_properties(memory_type, count, file_name, "write dataset", object);
     check(H5Dwrite(dataset.get(), memory_type, H5S_ALL, H5S_ALL, transfer.get(), data), file_name,
           "write dataset", object);

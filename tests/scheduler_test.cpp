@@ -37,6 +37,7 @@
 #include "io/hdf5_file.hpp"
 #include "scheduler/block_queue.hpp"
 #include "scheduler/cpu_pool.hpp"
+#include "scheduler/helper_team.hpp"
 #include "scheduler/result_sink.hpp"
 #include "search_compare.hpp"
 #include "test_support.hpp"
@@ -603,6 +604,29 @@ TEST(SchedulerParts, WorkerNiceInOneProcess) {
   for (int nice : recorder.seen)
     EXPECT_EQ(nice, expected) << (with_gpu ? "with" : "without") << " a GPU, +" << increment;
   EXPECT_EQ(::getpriority(PRIO_PROCESS, static_cast<id_t>(::gettid())), base);
+}
+
+// A feeder's helper threads: every index of every loop runs once, loops one after another
+// on the same team, with and without helpers; a body's exception reaches the caller once
+// the loop has ended, and the team runs the next loop.
+TEST(SchedulerParts, HelperTeamRunsEveryIndexOnce) {
+  for (const int helpers : {0, 3}) {
+    scheduler::HelperTeam team(helpers);
+    for (int loop = 0; loop < 200; ++loop) {
+      const std::size_t n = static_cast<std::size_t>(loop * 7 % 97);
+      std::vector<std::atomic<int>> seen(n);
+      team.run(n, 1 + static_cast<std::size_t>(loop % 5), [&](std::size_t i) { seen[i] += 1; });
+      for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(seen[i].load(), 1) << helpers << " " << loop;
+    }
+    EXPECT_THROW(team.run(100, 3,
+                          [](std::size_t i) {
+                            if (i == 50) throw std::runtime_error("body failed");
+                          }),
+                 std::runtime_error);
+    std::atomic<int> after{0};
+    team.run(10, 1, [&](std::size_t) { ++after; });
+    EXPECT_EQ(after.load(), 10);
+  }
 }
 
 // A device whose set-up runs elsewhere (device::start_gpu_warmup): its feeder joins once

@@ -16,7 +16,7 @@
 //   lane_residues = 67108864              # 1 to 2^40: hmmsearch, a batch below this many
 //                                         #   residues runs several models at once
 //   max_lanes = 16                        # 1 to 64: ... at most this many
-//   pairhmm_gpu_only_workers = 2          # 1 to 1024: pairhmm --gpu-only, CPU workers
+//   pairhmm_gpu_only_workers = 8          # 1 to 1024: pairhmm --gpu-only, CPU workers
 //   pairhmm_cores_per_feeder = 4          # 0 to 64: pairhmm hybrid, cores left per GPU
 //   pairhmm_gpu_min_cells_per_worker = 2000000000  # pairhmm's default mode: CPU only below
 //                                          # this many cells per CPU worker
@@ -52,7 +52,7 @@ struct GpuTuning {
   std::int64_t forward_max_steps = 100000;
   std::int64_t lane_residues = std::int64_t{64} << 20;
   int max_lanes = 16;
-  int pairhmm_gpu_only_workers = 2;
+  int pairhmm_gpu_only_workers = 8;
   int pairhmm_cores_per_feeder = 4;
   std::int64_t pairhmm_gpu_min_cells_per_worker = 2'000'000'000;
 

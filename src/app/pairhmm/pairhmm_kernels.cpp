@@ -12,6 +12,7 @@
 #include "app/kit/run_options.hpp"
 #include "core/error.hpp"
 #include "host_simd/pairhmm/pairhmm_simd.hpp"
+#include "scheduler/helper_team.hpp"
 #ifdef DUET_HAVE_CUDA
 #include "device/gpu_info.hpp"
 #include "device/pairhmm/pairhmm_gpu_feed.hpp"
@@ -44,13 +45,14 @@ class PairhmmGpuBackend final : public scheduler::GpuBackend {
  public:
   // Touches no CUDA: the device is set up by the warm-up thread and start().
   PairhmmGpuBackend(const pairhmm::Model& model, device::pairhmm::Kernel kernel,
-                    device::pairhmm::Arithmetic arithmetic, int device, int parts,
+                    device::pairhmm::Arithmetic arithmetic, int device, int parts, int helpers,
                     SumsConsumer consumer, std::span<const pairhmm::Pair> pairs)
       : packer_(model),
         kernel_(kernel),
         arithmetic_(arithmetic),
         device_(device),
         parts_(parts),
+        helpers_(helpers),
         consumer_(std::move(consumer)),
         pairs_(pairs) {}
   // The intra-task kernel's arithmetic on this GPU, once started (it probes the device).
@@ -63,13 +65,22 @@ class PairhmmGpuBackend final : public scheduler::GpuBackend {
   }
   std::string stages() const override { return "all"; }
   Readiness readiness(std::string& problem) override { return warmup_readiness(device_, problem); }
-  // The device's buffers and streams, and the arithmetic probe, on the feeder's thread;
-  // packing runs on the CPU workers that are free (all of them in a GPU-only run).
+  // The device's buffers and streams, and the arithmetic probe, on the feeder's thread.
+  // Packing runs on the feeder's helper threads where it has them (a hybrid run: the CPU
+  // workers are busy with blocks), else on the CPU workers that are free (a GPU-only run).
   void start(const scheduler::HostLoopRunner& run_host_loop) override {
     gpu_ = std::make_unique<device::pairhmm::PairhmmGpu>(device_, 2);
     gpu_->set_arithmetic(arithmetic_);
     if (kernel_ == device::pairhmm::Kernel::intra_task) (void)gpu_->arithmetic_used();
-    run_host_loop_ = run_host_loop;
+    if (helpers_ > 0) {
+      team_ = std::make_unique<scheduler::HelperTeam>(helpers_);
+      run_host_loop_ = [team = team_.get()](std::size_t n, std::size_t chunk,
+                                            const std::function<void(std::size_t)>& body) {
+        team->run(n, chunk, body);
+      };
+    } else {
+      run_host_loop_ = run_host_loop;
+    }
   }
   std::vector<scheduler::GpuBlockOutcome> run(std::span<const BlockPtr> blocks, int) override {
     const auto t0 = Clock::now();
@@ -129,7 +140,8 @@ class PairhmmGpuBackend final : public scheduler::GpuBackend {
   device::pairhmm::Kernel kernel_;
   device::pairhmm::Arithmetic arithmetic_;
   std::unique_ptr<device::pairhmm::PairhmmGpu> gpu_;  // made by start()
-  int device_, parts_;
+  int device_, parts_, helpers_;
+  std::unique_ptr<scheduler::HelperTeam> team_;  // the feeder's helper threads, if any
   SumsConsumer consumer_;
   std::span<const pairhmm::Pair> pairs_;
   std::vector<pairhmm::Pair> batch_;
@@ -144,7 +156,7 @@ class PairhmmGpuBackend final : public scheduler::GpuBackend {
 }  // namespace
 
 GpuBackends make_gpu_backends(const pairhmm::Model& model, const std::string& kernel, int parts,
-                              bool required, SumsConsumer consumer,
+                              int helpers, bool required, SumsConsumer consumer,
                               std::span<const pairhmm::Pair> pairs) {
   // The GPUs the driver shows, without starting CUDA on this thread: their set-up runs on
   // the warm-up thread while the CPU workers start.
@@ -164,8 +176,8 @@ GpuBackends make_gpu_backends(const pairhmm::Model& model, const std::string& ke
   GpuBackends found;
   std::vector<const PairhmmGpuBackend*> made;
   for (int d = 0; d < devices; ++d) {
-    auto backend =
-        std::make_unique<PairhmmGpuBackend>(model, k, arithmetic, d, parts, consumer, pairs);
+    auto backend = std::make_unique<PairhmmGpuBackend>(model, k, arithmetic, d, parts, helpers,
+                                                       consumer, pairs);
     made.push_back(backend.get());
     found.backends.push_back(std::move(backend));
   }
@@ -183,7 +195,7 @@ GpuBackends make_gpu_backends(const pairhmm::Model& model, const std::string& ke
   return found;
 }
 #else
-GpuBackends make_gpu_backends(const pairhmm::Model&, const std::string&, int, bool required,
+GpuBackends make_gpu_backends(const pairhmm::Model&, const std::string&, int, int, bool required,
                               SumsConsumer, std::span<const pairhmm::Pair>) {
   if (required) throw UsageError("--gpu-only: no GPU available (this build has no CUDA backend)");
   return {};

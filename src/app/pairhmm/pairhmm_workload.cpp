@@ -203,8 +203,11 @@ PairhmmRun run_pairhmm(const pairhmm::Input& input, const pairhmm::Model& model,
       }
       gpu_kernel = [] { return std::string("test-double (scalar)"); };
     } else {
+      // Hybrid: the cores left to each feeder (pairhmm_cores_per_feeder) pack for it.
+      const bool gpu_only = options.gpu == PairhmmRunOptions::Gpu::only;
+      const int helpers = gpu_only ? 0 : std::max(0, options.tuning.pairhmm_cores_per_feeder - 1);
       GpuBackends found = make_gpu_backends(
-          model, options.gpu_kernel, options.gpu_parts, options.gpu == PairhmmRunOptions::Gpu::only,
+          model, options.gpu_kernel, options.gpu_parts, helpers, gpu_only,
           [&slots](std::int64_t first, std::span<const float> sums) { slots.finish(first, sums); },
           pairs);
       devices = std::move(found.backends);

@@ -33,7 +33,7 @@ inline constexpr std::size_t kPairhmmGpuBatchBlocks = 256;
 
 // The settings every workload shares (RunOptions) and pairhmm's own.
 struct PairhmmRunOptions : RunOptions {
-  int cpu_workers = 0;              // 0: one per core less 4 per GPU (GPU-only: 2)
+  int cpu_workers = 0;              // 0: one per core less 4 per GPU (GPU-only: 8)
   std::string isa = "auto";         // CPU kernel: auto, scalar, avx2, avx512
   std::string gpu_kernel = "auto";  // auto, inter (a thread per pair), intra (a warp per pair)
   std::int64_t block_cells = 1 << 22;

@@ -6,7 +6,7 @@
 # (/run cells_per_second), the GPU's busy fraction (its trace rows over the scheduler's
 # seconds) and its share of cells; every /results is compared with the first run's.
 #   OUT=$OUT ROUNDS=3 INPUTS="x64 x1024 x160 small" [BASE=.device/base.tar] [TESTS=0] \
-#     bash bench/pairhmm_modes.sh
+#     [EXTRA="name|/tmp/b/duet|options;..."] bash bench/pairhmm_modes.sh
 # Inputs (bench/pairhmm_inputs.py): xN = 10s.in N times; small = 100,000 small batches.
 set -uo pipefail
 source bench/device_env.sh
@@ -29,8 +29,12 @@ if [ -n "${BASE:-}" ]; then
   wait "$base_pid" || { echo "base build failed" | tee -a "$log"; tail -20 /tmp/base.log | tee -a "$log"; }
 fi
 date -u | tee -a "$log"
+# TESTS=1 (default): the GPU tests and the kernel-only throughput; TESTS=throughput: only
+# the throughput; TESTS=0: neither.
 if [ "${TESTS:-1}" = 1 ]; then
   /tmp/b/tests/pairhmm_gpu_tests --gtest_brief=1 --gtest_filter='-*Throughput*' 2>&1 | tail -5 | tee -a "$log"
+fi
+if [ "${TESTS:-1}" != 0 ]; then
   /tmp/b/tests/pairhmm_gpu_tests --gtest_filter='*Throughput/intra_auto*' 2>&1 | grep -E "gcups|FAIL" | tee -a "$log"
 fi
 for i in $inputs; do

@@ -544,29 +544,32 @@ TEST(SchedulerParts, WorkerNiceOnlyWithFeeders) {
   }
 }
 
+// `count` blocks of one sequence of 10 residues each (block i: sequence i).
+class TinyBlocks final : public BlockSource {
+ public:
+  explicit TinyBlocks(int count) : count_(count) {}
+  BlockPtr next() override {
+    if (made_ == count_) return nullptr;
+    auto b = std::make_shared<Block>();
+    b->index = made_;
+    b->first_sequence = made_;
+    b->residues.assign(10, 1);
+    b->add_header("s", "");
+    b->end_sequence();
+    ++made_;
+    return b;
+  }
+  double fraction_done() const override { return made_ / double(count_); }
+
+ private:
+  int count_, made_ = 0;
+};
+
 TEST(SchedulerParts, WorkerNiceInOneProcess) {
   const char* nice_case = std::getenv("DUET_TEST_NICE_CASE");
   if (nice_case == nullptr) GTEST_SKIP() << "run by WorkerNiceOnlyWithFeeders";
   int with_gpu = 0, increment = 0;
   ASSERT_EQ(std::sscanf(nice_case, "%d %d", &with_gpu, &increment), 2);
-  class NiceSource final : public BlockSource {
-   public:
-    BlockPtr next() override {
-      if (made_ == 40) return nullptr;
-      auto b = std::make_shared<Block>();
-      b->index = made_;
-      b->first_sequence = made_;
-      b->residues.assign(10, 1);
-      b->add_header("s", "");
-      b->end_sequence();
-      ++made_;
-      return b;
-    }
-    double fraction_done() const override { return made_ / 40.0; }
-
-   private:
-    int made_ = 0;
-  };
   class NiceRecorder final : public scheduler::Workload {
    public:
     std::int64_t cells_per_residue() const override { return 1; }
@@ -589,7 +592,7 @@ TEST(SchedulerParts, WorkerNiceInOneProcess) {
     }
   };
   const int base = ::getpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()));
-  NiceSource source;
+  TinyBlocks source(40);
   NiceRecorder recorder;
   IdleGpu gpu;
   std::vector<scheduler::GpuBackend*> gpus;
@@ -635,24 +638,6 @@ TEST(SchedulerParts, HelperTeamRunsEveryIndexOnce) {
 // once.
 TEST(SchedulerParts, FeederJoinsWhenItsDeviceIsReady) {
   constexpr int kBlocks = 200;
-  class CountingSource final : public BlockSource {
-   public:
-    BlockPtr next() override {
-      if (made_ == kBlocks) return nullptr;
-      auto b = std::make_shared<Block>();
-      b->index = made_;
-      b->first_sequence = made_;
-      b->residues.assign(10, 1);
-      b->add_header("s", "");
-      b->end_sequence();
-      ++made_;
-      return b;
-    }
-    double fraction_done() const override { return made_ / double(kBlocks); }
-
-   private:
-    int made_ = 0;
-  };
   struct Runs {
     std::mutex mutex;
     std::vector<int> times = std::vector<int>(kBlocks, 0);
@@ -720,7 +705,7 @@ TEST(SchedulerParts, FeederJoinsWhenItsDeviceIsReady) {
                        Case{"GPU-only, ready at once", 0, false, true, true, false}}) {
     SCOPED_TRACE(c.name);
     Runs runs;
-    CountingSource source;
+    TinyBlocks source(kBlocks);
     SlowCpu cpu(runs);
     LateGpu gpu(runs, c.ready_after, c.unavailable);
     std::vector<scheduler::GpuBackend*> gpus{&gpu};

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -20,6 +22,14 @@ void for_each_part(std::size_t n, const std::function<void(std::size_t)>& body) 
   }
   for (std::size_t i = next++; i < n; i = next++) body(i);  // this thread too
   for (std::thread& w : workers) w.join();
+}
+
+unsigned part_threads(const std::string& path, std::uintmax_t min_bytes) {
+  std::error_code error;
+  const bool regular = std::filesystem::is_regular_file(path, error);
+  const std::uintmax_t size = regular && !error ? std::filesystem::file_size(path, error) : 0;
+  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  return !regular || error || size < min_bytes || threads == 1 ? 0 : threads;
 }
 
 }  // namespace duet

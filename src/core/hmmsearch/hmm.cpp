@@ -4,17 +4,14 @@
 #include "core/hmmsearch/hmm.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <exception>
-#include <filesystem>
 #include <limits>
 #include <sstream>
-#include <thread>
 
 #include "core/error.hpp"
 #include "core/parallel_parts.hpp"
@@ -404,12 +401,8 @@ std::vector<HmmModel> read_models(HmmReader& reader) {
 
 std::vector<HmmModel> read_hmm_file(const std::string& path) {
   std::vector<HmmModel> models;
-  std::error_code error;
-  const auto size = std::filesystem::is_regular_file(path, error)
-                        ? std::filesystem::file_size(path, error)
-                        : std::uintmax_t{0};
-  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
-  if (error || size < kParallelBytes || threads == 1) {
+  const unsigned threads = part_threads(path, kParallelBytes);
+  if (threads == 0) {
     HmmReader reader(path);
     models = read_models(reader);
   } else {

@@ -5,10 +5,8 @@
 #include <charconv>
 #include <cmath>
 #include <exception>
-#include <filesystem>
 #include <limits>
 #include <string_view>
-#include <thread>
 
 #include "core/error.hpp"
 #include "core/parallel_parts.hpp"
@@ -322,12 +320,8 @@ std::vector<std::string_view> cut_at_batches(std::string_view text, Format forma
 }  // namespace
 
 Input read_input(const std::string& path, Format format) {
-  std::error_code error;
-  const auto size = std::filesystem::is_regular_file(path, error)
-                        ? std::filesystem::file_size(path, error)
-                        : std::uintmax_t{0};
-  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
-  if (error || size < kParallelBytes || threads == 1) {
+  const unsigned threads = part_threads(path, kParallelBytes);
+  if (threads == 0) {
     TextReader text(path);
     return read_text(text, format);
   }

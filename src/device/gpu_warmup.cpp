@@ -1,6 +1,5 @@
 // gpus_shown_by_driver and the device warm-up (see gpu_info.hpp).
 #include <algorithm>
-#include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>

@@ -16,6 +16,7 @@
 #include "app/pairhmm/pairhmm_kernels.hpp"
 #include "core/alphabet.hpp"
 #include "core/error.hpp"
+#include "device/gpu_info.hpp"
 #include "host_simd/pairhmm/pairhmm_simd.hpp"
 
 namespace duet::app {
@@ -180,9 +181,12 @@ PairhmmRun run_pairhmm(const pairhmm::Input& input, const pairhmm::Model& model,
   const bool small_input = options.gpu == PairhmmRunOptions::Gpu::auto_detect &&
                            options.test_gpus == 0 && input.cells() < gpu_min_cells;
   if (small_input) {
-    gpu_kernel = [gpu_min_cells] {
-      return "none (a small input: under " + std::to_string(gpu_min_cells) + " cells)";
-    };
+    // Said where a GPU is there to be left alone.
+    if (device::gpus_shown_by_driver() > 0) {
+      gpu_kernel = [gpu_min_cells] {
+        return "none (a small input: under " + std::to_string(gpu_min_cells) + " cells)";
+      };
+    }
   } else if (options.gpu != PairhmmRunOptions::Gpu::off) {
     if (options.test_gpus > 0) {
       // The scalar kernel on the feeder's thread (kit/test_double_gpu.hpp).

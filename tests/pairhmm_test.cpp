@@ -341,6 +341,20 @@ TEST(PairhmmCommand, WorkersBesideGpusFromTheTuningTable) {
   }
 }
 
+// The default mode asked to start GPUs (--gpu-min-cells 0) where none is usable runs on the
+// CPU and records no GPU kernel.
+TEST(PairhmmCommand, DefaultModeWithoutAGpu) {
+  TempDir dir;
+  test::write_file(dir.file("ok.in"), "1 1\nACG III III III +++\nACGT\n");
+  const auto r = test::run_command("CUDA_VISIBLE_DEVICES=-1 " + kDuet +
+                                   " pairhmm --quiet --gpu-min-cells 0 --h5 " + dir.file("o.h5") +
+                                   " " + dir.file("ok.in"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const io::Hdf5Reader h5(dir.file("o.h5"));
+  EXPECT_EQ(h5.attribute_string("/run", "gpu_kernel"), "none");
+  EXPECT_EQ(h5.attribute_int("/run", "gpu_feeders"), 0);
+}
+
 // /run's device figures have the same names in every workload (app/kit/run_record.hpp).
 TEST(PairhmmCommand, RunAttributesAreSharedWithHmmsearch) {
   TempDir dir;

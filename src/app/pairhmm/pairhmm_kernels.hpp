@@ -31,7 +31,7 @@ using SumsConsumer = std::function<void(std::int64_t first, std::span<const floa
 struct GpuBackends {
   std::vector<std::unique_ptr<scheduler::GpuBackend>> backends;  // one per GPU
   // The GPU kernel's name, asked after the run (its arithmetic is known once a device
-  // started).
+  // started); empty without backends.
   std::function<std::string()> kernel;
 };
 

@@ -215,7 +215,7 @@ PairhmmRun run_pairhmm(const pairhmm::Input& input, const pairhmm::Model& model,
           [&slots](std::int64_t first, std::span<const float> sums) { slots.finish(first, sums); },
           pairs);
       devices = std::move(found.backends);
-      gpu_kernel = std::move(found.kernel);
+      if (found.kernel) gpu_kernel = std::move(found.kernel);  // none without a GPU
     }
   }
   if (options.gpu == PairhmmRunOptions::Gpu::only && devices.empty()) {

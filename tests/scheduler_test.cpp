@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -610,6 +611,103 @@ TEST(SchedulerParts, WorkerNiceInOneProcess) {
   for (int nice : recorder.seen)
     EXPECT_EQ(nice, expected) << (with_gpu ? "with" : "without") << " a GPU, +" << increment;
   EXPECT_EQ(::getpriority(PRIO_PROCESS, static_cast<id_t>(::gettid())), base);
+}
+
+// A device that holds two batches at once (submit/finish): every block runs once, on the
+// GPU or (after a fault) on the CPU; never more than two batches in flight; finish()
+// completes them in the order submitted; a failed submit or finish drops every batch in
+// flight back to the CPU; the device's trace rows do not overlap.
+TEST(SchedulerParts, PipelinedDeviceRunsEveryBlockOnce) {
+  constexpr int kBlocks = 300;
+  struct Runs {
+    std::mutex mutex;
+    std::vector<int> times = std::vector<int>(kBlocks, 0);
+    void ran(const Block& b) {
+      std::lock_guard lock(mutex);
+      times[static_cast<std::size_t>(b.index)] += 1;
+    }
+  };
+  class Cpu final : public scheduler::Workload {
+   public:
+    explicit Cpu(Runs& runs) : runs_(runs) {}
+    std::int64_t cells_per_residue() const override { return 1; }
+    std::int64_t run_block(const Block& b, int) override {
+      runs_.ran(b);
+      return 1;
+    }
+    std::int64_t run_post(const Block&, PostState&, int) override { return 1; }
+
+   private:
+    Runs& runs_;
+  };
+  // Fails the submit of every `submit_fault`-th batch and the finish of every
+  // `finish_fault`-th (0: never).
+  class PipelinedGpu final : public scheduler::GpuBackend {
+   public:
+    PipelinedGpu(Runs& runs, int submit_fault, int finish_fault)
+        : runs_(runs), submit_fault_(submit_fault), finish_fault_(finish_fault) {}
+    std::string name() const override { return "pipelined GPU"; }
+    std::string stages() const override { return "all"; }
+    int batches_in_flight() const override { return 2; }
+    std::vector<scheduler::GpuBlockOutcome> run(std::span<const BlockPtr>, int) override {
+      throw std::logic_error("run() on a pipelined device");
+    }
+    void submit(std::span<const BlockPtr> blocks, int) override {
+      ++submits;
+      if (submit_fault_ > 0 && submits % submit_fault_ == 0)
+        throw std::runtime_error("submit failed");
+      flight_.emplace_back(blocks.begin(), blocks.end());
+      most_in_flight = std::max(most_in_flight, flight_.size());
+    }
+    std::vector<scheduler::GpuBlockOutcome> finish(int) override {
+      EXPECT_FALSE(flight_.empty());
+      ++finishes;
+      if (finish_fault_ > 0 && finishes % finish_fault_ == 0)
+        throw std::runtime_error("finish failed");
+      std::vector<BlockPtr> oldest = std::move(flight_.front());
+      flight_.pop_front();
+      for (const BlockPtr& b : oldest) runs_.ran(*b);
+      std::vector<scheduler::GpuBlockOutcome> outcomes(oldest.size());
+      for (auto& o : outcomes) o.survivors = 1;
+      return outcomes;
+    }
+    void abandon() noexcept override { flight_.clear(); }
+    int submits = 0, finishes = 0;
+    std::size_t most_in_flight = 0;
+
+   private:
+    Runs& runs_;
+    int submit_fault_, finish_fault_;
+    std::deque<std::vector<BlockPtr>> flight_;
+  };
+  for (const auto& [submit_fault, finish_fault, gpu_only] : std::vector<std::tuple<int, int, bool>>{
+           {0, 0, true}, {0, 0, false}, {5, 0, false}, {0, 4, false}, {3, 7, true}}) {
+    SCOPED_TRACE(std::to_string(submit_fault) + " " + std::to_string(finish_fault) +
+                 (gpu_only ? " GPU-only" : " hybrid"));
+    Runs runs;
+    TinyBlocks source(kBlocks);
+    Cpu cpu(runs);
+    PipelinedGpu gpu(runs, submit_fault, finish_fault);
+    std::vector<scheduler::GpuBackend*> gpus{&gpu};
+    scheduler::SchedulerOptions options;
+    options.cpu_workers = 1;
+    options.gpu_batch_blocks = 4;
+    options.gpu_only = gpu_only;
+    options.warnings = false;
+    const scheduler::RunSummary s = scheduler::run_blocks(source, cpu, gpus, options);
+    for (int b = 0; b < kBlocks; ++b) EXPECT_EQ(runs.times[static_cast<std::size_t>(b)], 1) << b;
+    EXPECT_LE(gpu.most_in_flight, std::size_t{2});
+    if (gpu_only && submit_fault == 0 && finish_fault == 0) {
+      EXPECT_EQ(gpu.most_in_flight, std::size_t{2});
+    }
+    EXPECT_EQ(s.gpu_faults > 0, submit_fault > 0 || finish_fault > 0);
+    double last_end = 0;
+    for (const scheduler::TraceRow& row : s.trace) {
+      if (row.device != scheduler::Device::gpu || row.failed) continue;
+      EXPECT_GE(row.start, last_end);
+      last_end = row.end;
+    }
+  }
 }
 
 // A feeder's helper threads: every index of every loop runs once, loops one after another

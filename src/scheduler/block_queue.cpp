@@ -105,7 +105,7 @@ BlockQueue::Take BlockQueue::take_for_cpu(int worker, CpuTask& task) {
 }
 
 std::vector<BlockPtr> BlockQueue::pop_batch_for_gpu(std::size_t max_blocks,
-                                                    std::int64_t max_residues) {
+                                                    std::int64_t max_residues, bool wait) {
   std::unique_lock lock(mutex_);
   std::vector<BlockPtr> batch;
   for (;;) {
@@ -129,7 +129,7 @@ std::vector<BlockPtr> BlockQueue::pop_batch_for_gpu(std::size_t max_blocks,
       return batch;
     }
     // Only the reader can bring blocks a GPU may take (requeued ones are cpu_only).
-    if (closed_) return batch;
+    if (closed_ || !wait) return batch;
     changed_.wait(lock);
   }
 }

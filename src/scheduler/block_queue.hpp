@@ -58,7 +58,9 @@ class BlockQueue {
   void set_resume(std::function<void(int worker)> resume);
   // Empty vector: nothing more for GPUs. A non-empty batch must be ended with
   // end_gpu_batch() after its blocks were requeued or posted or finished.
-  std::vector<BlockPtr> pop_batch_for_gpu(std::size_t max_blocks, std::int64_t max_residues);
+  // wait = false: returns at once, empty when no block a GPU may take is waiting.
+  std::vector<BlockPtr> pop_batch_for_gpu(std::size_t max_blocks, std::int64_t max_residues,
+                                          bool wait = true);
   void end_gpu_batch();
   // Whether a GPU may still get a batch: not cancelled, and the reader not done or a fresh
   // block a GPU may take waiting.

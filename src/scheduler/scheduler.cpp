@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <deque>
 #include <exception>
 #include <mutex>
 #include <system_error>
@@ -177,51 +178,28 @@ void gpu_feeder(Shared& shared, CpuPool& pool, GpuBackend& gpu, std::int64_t cel
   std::int64_t batches = 0;
   double busy = 0;
   std::int64_t done = 0;
-  for (;;) {
-    const std::int64_t budget = options.policy == SplitPolicy::adaptive
-                                    ? adaptive_budget(shared, feeder, options)
-                                    : options.gpu_batch_residues;
-    std::vector<BlockPtr> batch = shared.queue.pop_batch_for_gpu(options.gpu_batch_blocks, budget);
-    if (batch.empty()) return;
-    if (stop_requested(options)) {
-      shared.queue.cancel();
-      shared.queue.end_gpu_batch();
-      return;
+  // A batch that failed (or was dropped with one that did): a fault row, its blocks back
+  // to the queue for the CPU.
+  const auto failed = [&](std::vector<BlockPtr>& batch, double start, std::int64_t residues,
+                          const std::string& failure) {
+    TraceRow row = row_for(shared, worker, Device::gpu, "fault", start, batch, cells_per_residue);
+    row.failed = true;
+    trace.push_back(std::move(row));
+    ++faults;
+    shared.started_residues -= residues;  // back in the queue
+    if (options.warnings) {
+      std::fprintf(stderr,
+                   "duet: warning: %s failed on blocks %lld..%lld (%s); the CPU redoes them\n",
+                   gpu.name().c_str(), static_cast<long long>(batch.front()->index),
+                   static_cast<long long>(batch.back()->index), failure.c_str());
     }
-    ++batches;
-    std::int64_t batch_residues = 0;
-    for (const BlockPtr& b : batch) batch_residues += b->work();
-    shared.started_residues += batch_residues;
-    const double start = shared.now();
-    std::vector<GpuBlockOutcome> outcomes;
-    std::string failure;
-    try {
-      if (options.fault_every > 0 && batches % options.fault_every == 0) {
-        throw std::runtime_error("injected fault (debug setting: every " +
-                                 std::to_string(options.fault_every) + " batches)");
-      }
-      outcomes = gpu.run(batch, worker);
-      if (outcomes.size() != batch.size())
-        throw std::logic_error("GpuBackend returned a wrong number of outcomes");
-    } catch (const std::exception& e) {
-      failure = e.what();
-    }
-    if (!failure.empty()) {
-      TraceRow row = row_for(shared, worker, Device::gpu, "fault", start, batch, cells_per_residue);
-      row.failed = true;
-      trace.push_back(std::move(row));
-      ++faults;
-      shared.started_residues -= batch_residues;  // back in the queue
-      if (options.warnings) {
-        std::fprintf(stderr,
-                     "duet: warning: %s failed on blocks %lld..%lld (%s); the CPU redoes them\n",
-                     gpu.name().c_str(), static_cast<long long>(batch.front()->index),
-                     static_cast<long long>(batch.back()->index), failure.c_str());
-      }
-      shared.queue.requeue(std::move(batch));
-      shared.queue.end_gpu_batch();
-      continue;
-    }
+    shared.queue.requeue(std::move(batch));
+    shared.queue.end_gpu_batch();
+  };
+  // A batch done: its trace row (from `start`), what it left to the CPU's post stage, the
+  // device's rate. Returns the row's end.
+  const auto succeeded = [&](std::span<const BlockPtr> batch, double start,
+                             std::vector<GpuBlockOutcome>& outcomes) {
     TraceRow row =
         row_for(shared, worker, Device::gpu, gpu.stages(), start, batch, cells_per_residue);
     for (std::size_t i = 0; i < batch.size(); ++i) {
@@ -235,8 +213,117 @@ void gpu_feeder(Shared& shared, CpuPool& pool, GpuBackend& gpu, std::int64_t cel
     busy += row.end - row.start;
     done += row.residues;
     if (busy > 0) shared.gpu_rates[feeder] = static_cast<double>(done) / busy;
+    const double end = row.end;
     trace.push_back(std::move(row));
     shared.queue.end_gpu_batch();
+    return end;
+  };
+  // The next batch (empty: none); without waiting when `wait` is false.
+  const auto next_batch = [&](bool wait) {
+    const std::int64_t budget = options.policy == SplitPolicy::adaptive
+                                    ? adaptive_budget(shared, feeder, options)
+                                    : options.gpu_batch_residues;
+    return shared.queue.pop_batch_for_gpu(options.gpu_batch_blocks, budget, wait);
+  };
+  const auto residues_of = [](std::span<const BlockPtr> batch) {
+    std::int64_t residues = 0;
+    for (const BlockPtr& b : batch) residues += b->work();
+    return residues;
+  };
+  const auto inject_fault = [&] {
+    if (options.fault_every > 0 && batches % options.fault_every == 0) {
+      throw std::runtime_error("injected fault (debug setting: every " +
+                               std::to_string(options.fault_every) + " batches)");
+    }
+  };
+
+  const int depth = std::max(1, gpu.batches_in_flight());
+  if (depth > 1) {
+    // Several batches in flight: the next is submitted before the oldest is finished. A
+    // batch's row starts when it was submitted or when the one before it ended, whichever
+    // is later, so that the rows of one device do not overlap.
+    struct InFlight {
+      std::vector<BlockPtr> batch;
+      double start = 0;
+      std::int64_t residues = 0;
+    };
+    std::deque<InFlight> flight;
+    double last_end = 0;
+    const auto drop_all = [&](const std::string& why) {
+      gpu.abandon();
+      for (InFlight& f : flight) failed(f.batch, f.start, f.residues, why);
+      flight.clear();
+    };
+    for (;;) {
+      if (stop_requested(options)) {
+        shared.queue.cancel();
+        gpu.abandon();
+        for (std::size_t i = 0; i < flight.size(); ++i) shared.queue.end_gpu_batch();
+        return;
+      }
+      while (static_cast<int>(flight.size()) < depth) {
+        InFlight f;
+        f.batch = next_batch(flight.empty());
+        if (f.batch.empty()) break;
+        ++batches;
+        f.residues = residues_of(f.batch);
+        shared.started_residues += f.residues;
+        f.start = shared.now();
+        try {
+          inject_fault();
+          gpu.submit(f.batch, worker);
+        } catch (const std::exception& e) {
+          drop_all("dropped with a batch that failed");
+          failed(f.batch, f.start, f.residues, e.what());
+          continue;
+        }
+        flight.push_back(std::move(f));
+      }
+      if (flight.empty()) return;
+      std::vector<GpuBlockOutcome> outcomes;
+      try {
+        outcomes = gpu.finish(worker);
+        if (outcomes.size() != flight.front().batch.size())
+          throw std::logic_error("GpuBackend returned a wrong number of outcomes");
+      } catch (const std::exception& e) {
+        InFlight oldest = std::move(flight.front());
+        flight.pop_front();
+        drop_all("dropped with a batch that failed");
+        failed(oldest.batch, oldest.start, oldest.residues, e.what());
+        continue;
+      }
+      InFlight oldest = std::move(flight.front());
+      flight.pop_front();
+      last_end = succeeded(oldest.batch, std::max(oldest.start, last_end), outcomes);
+    }
+  }
+  for (;;) {
+    std::vector<BlockPtr> batch = next_batch(true);
+    if (batch.empty()) return;
+    if (stop_requested(options)) {
+      shared.queue.cancel();
+      shared.queue.end_gpu_batch();
+      return;
+    }
+    ++batches;
+    const std::int64_t batch_residues = residues_of(batch);
+    shared.started_residues += batch_residues;
+    const double start = shared.now();
+    std::vector<GpuBlockOutcome> outcomes;
+    std::string failure;
+    try {
+      inject_fault();
+      outcomes = gpu.run(batch, worker);
+      if (outcomes.size() != batch.size())
+        throw std::logic_error("GpuBackend returned a wrong number of outcomes");
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+    if (!failure.empty()) {
+      failed(batch, start, batch_residues, failure);
+      continue;
+    }
+    succeeded(batch, start, outcomes);
   }
 }
 

@@ -88,6 +88,22 @@ class GpuBackend {
   // loops that run() may use for its host work. An exception fails the whole run.
   virtual void start(const HostLoopRunner& /*run_host_loop*/) {}
   virtual std::vector<GpuBlockOutcome> run(std::span<const BlockPtr> blocks, int worker) = 0;
+
+  // Batches the device holds at once. Above 1, the feeder uses submit() and finish()
+  // instead of run(): it submits the next batch before finishing the one before, so that
+  // the host prepares one batch while the device runs another. submit() starts a batch
+  // (the blocks stay alive until it is finished); finish() completes the oldest batch
+  // submitted, delivers its results and returns its outcomes. Either may throw, delivering
+  // nothing of the batch it was working on; the feeder then calls abandon(), which must drop
+  // every batch in flight undelivered, and all of them go back to the queue for the CPU.
+  virtual int batches_in_flight() const { return 1; }
+  virtual void submit(std::span<const BlockPtr> /*blocks*/, int /*worker*/) {
+    throw std::logic_error("GpuBackend::submit: batches_in_flight() is 1");
+  }
+  virtual std::vector<GpuBlockOutcome> finish(int /*worker*/) {
+    throw std::logic_error("GpuBackend::finish: batches_in_flight() is 1");
+  }
+  virtual void abandon() noexcept {}
 };
 
 // dynamic: self-scheduling (every device takes work when it is free).

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -39,8 +40,9 @@ const CpuKernel& select_cpu_kernel(const std::string& isa) {
 namespace {
 
 // A GPU as a scheduler backend: the pairs of all blocks of a batch, cut into parts of about
-// equal cells that go round the GPU's two slots (the host packs and stages a part while the
-// GPU runs the one before); the sums are delivered only once the whole batch succeeded.
+// equal cells that go round the GPU's slots, two batches in flight (the host packs and
+// stages a part while the GPU runs the ones before); a batch's sums are delivered only once
+// all of it succeeded.
 class PairhmmGpuBackend final : public scheduler::GpuBackend {
  public:
   // Touches no CUDA: the device is set up by the warm-up thread and start().
@@ -69,9 +71,11 @@ class PairhmmGpuBackend final : public scheduler::GpuBackend {
   // Packing runs on the feeder's helper threads where it has them (a hybrid run: the CPU
   // workers are busy with blocks), else on the CPU workers that are free (a GPU-only run).
   void start(const scheduler::HostLoopRunner& run_host_loop) override {
-    gpu_ = std::make_unique<device::pairhmm::PairhmmGpu>(device_, 2);
+    // Two slots a batch for two batches in flight (at most 8).
+    gpu_ = std::make_unique<device::pairhmm::PairhmmGpu>(device_, std::min(8, 2 * parts_));
     gpu_->set_arithmetic(arithmetic_);
     if (kernel_ == device::pairhmm::Kernel::intra_task) (void)gpu_->arithmetic_used();
+    pipeline_ = std::make_unique<device::pairhmm::PartPipeline>(*gpu_, packer_, kernel_);
     if (helpers_ > 0) {
       team_ = std::make_unique<scheduler::HelperTeam>(helpers_);
       run_host_loop_ = [team = team_.get()](std::size_t n, std::size_t chunk,
@@ -82,41 +86,58 @@ class PairhmmGpuBackend final : public scheduler::GpuBackend {
       run_host_loop_ = run_host_loop;
     }
   }
-  std::vector<scheduler::GpuBlockOutcome> run(std::span<const BlockPtr> blocks, int) override {
+  // Two batches in flight: the next batch's parts are packed while the GPU runs this one's.
+  int batches_in_flight() const override { return 2; }
+  void submit(std::span<const BlockPtr> blocks, int) override {
     const auto t0 = Clock::now();
-    batch_.clear();
+    InFlight& f = flight_.emplace_back();
+    f.blocks.assign(blocks.begin(), blocks.end());
     for (const BlockPtr& b : blocks) {
       const auto part = pairs_.subspan(static_cast<std::size_t>(b->first_sequence), b->sequences());
-      batch_.insert(batch_.end(), part.begin(), part.end());
+      f.pairs.insert(f.pairs.end(), part.begin(), part.end());
     }
-    const std::vector<std::size_t> ends = device::pairhmm::split_by_cells(batch_, parts_);
-    const std::vector<float> sums = device::pairhmm::forward_sums_in_parts(
-        *gpu_, packer_, batch_, ends, kernel_, &feed_, run_host_loop_, 4096, &buffers_);
+    const std::vector<std::size_t> ends = device::pairhmm::split_by_cells(f.pairs, parts_);
+    pipeline_->submit(f.pairs, ends, &feed_, run_host_loop_, 4096);
+    forward_ += seconds(Clock::now() - t0);
+  }
+  std::vector<scheduler::GpuBlockOutcome> finish(int) override {
+    const auto t0 = Clock::now();
+    const std::vector<float> sums = pipeline_->collect(&feed_);
+    const InFlight f = std::move(flight_.front());
+    flight_.pop_front();
     const auto t1 = Clock::now();
     // The blocks' likelihoods (a log10 each, and the double pass of any pair that needs
     // it) on the free CPU workers too: disjoint blocks write disjoint result slots.
     std::vector<scheduler::GpuBlockOutcome> outcomes;
     std::vector<std::size_t> starts;
     std::size_t at = 0;
-    for (const BlockPtr& b : blocks) {
+    for (const BlockPtr& b : f.blocks) {
       starts.push_back(at);
       at += b->sequences();
       outcomes.push_back({{}, static_cast<std::int64_t>(b->sequences())});
     }
     const auto deliver = [&](std::size_t k) {
-      const BlockPtr& b = blocks[k];
+      const BlockPtr& b = f.blocks[k];
       consumer_(b->first_sequence, std::span<const float>(sums).subspan(starts[k], b->sequences()));
     };
     if (run_host_loop_) {
-      run_host_loop_(blocks.size(), 1, deliver);
+      run_host_loop_(f.blocks.size(), 1, deliver);
     } else {
-      for (std::size_t k = 0; k < blocks.size(); ++k) deliver(k);
+      for (std::size_t k = 0; k < f.blocks.size(); ++k) deliver(k);
     }
-    const auto t2 = Clock::now();
     batches_ += 1;
     forward_ += seconds(t1 - t0);
-    results_ += seconds(t2 - t1);
+    results_ += seconds(Clock::now() - t1);
     return outcomes;
+  }
+  void abandon() noexcept override {
+    if (pipeline_) pipeline_->abandon();
+    flight_.clear();
+  }
+  std::vector<scheduler::GpuBlockOutcome> run(std::span<const BlockPtr> blocks,
+                                              int worker) override {
+    submit(blocks, worker);
+    return finish(worker);
   }
   // DUET_TIMES=1 (timings_wanted): where the feeder's time went, on stderr.
   // The GPU's kernel and transfer times are summed over parts, which overlap.
@@ -136,7 +157,6 @@ class PairhmmGpuBackend final : public scheduler::GpuBackend {
 
  private:
   device::pairhmm::PairPacker packer_;
-  device::pairhmm::FeedBuffers buffers_;  // packing buffers kept between batches
   device::pairhmm::Kernel kernel_;
   device::pairhmm::Arithmetic arithmetic_;
   std::unique_ptr<device::pairhmm::PairhmmGpu> gpu_;  // made by start()
@@ -144,7 +164,14 @@ class PairhmmGpuBackend final : public scheduler::GpuBackend {
   std::unique_ptr<scheduler::HelperTeam> team_;  // the feeder's helper threads, if any
   SumsConsumer consumer_;
   std::span<const pairhmm::Pair> pairs_;
-  std::vector<pairhmm::Pair> batch_;
+  // A batch submitted and not yet finished: its blocks and their pairs (which the
+  // pipeline reads until then).
+  struct InFlight {
+    std::vector<BlockPtr> blocks;
+    std::vector<pairhmm::Pair> pairs;
+  };
+  std::deque<InFlight> flight_;
+  std::unique_ptr<device::pairhmm::PartPipeline> pipeline_;  // made by start(), after gpu_
   scheduler::HostLoopRunner run_host_loop_;
   using Clock = std::chrono::steady_clock;
   static double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <span>
 #include <vector>
 
@@ -37,6 +38,51 @@ std::vector<std::size_t> split_by_cells(std::span<const duet::pairhmm::Pair> pai
 struct FeedBuffers {
   PairBatch packed;
   std::vector<PairBatch> pieces;  // the pieces of a part packed in parallel
+};
+
+// Batches cut in parts on a GPU's slots, several batches in flight: submit() packs each
+// part of a batch (packer) and submits it to the next slot in turn, first finishing that
+// slot's earlier part (whose sums go to its own batch); collect() returns the oldest
+// batch's sums once its parts are done. With 2 parts a batch and 4 slots, a batch's parts
+// are packed while the GPU runs the batch before. On a failure both throw; then call
+// abandon() (every batch in flight is dropped) before submitting again.
+class PartPipeline {
+ public:
+  // `buffers`: where to pack (none: buffers of the pipeline's own).
+  PartPipeline(PairhmmGpu& gpu, const PairPacker& packer, Kernel kernel,
+               FeedBuffers* buffers = nullptr)
+      : gpu_(gpu),
+        packer_(packer),
+        kernel_(kernel),
+        slots_(static_cast<std::size_t>(gpu.slots())),
+        buffers_(buffers != nullptr ? *buffers : own_buffers_) {}
+  // `pairs` must stay alive and unchanged until its batch is collected (or abandoned).
+  void submit(std::span<const duet::pairhmm::Pair> pairs, std::span<const std::size_t> ends,
+              FeedTimes* times = nullptr, const PairPacker::ParallelFor& parallel = {},
+              std::size_t piece_pairs = 4096);
+  std::vector<float> collect(FeedTimes* times = nullptr);
+  void abandon() noexcept;
+  std::size_t in_flight() const { return batches_.size(); }
+
+ private:
+  struct Batch {
+    std::vector<float> sums;
+    int parts_left = 0;
+  };
+  struct Slot {
+    Batch* batch = nullptr;  // the batch of the part it holds; none: free
+    std::size_t first = 0;   // the part's first pair in its batch
+  };
+  void finish_slot(std::size_t slot, FeedTimes& t);
+
+  PairhmmGpu& gpu_;
+  const PairPacker& packer_;
+  Kernel kernel_;
+  std::deque<Batch> batches_;  // oldest first; references stay valid as both ends change
+  std::vector<Slot> slots_;
+  std::size_t next_slot_ = 0;
+  FeedBuffers own_buffers_;
+  FeedBuffers& buffers_;
 };
 
 // The canonical float sums of `pairs` (sums[i] for pairs[i]), computed part by part:

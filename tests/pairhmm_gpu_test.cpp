@@ -501,9 +501,10 @@ INSTANTIATE_TEST_SUITE_P(
     }()),
     [](const ::testing::TestParamInfo<Variant>& v) { return variant_name(v.param); });
 
-// The command on a GPU: --no-gpu, --gpu-only and the default mode (started with
-// --gpu-min-cells 0 while the CPU works; left alone below the threshold) give identical
-// likelihoods, and /run names the GPU kernel each used.
+// The command on a GPU: --no-gpu, --gpu-only (also in many small batches, two in flight at
+// a time) and the default mode (started with --gpu-min-cells 0 while the CPU works; left
+// alone below the threshold) give identical likelihoods, and /run names the GPU kernel
+// each used.
 TEST(PairhmmGpuCommand, ModesIdenticalAndSmallInputsStayOnTheCpu) {
   if (device_count() == 0) GTEST_SKIP() << "no CUDA device";
   test::TempDir dir;
@@ -513,9 +514,11 @@ TEST(PairhmmGpuCommand, ModesIdenticalAndSmallInputsStayOnTheCpu) {
   std::string copies;
   for (int k = 0; k < 8; ++k) copies += text + "\n";
   test::write_file(dir.file("x8.in"), copies);
-  const auto run = [&](const std::string& name, const std::string& options) {
-    const auto r = test::run_command(std::string(DUET_BINARY) + " pairhmm --quiet " + options +
-                                     " --h5 " + dir.file(name + ".h5") + " " + dir.file("x8.in"));
+  const auto run = [&](const std::string& name, const std::string& options,
+                       const std::string& env = "") {
+    const auto r =
+        test::run_command(env + std::string(DUET_BINARY) + " pairhmm --quiet " + options +
+                          " --h5 " + dir.file(name + ".h5") + " " + dir.file("x8.in"));
     EXPECT_EQ(r.status, 0) << name << ": " << r.output;
     const io::Hdf5Reader h5(dir.file(name + ".h5"));
     return std::make_pair(h5.read_doubles("/results/pairhmm/log10_likelihood"),
@@ -523,14 +526,21 @@ TEST(PairhmmGpuCommand, ModesIdenticalAndSmallInputsStayOnTheCpu) {
   };
   const auto [cpu, cpu_kernel] = run("cpu", "--no-gpu");
   const auto [gpu, gpu_kernel] = run("gpu", "--gpu-only");
+  // Many small batches, two in flight at a time, every fifth failing (the CPU redoes it
+  // and any batch in flight with it).
+  const auto [batches, batches_kernel] =
+      run("batches", "--gpu-only --gpu-batch-blocks 4 --block-cells 1000000",
+          "DUET_DEBUG_GPU_FAULT_EVERY=5 ");
   const auto [hybrid, hybrid_kernel] = run("hybrid", "--gpu-min-cells 0");
   const auto [small, small_kernel] = run("small", "--gpu-min-cells 1000000000000");
   ASSERT_EQ(cpu.size(), std::size_t{8 * 3550});
   EXPECT_EQ(cpu, gpu);
+  EXPECT_EQ(cpu, batches);
   EXPECT_EQ(cpu, hybrid);
   EXPECT_EQ(cpu, small);
   EXPECT_EQ(cpu_kernel, "none");
   EXPECT_NE(gpu_kernel.find("arithmetic"), std::string::npos) << gpu_kernel;
+  EXPECT_EQ(batches_kernel, gpu_kernel);
   // The default mode's GPU joins once started, if the CPU has not finished by then.
   EXPECT_TRUE(hybrid_kernel.find("arithmetic") != std::string::npos ||
               hybrid_kernel.find("no GPU started") != std::string::npos)

@@ -64,7 +64,7 @@ void PartPipeline::submit(std::span<const duet::pairhmm::Pair> pairs,
                           std::span<const std::size_t> ends, FeedTimes* times,
                           const PairPacker::ParallelFor& parallel, std::size_t piece_pairs) {
   if (ends.empty() || ends.back() != pairs.size()) {
-    throw std::invalid_argument("forward_sums_in_parts: the last part must end at the last pair");
+    throw std::invalid_argument("PartPipeline::submit: the last part must end at the last pair");
   }
   FeedTimes t;
   Batch& batch = batches_.emplace_back();
@@ -72,7 +72,7 @@ void PartPipeline::submit(std::span<const duet::pairhmm::Pair> pairs,
   std::size_t begin = 0;
   for (std::size_t k = 0; k < ends.size(); ++k) {
     if (ends[k] < begin || ends[k] > pairs.size()) {
-      throw std::invalid_argument("forward_sums_in_parts: part ends must not decrease");
+      throw std::invalid_argument("PartPipeline::submit: part ends must not decrease");
     }
     const auto t0 = Clock::now();
     packer_.pack(pairs.subspan(begin, ends[k] - begin), buffers_.packed, buffers_.pieces, parallel,

@@ -62,7 +62,6 @@ class PartPipeline {
               std::size_t piece_pairs = 4096);
   std::vector<float> collect(FeedTimes* times = nullptr);
   void abandon() noexcept;
-  std::size_t in_flight() const { return batches_.size(); }
 
  private:
   struct Batch {

@@ -17,6 +17,7 @@
 #include "app/kit/run_context.hpp"
 #include "app/makedb_command.hpp"
 #include "app/pairhmm/pairhmm_command.hpp"
+#include "app/papara/papara_command.hpp"
 #include "app/synth_command.hpp"
 #include "app/tune_command.hpp"
 #include "core/error.hpp"
@@ -99,6 +100,7 @@ int run_main(int argc, char** argv) {
   app::add_makedb_command(app, commands);
   app::add_synth_commands(app, commands);
   app::add_pairhmm_command(app, commands, argc, argv);
+  app::add_papara_command(app, commands, argc, argv);
   app::add_bench_command(app, commands);
   app::add_tune_command(app, commands, argc, argv);
   try {

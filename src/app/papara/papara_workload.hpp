@@ -1,0 +1,57 @@
+// PaPaRa's scoring through the hybrid scheduler (src/scheduler): every query against every
+// edge's profile, each query's best edge chosen whatever the split between devices.
+//
+// Work units: a block is a run of queries crossed with a range of edges (all edges, or
+// ranges of at most max_block_edges on large trees), of about block_cells DP cells
+// (edges x columns x query residues, as PaPaRa counts them). Blocks of one edge range come
+// one after another, so a GPU batch is one launch per edge range. Each block's result is
+// merged into its queries' choices (core/papara/papara_choice.hpp): the merge does not
+// depend on order, so the choice is the same whoever ran which block.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "app/kit/run_options.hpp"
+#include "core/papara/papara_choice.hpp"
+#include "core/papara/papara_kernel.hpp"
+#include "scheduler/scheduler.hpp"
+
+namespace duet::app {
+
+// Blocks per GPU batch unless [scheduler] gpu_batch_blocks says.
+inline constexpr std::size_t kPaparaGpuBatchBlocks = 64;
+
+// The queries' residues, concatenated: query q is residues[offsets[q], offsets[q + 1]).
+struct QueryResidues {
+  std::vector<std::uint8_t> residues;
+  std::vector<std::int64_t> offsets{0};
+  std::size_t size() const { return offsets.size() - 1; }
+  std::span<const std::uint8_t> query(std::size_t q) const {
+    return {residues.data() + offsets[q], static_cast<std::size_t>(offsets[q + 1] - offsets[q])};
+  }
+};
+
+struct PaparaRunOptions : RunOptions {
+  int cpu_workers = 0;       // 0: one per core less one per GPU
+  std::string isa = "auto";  // CPU kernel: auto, scalar, sse41, avx2, avx512
+  std::int64_t block_cells = std::int64_t{1} << 30;
+  int max_block_edges = 4096;  // a multiple of kEdgeAlign
+};
+
+struct PaparaRun {
+  std::vector<papara::Choice> choices;  // per query
+  std::int64_t cells = 0;
+  std::string cpu_kernel, gpu_kernel;  // names of the kernels used ("" : no GPU)
+  bool test_double_gpus = false;
+  scheduler::RunSummary schedule;
+  double seconds = 0;
+  bool stopped = false;
+};
+
+PaparaRun run_papara(const papara::ProfileView& profiles, const QueryResidues& queries,
+                     const papara::Scoring& scoring, const PaparaRunOptions& options);
+
+}  // namespace duet::app

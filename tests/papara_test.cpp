@@ -3,6 +3,12 @@
 // branch choice, traceback and the alignment file; and the inputs' errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <random>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -11,6 +17,8 @@
 #include "core/papara/papara_input.hpp"
 #include "core/papara/papara_kernel.hpp"
 #include "core/papara/papara_reference.hpp"
+#include "host_simd/cpu_features.hpp"
+#include "io/hdf5_file.hpp"
 #include "test_support.hpp"
 
 namespace duet::papara {
@@ -223,6 +231,289 @@ TEST(PaparaInputs, RootedTreeMergesTheRootBranches) {
   EXPECT_EQ(name(2), "D");
   EXPECT_EQ(name(3), "A");
   EXPECT_EQ(name(4), "B");
+}
+
+}  // namespace
+}  // namespace duet::papara
+
+// ---- `duet papara` end to end ----
+namespace duet::papara {
+namespace {
+
+const std::string kData = DUET_PAPARA_DATA;
+
+struct CaseRun {
+  std::string case_dir, expected, args;  // a line of cmd.txt: "expected_X: papara ARGS"
+};
+
+std::vector<CaseRun> case_runs() {
+  std::vector<CaseRun> runs;
+  std::vector<std::string> dirs;
+  for (const auto& entry : std::filesystem::directory_iterator(kData))
+    if (entry.is_directory()) dirs.push_back(entry.path().string());
+  std::sort(dirs.begin(), dirs.end());
+  for (const auto& dir : dirs) {
+    std::istringstream in(test::read_file(dir + "/cmd.txt"));
+    std::string line;
+    while (std::getline(in, line)) {
+      const auto colon = line.find(": papara ");
+      if (line.rfind("expected", 0) != 0 || colon == std::string::npos) continue;
+      runs.push_back({dir, line.substr(0, colon), line.substr(colon + 9)});
+    }
+  }
+  return runs;
+}
+
+// Runs duet papara in the case's folder; the alignment and result file go to `dir`.
+test::CommandResult run_duet(const CaseRun& c, const TempDir& dir, const std::string& extra,
+                             const std::string& environment = "") {
+  return test::run_command("cd " + c.case_dir + " && " + environment + " " DUET_BINARY " papara " +
+                           c.args + " --alignment " + dir.file("out.txt") + " --h5 " +
+                           dir.file("out.h5") + " --quiet " + extra);
+}
+
+// Each query's best edge and score as PaPaRa 2.5 printed them (best_MODE.txt: name edge score).
+std::map<std::string, std::pair<int, int>> read_best(const std::string& path) {
+  std::map<std::string, std::pair<int, int>> best;
+  std::istringstream in(test::read_file(path));
+  std::string name;
+  int edge = 0, score = 0;
+  while (in >> name >> edge >> score) best[name] = {edge, score};
+  return best;
+}
+
+TEST(PaparaCommand, MatchesPapara25ByteForByte) {
+  const auto runs = case_runs();
+  ASSERT_GE(runs.size(), 20u) << "no PaPaRa cases in " << kData;
+  for (const CaseRun& c : runs) {
+    TempDir dir;
+    const auto result = run_duet(c, dir, "");
+    ASSERT_EQ(result.status, 0) << c.case_dir << " " << c.args << "\n" << result.output;
+    EXPECT_EQ(test::read_file(dir.file("out.txt")), test::read_file(c.case_dir + "/" + c.expected))
+        << c.case_dir << ": duet papara " << c.args;
+    // The chosen edge and its score, where PaPaRa printed them.
+    const std::string mode = c.expected.substr(9, c.expected.find('.') - 9);
+    const std::string best_file = c.case_dir + "/best_" + mode + ".txt";
+    if (!std::filesystem::exists(best_file)) continue;
+    const auto best = read_best(best_file);
+    const io::Hdf5Reader h5(dir.file("out.h5"));
+    const auto names = h5.read_strings("/results/papara/query");
+    const auto edges = h5.read_int32("/results/papara/edge");
+    const auto scores = h5.read_int32("/results/papara/score");
+    ASSERT_EQ(best.size(), names.size()) << best_file;
+    for (std::size_t q = 0; q < names.size(); ++q) {
+      const auto it = best.find(names[q]);
+      ASSERT_NE(it, best.end()) << names[q];
+      EXPECT_EQ(edges[q], it->second.first) << best_file << " " << names[q];
+      EXPECT_EQ(scores[q], it->second.second) << best_file << " " << names[q];
+    }
+  }
+}
+
+// The alignment and /results/papara of every CPU kernel, CPU-only, hybrid and GPU-only
+// (a test-double GPU here; the real one in papara_gpu_tests), with small blocks and failing
+// batches, are the default run's.
+TEST(PaparaCommand, IdenticalOnEveryKernelAndDevice) {
+  const auto runs = case_runs();
+  std::vector<std::pair<std::string, std::string>> variants = {
+      {"--no-gpu --block-cells 5000", ""},
+      {"--cpu 1", ""},
+      {"--block-cells 3000 --gpu-batch-blocks 3", "DUET_DEBUG_TEST_GPU=1"},
+      {"--block-cells 3000 --gpu-only", "DUET_DEBUG_TEST_GPU=1 DUET_DEBUG_GPU_FAULT_EVERY=2"},
+  };
+  const std::pair<simd::Isa, const char*> isas[] = {
+      {simd::Isa::sse41, "sse41"}, {simd::Isa::avx2, "avx2"}, {simd::Isa::avx512, "avx512"}};
+  for (const auto& [isa, name] : isas)
+    if (simd::cpu_supports(isa)) variants.push_back({std::string("--isa ") + name, ""});
+  for (const CaseRun& c : runs) {
+    if (c.expected != "expected_default.phy" && c.expected != "expected_c.phy") continue;
+    TempDir base;
+    ASSERT_EQ(run_duet(c, base, "--isa scalar --no-gpu").status, 0);
+    const std::string alignment = test::read_file(base.file("out.txt"));
+    const io::Hdf5Reader h5(base.file("out.h5"));
+    for (const auto& [options, environment] : variants) {
+      TempDir dir;
+      const auto result = run_duet(c, dir, options, environment);
+      ASSERT_EQ(result.status, 0) << options << "\n" << result.output;
+      EXPECT_EQ(test::read_file(dir.file("out.txt")), alignment)
+          << c.case_dir << " " << c.args << " " << options;
+      const io::Hdf5Reader other(dir.file("out.h5"));
+      for (const char* d : {"edge", "score", "runner_up_score"})
+        EXPECT_EQ(other.read_int32(std::string("/results/papara/") + d),
+                  h5.read_int32(std::string("/results/papara/") + d))
+            << c.case_dir << " " << options << " " << d;
+    }
+  }
+}
+
+// Bad input: one message naming the file and line, a non-zero exit, and no output file
+// made or changed.
+TEST(PaparaCommand, BadInputLeavesEveryFileAsItWas) {
+  TempDir dir;
+  write_file(dir.file("ref.tre"), "((A:0.1,B:0.1):0.1,C:0.1,E:0.1);\n");
+  write_file(dir.file("ref.phy"), kAlignment);
+  write_file(dir.file("q.fa"), kReads);
+  write_file(dir.file("old.txt"), "keep me\n");
+  const auto result = test::run_command(
+      "cd " + dir.path().string() +
+      " && " DUET_BINARY " papara -t ref.tre -s ref.phy -q q.fa --alignment old.txt --h5 out.h5");
+  EXPECT_NE(result.status, 0);
+  EXPECT_NE(result.output.find("ref.tre:1: tip 'E' has no row"), std::string::npos)
+      << result.output;
+  EXPECT_EQ(test::read_file(dir.file("old.txt")), "keep me\n");
+  EXPECT_FALSE(std::filesystem::exists(dir.file("out.h5")));
+  std::size_t files = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir.path()))
+    ++files;
+  EXPECT_EQ(files, 4u);  // no temporary file left
+  // A bad scoring scheme is a usage error.
+  const auto bad = test::run_command("cd " + dir.path().string() +
+                                     " && " DUET_BINARY
+                                     " papara -t ref.tre -s ref.phy -p -3:-1:2:-1 --h5 out.h5");
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.output.find("match + match_cgap must be negative"), std::string::npos)
+      << bad.output;
+}
+
+}  // namespace
+}  // namespace duet::papara
+
+// ---- a large reference ----
+namespace duet::papara {
+namespace {
+
+// A random binary tree of `tips` tips (random joins, so about log-deep), as Newick, and a
+// random alignment of its tips.
+std::string random_newick(std::mt19937_64& rng, int tips) {
+  std::vector<std::string> parts;
+  for (int t = 0; t < tips; ++t) parts.push_back("t" + std::to_string(t));
+  std::uniform_real_distribution<double> length(0.01, 0.3);
+  const auto with_length = [&](const std::string& s) {
+    return s + ":" + std::to_string(length(rng));
+  };
+  while (parts.size() > 3) {
+    std::uniform_int_distribution<std::size_t> pick(0, parts.size() - 1);
+    const std::size_t a = pick(rng);
+    std::swap(parts[a], parts.back());
+    std::string x = parts.back();
+    parts.pop_back();
+    const std::size_t b = std::uniform_int_distribution<std::size_t>(0, parts.size() - 1)(rng);
+    parts[b] = "(" + with_length(x) + "," + with_length(parts[b]) + ")";
+  }
+  return "(" + with_length(parts[0]) + "," + with_length(parts[1]) + "," + with_length(parts[2]) +
+         ");\n";
+}
+
+// An independent statement of §2: each side of an edge by recursion over the tree.
+struct NaiveProfiles {
+  const Reference& r;
+  GapMode mode;
+  struct Side {
+    std::vector<std::uint8_t> state, aux;
+    std::vector<std::array<double, 2>> partial;
+    bool tip = false;
+  };
+  // The side of `node` seen from its neighbour `from`.
+  Side side(int node, int from) const {
+    const Node& n = r.nodes[static_cast<std::size_t>(node)];
+    Side s;
+    if (n.row >= 0) {
+      s.tip = true;
+      for (std::uint8_t st : r.states[static_cast<std::size_t>(n.row)]) {
+        s.state.push_back(st);
+        s.aux.push_back(st == kGapState ? 1 : 0);
+        s.partial.push_back(st == kGapState ? std::array<double, 2>{0, 1}
+                                            : std::array<double, 2>{1, 0});
+      }
+      return s;
+    }
+    int k = 0;
+    Side c[2];
+    double len[2] = {0, 0};
+    for (int slot = 0; slot < 3; ++slot) {
+      if (n.neighbor[static_cast<std::size_t>(slot)] == from) continue;
+      c[k] = side(n.neighbor[static_cast<std::size_t>(slot)], node);
+      len[k++] = n.length[static_cast<std::size_t>(slot)];
+    }
+    return combine(c[0], len[0], c[1], len[1]);
+  }
+  Side combine(const Side& a, double la, const Side& b, double lb) const {
+    Side s;
+    const double g = r.gap_fraction;
+    const auto p = [g](double t, int x, int y) {
+      const double d = std::exp(-t);
+      const double q[2][2] = {{(1 - g) + g * d, g * (1 - d)}, {(1 - g) * (1 - d), g + (1 - g) * d}};
+      return q[x][y];
+    };
+    for (std::size_t j = 0; j < a.state.size(); ++j) {
+      std::uint8_t st = a.state[j] & b.state[j];
+      s.state.push_back(st != 0 ? st : static_cast<std::uint8_t>(a.state[j] | b.state[j]));
+      const bool tip = a.tip || b.tip;
+      const bool ga = tip ? (a.aux[j] & 1) != 0 : a.aux[j] == 1;
+      const bool gb = tip ? (b.aux[j] & 1) != 0 : b.aux[j] == 1;
+      s.aux.push_back(ga && gb ? 1 : (ga != gb ? 3 : 0));
+      std::array<double, 2> l;
+      for (int x = 0; x < 2; ++x)
+        l[static_cast<std::size_t>(x)] =
+            (p(la, x, 0) * a.partial[j][0] + p(la, x, 1) * a.partial[j][1]) *
+            (p(lb, x, 0) * b.partial[j][0] + p(lb, x, 1) * b.partial[j][1]);
+      if (l[0] < 0x1p-256 && l[1] < 0x1p-256) l = {l[0] * 0x1p256, l[1] * 0x1p256};
+      s.partial.push_back(l);
+    }
+    return s;
+  }
+  std::string profile(int edge) const {
+    const Edge& e = r.edges[static_cast<std::size_t>(edge)];
+    const Side s = combine(side(e.node, e.parent), e.length, side(e.parent, e.node), e.length);
+    std::string out;
+    for (std::size_t j = 0; j < s.state.size(); ++j) {
+      const bool flag = mode == GapMode::cgap ? s.aux[j] == 1 : s.partial[j][0] < s.partial[j][1];
+      out.push_back(static_cast<char>(s.state[j] | (flag ? kFlagBit : 0)));
+    }
+    return out;
+  }
+};
+
+// A 10,000-taxon reference: 19,997 edges in PaPaRa's numbering (each joins a node to the
+// parent of an earlier edge or to the start), and the profiles of sampled edges in both
+// modes as a direct recursion over the tree computes them.
+TEST(PaparaLargeReference, TenThousandTaxa) {
+  std::mt19937_64 rng(test::test_seed());
+  const int tips = 10000, columns = 40;
+  TempDir dir;
+  write_file(dir.file("t.tre"), random_newick(rng, tips));
+  std::string phylip = std::to_string(tips) + " " + std::to_string(columns) + "\n";
+  const char symbols[] = "ACGTACGTACGT-RYN";
+  for (int t = 0; t < tips; ++t) {
+    phylip += "t" + std::to_string(t) + " ";
+    for (int j = 0; j < columns; ++j) phylip.push_back(symbols[rng() % 16]);
+    phylip += "\n";
+  }
+  write_file(dir.file("a.phy"), phylip);
+  std::vector<Query> extra;
+  const Reference r =
+      make_reference(read_newick(dir.file("t.tre")), read_phylip(dir.file("a.phy")), extra);
+  ASSERT_EQ(r.edges.size(), static_cast<std::size_t>(2 * tips - 3));
+  std::vector<char> seen(r.nodes.size(), 0);
+  seen[static_cast<std::size_t>(r.start)] = 1;
+  for (const Edge& e : r.edges) {
+    EXPECT_TRUE(seen[static_cast<std::size_t>(e.parent)]) << "preorder";
+    seen[static_cast<std::size_t>(e.node)] = 1;
+  }
+  for (GapMode mode : {GapMode::cgap, GapMode::probabilistic}) {
+    const Profiles p = build_profiles(r, mode);
+    const NaiveProfiles naive{r, mode};
+    for (int k = 0; k < 25; ++k) {
+      const int edge = static_cast<int>(rng() % r.edges.size());
+      std::string got;
+      for (int j = 0; j < p.columns; ++j)
+        got.push_back(static_cast<char>(
+            p.cells[static_cast<std::size_t>(j) * static_cast<std::size_t>(p.edge_stride) +
+                    static_cast<std::size_t>(edge)]));
+      EXPECT_EQ(got, naive.profile(edge))
+          << "edge " << edge << (mode == GapMode::cgap ? " -c" : "");
+    }
+  }
 }
 
 }  // namespace

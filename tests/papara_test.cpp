@@ -322,7 +322,7 @@ TEST(PaparaCommand, IdenticalOnEveryKernelAndDevice) {
       {"--block-cells 3000 --gpu-only", "DUET_DEBUG_TEST_GPU=1 DUET_DEBUG_GPU_FAULT_EVERY=2"},
   };
   const std::pair<simd::Isa, const char*> isas[] = {
-      {simd::Isa::sse41, "sse41"}, {simd::Isa::avx2, "avx2"}, {simd::Isa::avx512, "avx512"}};
+      {simd::Isa::sse41, "sse4.1"}, {simd::Isa::avx2, "avx2"}, {simd::Isa::avx512, "avx512"}};
   for (const auto& [isa, name] : isas)
     if (simd::cpu_supports(isa)) variants.push_back({std::string("--isa ") + name, ""});
   for (const CaseRun& c : runs) {

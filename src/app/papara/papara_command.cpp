@@ -159,7 +159,7 @@ void add_papara_command(CLI::App& app,
   cmd->add_option("--alignment", o->output, "the alignment file (default papara_alignment.NAME)");
   o->flags = std::make_unique<RunFlags>(*cmd, "cells", kPaparaGpuBatchBlocks);
   cmd->add_option("--isa", o->isa,
-                  "CPU kernel: auto, scalar, sse41, avx2, avx512 (default: [run] isa, else auto)")
+                  "CPU kernel: auto, scalar, sse4.1, avx2, avx512 (default: [run] isa, else auto)")
       ->check(CLI::IsMember(papara_isa_names()));
   cmd->add_option("--block-cells", o->run.block_cells,
                   "DP cells per block of queries x edges (default " +

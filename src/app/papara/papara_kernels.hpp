@@ -16,9 +16,16 @@ namespace duet::app {
 
 struct QueryResidues;
 
+// Scores of many queries (residues, offsets: see QueryResidues) against an edge range:
+// out[q * count + k] is query q's on edge first_edge + k.
+using ScoreBlockFunction = void (*)(const std::uint8_t* residues, const std::int64_t* offsets,
+                                    int queries, const papara::ProfileView& profiles,
+                                    int first_edge, int count, const papara::Scoring& scoring,
+                                    std::int16_t* out);
+
 struct PaparaCpuKernel {
   std::string name;  // e.g. "avx512 int16 x32 edges"
-  papara::ScoreEdgesFunction function = nullptr;
+  ScoreBlockFunction function = nullptr;
 };
 
 // "auto": the fastest the CPU has; otherwise the named ISA, a UsageError when the CPU or
@@ -32,6 +39,10 @@ struct PaparaUnit {
   std::int64_t first_query = 0, queries = 0;
   int first_edge = 0, edges = 0;
 };
+
+// The choices of a unit's queries from their scores ([query][edge] of the unit).
+std::vector<papara::Choice> choices_of_scores(const PaparaUnit& unit,
+                                              std::span<const std::int16_t> scores);
 
 // Delivers a block's choices (its queries in order) once a device batch succeeded.
 using ChoiceConsumer =

@@ -89,14 +89,11 @@ std::vector<papara::Choice> cpu_choices(const PaparaCpuKernel& kernel,
                                         const QueryResidues& queries,
                                         const papara::Scoring& scoring, const PaparaUnit& u,
                                         std::vector<std::int16_t>& scores) {
-  std::vector<papara::Choice> choices(static_cast<std::size_t>(u.queries));
-  scores.resize(static_cast<std::size_t>(u.edges));
-  for (std::int64_t k = 0; k < u.queries; ++k) {
-    kernel.function(queries.query(static_cast<std::size_t>(u.first_query + k)), profiles,
-                    u.first_edge, u.edges, scoring, scores.data());
-    choices[static_cast<std::size_t>(k)] = papara::choose(scores.data(), u.first_edge, u.edges);
-  }
-  return choices;
+  scores.resize(static_cast<std::size_t>(u.queries) * static_cast<std::size_t>(u.edges));
+  kernel.function(queries.residues.data(), queries.offsets.data() + u.first_query,
+                  static_cast<int>(u.queries), profiles, u.first_edge, u.edges, scoring,
+                  scores.data());
+  return choices_of_scores(u, scores);
 }
 
 class PaparaWorkload final : public scheduler::Workload {

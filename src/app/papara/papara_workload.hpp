@@ -22,7 +22,7 @@
 namespace duet::app {
 
 // Blocks per GPU batch unless [scheduler] gpu_batch_blocks says.
-inline constexpr std::size_t kPaparaGpuBatchBlocks = 64;
+inline constexpr std::size_t kPaparaGpuBatchBlocks = 256;
 
 // The queries' residues, concatenated: query q is residues[offsets[q], offsets[q + 1]).
 struct QueryResidues {
@@ -36,7 +36,7 @@ struct QueryResidues {
 
 struct PaparaRunOptions : RunOptions {
   int cpu_workers = 0;       // 0: one per core less one per GPU
-  std::string isa = "auto";  // CPU kernel: auto, scalar, sse41, avx2, avx512
+  std::string isa = "auto";  // CPU kernel: auto, scalar, sse4.1, avx2, avx512
   std::int64_t block_cells = std::int64_t{1} << 30;
   int max_block_edges = 4096;  // a multiple of kEdgeAlign
 };

@@ -1,0 +1,298 @@
+// Every CPU SIMD variant of PaPaRa's scoring kernel (host_simd/papara, kPaparaVariants)
+// against the scalar reference score_edges_scalar, exactly: random profiles, queries and
+// scoring schemes (seed printed; DUET_TEST_SEED replays), edge ranges that end inside a
+// vector or at the layout's end, the smallest inputs, scores that wrap around 16 bits, and
+// the many-query block form. Variants this CPU lacks are skipped.
+#include "host_simd/papara/papara_simd.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <ostream>
+#include <random>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/papara/papara_kernel.hpp"
+#include "test_support.hpp"
+
+namespace duet::simd::papara {
+
+// Test names and failure messages show the variant by name.
+void PrintTo(const PaparaVariant& variant, std::ostream* os) {
+  *os << variant.name;
+}
+
+namespace {
+
+using duet::papara::kEdgeAlign;
+using duet::papara::kFlagBit;
+using duet::papara::ProfileView;
+using duet::papara::Scoring;
+
+// Profiles of `edges` edges in the interleaved layout, padding edges repeating the last.
+struct Profiles {
+  int columns = 0, edges = 0, stride = 0;
+  std::vector<std::uint8_t> cells;
+  ProfileView view() const { return {columns, edges, stride, cells.data()}; }
+};
+
+// A state set 1..15: mostly one base (as most profile columns and queries are), else any.
+std::uint8_t random_state(std::mt19937_64& rng) {
+  if (std::uniform_int_distribution<int>(0, 3)(rng) != 0)
+    return static_cast<std::uint8_t>(1 << std::uniform_int_distribution<int>(0, 3)(rng));
+  return static_cast<std::uint8_t>(std::uniform_int_distribution<int>(1, 15)(rng));
+}
+
+// Random states; each column's gap flag set with probability flag_rate.
+Profiles random_profiles(std::mt19937_64& rng, int columns, int edges, double flag_rate) {
+  Profiles p;
+  p.columns = columns;
+  p.edges = edges;
+  p.stride = (edges + kEdgeAlign - 1) / kEdgeAlign * kEdgeAlign;
+  p.cells.resize(static_cast<std::size_t>(columns) * static_cast<std::size_t>(p.stride));
+  std::bernoulli_distribution flag(flag_rate);
+  for (int j = 0; j < columns; ++j) {
+    std::uint8_t* row = p.cells.data() + static_cast<std::size_t>(j) * p.stride;
+    for (int e = 0; e < edges; ++e)
+      row[e] = static_cast<std::uint8_t>(random_state(rng) | (flag(rng) ? kFlagBit : 0));
+    std::fill(row + edges, row + p.stride, row[edges - 1]);
+  }
+  return p;
+}
+
+std::vector<std::uint8_t> random_query(std::mt19937_64& rng, int length) {
+  std::vector<std::uint8_t> q(static_cast<std::size_t>(length));
+  for (std::uint8_t& r : q) r = random_state(rng);
+  return q;
+}
+
+// gap_open and gap_extend in -6..0, match 1..5, match + match_cgap in -5..-1.
+Scoring random_scoring(std::mt19937_64& rng) {
+  auto uniform = [&rng](int lo, int hi) {
+    return static_cast<std::int16_t>(std::uniform_int_distribution<int>(lo, hi)(rng));
+  };
+  Scoring s;
+  s.gap_open = uniform(-6, 0);
+  s.gap_extend = uniform(-6, 0);
+  s.match = uniform(1, 5);
+  s.match_cgap = static_cast<std::int16_t>(uniform(-5, -1) - s.match);
+  return s;
+}
+
+std::string describe(const Scoring& s) {
+  return "scoring " + std::to_string(s.gap_open) + ":" + std::to_string(s.gap_extend) + ":" +
+         std::to_string(s.match) + ":" + std::to_string(s.match_cgap);
+}
+
+std::vector<std::int16_t> scalar_scores(std::span<const std::uint8_t> query, const Profiles& p,
+                                        int first_edge, int count, const Scoring& scoring) {
+  std::vector<std::int16_t> out(static_cast<std::size_t>(count));
+  duet::papara::score_edges_scalar(query, p.view(), first_edge, count, scoring, out.data());
+  return out;
+}
+
+std::vector<std::int16_t> variant_scores(const PaparaVariant& v,
+                                         std::span<const std::uint8_t> query, const Profiles& p,
+                                         int first_edge, int count, const Scoring& scoring) {
+  // One more than asked, holding a canary: a kernel must write exactly `count` scores.
+  std::vector<std::int16_t> out(static_cast<std::size_t>(count) + 1, 12345);
+  v.function(query, p.view(), first_edge, count, scoring, out.data());
+  EXPECT_EQ(out.back(), 12345) << v.name << " wrote past its last score";
+  out.pop_back();
+  return out;
+}
+
+::testing::AssertionResult same_scores(const std::vector<std::int16_t>& expected,
+                                       const std::vector<std::int16_t>& actual, int first_edge) {
+  if (expected.size() != actual.size())
+    return ::testing::AssertionFailure() << "sizes " << expected.size() << " != " << actual.size();
+  for (std::size_t k = 0; k < expected.size(); ++k) {
+    if (expected[k] != actual[k]) {
+      return ::testing::AssertionFailure()
+             << "edge " << first_edge + static_cast<int>(k) << ": scalar " << expected[k]
+             << ", variant " << actual[k];
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+class PaparaSimd : public ::testing::TestWithParam<PaparaVariant> {
+ protected:
+  void SetUp() override {
+    if (!cpu_supports(GetParam().isa))
+      GTEST_SKIP() << "this CPU lacks " << isa_name(GetParam().isa);
+  }
+};
+
+TEST_P(PaparaSimd, MatchesScalarOnRandomInputs) {
+  const PaparaVariant& v = GetParam();
+  std::mt19937_64 rng(test::test_seed());
+  auto uniform = [&rng](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const double flag_rates[] = {0.0, 0.1, 0.5, 1.0};
+  for (int round = 0; round < 60; ++round) {
+    const int columns = round % 10 == 0 ? 1 : uniform(1, 700);
+    // Edge counts around the vector widths and the layout's 64, and any up to 200.
+    const int edges =
+        round % 3 == 0 ? kEdgeAlign * uniform(1, 2) - uniform(0, 33) : uniform(1, 200);
+    const Profiles p = random_profiles(rng, columns, edges, flag_rates[uniform(0, 3)]);
+    const int first_edge = uniform(0, edges - 1);
+    const int count = round % 4 == 0 ? edges - first_edge : uniform(1, edges - first_edge);
+    const std::vector<std::uint8_t> query = random_query(rng, round % 7 == 0 ? 1 : uniform(1, 400));
+    const Scoring scoring = random_scoring(rng);
+    SCOPED_TRACE("round " + std::to_string(round) + ": " + std::to_string(columns) + " columns, " +
+                 "edges [" + std::to_string(first_edge) + ", " +
+                 std::to_string(first_edge + count) + ") of " + std::to_string(edges) +
+                 ", query length " + std::to_string(query.size()) + ", " + describe(scoring));
+    ASSERT_TRUE(same_scores(scalar_scores(query, p, first_edge, count, scoring),
+                            variant_scores(v, query, p, first_edge, count, scoring), first_edge));
+  }
+}
+
+// Ranges ending at the last edge of a layout whose stride leaves a group no padding edges
+// to read (the kernel's group then starts earlier), and ranges of one edge.
+TEST_P(PaparaSimd, EdgeRangesAtTheLayoutsEnd) {
+  const PaparaVariant& v = GetParam();
+  std::mt19937_64 rng(test::test_seed());
+  const std::vector<std::uint8_t> query = random_query(rng, 57);
+  const Scoring scoring = random_scoring(rng);
+  for (int edges : {1, 7, 31, 33, 64, 100, 128}) {
+    const Profiles p = random_profiles(rng, 45, edges, 0.2);
+    for (int first_edge : {0, 1, edges / 2, edges - 17, edges - 1}) {
+      if (first_edge < 0 || first_edge >= edges) continue;
+      for (int count : {edges - first_edge, 1}) {
+        SCOPED_TRACE(std::to_string(edges) + " edges, first " + std::to_string(first_edge) +
+                     ", count " + std::to_string(count));
+        EXPECT_TRUE(same_scores(scalar_scores(query, p, first_edge, count, scoring),
+                                variant_scores(v, query, p, first_edge, count, scoring),
+                                first_edge));
+      }
+    }
+  }
+}
+
+// One column and one residue: every profile byte (state 0..15, flag or not) against every
+// query state; and a profile of no columns (score 0).
+TEST_P(PaparaSimd, SmallestInputs) {
+  const PaparaVariant& v = GetParam();
+  Profiles p;
+  p.columns = 1;
+  p.edges = 32;
+  p.stride = kEdgeAlign;
+  p.cells.resize(kEdgeAlign);
+  for (int e = 0; e < kEdgeAlign; ++e) p.cells[e] = static_cast<std::uint8_t>(std::min(e, 31));
+  const Scoring scoring;
+  for (std::uint8_t state = 1; state <= 15; ++state) {
+    const std::vector<std::uint8_t> query{state};
+    SCOPED_TRACE("query state " + std::to_string(state));
+    EXPECT_TRUE(same_scores(scalar_scores(query, p, 0, 32, scoring),
+                            variant_scores(v, query, p, 0, 32, scoring), 0));
+  }
+  Profiles none = p;
+  none.columns = 0;
+  const std::vector<std::uint8_t> query{1, 2, 4};
+  EXPECT_TRUE(same_scores(scalar_scores(query, none, 0, 5, scoring),
+                          variant_scores(v, query, none, 0, 5, scoring), 0));
+}
+
+// Scores past 32767. Edge 0 matches every residue in every column: without wrapping
+// H(i, j) would be 5 * (min(i, j) + 1); at the last cell (6553, 6553) that is 32770, which
+// wraps, so the cell takes its gap neighbours (32765 - 6), and the score is H(6553, 6552) =
+// 32765 (saturating lanes would give 32767). Edges 1 and 2 mostly match, so their wraps
+// come at other cells.
+TEST_P(PaparaSimd, ScoresWrapAround) {
+  const PaparaVariant& v = GetParam();
+  std::mt19937_64 rng(test::test_seed());
+  const int length = 6554;
+  Profiles p = random_profiles(rng, length, 3, 0.02);
+  std::bernoulli_distribution keep(0.03);
+  for (int j = 0; j < length; ++j) {
+    std::uint8_t* row = p.cells.data() + static_cast<std::size_t>(j) * p.stride;
+    for (int e = 0; e < p.stride; ++e) {
+      if (e == 0 || !keep(rng)) row[e] = 15;
+    }
+  }
+  const std::vector<std::uint8_t> query = random_query(rng, length);
+  const Scoring scoring{-6, -6, 5, -6};
+  const std::vector<std::int16_t> expected = scalar_scores(query, p, 0, 3, scoring);
+  ASSERT_EQ(expected[0], 32765);
+  EXPECT_TRUE(same_scores(expected, variant_scores(v, query, p, 0, 3, scoring), 0));
+}
+
+// The block form: many queries of many lengths at once, each query's row as the scalar
+// kernel scores it alone.
+TEST_P(PaparaSimd, BlockMatchesScalarPerQuery) {
+  const PaparaVariant& v = GetParam();
+  std::mt19937_64 rng(test::test_seed());
+  auto uniform = [&rng](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  for (int round = 0; round < 8; ++round) {
+    const int edges = uniform(1, 150);
+    const Profiles p = random_profiles(rng, uniform(1, 300), edges, 0.2);
+    const int queries = uniform(1, 12);
+    std::vector<std::uint8_t> residues;
+    std::vector<std::int64_t> offsets{0};
+    for (int q = 0; q < queries; ++q) {
+      const std::vector<std::uint8_t> query = random_query(rng, uniform(1, 400));
+      residues.insert(residues.end(), query.begin(), query.end());
+      offsets.push_back(static_cast<std::int64_t>(residues.size()));
+    }
+    const int first_edge = uniform(0, edges - 1);
+    const int count = uniform(1, edges - first_edge);
+    const Scoring scoring = random_scoring(rng);
+    std::vector<std::int16_t> out(static_cast<std::size_t>(queries) * count, 12345);
+    v.block(residues.data(), offsets.data(), queries, p.view(), first_edge, count, scoring,
+            out.data());
+    for (int q = 0; q < queries; ++q) {
+      SCOPED_TRACE("round " + std::to_string(round) + ", query " + std::to_string(q) + " of " +
+                   std::to_string(queries) + ", edges [" + std::to_string(first_edge) + ", " +
+                   std::to_string(first_edge + count) + "), " + describe(scoring));
+      const std::span<const std::uint8_t> query(
+          residues.data() + offsets[q], static_cast<std::size_t>(offsets[q + 1] - offsets[q]));
+      const std::vector<std::int16_t> row(out.begin() + q * count, out.begin() + (q + 1) * count);
+      ASSERT_TRUE(
+          same_scores(scalar_scores(query, p, first_edge, count, scoring), row, first_edge));
+    }
+  }
+}
+
+TEST_P(PaparaSimd, BlockRefusesAnEmptyQuery) {
+  const PaparaVariant& v = GetParam();
+  std::mt19937_64 rng(1);
+  const Profiles p = random_profiles(rng, 10, 4, 0.0);
+  const std::vector<std::uint8_t> residues{1, 2};
+  const std::vector<std::int64_t> offsets{0, 2, 2};
+  std::vector<std::int16_t> out(8);
+  EXPECT_THROW(v.block(residues.data(), offsets.data(), 2, p.view(), 0, 4, Scoring{}, out.data()),
+               std::invalid_argument);
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, PaparaSimd, ::testing::ValuesIn(kPaparaVariants),
+                         [](const ::testing::TestParamInfo<PaparaVariant>& param_info) {
+                           std::string name(param_info.param.name);
+                           std::erase(name, '.');
+                           return name;
+                         });
+
+TEST(PaparaSimdDispatch, ChoosesTheWidestSupportedVariant) {
+  const PaparaVariant& best = best_papara_variant();
+  EXPECT_TRUE(cpu_supports(best.isa));
+  for (const PaparaVariant& v : kPaparaVariants) {
+    EXPECT_EQ(v.name, isa_name(v.isa));
+    EXPECT_EQ(v.element_bits, 16);
+    if (cpu_supports(v.isa)) {
+      EXPECT_GE(best.lanes, v.lanes);
+      EXPECT_EQ(&papara_variant(v.name), &v);
+    } else {
+      EXPECT_THROW(papara_variant(v.name), UsageError);
+    }
+  }
+  EXPECT_EQ(&papara_variant("auto"), &best);
+  EXPECT_THROW(papara_variant("sse2"), UsageError);
+}
+
+}  // namespace
+}  // namespace duet::simd::papara

@@ -1,0 +1,357 @@
+// PaPaRa's GPU scoring kernels (label gpu): every kernel and strip width against
+// score_edges_scalar, score for score, on random profiles, queries and scorings (seed
+// printed; DUET_TEST_SEED replays), scorings that wrap 16 bits, a batch split into several
+// launches, and bad arguments. Skipped where no CUDA device exists.
+#include "device/papara/papara_gpu.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <iostream>
+#include <random>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/papara/papara_kernel.hpp"
+#include "test_support.hpp"
+
+namespace duet::device::papara {
+namespace {
+
+using duet::papara::ProfileView;
+using duet::papara::Scoring;
+
+// Profiles in ProfileView's layout, owning their cells.
+struct Profiles {
+  int columns = 0, edges = 0, edge_stride = 0;
+  std::vector<std::uint8_t> cells;
+  ProfileView view() const { return {columns, edges, edge_stride, cells.data()}; }
+};
+
+// Random states 1..15 (mostly one base, as ancestral profiles are) and random flags; the
+// padding edges repeat the last edge.
+Profiles random_profiles(std::mt19937_64& rng, int columns, int edges, double flag_rate) {
+  Profiles p;
+  p.columns = columns;
+  p.edges = edges;
+  p.edge_stride =
+      (edges + duet::papara::kEdgeAlign - 1) / duet::papara::kEdgeAlign * duet::papara::kEdgeAlign;
+  p.cells.resize(static_cast<std::size_t>(columns) * static_cast<std::size_t>(p.edge_stride));
+  std::uniform_real_distribution<double> unit(0, 1);
+  for (int j = 0; j < columns; ++j) {
+    std::uint8_t* row = p.cells.data() + static_cast<std::size_t>(j) * p.edge_stride;
+    for (int e = 0; e < edges; ++e) {
+      const auto state =
+          static_cast<unsigned>(unit(rng) < 0.6 ? 1u << (rng() % 4) : 1 + rng() % 15);
+      row[e] =
+          static_cast<std::uint8_t>(state | (unit(rng) < flag_rate ? duet::papara::kFlagBit : 0));
+    }
+    for (int e = edges; e < p.edge_stride; ++e) row[e] = row[edges - 1];
+  }
+  return p;
+}
+
+// Queries, concatenated: mostly single bases, some IUPAC sets (1..15).
+struct Queries {
+  std::vector<std::uint8_t> residues;
+  std::vector<std::int64_t> offsets{0};
+  std::size_t size() const { return offsets.size() - 1; }
+  std::span<const std::uint8_t> query(std::size_t q) const {
+    return {residues.data() + offsets[q], static_cast<std::size_t>(offsets[q + 1] - offsets[q])};
+  }
+  void add(std::mt19937_64& rng, int length) {
+    for (int i = 0; i < length; ++i) {
+      residues.push_back(
+          static_cast<std::uint8_t>(rng() % 8 != 0 ? 1u << (rng() % 4) : 1 + rng() % 15));
+    }
+    offsets.push_back(static_cast<std::int64_t>(residues.size()));
+  }
+};
+
+// A valid scoring: gaps -6..0, match 1..5, match + match_cgap < 0; one in four extreme
+// (magnitudes up to 30000, so that sums wrap 16 bits all the time).
+Scoring random_scoring(std::mt19937_64& rng) {
+  Scoring s;
+  if (rng() % 4 == 0) {
+    s.gap_open = static_cast<std::int16_t>(-static_cast<int>(rng() % 30000));
+    s.gap_extend = static_cast<std::int16_t>(-static_cast<int>(rng() % 30000));
+    s.match = static_cast<std::int16_t>(1 + rng() % 30000);
+    s.match_cgap = static_cast<std::int16_t>(-s.match - 1 - static_cast<int>(rng() % 2000));
+  } else {
+    s.gap_open = static_cast<std::int16_t>(-static_cast<int>(rng() % 7));
+    s.gap_extend = static_cast<std::int16_t>(-static_cast<int>(rng() % 7));
+    s.match = static_cast<std::int16_t>(1 + rng() % 5);
+    s.match_cgap = static_cast<std::int16_t>(-s.match - 1 - static_cast<int>(rng() % 5));
+  }
+  return s;
+}
+
+std::string describe(const Scoring& s) {
+  return std::to_string(s.gap_open) + ":" + std::to_string(s.gap_extend) + ":" +
+         std::to_string(s.match) + ":" + std::to_string(s.match_cgap);
+}
+
+// The scalar's scores of every query against [first_edge, first_edge + count), on every
+// core (pieces of 8 edges of one query).
+std::vector<std::int16_t> scalar_scores(const Profiles& p, const Queries& queries, int first_edge,
+                                        int count, const Scoring& scoring) {
+  std::vector<std::int16_t> scores(queries.size() * static_cast<std::size_t>(count));
+  const std::size_t pieces_per_query = (static_cast<std::size_t>(count) + 7) / 8;
+  std::atomic<std::size_t> next{0};
+  const auto work = [&] {
+    for (std::size_t piece; (piece = next++) < queries.size() * pieces_per_query;) {
+      const std::size_t q = piece / pieces_per_query;
+      const int k = static_cast<int>(piece % pieces_per_query) * 8;
+      duet::papara::score_edges_scalar(
+          queries.query(q), p.view(), first_edge + k, std::min(8, count - k), scoring,
+          scores.data() + q * static_cast<std::size_t>(count) + static_cast<std::size_t>(k));
+    }
+  };
+  std::vector<std::thread> threads(std::max(1u, std::thread::hardware_concurrency()));
+  for (auto& t : threads) t = std::thread(work);
+  for (auto& t : threads) t.join();
+  return scores;
+}
+
+// The GPU's scores of every query against [first_edge, first_edge + count) (output poisoned
+// first) equal `reference`, or the scalar's when none is given.
+void expect_scalar_scores(PaparaGpu& gpu, const Profiles& p, const Queries& queries, int first_edge,
+                          int count, const Scoring& scoring,
+                          const std::vector<std::int16_t>* reference = nullptr) {
+  SCOPED_TRACE("columns " + std::to_string(p.columns) + ", edges [" + std::to_string(first_edge) +
+               ", +" + std::to_string(count) + "), " + std::to_string(queries.size()) +
+               " queries, scoring " + describe(scoring));
+  std::vector<std::int16_t> out(queries.size() * static_cast<std::size_t>(count), 0x7b7b);
+  gpu.score(queries.residues.data(), queries.offsets.data(), queries.size(), first_edge, count,
+            scoring, out.data());
+  const std::vector<std::int16_t> computed =
+      reference != nullptr ? std::vector<std::int16_t>{}
+                           : scalar_scores(p, queries, first_edge, count, scoring);
+  const std::vector<std::int16_t>& expected = reference != nullptr ? *reference : computed;
+  int mismatches = 0;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (out[i] != expected[i] && ++mismatches <= 5) {
+      const std::size_t q = i / static_cast<std::size_t>(count);
+      ADD_FAILURE() << kernel_name(gpu.last_kernel()) << " width " << gpu.last_strip_width()
+                    << ": query " << q << " (length " << queries.query(q).size() << ") edge "
+                    << first_edge + static_cast<int>(i % static_cast<std::size_t>(count)) << ": "
+                    << out[i] << " vs " << expected[i];
+    }
+  }
+  EXPECT_EQ(mismatches, 0);
+}
+
+// One entry of the kernel table: a kernel and a strip width.
+struct Variant {
+  Kernel kernel;
+  int strip_width;
+};
+
+std::vector<Variant> all_variants() {
+  std::vector<Variant> v;
+  for (Kernel k : {Kernel::base_rows, Kernel::match_mask}) {
+    for (int w : kStripWidths) v.push_back({k, w});
+  }
+  v.push_back({Kernel::automatic, 0});
+  return v;
+}
+
+std::string variant_name(const ::testing::TestParamInfo<Variant>& info) {
+  std::string name = kernel_name(info.param.kernel);
+  std::replace(name.begin(), name.end(), '-', '_');
+  return info.param.strip_width > 0 ? name + "_" + std::to_string(info.param.strip_width) : name;
+}
+
+class PaparaGpuKernel : public ::testing::TestWithParam<Variant> {
+ protected:
+  void SetUp() override {
+    if (device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  }
+};
+
+// Random profiles of 1..700 columns (multiples of every strip width and not), edge ranges of
+// any size and start, and one batch of queries of mixed lengths 1..400.
+TEST_P(PaparaGpuKernel, RandomInputsEqualScalar) {
+  const std::uint64_t seed = test::test_seed();
+  SCOPED_TRACE("DUET_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  const int columns_cases[] = {1 + static_cast<int>(rng() % 700), 1 + static_cast<int>(rng() % 30),
+                               240, 241 + static_cast<int>(rng() % 19)};
+  for (int columns : columns_cases) {
+    const int edges = 1 + static_cast<int>(rng() % 200);
+    const Profiles p = random_profiles(rng, columns, edges, static_cast<double>(rng() % 4) / 4.0);
+    PaparaGpu gpu(0, p.view());
+    gpu.set_kernel(GetParam().kernel, GetParam().strip_width);
+    Queries queries;
+    const int n = 1 + static_cast<int>(rng() % 8);
+    for (int q = 0; q < n; ++q) {
+      queries.add(rng, rng() % 3 == 0 ? 1 + static_cast<int>(rng() % 400)
+                                      : 1 + static_cast<int>(rng() % 40));
+    }
+    int first_edge = static_cast<int>(rng() % static_cast<unsigned>(edges));
+    if (first_edge % 2 == 0 && first_edge + 1 < edges) ++first_edge;  // odd where possible
+    const int count = 1 + static_cast<int>(rng() % static_cast<unsigned>(edges - first_edge));
+    expect_scalar_scores(gpu, p, queries, first_edge, count, random_scoring(rng));
+    // The whole range, another scoring, on the same resident profiles.
+    expect_scalar_scores(gpu, p, queries, 0, edges, random_scoring(rng));
+  }
+}
+
+// Sizes at the edges: one column, one residue, one edge, the last edge alone, a strip
+// exactly full.
+TEST_P(PaparaGpuKernel, SmallSizes) {
+  const std::uint64_t seed = test::test_seed();
+  SCOPED_TRACE("DUET_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  for (int columns : {1, 2, 7, 8, 12, 16, 20, 24, 25}) {
+    const Profiles p = random_profiles(rng, columns, 65, 0.3);
+    PaparaGpu gpu(0, p.view());
+    gpu.set_kernel(GetParam().kernel, GetParam().strip_width);
+    Queries queries;
+    for (int length : {1, 2, 3, 17}) queries.add(rng, length);
+    const Scoring scoring = random_scoring(rng);
+    expect_scalar_scores(gpu, p, queries, 0, 1, scoring);
+    expect_scalar_scores(gpu, p, queries, 64, 1, scoring);
+    expect_scalar_scores(gpu, p, queries, 1, 64, scoring);
+    expect_scalar_scores(gpu, p, queries, 0, 65, scoring);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, PaparaGpuKernel, ::testing::ValuesIn(all_variants()),
+                         variant_name);
+
+class PaparaGpuBatch : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  }
+};
+
+// A long query against a long profile that mostly matches it: the diagonal alone is worth
+// more than 32767 (a mismatch costs 0), so the int16 score has wrapped, in the scalar as on
+// the GPU.
+TEST_F(PaparaGpuBatch, LongAlignmentWraps) {
+  const std::uint64_t seed = test::test_seed();
+  SCOPED_TRACE("DUET_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  Profiles p = random_profiles(rng, 7000, 8, 0);
+  Queries queries;
+  queries.add(rng, 6900);
+  const Scoring scoring{-3, -1, 5, -6};
+  int diagonal_matches = 6900;
+  for (int e = 0; e < p.edge_stride; ++e) {
+    for (int j = 0; j < 6900; ++j) {
+      std::uint8_t& cell =
+          p.cells[static_cast<std::size_t>(j) * p.edge_stride + static_cast<std::size_t>(e)];
+      if (e >= p.edges) {
+        cell = p.cells[static_cast<std::size_t>(j) * p.edge_stride +
+                       static_cast<std::size_t>(p.edges - 1)];
+      } else if (rng() % 50 != 0) {
+        cell = queries.residues[static_cast<std::size_t>(j)];
+      } else if (e == 0 && (cell & queries.residues[static_cast<std::size_t>(j)]) == 0) {
+        --diagonal_matches;
+      }
+    }
+  }
+  ASSERT_GT(diagonal_matches * scoring.match, 32767);
+  const std::vector<std::int16_t> reference = scalar_scores(p, queries, 0, p.edges, scoring);
+  for (Kernel k : {Kernel::base_rows, Kernel::match_mask}) {
+    PaparaGpu gpu(0, p.view());
+    gpu.set_kernel(k);
+    expect_scalar_scores(gpu, p, queries, 0, p.edges, scoring, &reference);
+  }
+  std::cout << "[ info     ] edge 0: diagonal worth " << diagonal_matches * scoring.match
+            << ", int16 score " << reference[0] << "\n";
+}
+
+// A negative match: the base-rows kernel is not exact there, automatic takes the match mask
+// (its two-step inc where the one-step one would carry between lanes), forcing base rows
+// throws.
+TEST_F(PaparaGpuBatch, NegativeMatch) {
+  const std::uint64_t seed = test::test_seed();
+  SCOPED_TRACE("DUET_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  const Profiles p = random_profiles(rng, 333, 150, 0.3);
+  Queries queries;
+  for (int q = 0; q < 6; ++q) queries.add(rng, 1 + static_cast<int>(rng() % 200));
+  PaparaGpu gpu(0, p.view());
+  for (const Scoring& s :
+       {Scoring{-3, -1, -2, -5}, Scoring{-3, -1, -20000, -20000}, Scoring{-4, -2, -3, 2}}) {
+    gpu.set_kernel(Kernel::automatic);
+    expect_scalar_scores(gpu, p, queries, 3, 140, s);
+    EXPECT_EQ(gpu.last_kernel(), Kernel::match_mask);
+    gpu.set_kernel(Kernel::base_rows);
+    std::vector<std::int16_t> out(queries.size() * 140);
+    EXPECT_THROW(gpu.score(queries.residues.data(), queries.offsets.data(), queries.size(), 3, 140,
+                           s, out.data()),
+                 std::invalid_argument);
+  }
+}
+
+// A scratch budget too small for the long queries on every warp: they run first, on a few
+// warps each taking many tasks, then the short ones on all warps.
+TEST_F(PaparaGpuBatch, SeveralLaunches) {
+  const std::uint64_t seed = test::test_seed();
+  SCOPED_TRACE("DUET_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  const Profiles p = random_profiles(rng, 157, 133, 0.2);
+  Queries queries;
+  for (int q = 0; q < 120; ++q) {
+    queries.add(rng, q % 3 == 0 ? 1 : 1 + static_cast<int>(rng() % 300));
+  }
+  const Scoring scoring = random_scoring(rng);
+  const std::vector<std::int16_t> reference = scalar_scores(p, queries, 1, 130, scoring);
+  for (Kernel k : {Kernel::base_rows, Kernel::match_mask}) {
+    PaparaGpu gpu(0, p.view(), std::size_t{1} << 20);
+    gpu.set_kernel(k);
+    expect_scalar_scores(gpu, p, queries, 1, 130, scoring, &reference);
+    EXPECT_EQ(gpu.last_launches(), 2);
+  }
+}
+
+// No columns: every score is the scalar's 0.
+TEST_F(PaparaGpuBatch, NoColumns) {
+  std::mt19937_64 rng(1);
+  const Profiles p = random_profiles(rng, 0, 5, 0);
+  PaparaGpu gpu(0, p.view());
+  Queries queries;
+  queries.add(rng, 10);
+  expect_scalar_scores(gpu, p, queries, 0, 5, Scoring{});
+}
+
+TEST_F(PaparaGpuBatch, BadArguments) {
+  std::mt19937_64 rng(1);
+  const Profiles p = random_profiles(rng, 10, 70, 0.1);
+  PaparaGpu gpu(0, p.view());
+  std::vector<std::int16_t> out(1000);
+  Queries good;
+  good.add(rng, 5);
+  EXPECT_THROW(
+      gpu.score(good.residues.data(), good.offsets.data(), 1, 60, 11, Scoring{}, out.data()),
+      std::invalid_argument);
+  EXPECT_THROW(
+      gpu.score(good.residues.data(), good.offsets.data(), 1, -1, 2, Scoring{}, out.data()),
+      std::invalid_argument);
+  Queries zero = good;
+  zero.residues[2] = 0;
+  EXPECT_THROW(
+      gpu.score(zero.residues.data(), zero.offsets.data(), 1, 0, 70, Scoring{}, out.data()),
+      std::invalid_argument);
+  Queries empty = good;
+  empty.offsets.push_back(empty.offsets.back());
+  EXPECT_THROW(
+      gpu.score(empty.residues.data(), empty.offsets.data(), 2, 0, 70, Scoring{}, out.data()),
+      std::invalid_argument);
+  EXPECT_THROW(gpu.set_kernel(Kernel::base_rows, 13), std::invalid_argument);
+  ProfileView bad = p.view();
+  bad.edge_stride = 65;
+  EXPECT_THROW(PaparaGpu(0, bad), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace duet::device::papara

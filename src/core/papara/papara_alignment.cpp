@@ -23,7 +23,7 @@ Trace traceback(std::span<const std::uint8_t> query, const ProfileView& p, int e
                    static_cast<std::size_t>(edge)];
   };
   const std::int32_t negative = kNegative;
-  // Row-major pointers; H, L of the previous column per row; U carried down each column.
+  // Pointers column by column; H, L of the previous column per row; U carried down each column.
   std::vector<std::uint8_t> from(static_cast<std::size_t>(m) * static_cast<std::size_t>(n));
   std::vector<std::int32_t> h(static_cast<std::size_t>(m), 0),
       l(static_cast<std::size_t>(m), negative);
@@ -35,37 +35,29 @@ Trace traceback(std::span<const std::uint8_t> query, const ProfileView& p, int e
     const std::int32_t go = flag ? 0 : s.gap_open, ge = flag ? 0 : s.gap_extend;
     const std::int32_t flag_score = flag ? s.match_cgap : 0;
     std::int32_t diag = 0, up = 0, u = 0;  // row -1: H = 0, and U = 0 here
+    std::uint8_t* column_from =
+        from.data() + static_cast<std::size_t>(j) * static_cast<std::size_t>(m);
+    const std::uint8_t state = c & kStateMask;
+    // Branch-free (the choices are data-dependent): selects and bit arithmetic only.
     for (int i = 0; i < m; ++i) {
-      const std::int32_t left = h[static_cast<std::size_t>(i)];
-      std::uint8_t bits = 0;
-      const std::int32_t l_open = left + go, l_extend = l[static_cast<std::size_t>(i)] + ge;
-      std::int32_t lv = l_open;
-      if (l_extend > l_open) {
-        lv = l_extend;
-        bits |= kLExtends;
-      }
+      const auto k = static_cast<std::size_t>(i);
+      const std::int32_t left = h[k];
+      const std::int32_t l_open = left + go, l_extend = l[k] + ge;
+      const bool l_extends = l_extend > l_open;
+      const std::int32_t lv = l_extends ? l_extend : l_open;
       const std::int32_t u_open = up + s.gap_open, u_extend = u + s.gap_extend;
-      u = u_open;
-      if (u_extend > u_open) {
-        u = u_extend;
-        bits |= kUExtends;
-      }
-      const std::int32_t d =
-          diag + ((c & kStateMask & query[static_cast<std::size_t>(i)]) != 0 ? s.match : 0) +
-          flag_score;
-      std::int32_t value = d;
-      if (u > lv && u > d) {
-        value = u;
-        bits |= kFromU;
-      } else if (lv >= u && lv > d) {
-        value = lv;
-        bits |= kFromL;
-      }
-      from[static_cast<std::size_t>(i) * static_cast<std::size_t>(n) +
-           static_cast<std::size_t>(j)] = bits;
-      l[static_cast<std::size_t>(i)] = lv;
+      const bool u_extends = u_extend > u_open;
+      u = u_extends ? u_extend : u_open;
+      const std::int32_t d = diag + ((state & query[k]) != 0 ? s.match : 0) + flag_score;
+      const bool take_u = u > lv && u > d;
+      const bool take_l = !take_u && lv >= u && lv > d;
+      const std::int32_t value = take_u ? u : (take_l ? lv : d);
+      column_from[k] =
+          static_cast<std::uint8_t>((take_u ? kFromU : 0) | (take_l ? kFromL : 0) |
+                                    (l_extends ? kLExtends : 0) | (u_extends ? kUExtends : 0));
+      l[k] = lv;
       diag = left;
-      h[static_cast<std::size_t>(i)] = value;
+      h[k] = value;
       up = value;
     }
     last_row[static_cast<std::size_t>(j)] = h[static_cast<std::size_t>(m - 1)];
@@ -95,8 +87,8 @@ Trace traceback(std::span<const std::uint8_t> query, const ProfileView& p, int e
   int i = end_i, j = end_j;
   enum { in_h, in_l, in_u } state = in_h;
   while (i >= 0 && j >= 0) {
-    const std::uint8_t bits = from[static_cast<std::size_t>(i) * static_cast<std::size_t>(n) +
-                                   static_cast<std::size_t>(j)];
+    const std::uint8_t bits = from[static_cast<std::size_t>(j) * static_cast<std::size_t>(m) +
+                                   static_cast<std::size_t>(i)];
     if (state == in_h) {
       const int origin = bits & 3;
       if (origin == kFromDiagonal) {

@@ -4,12 +4,13 @@
 // it), /results/papara, /trace/papara and /run.
 #include "app/papara/papara_command.hpp"
 
-#include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/task_group.h>
 
 #include <charconv>
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <mutex>
 
 #include "app/kit/run_context.hpp"
 #include "app/kit/run_flags.hpp"
@@ -202,15 +203,27 @@ void add_papara_command(CLI::App& app,
     }
     phase_time("read inputs and built profiles");
 
-    const PaparaRun run = run_papara(profiles.view(), residues, scoring, r);
-    if (run.stopped || g_interrupted.load()) throw Interrupted{};
-    phase_time("scored");
-    // Each query re-aligned to its best edge, on every core.
+    // Each query is re-aligned to its best edge as soon as its choice is final, on oneTBB's
+    // threads beside the scheduler's (a GPU-only run's idle cores take them at once).
     std::vector<papara::Trace> traces(queries.size());
-    tbb::parallel_for(std::size_t{0}, queries.size(), [&](std::size_t q) {
-      traces[q] =
-          papara::traceback(queries[q].states, profiles.view(), run.choices[q].edge, scoring);
-    });
+    tbb::task_group tracebacks;
+    std::mutex spawn;
+    const auto align = [&](std::size_t q, const papara::Choice& c) {
+      std::lock_guard lock(spawn);
+      tracebacks.run([&, q, edge = c.edge] {
+        traces[q] = papara::traceback(queries[q].states, profiles.view(), edge, scoring);
+      });
+    };
+    PaparaRun run;
+    try {
+      run = run_papara(profiles.view(), residues, scoring, r, align);
+    } catch (...) {
+      tracebacks.wait();
+      throw;
+    }
+    tracebacks.wait();
+    if (run.stopped || g_interrupted.load()) throw Interrupted{};
+    phase_time("scored and aligned");
     for (std::size_t q = 0; q < queries.size(); ++q) {
       if (traces[q].score != run.choices[q].score)
         throw InputError(
@@ -222,7 +235,6 @@ void add_papara_command(CLI::App& app,
     }
     const papara::AlignedRows rows =
         papara::aligned_rows(reference, queries, traces, o->no_reference_gaps);
-    phase_time("aligned");
     io::write_text_file(alignment_output,
                         [&](std::ostream& out) { papara::write_alignment(out, rows, o->fasta); });
     write_results(h5, reference, queries, run, rows, *o, scoring, alignment_path, command_line,

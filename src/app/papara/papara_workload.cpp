@@ -2,6 +2,7 @@
 #include "app/papara/papara_workload.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <stdexcept>
@@ -24,6 +25,7 @@ class UnitBlocks final : public BlockSource {
     const int range =
         std::max(papara::kEdgeAlign, o.max_block_edges / papara::kEdgeAlign * papara::kEdgeAlign);
     for (int first = 0; first < profiles.edges; first += range) {
+      ++edge_ranges_;
       const int edges = std::min(range, profiles.edges - first);
       std::size_t q = 0;
       while (q < queries.size()) {
@@ -41,6 +43,7 @@ class UnitBlocks final : public BlockSource {
     }
   }
   std::span<const PaparaUnit> units() const { return units_; }
+  int edge_ranges() const { return edge_ranges_; }
   std::int64_t total_cells() const { return total_; }
 
   BlockPtr next() override {
@@ -70,16 +73,27 @@ class UnitBlocks final : public BlockSource {
   std::vector<PaparaUnit> units_;
   std::vector<std::int64_t> cells_;
   std::int64_t total_ = 0;
+  int edge_ranges_ = 0;
   std::size_t next_ = 0;
 };
 
-// Each query's choice, merged from any block by any thread.
+// Each query's choice, merged from any block by any thread; once a query's last block is
+// in, its final choice goes to `final_choice` (where given).
 struct ChoiceSlots {
   std::vector<papara::AtomicChoice> slots;
-  explicit ChoiceSlots(std::size_t queries) : slots(queries) {}
+  std::vector<std::atomic<int>> blocks_left;  // per query: blocks not yet delivered
+  const FinalChoice& final_choice;
+  ChoiceSlots(std::size_t queries, int blocks_per_query, const FinalChoice& final)
+      : slots(queries), blocks_left(queries), final_choice(final) {
+    for (auto& b : blocks_left) b.store(blocks_per_query, std::memory_order_relaxed);
+  }
   void deliver(const PaparaUnit& u, std::span<const papara::Choice> choices) {
-    for (std::size_t k = 0; k < choices.size(); ++k)
-      slots[static_cast<std::size_t>(u.first_query) + k].merge_in(choices[k]);
+    for (std::size_t k = 0; k < choices.size(); ++k) {
+      const std::size_t q = static_cast<std::size_t>(u.first_query) + k;
+      slots[q].merge_in(choices[k]);
+      if (blocks_left[q].fetch_sub(1, std::memory_order_acq_rel) == 1 && final_choice)
+        final_choice(q, slots[q].get());
+    }
   }
 };
 
@@ -133,12 +147,13 @@ class PaparaWorkload final : public scheduler::Workload {
 }  // namespace
 
 PaparaRun run_papara(const papara::ProfileView& profiles, const QueryResidues& queries,
-                     const papara::Scoring& scoring, const PaparaRunOptions& options) {
+                     const papara::Scoring& scoring, const PaparaRunOptions& options,
+                     const FinalChoice& final_choice) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   const PaparaCpuKernel& kernel = select_papara_cpu_kernel(options.isa);
   UnitBlocks blocks(profiles, queries, options);
-  ChoiceSlots slots(queries.size());
+  ChoiceSlots slots(queries.size(), blocks.edge_ranges(), final_choice);
   const auto deliver = [&slots](const PaparaUnit& u, std::span<const papara::Choice> c) {
     slots.deliver(u, c);
   };

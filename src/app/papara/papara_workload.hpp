@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -51,7 +52,12 @@ struct PaparaRun {
   bool stopped = false;
 };
 
+// Called once per query as soon as its choice is final (all of its blocks are in), on the
+// thread that delivered its last block: a CPU worker or a GPU feeder (keep it short).
+using FinalChoice = std::function<void(std::size_t query, const papara::Choice& choice)>;
+
 PaparaRun run_papara(const papara::ProfileView& profiles, const QueryResidues& queries,
-                     const papara::Scoring& scoring, const PaparaRunOptions& options);
+                     const papara::Scoring& scoring, const PaparaRunOptions& options,
+                     const FinalChoice& final_choice = {});
 
 }  // namespace duet::app

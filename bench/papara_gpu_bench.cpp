@@ -9,7 +9,7 @@
 //
 //   papara_gpu_bench [--columns 1500] [--edges 10000] [--queries 1000] [--min-length 100]
 //                    [--max-length 150] [--flags 0.1] [--kernel auto|base-rows|match-mask|all]
-//                    [--width 0|8|12|16|20|24|all] [--repeat 3] [--check 2] [--seed 1]
+//                    [--width 0|12|16|20|24|all] [--repeat 3] [--check 2] [--seed 1]
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>

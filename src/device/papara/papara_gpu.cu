@@ -25,14 +25,17 @@ namespace {
 
 using detail::check;
 
-constexpr int kThreads = 128;  // 4 warps; warps take tasks independently
+// One warp per block: warps take tasks independently, and an SM then holds as many warps as
+// its registers allow (with blocks of 4 warps, up to 3 warps' worth would stay unused).
+constexpr int kThreads = 32;
 constexpr int kWarps = kThreads / 32;
 constexpr int kEdgesPerWarp = 64;  // 2 edges per lane
 // Bytes of boundary scratch per query row and warp: H and L of two edges per lane.
 constexpr std::size_t kScratchRowBytes = 32 * sizeof(uint2);
-// Default strip widths (bench/RESULTS.md has the measurements).
-constexpr int kDefaultBaseRowsWidth = 16;
-constexpr int kDefaultMatchMaskWidth = 16;
+// Default strip widths: the widest compiled, the fastest on an H100 (bench/papara_gpu_bench):
+// fewer strips, so less boundary traffic per cell.
+constexpr int kDefaultBaseRowsWidth = 24;
+constexpr int kDefaultMatchMaskWidth = 24;
 
 // Lane pairs: kNegative (-32000) in both 16-bit lanes; the smallest int16 in both (a max
 // with it leaves any value unchanged); 1 in both.
@@ -74,32 +77,103 @@ struct KernelArgs {
   std::int16_t* out;  // out[q * count + k]
 };
 
-// L(i, j) from H(i, j - 1) = h and L(i, j - 1) = l: max(h + go_j, l + ge_j). Where F_j, both
-// are 0 and that is h, as H >= L always (H is a max over L); elsewhere max(h + o, l + e). A
-// bitwise select by the lane pair's flag mask, so that a column keeps one register (the
-// mask) for its open and extend.
-__device__ __forceinline__ unsigned l_of(unsigned h, unsigned l, unsigned flagged,
-                                         const KernelArgs& a) {
-  const unsigned unflagged = add_max(h, a.gap_open, add_pair(l, a.gap_extend));
-  return (h & flagged) | (unflagged & ~flagged);
+// a & b, computed where written: the compiler may otherwise repeat the AND at every use in
+// the row loop (trading a register per column for an instruction per cell on the integer
+// pipe, the resource the kernels are bound by).
+__device__ __forceinline__ unsigned and_kept(unsigned a, unsigned b) {
+  unsigned r;
+  asm("and.b32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
 }
 
+// How the kernels form inc(i, j) = (A_j & q_i ? match : 0) + (F_j ? match_cgap : 0) for a
+// lane pair: set(c, ...) keeps what column c of the strip needs (flag_inc: match_cgap in a
+// flagged lane, else 0), row(residue, body) calls body(inc_of) with inc_of(c) giving column
+// c's inc in a row of that residue.
+//
+// BaseRows: inc for each of the four bases in registers; a row whose residue is one base
+// reads its base's (a branch per row, uniform over the warp: every lane has the same query);
+// another residue takes the max of its bases' incs, which is its inc when match >= 0 and
+// match + match_cgap does not overflow (the host checks).
+template <int C>
+struct BaseRows {
+  unsigned inc[4][C];
+  __device__ __forceinline__ void set(int c, unsigned b0, unsigned b1, unsigned flag_inc,
+                                      const KernelArgs& a) {
+#pragma unroll
+    for (int base = 0; base < 4; ++base) {
+      const unsigned hits = ((b0 >> base) & 1u) | (((b1 >> base) & 1u) << 16);
+      inc[base][c] = add_pair(hits * a.match, flag_inc);
+    }
+  }
+  template <class Body>
+  __device__ __forceinline__ void row(unsigned residue, const Body& body) const {
+    switch (residue) {
+      case 1:
+        body([&](int c) { return inc[0][c]; });
+        break;
+      case 2:
+        body([&](int c) { return inc[1][c]; });
+        break;
+      case 4:
+        body([&](int c) { return inc[2][c]; });
+        break;
+      case 8:
+        body([&](int c) { return inc[3][c]; });
+        break;
+      default:
+        body([&](int c) {
+          unsigned v = kSmallestPair;
+#pragma unroll
+          for (int base = 0; base < 4; ++base) {
+            if ((residue >> base) & 1u) v = max_pair(v, inc[base][c]);
+          }
+          return v;
+        });
+    }
+  }
+};
+
+// MatchMask: per column, bit r of a lane set when its state shares a base with residue r
+// (from the block's table `masks`), and flag_inc; `match` as KernelArgs has it; inc is a shift, a
+// mask and a multiply-add (kSplitInc: the multiply, then a 16-bit add, where one 32-bit add would
+// carry between the lanes; see score_packed).
+template <int C, bool kSplitInc>
+struct MatchMask {
+  const unsigned* masks;
+  unsigned match;
+  unsigned match_mask[C], flag_inc[C];
+  __device__ __forceinline__ void set(int c, unsigned b0, unsigned b1, unsigned flag_inc_c,
+                                      const KernelArgs&) {
+    match_mask[c] = masks[b0 & 15u] | (masks[b1 & 15u] << 16);
+    flag_inc[c] = flag_inc_c;
+  }
+  template <class Body>
+  __device__ __forceinline__ void row(unsigned residue, const Body& body) const {
+    body([&](int c) {
+      const unsigned hits = (match_mask[c] >> residue) & kLaneOnes;  // 1 in a matching lane
+      if constexpr (kSplitInc) {
+        return add_pair(hits * match, flag_inc[c]);
+      } else {
+        return hits * match + flag_inc[c];
+      }
+    });
+  }
+};
+
 // One strip of C columns [j0, j0 + C) of one lane's two edges e0, e1, over all m rows of the
-// query (the base_rows kernel). Kept in registers per column: inc for each of the four bases
-// (the lane pair's (A_j & base ? match : 0) + (F_j ? match_cgap : 0)), the flag mask (0xffff
-// in a flagged lane), and the DP's H and U of the row above. A row whose residue is
-// one base reads its base's inc (a branch per row, uniform over the warp: every lane has the
-// same query); another residue takes the max of its bases' incs, which is its inc when
-// match >= 0 and match + match_cgap does not overflow (the host checks). The column left of
-// the strip (H and L per row) comes from `scratch`, and this strip's last column goes back
-// there (`last`: the strip ends the profile, its last column's H goes into `best` instead).
-// kTail: a strip that passes the profile's end; its columns past the end copy H from the
-// left, so its last column holds H(i, n - 1) and its last row adds only copies.
-template <int C, bool kTail>
-__device__ __forceinline__ void sweep_strip_base(const KernelArgs& a, const std::uint8_t* query,
-                                                 int m, int e0, int e1, int j0, bool first,
-                                                 bool last, uint2* scratch, unsigned& best) {
-  unsigned inc[4][C], flagged[C], up[C], u[C];
+// query. Kept in registers per column: what `columns` needs for inc, go_j and ge_j (0 in a
+// flagged lane), and the DP's H and U of the row above. The column left of the strip (H and L
+// per row) comes from `scratch`, and this strip's last column goes back there (`last`: the
+// strip ends the profile, its last column's H goes into `best` instead). kTail: a strip that
+// passes the profile's end; its columns past the end copy H from the left, so its last column
+// holds H(i, n - 1) and its last row adds only copies.
+template <int C, bool kTail, class Columns>
+__device__ __forceinline__ void sweep_strip(const KernelArgs& a, Columns& columns,
+                                            const std::uint8_t* query, int m, int e0, int e1,
+                                            int j0, bool first, bool last, uint2* scratch,
+                                            unsigned& best) {
+  unsigned open[C], extend[C], up[C], u[C];
 #pragma unroll
   for (int c = 0; c < C; ++c) {
     const int j = j0 + c;
@@ -109,13 +183,11 @@ __device__ __forceinline__ void sweep_strip_base(const KernelArgs& a, const std:
       b0 = __ldg(column + e0);
       b1 = __ldg(column + e1);
     }
-    flagged[c] = ((b0 & 0x10u) ? 0x0000ffffu : 0u) | ((b1 & 0x10u) ? 0xffff0000u : 0u);
-    const unsigned flag_inc = a.match_cgap & flagged[c];
-#pragma unroll
-    for (int base = 0; base < 4; ++base) {
-      const unsigned hits = ((b0 >> base) & 1u) | (((b1 >> base) & 1u) << 16);
-      inc[base][c] = add_pair(hits * a.match, flag_inc);
-    }
+    // 0xffff in a flagged lane.
+    const unsigned flagged = ((b0 & 0x10u) ? 0x0000ffffu : 0u) | ((b1 & 0x10u) ? 0xffff0000u : 0u);
+    columns.set(c, b0, b1, a.match_cgap & flagged, a);
+    open[c] = and_kept(a.gap_open, ~flagged);
+    extend[c] = and_kept(a.gap_extend, ~flagged);
     up[c] = 0;             // H(-1, j)
     u[c] = kNegativePair;  // U(-1, j)
   }
@@ -139,46 +211,19 @@ __device__ __forceinline__ void sweep_strip_base(const KernelArgs& a, const std:
     }
     unsigned h = boundary.x, l = boundary.y;  // H(i, j - 1), L(i, j - 1)
     const unsigned diag_below = h;            // the next row's H(i, j0 - 1)
-    // The row, for base index kBase (0..3), or any residue (kBase < 0).
-    const auto row = [&](auto base_tag) {
-      constexpr int kBase = decltype(base_tag)::value;
+    const auto row = [&](const auto& inc_of) {
 #pragma unroll
       for (int c = 0; c < C; ++c) {
-        unsigned inc_c;
-        if constexpr (kBase >= 0) {
-          inc_c = inc[kBase][c];
-        } else {
-          inc_c = kSmallestPair;
-#pragma unroll
-          for (int base = 0; base < 4; ++base) {
-            if ((residue >> base) & 1u) inc_c = max_pair(inc_c, inc[base][c]);
-          }
-        }
         u[c] = add_max(up[c], a.gap_open, add_pair(u[c], a.gap_extend));
-        l = l_of(h, l, flagged[c], a);
-        unsigned value = max_pair(add_max(diag, inc_c, u[c]), l);
+        l = add_max(h, open[c], add_pair(l, extend[c]));
+        unsigned value = max_pair(add_max(diag, inc_of(c), u[c]), l);
         if (kTail && j0 + c >= a.columns) value = h;
         diag = up[c];
         up[c] = value;
         h = value;
       }
     };
-    switch (residue) {
-      case 1:
-        row(std::integral_constant<int, 0>{});
-        break;
-      case 2:
-        row(std::integral_constant<int, 1>{});
-        break;
-      case 4:
-        row(std::integral_constant<int, 2>{});
-        break;
-      case 8:
-        row(std::integral_constant<int, 3>{});
-        break;
-      default:
-        row(std::integral_constant<int, -1>{});
-    }
+    columns.row(residue, row);
     diag = diag_below;
     if (last) {
       best = max_pair(best, h);  // H(i, n - 1): the last column
@@ -194,97 +239,13 @@ __device__ __forceinline__ void sweep_strip_base(const KernelArgs& a, const std:
   for (int c = 0; c < C; ++c) best = max_pair(best, up[c]);  // H(m - 1, j): the last row
 }
 
-// One strip of C columns [j0, j0 + C) of one lane's two edges e0, e1, over all m rows of the
-// query (the match_mask kernel). Kept in registers per column: the match mask (bit r of a lane set
-// when the state shares a base with residue r), match_cgap where flagged (its part of inc), the
-// flag mask, and the DP's H and U of the row above. The column left of the strip (H and L per row)
-// comes from `scratch`, and this strip's last column goes back there (`last`: the strip ends the
-// profile, its last column's H goes into `best` instead). kTail: a strip that passes the profile's
-// end; its columns past the end copy H from the left, so its last column holds H(i, n - 1) and its
-// last row adds only copies.
-template <int C, bool kTail, bool kSplitInc>
-__device__ __forceinline__ void sweep_strip_mask(const KernelArgs& a, const std::uint8_t* query,
-                                                 int m, int e0, int e1, int j0, bool first,
-                                                 bool last, uint2* scratch,
-                                                 const unsigned* match_masks, unsigned& best) {
-  unsigned match_mask[C], flag_inc[C], flagged[C], up[C], u[C];
-#pragma unroll
-  for (int c = 0; c < C; ++c) {
-    const int j = j0 + c;
-    unsigned b0 = 0, b1 = 0;
-    if (!kTail || j < a.columns) {
-      const std::uint8_t* column = a.cells + static_cast<std::size_t>(j) * a.edge_stride;
-      b0 = __ldg(column + e0);
-      b1 = __ldg(column + e1);
-    }
-    match_mask[c] = match_masks[b0 & 15u] | (match_masks[b1 & 15u] << 16);
-    flagged[c] = ((b0 & 0x10u) ? 0x0000ffffu : 0u) | ((b1 & 0x10u) ? 0xffff0000u : 0u);
-    flag_inc[c] = a.match_cgap & flagged[c];
-    up[c] = 0;             // H(-1, j)
-    u[c] = kNegativePair;  // U(-1, j)
-  }
-  // The left boundary of rows i, i + 1, i + 2 and the residues of those rows, loaded two rows
-  // ahead so that the loads' latency hides behind a row's work. The first strip's boundary
-  // is H(i, -1) = 0, L(i, -1) = kNegative.
-  const uint2 outside = make_uint2(0u, kNegativePair);
-  uint2 boundary = outside, boundary_next = outside;
-  if (!first) {
-    boundary = scratch[0];
-    if (m > 1) boundary_next = scratch[32];
-  }
-  unsigned shift = __ldg(query), shift_next = m > 1 ? __ldg(query + 1) : 0u;
-  unsigned diag = 0;  // H(i - 1, j0 - 1); row -1 is 0
-  for (int i = 0; i < m; ++i) {
-    uint2 boundary_after = outside;
-    unsigned shift_after = 0;
-    if (i + 2 < m) {
-      shift_after = __ldg(query + i + 2);
-      if (!first) boundary_after = scratch[(i + 2) * 32];
-    }
-    unsigned h = boundary.x, l = boundary.y;  // H(i, j - 1), L(i, j - 1)
-    const unsigned diag_below = h;            // the next row's H(i, j0 - 1)
-#pragma unroll
-    for (int c = 0; c < C; ++c) {
-      // inc = (match where the lane's state meets residue `shift`) + match_cgap where flagged.
-      const unsigned hits = (match_mask[c] >> shift) & kLaneOnes;
-      unsigned inc;
-      if constexpr (kSplitInc) {
-        inc = add_pair(hits * a.match, flag_inc[c]);
-      } else {
-        inc = hits * a.match + flag_inc[c];  // no carry between lanes (see score_packed)
-      }
-      u[c] = add_max(up[c], a.gap_open, add_pair(u[c], a.gap_extend));
-      l = l_of(h, l, flagged[c], a);
-      unsigned value = max_pair(add_max(diag, inc, u[c]), l);
-      if (kTail && j0 + c >= a.columns) value = h;
-      diag = up[c];
-      up[c] = value;
-      h = value;
-    }
-    diag = diag_below;
-    if (last) {
-      best = max_pair(best, h);  // H(i, n - 1): the last column
-    } else {
-      scratch[i * 32] = make_uint2(h, l);
-    }
-    boundary = boundary_next;
-    boundary_next = boundary_after;
-    shift = shift_next;
-    shift_next = shift_after;
-  }
-#pragma unroll
-  for (int c = 0; c < C; ++c) best = max_pair(best, up[c]);  // H(m - 1, j): the last row
-}
-
-// How a kernel forms inc: base_rows (sweep_strip_base), or the match mask with inc in one
-// multiply-add (mask) or in two steps (mask_split, where the multiply-add would carry
-// between the lanes; see score_packed).
+// The compiled kernels: BaseRows, MatchMask<false>, MatchMask<true>.
 enum class Variant { base_rows, mask, mask_split };
 
 // Persistent warps: each takes tasks (one query against 64 consecutive edges of the range)
 // from a counter until none is left.
 template <int C, Variant V>
-__global__ void __launch_bounds__(kThreads) score_kernel(const KernelArgs a) {
+__global__ void __launch_bounds__(kThreads, 1) score_kernel(const KernelArgs a) {
   // Bit r (1..15) of match_masks[s] is set when state s shares a base with residue r.
   __shared__ unsigned match_masks[16];
   if (threadIdx.x < 16) {
@@ -315,10 +276,11 @@ __global__ void __launch_bounds__(kThreads) score_kernel(const KernelArgs a) {
       constexpr bool kTail = decltype(tail_tag)::value;
       const bool first = j0 == 0, last = kTail || j0 + C == a.columns;
       if constexpr (V == Variant::base_rows) {
-        sweep_strip_base<C, kTail>(a, residues, m, e0, e1, j0, first, last, scratch, best);
+        BaseRows<C> columns;
+        sweep_strip<C, kTail>(a, columns, residues, m, e0, e1, j0, first, last, scratch, best);
       } else {
-        sweep_strip_mask<C, kTail, V == Variant::mask_split>(a, residues, m, e0, e1, j0, first,
-                                                             last, scratch, match_masks, best);
+        MatchMask<C, V == Variant::mask_split> columns{match_masks, a.match};
+        sweep_strip<C, kTail>(a, columns, residues, m, e0, e1, j0, first, last, scratch, best);
       }
     };
     int j0 = 0;
@@ -335,8 +297,6 @@ using KernelFunction = void (*)(KernelArgs);
 template <Variant V>
 KernelFunction kernel_of_variant(int strip_width) {
   switch (strip_width) {
-    case 8:
-      return &score_kernel<8, V>;
     case 12:
       return &score_kernel<12, V>;
     case 16:

@@ -41,7 +41,7 @@ enum class Kernel { automatic, base_rows, match_mask };
 const char* kernel_name(Kernel kernel);  // "auto", "base-rows", "match-mask"
 
 // The strip widths compiled (columns a thread keeps in registers), for both kernels.
-inline constexpr int kStripWidths[] = {8, 12, 16, 20, 24};
+inline constexpr int kStripWidths[] = {12, 16, 20, 24};
 
 // The boundary scratch of all resident warps together: 8 bytes per query row per thread.
 // Queries longer than this allows for every warp the GPU holds get fewer warps, in a launch

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <iostream>
 #include <random>
 #include <span>
@@ -355,3 +356,39 @@ TEST_F(PaparaGpuBatch, BadArguments) {
 
 }  // namespace
 }  // namespace duet::device::papara
+
+// `duet papara` on the GPU: the alignment and the chosen edges of every PaPaRa case, in both
+// gap modes, GPU-only and hybrid (small blocks, so that the CPU and the GPU share each run),
+// are the CPU-only run's.
+namespace duet::papara {
+namespace {
+
+TEST(PaparaGpuCommand, GpuOnlyAndHybridMatchTheCpu) {
+  if (device::papara::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  const std::string data = DUET_PAPARA_DATA;
+  for (int c = 1; c <= 12; ++c) {
+    char name[16];
+    std::snprintf(name, sizeof name, "/case%02d", c);
+    const std::string dir = data + name;
+    for (const std::string mode : {"", "-c"}) {
+      test::TempDir out;
+      const std::string base = DUET_BINARY " papara -t " + dir + "/ref.tre -s " + dir +
+                               "/ref.phy -q " + dir + "/queries.fa --quiet " + mode +
+                               " --alignment " + out.file("");
+      ASSERT_EQ(test::run_command(base + "cpu.txt --h5 " + out.file("cpu.h5") + " --no-gpu").status,
+                0);
+      const auto gpu =
+          test::run_command(base + "gpu.txt --h5 " + out.file("gpu.h5") + " --gpu-only");
+      ASSERT_EQ(gpu.status, 0) << gpu.output;
+      const auto hybrid = test::run_command(base + "hybrid.txt --h5 " + out.file("hybrid.h5") +
+                                            " --block-cells 20000 --gpu-batch-blocks 2");
+      ASSERT_EQ(hybrid.status, 0) << hybrid.output;
+      const std::string cpu = test::read_file(out.file("cpu.txt"));
+      EXPECT_EQ(test::read_file(out.file("gpu.txt")), cpu) << dir << " " << mode;
+      EXPECT_EQ(test::read_file(out.file("hybrid.txt")), cpu) << dir << " " << mode;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace duet::papara

@@ -194,6 +194,7 @@ void add_papara_command(CLI::App& app,
     const papara::Reference reference = papara::make_reference(
         papara::read_newick(o->tree), papara::read_phylip(o->alignment), extra);
     for (auto& q : extra) queries.push_back(std::move(q));
+    phase_time("read inputs");
     const papara::Profiles profiles = papara::build_profiles(
         reference, o->cgap ? papara::GapMode::cgap : papara::GapMode::probabilistic);
     QueryResidues residues;
@@ -201,7 +202,7 @@ void add_papara_command(CLI::App& app,
       residues.residues.insert(residues.residues.end(), q.states.begin(), q.states.end());
       residues.offsets.push_back(static_cast<std::int64_t>(residues.residues.size()));
     }
-    phase_time("read inputs and built profiles");
+    phase_time("built profiles");
 
     // Each query is re-aligned to its best edge as soon as its choice is final, on oneTBB's
     // threads beside the scheduler's (a GPU-only run's idle cores take them at once).
@@ -217,13 +218,14 @@ void add_papara_command(CLI::App& app,
     PaparaRun run;
     try {
       run = run_papara(profiles.view(), residues, scoring, r, align);
+      phase_time("scored");
     } catch (...) {
       tracebacks.wait();
       throw;
     }
     tracebacks.wait();
     if (run.stopped || g_interrupted.load()) throw Interrupted{};
-    phase_time("scored and aligned");
+    phase_time("aligned");
     for (std::size_t q = 0; q < queries.size(); ++q) {
       if (traces[q].score != run.choices[q].score)
         throw InputError(
@@ -237,6 +239,7 @@ void add_papara_command(CLI::App& app,
         papara::aligned_rows(reference, queries, traces, o->no_reference_gaps);
     io::write_text_file(alignment_output,
                         [&](std::ostream& out) { papara::write_alignment(out, rows, o->fasta); });
+    phase_time("wrote the alignment");
     write_results(h5, reference, queries, run, rows, *o, scoring, alignment_path, command_line,
                   started);
     h5.close();
@@ -260,6 +263,7 @@ void add_papara_command(CLI::App& app,
     if (text_output != nullptr) io::write_text_file(*text_output, summary);
     if (g_interrupted.load()) throw Interrupted{};
     outputs.commit_all();
+    phase_time("committed outputs");
     if (!config.run.quiet) {
       if (text_output == nullptr) summary(std::cout);
       std::cout << "# alignment written to " << alignment_path << ", results to " << config.run.h5

@@ -1,3 +1,9 @@
+#!/bin/bash
+# Where a `duet papara` run's wall time goes, on the GPU machine (.device carried): builds
+# duet and the papara tests, runs `ctest -R Papara`, then each mode (--gpu-only, default,
+# --no-gpu) once on the 500-taxon reference with 10,000 reads and the 5,000-taxon one with
+# 2,000 (bench/papara_data.sh, carried gzipped in .device/papara_bench) under DUET_TIMES=1:
+# seconds from the start to each phase, CPU seconds by kind of thread, scheduler GCUPS.
 source bench/device_env.sh > /dev/null
 cmake -S . -B build-dev -G Ninja -DCMAKE_BUILD_TYPE=Release -DDUET_BUILD_BENCH=ON > /dev/null 2>&1
 cmake --build build-dev -j16 --target duet papara_tests papara_gpu_tests > $out/build.log 2>&1 || { tail -30 $out/build.log; exit 1; }

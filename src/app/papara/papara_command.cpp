@@ -4,13 +4,10 @@
 // it), /results/papara, /trace/papara and /run.
 #include "app/papara/papara_command.hpp"
 
-#include <oneapi/tbb/task_group.h>
-
 #include <charconv>
 #include <cstdio>
 #include <iostream>
 #include <memory>
-#include <mutex>
 
 #include "app/kit/run_context.hpp"
 #include "app/kit/run_flags.hpp"
@@ -18,6 +15,7 @@
 #include "app/kit/run_record.hpp"
 #include "app/kit/trace_output.hpp"
 #include "app/papara/papara_kernels.hpp"
+#include "app/papara/papara_tracebacks.hpp"
 #include "app/papara/papara_workload.hpp"
 #include "core/error.hpp"
 #include "core/papara/papara_alignment.hpp"
@@ -204,26 +202,13 @@ void add_papara_command(CLI::App& app,
     }
     phase_time("built profiles");
 
-    // Each query is re-aligned to its best edge as soon as its choice is final, on oneTBB's
-    // threads beside the scheduler's (a GPU-only run's idle cores take them at once).
-    std::vector<papara::Trace> traces(queries.size());
-    tbb::task_group tracebacks;
-    std::mutex spawn;
-    const auto align = [&](std::size_t q, const papara::Choice& c) {
-      std::lock_guard lock(spawn);
-      tracebacks.run([&, q, edge = c.edge] {
-        traces[q] = papara::traceback(queries[q].states, profiles.view(), edge, scoring);
-      });
-    };
-    PaparaRun run;
-    try {
-      run = run_papara(profiles.view(), residues, scoring, r, align);
-      phase_time("scored");
-    } catch (...) {
-      tracebacks.wait();
-      throw;
-    }
-    tracebacks.wait();
+    // Each query is re-aligned to its best edge as soon as its choice is final.
+    Tracebacks tracebacks(queries, profiles.view(), scoring);
+    const PaparaRun run =
+        run_papara(profiles.view(), residues, scoring, r,
+                   [&](std::size_t q, const papara::Choice& c) { tracebacks.add(q, c.edge); });
+    phase_time("scored");
+    const std::vector<papara::Trace> traces = tracebacks.finish();
     if (run.stopped || g_interrupted.load()) throw Interrupted{};
     phase_time("aligned");
     for (std::size_t q = 0; q < queries.size(); ++q) {

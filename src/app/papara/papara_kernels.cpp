@@ -112,7 +112,7 @@ class PaparaGpuBackend final : public scheduler::GpuBackend {
   const PaparaUnit& unit(const Block& b) const { return units_[static_cast<std::size_t>(b.index)]; }
 
   int device_;
-  const papara::ProfileView& profiles_;
+  papara::ProfileView profiles_;  // a view: copied
   const QueryResidues& queries_;
   const papara::Scoring& scoring_;
   std::span<const PaparaUnit> units_;

@@ -136,7 +136,7 @@ class PaparaWorkload final : public scheduler::Workload {
 
  private:
   const PaparaCpuKernel& kernel_;
-  const papara::ProfileView& profiles_;
+  papara::ProfileView profiles_;  // a view: copied
   const QueryResidues& queries_;
   const papara::Scoring& scoring_;
   std::span<const PaparaUnit> units_;

@@ -1,0 +1,40 @@
+// Tracebacks in batches (see papara_tracebacks.hpp).
+#include "app/papara/papara_tracebacks.hpp"
+
+namespace duet::app {
+
+Tracebacks::Tracebacks(std::span<const papara::Query> queries, const papara::ProfileView& profiles,
+                       const papara::Scoring& scoring)
+    : queries_(queries), profiles_(profiles), scoring_(scoring), traces_(queries.size()) {}
+
+Tracebacks::~Tracebacks() {
+  try {
+    group_.wait();
+  } catch (...) {  // a run that failed already reports its own error
+  }
+}
+
+void Tracebacks::add(std::size_t query, int edge) {
+  std::lock_guard lock(mutex_);
+  pending_.emplace_back(query, edge);
+  if (pending_.size() < kBatch) return;
+  group_.run([this, batch = std::move(pending_)] { align(batch); });
+  pending_.clear();
+}
+
+std::vector<papara::Trace> Tracebacks::finish() {
+  {
+    std::lock_guard lock(mutex_);
+    if (!pending_.empty()) group_.run([this, batch = std::move(pending_)] { align(batch); });
+    pending_.clear();
+  }
+  group_.wait();
+  return std::move(traces_);
+}
+
+void Tracebacks::align(const std::vector<std::pair<std::size_t, int>>& batch) {
+  for (const auto& [q, edge] : batch)
+    traces_[q] = papara::traceback(queries_[q].states, profiles_, edge, scoring_);
+}
+
+}  // namespace duet::app

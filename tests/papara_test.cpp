@@ -346,6 +346,20 @@ TEST(PaparaCommand, IdenticalOnEveryKernelAndDevice) {
   }
 }
 
+// -n NAME: the alignment goes to papara_alignment.NAME in the current folder, as PaPaRa
+// writes it.
+TEST(PaparaCommand, RunNameNamesTheAlignmentFile) {
+  TempDir dir;
+  write_file(dir.file("ref.tre"), kTree);
+  write_file(dir.file("ref.phy"), kAlignment);
+  write_file(dir.file("q.fa"), kReads);
+  const auto result = test::run_command(
+      "cd " + dir.path().string() +
+      " && " DUET_BINARY " papara -t ref.tre -s ref.phy -q q.fa -n run7 --h5 out.h5 --quiet");
+  ASSERT_EQ(result.status, 0) << result.output;
+  EXPECT_EQ(test::read_file(dir.file("papara_alignment.run7")), kExpected);
+}
+
 // Bad input: one message naming the file and line, a non-zero exit, and no output file
 // made or changed.
 TEST(PaparaCommand, BadInputLeavesEveryFileAsItWas) {

@@ -4,7 +4,12 @@
 // form. Every variant's scores are checked against score_edges_scalar on the first
 // edges; the scalar variant is timed on those edges only.
 //
+// Then the tracebacks (traceback_many of each variant): `tracebacks` random queries of
+// query_length - 50 .. query_length residues, each at a random edge, ns per cell (cells =
+// query length * columns), every Trace checked against papara::traceback's.
+//
 // Usage: papara_kernel_bench [columns=1500] [edges=10000] [query_length=150] [queries=8]
+//                            [tracebacks=256]
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -15,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "core/papara/papara_alignment.hpp"
 #include "core/papara/papara_kernel.hpp"
 #include "host_simd/papara/papara_simd.hpp"
 
@@ -42,8 +48,11 @@ int main(int argc, char** argv) {
   const int edges = argc > 2 ? std::atoi(argv[2]) : 10000;
   const int query_length = argc > 3 ? std::atoi(argv[3]) : 150;
   const int queries = argc > 4 ? std::atoi(argv[4]) : 8;
-  if (columns < 1 || edges < 1 || query_length < 1 || queries < 1) {
-    std::fprintf(stderr, "usage: papara_kernel_bench [columns] [edges] [query_length] [queries]\n");
+  const int tracebacks = argc > 5 ? std::atoi(argv[5]) : 256;
+  if (columns < 1 || edges < 1 || query_length < 1 || queries < 1 || tracebacks < 1) {
+    std::fprintf(stderr,
+                 "usage: papara_kernel_bench [columns] [edges] [query_length] [queries] "
+                 "[tracebacks]\n");
     return 2;
   }
   std::mt19937_64 rng(42);
@@ -106,6 +115,51 @@ int main(int argc, char** argv) {
   }
   if (failures > 0) {
     std::fprintf(stderr, "papara_kernel_bench: %d scores differ from score_edges_scalar\n",
+                 failures);
+    return 1;
+  }
+
+  // Tracebacks: each query at its own random edge.
+  std::vector<std::vector<std::uint8_t>> traced(static_cast<std::size_t>(tracebacks));
+  std::vector<int> traced_edges(static_cast<std::size_t>(tracebacks));
+  const int shortest = std::max(1, query_length - 50);
+  double traced_cells = 0;
+  for (int q = 0; q < tracebacks; ++q) {
+    traced[q].resize(static_cast<std::size_t>(shortest) +
+                     rng() % static_cast<std::size_t>(query_length - shortest + 1));
+    for (std::uint8_t& r : traced[q]) r = random_state(rng);
+    traced_edges[q] = static_cast<int>(rng() % static_cast<std::uint64_t>(edges));
+    traced_cells += static_cast<double>(traced[q].size()) * columns;
+  }
+  const std::vector<std::span<const std::uint8_t>> traced_spans(traced.begin(), traced.end());
+  std::vector<duet::papara::Trace> expected_traces(traced.size());
+  duet::simd::papara::traceback_many_scalar(profiles, scoring, traced_spans, traced_edges,
+                                            expected_traces);
+  std::printf("\ntracebacks: %d queries of %d..%d residues at random edges, 1 thread\n", tracebacks,
+              shortest, query_length);
+  std::printf("%-8s %6s %10s %10s\n", "variant", "lanes", "seconds", "ns/cell");
+  for (const PaparaVariant& v : kPaparaVariants) {
+    if (!duet::simd::cpu_supports(v.isa)) {
+      std::printf("%-8s %6d %10s %10s\n", std::string(v.name).c_str(), v.traceback_lanes, "-",
+                  "no cpu");
+      continue;
+    }
+    std::vector<duet::papara::Trace> out(traced.size());
+    double best = 1e30;
+    for (int repeat = 0; repeat < 3; ++repeat) {
+      const auto start = std::chrono::steady_clock::now();
+      v.traceback(profiles, scoring, traced_spans, traced_edges, out);
+      best = std::min(best, seconds_since(start));
+    }
+    for (std::size_t q = 0; q < out.size(); ++q) {
+      if (out[q].score != expected_traces[q].score || out[q].codes != expected_traces[q].codes)
+        ++failures;
+    }
+    std::printf("%-8s %6d %10.3f %10.3f\n", std::string(v.name).c_str(), v.traceback_lanes, best,
+                best / traced_cells * 1e9);
+  }
+  if (failures > 0) {
+    std::fprintf(stderr, "papara_kernel_bench: %d traces differ from papara::traceback\n",
                  failures);
     return 1;
   }

@@ -2,7 +2,9 @@
 // against the scalar reference score_edges_scalar, exactly: random profiles, queries and
 // scoring schemes (seed printed; DUET_TEST_SEED replays), edge ranges that end inside a
 // vector or at the layout's end, the smallest inputs, scores that wrap around 16 bits, and
-// the many-query block form. Variants this CPU lacks are skipped.
+// the many-query block form. Every variant's traceback against papara::traceback, Trace
+// for Trace: random inputs with queries of mixed lengths in one call, and inputs made of
+// ties. Variants this CPU lacks are skipped.
 #include "host_simd/papara/papara_simd.hpp"
 
 #include <gtest/gtest.h>
@@ -14,9 +16,11 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/papara/papara_alignment.hpp"
 #include "core/papara/papara_kernel.hpp"
 #include "test_support.hpp"
 
@@ -270,6 +274,110 @@ TEST_P(PaparaSimd, BlockRefusesAnEmptyQuery) {
                std::invalid_argument);
 }
 
+// ---- traceback ----
+
+using duet::papara::Trace;
+
+// Each query's Trace from the variant, in one call, against papara::traceback's.
+::testing::AssertionResult same_traces(const PaparaVariant& v, const Profiles& p,
+                                       const std::vector<std::vector<std::uint8_t>>& queries,
+                                       const std::vector<int>& edges, const Scoring& scoring) {
+  const std::vector<std::span<const std::uint8_t>> spans(queries.begin(), queries.end());
+  std::vector<Trace> actual(queries.size());
+  v.traceback(p.view(), scoring, spans, edges, actual);
+  for (std::size_t q = 0; q < queries.size(); ++q) {
+    const Trace expected = duet::papara::traceback(queries[q], p.view(), edges[q], scoring);
+    const Trace& got = actual[q];
+    if (expected.score == got.score && expected.codes == got.codes) continue;
+    const auto differ = std::mismatch(expected.codes.begin(), expected.codes.end(),
+                                      got.codes.begin(), got.codes.end());
+    return ::testing::AssertionFailure()
+           << "query " << q << " of " << queries.size() << " (length " << queries[q].size()
+           << ", edge " << edges[q] << "): scalar score " << expected.score << ", "
+           << expected.codes.size() << " codes; " << v.name << " score " << got.score << ", "
+           << got.codes.size() << " codes; first differing code at "
+           << (differ.first - expected.codes.begin());
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Random profiles, edges, scorings and queries of lengths 1..400, mixed in one call, in
+// numbers that are not multiples of the lanes.
+TEST_P(PaparaSimd, TracebackMatchesScalarOnRandomInputs) {
+  const PaparaVariant& v = GetParam();
+  std::mt19937_64 rng(test::test_seed());
+  auto uniform = [&rng](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const double flag_rates[] = {0.0, 0.1, 0.5, 1.0};
+  for (int round = 0; round < 16; ++round) {
+    const int columns = round % 5 == 0 ? uniform(1, 3) : uniform(1, 700);
+    const int edges = uniform(1, 200);
+    const Profiles p = random_profiles(rng, columns, edges, flag_rates[uniform(0, 3)]);
+    const int count = round == 1 ? 1 : uniform(2, 45);
+    std::vector<std::vector<std::uint8_t>> queries;
+    std::vector<int> query_edges;
+    for (int q = 0; q < count; ++q) {
+      queries.push_back(random_query(rng, uniform(0, 5) == 0 ? uniform(1, 3) : uniform(1, 400)));
+      query_edges.push_back(uniform(0, edges - 1));
+    }
+    const Scoring scoring = random_scoring(rng);
+    SCOPED_TRACE("round " + std::to_string(round) + ": " + std::to_string(columns) + " columns, " +
+                 std::to_string(edges) + " edges, " + std::to_string(count) + " queries, " +
+                 describe(scoring));
+    ASSERT_TRUE(same_traces(v, p, queries, query_edges, scoring));
+  }
+}
+
+// Ties everywhere: one state in every profile column and one in every residue (both 15,
+// both A, or A against C), flags all set or none, gap costs equal or zero, so that the tie
+// rules (extend only if strictly better; U, then L, then the diagonal; the first end cell)
+// decide every choice.
+TEST_P(PaparaSimd, TracebackMatchesScalarOnTies) {
+  const PaparaVariant& v = GetParam();
+  std::mt19937_64 rng(test::test_seed());
+  auto uniform = [&rng](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const Scoring scorings[] = {{0, 0, 1, -2},   {-1, -1, 1, -2}, {-2, 0, 2, -3},
+                              {-3, -1, 2, -3}, {0, -1, 5, -6},  random_scoring(rng)};
+  const std::pair<std::uint8_t, std::uint8_t> states[] = {{15, 15}, {1, 1}, {1, 2}};
+  for (const auto& [state, residue] : states) {
+    for (const bool flags : {true, false}) {
+      for (const Scoring& scoring : scorings) {
+        const int columns = uniform(1, 300), edges = uniform(1, 40);
+        Profiles p = random_profiles(rng, columns, edges, 0.0);
+        std::fill(p.cells.begin(), p.cells.end(),
+                  static_cast<std::uint8_t>(state | (flags ? kFlagBit : 0)));
+        std::vector<std::vector<std::uint8_t>> queries;
+        std::vector<int> query_edges;
+        for (int q = 0, count = uniform(1, 40); q < count; ++q) {
+          queries.emplace_back(static_cast<std::size_t>(uniform(1, 350)), residue);
+          query_edges.push_back(uniform(0, edges - 1));
+        }
+        SCOPED_TRACE("state " + std::to_string(state) + ", residue " + std::to_string(residue) +
+                     (flags ? ", flagged" : "") + ", " + std::to_string(columns) + " columns, " +
+                     describe(scoring));
+        ASSERT_TRUE(same_traces(v, p, queries, query_edges, scoring));
+      }
+    }
+  }
+}
+
+TEST_P(PaparaSimd, TracebackRefusesBadInputs) {
+  const PaparaVariant& v = GetParam();
+  std::mt19937_64 rng(1);
+  const Profiles p = random_profiles(rng, 10, 4, 0.0);
+  const std::vector<std::uint8_t> query{1, 2};
+  std::vector<std::span<const std::uint8_t>> queries{query, {}};
+  std::vector<Trace> out(2);
+  std::vector<int> edges{0, 1};
+  EXPECT_THROW(v.traceback(p.view(), Scoring{}, queries, edges, out), std::invalid_argument);
+  queries[1] = query;
+  edges[1] = 4;
+  EXPECT_THROW(v.traceback(p.view(), Scoring{}, queries, edges, out), std::invalid_argument);
+  edges[1] = -1;
+  EXPECT_THROW(v.traceback(p.view(), Scoring{}, queries, edges, out), std::invalid_argument);
+  edges.pop_back();
+  EXPECT_THROW(v.traceback(p.view(), Scoring{}, queries, edges, out), std::invalid_argument);
+}
+
 INSTANTIATE_TEST_SUITE_P(Variants, PaparaSimd, ::testing::ValuesIn(kPaparaVariants),
                          [](const ::testing::TestParamInfo<PaparaVariant>& param_info) {
                            std::string name(param_info.param.name);
@@ -283,6 +391,7 @@ TEST(PaparaSimdDispatch, ChoosesTheWidestSupportedVariant) {
   for (const PaparaVariant& v : kPaparaVariants) {
     EXPECT_EQ(v.name, isa_name(v.isa));
     EXPECT_EQ(v.element_bits, 16);
+    EXPECT_EQ(v.traceback_lanes, v.lanes == 1 ? 1 : v.lanes / 2);  // int32 queries, int16 edges
     if (cpu_supports(v.isa)) {
       EXPECT_GE(best.lanes, v.lanes);
       EXPECT_EQ(&papara_variant(v.name), &v);

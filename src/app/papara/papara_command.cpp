@@ -203,7 +203,7 @@ void add_papara_command(CLI::App& app,
     phase_time("built profiles");
 
     // Each query is re-aligned to its best edge as soon as its choice is final.
-    Tracebacks tracebacks(queries, profiles.view(), scoring);
+    Tracebacks tracebacks(queries, profiles.view(), scoring, r.isa);
     const PaparaRun run =
         run_papara(profiles.view(), residues, scoring, r,
                    [&](std::size_t q, const papara::Choice& c) { tracebacks.add(q, c.edge); });

@@ -4,8 +4,12 @@
 namespace duet::app {
 
 Tracebacks::Tracebacks(std::span<const papara::Query> queries, const papara::ProfileView& profiles,
-                       const papara::Scoring& scoring)
-    : queries_(queries), profiles_(profiles), scoring_(scoring), traces_(queries.size()) {}
+                       const papara::Scoring& scoring, const std::string& isa)
+    : function_(simd::papara::papara_variant(isa).traceback),
+      queries_(queries),
+      profiles_(profiles),
+      scoring_(scoring),
+      traces_(queries.size()) {}
 
 Tracebacks::~Tracebacks() {
   try {
@@ -33,8 +37,15 @@ std::vector<papara::Trace> Tracebacks::finish() {
 }
 
 void Tracebacks::align(const std::vector<std::pair<std::size_t, int>>& batch) {
-  for (const auto& [q, edge] : batch)
-    traces_[q] = papara::traceback(queries_[q].states, profiles_, edge, scoring_);
+  std::vector<std::span<const std::uint8_t>> queries;
+  std::vector<int> edges;
+  std::vector<papara::Trace> traces(batch.size());
+  for (const auto& [q, edge] : batch) {
+    queries.emplace_back(queries_[q].states);
+    edges.push_back(edge);
+  }
+  function_(profiles_, scoring_, queries, edges, traces);
+  for (std::size_t k = 0; k < batch.size(); ++k) traces_[batch[k].first] = std::move(traces[k]);
 }
 
 }  // namespace duet::app

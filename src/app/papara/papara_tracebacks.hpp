@@ -15,6 +15,7 @@
 #include "core/papara/papara_alignment.hpp"
 #include "core/papara/papara_input.hpp"
 #include "core/papara/papara_kernel.hpp"
+#include "host_simd/papara/papara_simd.hpp"
 
 namespace duet::app {
 
@@ -23,8 +24,10 @@ class Tracebacks {
   // Queries gathered before a batch starts.
   static constexpr std::size_t kBatch = 64;
 
+  // `isa`: the CPU variant whose traceback runs (simd::papara::papara_variant; "auto": the
+  // best this CPU has): W queries at once, one per int32 lane.
   Tracebacks(std::span<const papara::Query> queries, const papara::ProfileView& profiles,
-             const papara::Scoring& scoring);
+             const papara::Scoring& scoring, const std::string& isa);
   ~Tracebacks();  // waits for the batches under way
   Tracebacks(const Tracebacks&) = delete;
   Tracebacks& operator=(const Tracebacks&) = delete;
@@ -37,6 +40,7 @@ class Tracebacks {
  private:
   void align(const std::vector<std::pair<std::size_t, int>>& batch);
 
+  simd::papara::TracebackManyFunction function_;
   std::span<const papara::Query> queries_;
   papara::ProfileView profiles_;
   papara::Scoring scoring_;

@@ -1,6 +1,7 @@
-// PaPaRa's scoring kernel for avx512 (512-bit vectors, 32 edges), in namespace
-// duet::simd::papara::avx512. The source is papara_kernel_impl.hpp; this file only chooses the
-// width. CMake compiles it, and nothing else, with the avx512 flags.
+// PaPaRa's scoring kernel (512-bit vectors, 32 edges) and traceback DP (16 queries) for avx512, in
+// namespace duet::simd::papara::avx512. The sources are papara_kernel_impl.hpp and
+// papara_traceback_impl.hpp; this file only chooses the width. CMake compiles it, and nothing
+// else, with the avx512 flags.
 #if !defined(__AVX512BW__)
 #error "papara_avx512.cpp must be compiled with the avx512 flags (see src/host_simd/CMakeLists.txt)"
 #endif
@@ -8,3 +9,4 @@
 #define DUET_PAPARA_NAMESPACE avx512
 #define DUET_PAPARA_VECTOR_BITS 512
 #include "host_simd/papara/papara_kernel_impl.hpp"
+#include "host_simd/papara/papara_traceback_impl.hpp"

@@ -1,12 +1,16 @@
-// PaPaRa SIMD dispatch and the kernels' scratch memory (see papara_simd.hpp and
-// papara_isa_kernels.hpp). Compiled without ISA flags.
+// PaPaRa SIMD dispatch, the kernels' scratch memory, and the traceback's grouping of
+// queries and walk back (see papara_simd.hpp and papara_isa_kernels.hpp). Compiled without
+// ISA flags.
 #include "host_simd/papara/papara_simd.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <new>
+#include <numeric>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "core/error.hpp"
 #include "host_simd/papara/papara_isa_kernels.hpp"
@@ -21,6 +25,9 @@ using duet::papara::Scoring;
 static_assert(kPaparaVariants[1].lanes == sse41::kLanes);
 static_assert(kPaparaVariants[2].lanes == avx2::kLanes);
 static_assert(kPaparaVariants[3].lanes == avx512::kLanes);
+static_assert(kPaparaVariants[1].traceback_lanes == sse41::kTracebackLanes);
+static_assert(kPaparaVariants[2].traceback_lanes == avx2::kTracebackLanes);
+static_assert(kPaparaVariants[3].traceback_lanes == avx512::kTracebackLanes);
 
 // The longest query of a block; an empty query has no score (PaPaRa 2.5 loops forever on
 // one, SPEC.md §3.1), so it is refused here rather than given one.
@@ -67,7 +74,167 @@ void run_one(IsaKernel kernel, std::span<const std::uint8_t> query, const Profil
   run_block(kernel, query.data(), offsets, 1, profiles, first_edge, count, scoring, out);
 }
 
+// ---- traceback ----
+
+using duet::papara::Trace;
+using Queries = std::span<const std::span<const std::uint8_t>>;
+using TracebackKernel = void (*)(const TracebackGroupView&, const ProfileView&, const Scoring&,
+                                 TracebackEnd*, void*);
+constexpr int kMaxTracebackLanes = avx512::kTracebackLanes;
+
+void check_tracebacks(const ProfileView& profiles, Queries queries, std::span<const int> edges,
+                      std::span<const Trace> out) {
+  if (edges.size() != queries.size() || out.size() != queries.size())
+    throw std::invalid_argument("PaPaRa traceback: queries, edges and traces differ in number");
+  for (std::size_t q = 0; q < queries.size(); ++q) {
+    if (queries[q].empty()) throw std::invalid_argument("PaPaRa traceback: an empty query");
+    if (edges[q] < 0 || edges[q] >= profiles.edges)
+      throw std::invalid_argument("PaPaRa traceback: edge " + std::to_string(edges[q]) +
+                                  " outside the profiles");
+  }
+}
+
+constexpr std::size_t round_up(std::size_t bytes) {
+  return (bytes + kVectorBytes - 1) / kVectorBytes * kVectorBytes;
+}
+
+// papara::traceback's walk back for one lane of a group: trailing columns, trailing bases,
+// then the choices from the end cell, staying in L or U while they extend.
+void walk_back(const std::uint8_t* choices, int rows, int lanes, int lane, int columns, int m,
+               const TracebackEnd& end, Trace& t) {
+  using duet::papara::kBaseOnly;
+  using duet::papara::kColumnAndBase;
+  using duet::papara::kColumnOnly;
+  // Choice b of cell (i, j): bit `lane` of word (4 * j + b) * rows + i (little-endian).
+  const std::size_t word_bytes = traceback_choice_word_bytes(lanes);
+  const auto choice = [&](int i, int j, int b) {
+    const std::size_t word = (4 * static_cast<std::size_t>(j) + static_cast<std::size_t>(b)) *
+                                 static_cast<std::size_t>(rows) +
+                             static_cast<std::size_t>(i);
+    return (choices[word * word_bytes + static_cast<std::size_t>(lane >> 3)] >> (lane & 7) & 1) !=
+           0;
+  };
+  enum Choice { kFromU = 0, kFromL = 1, kLExtends = 2, kUExtends = 3 };
+  t.score = end.score;
+  std::vector<std::uint8_t>& codes = t.codes;  // built backwards, reversed at the end
+  codes.clear();
+  codes.reserve(static_cast<std::size_t>(columns) + static_cast<std::size_t>(m));
+  for (int j = columns - 1; j > end.column; --j) codes.push_back(kColumnOnly);
+  for (int i = m - 1; i > end.row; --i) codes.push_back(kBaseOnly);
+  int i = end.row, j = end.column;
+  enum { in_h, in_l, in_u } state = in_h;
+  while (i >= 0 && j >= 0) {
+    if (state == in_h) {
+      if (choice(i, j, kFromU)) {
+        state = in_u;
+      } else if (choice(i, j, kFromL)) {
+        state = in_l;
+      } else {
+        codes.push_back(kColumnAndBase);
+        --i;
+        --j;
+        continue;
+      }
+    }
+    if (state == in_l) {
+      codes.push_back(kColumnOnly);
+      if (!choice(i, j, kLExtends)) state = in_h;
+      --j;
+    } else {
+      codes.push_back(kBaseOnly);
+      if (!choice(i, j, kUExtends)) state = in_h;
+      --i;
+    }
+  }
+  for (; j >= 0; --j) codes.push_back(kColumnOnly);
+  for (; i >= 0; --i) codes.push_back(kBaseOnly);
+  std::reverse(codes.begin(), codes.end());
+}
+
+// The queries sorted by length, in groups of `lanes` (the last group repeats its longest
+// query in its spare lanes), each group's DP by `kernel`, then each query's walk back.
+void run_tracebacks(TracebackKernel kernel, int lanes, const ProfileView& profiles,
+                    const Scoring& scoring, Queries queries, std::span<const int> edges,
+                    std::span<Trace> out) {
+  check_tracebacks(profiles, queries, edges, out);
+  const int columns = profiles.columns;
+  if (columns <= 0) {  // no DP to run; papara::traceback handles this corner
+    for (std::size_t q = 0; q < queries.size(); ++q)
+      out[q] = duet::papara::traceback(queries[q], profiles, edges[q], scoring);
+    return;
+  }
+  thread_local std::vector<std::size_t> order;
+  order.resize(queries.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  // std::sort with the index as tie-break: stable without stable_sort's temporary buffer.
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return queries[a].size() != queries[b].size() ? queries[a].size() < queries[b].size() : a < b;
+  });
+  for (std::size_t first = 0; first < order.size(); first += static_cast<std::size_t>(lanes)) {
+    const int used =
+        static_cast<int>(std::min(order.size() - first, static_cast<std::size_t>(lanes)));
+    std::size_t group[kMaxTracebackLanes];
+    for (int k = 0; k < lanes; ++k)
+      group[k] = order[first + static_cast<std::size_t>(std::min(k, used - 1))];
+    const int rows = static_cast<int>(queries[group[used - 1]].size());
+    // Scratch: residues, H and L, the choices.
+    const std::size_t residue_bytes =
+        round_up(static_cast<std::size_t>(rows) * static_cast<std::size_t>(lanes) * 4);
+    const std::size_t work_size = round_up(traceback_work_bytes(rows));
+    auto* const base = static_cast<std::uint8_t*>(
+        thread_work(residue_bytes + work_size + traceback_choice_bytes(columns, rows, lanes)));
+    auto* const residues = reinterpret_cast<std::int32_t*>(base);
+    void* const work = base + residue_bytes;
+    std::uint8_t* const choices = base + residue_bytes + work_size;
+    alignas(kVectorBytes) std::int32_t lengths[kMaxTracebackLanes], lane_edges[kMaxTracebackLanes];
+    for (int k = 0; k < lanes; ++k) {
+      const std::span<const std::uint8_t> query = queries[group[k]];
+      const int m = static_cast<int>(query.size());
+      lengths[k] = m;
+      lane_edges[k] = edges[group[k]];
+      for (int i = 0; i < rows; ++i)
+        residues[static_cast<std::size_t>(i) * static_cast<std::size_t>(lanes) +
+                 static_cast<std::size_t>(k)] = i < m ? query[static_cast<std::size_t>(i)] : 0;
+    }
+    TracebackEnd ends[kMaxTracebackLanes];
+    kernel(TracebackGroupView{rows, lengths, lane_edges, residues, choices}, profiles, scoring,
+           ends, work);
+    for (int k = 0; k < used; ++k)
+      walk_back(choices, rows, lanes, k, columns, lengths[k], ends[k], out[group[k]]);
+  }
+}
+
 }  // namespace
+
+void traceback_many_scalar(const ProfileView& profiles, const Scoring& scoring, Queries queries,
+                           std::span<const int> edges, std::span<Trace> out) {
+  check_tracebacks(profiles, queries, edges, out);
+  for (std::size_t q = 0; q < queries.size(); ++q)
+    out[q] = duet::papara::traceback(queries[q], profiles, edges[q], scoring);
+}
+
+void traceback_many_sse41(const ProfileView& profiles, const Scoring& scoring, Queries queries,
+                          std::span<const int> edges, std::span<Trace> out) {
+  run_tracebacks(&sse41::traceback_group, sse41::kTracebackLanes, profiles, scoring, queries, edges,
+                 out);
+}
+
+void traceback_many_avx2(const ProfileView& profiles, const Scoring& scoring, Queries queries,
+                         std::span<const int> edges, std::span<Trace> out) {
+  run_tracebacks(&avx2::traceback_group, avx2::kTracebackLanes, profiles, scoring, queries, edges,
+                 out);
+}
+
+void traceback_many_avx512(const ProfileView& profiles, const Scoring& scoring, Queries queries,
+                           std::span<const int> edges, std::span<Trace> out) {
+  run_tracebacks(&avx512::traceback_group, avx512::kTracebackLanes, profiles, scoring, queries,
+                 edges, out);
+}
+
+void traceback_many(const ProfileView& profiles, const Scoring& scoring, Queries queries,
+                    std::span<const int> edges, std::span<Trace> out) {
+  best_papara_variant().traceback(profiles, scoring, queries, edges, out);
+}
 
 void score_edges_sse41(std::span<const std::uint8_t> query, const ProfileView& profiles,
                        int first_edge, int count, const Scoring& scoring, std::int16_t* out) {

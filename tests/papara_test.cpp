@@ -360,6 +360,27 @@ TEST(PaparaCommand, RunNameNamesTheAlignmentFile) {
   EXPECT_EQ(test::read_file(dir.file("papara_alignment.run7")), kExpected);
 }
 
+// A signal at any phase: exit 130, the old alignment file untouched, nothing else written.
+TEST(PaparaCommand, InterruptAtEveryPhaseWritesNothing) {
+  for (const char* phase :
+       {"read inputs", "built profiles", "scored", "aligned", "wrote the alignment"}) {
+    TempDir dir;
+    write_file(dir.file("ref.tre"), kTree);
+    write_file(dir.file("ref.phy"), kAlignment);
+    write_file(dir.file("q.fa"), kReads);
+    write_file(dir.file("papara_alignment.default"), "old\n");
+    const auto result =
+        test::run_command("cd " + dir.path().string() + " && DUET_DEBUG_SIGNAL_AT='2@" + phase +
+                          "' " DUET_BINARY " papara -t ref.tre -s ref.phy -q q.fa --h5 out.h5");
+    EXPECT_EQ(result.status, 130) << phase << "\n" << result.output;
+    EXPECT_EQ(test::read_file(dir.file("papara_alignment.default")), "old\n") << phase;
+    std::size_t files = 0;
+    for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir.path()))
+      ++files;
+    EXPECT_EQ(files, 4u) << phase;  // the inputs and the old file: no result, no temporary file
+  }
+}
+
 // Bad input: one message naming the file and line, a non-zero exit, and no output file
 // made or changed.
 TEST(PaparaCommand, BadInputLeavesEveryFileAsItWas) {

@@ -62,8 +62,8 @@ papara::Scoring parse_scoring(const std::string& text) {
 void write_results(io::Hdf5Writer& file, const papara::Reference& ref,
                    std::span<const papara::Query> queries, const PaparaRun& run,
                    const papara::AlignedRows& rows, const Options& o,
-                   const papara::Scoring& scoring, const std::string& alignment_path,
-                   const std::string& command_line, const std::string& started) {
+                   const std::string& alignment_path, const std::string& command_line,
+                   const std::string& started) {
   const std::string g = "/results/papara";
   std::vector<std::string> names, aligned;
   std::vector<std::int32_t> edge, score, runner_up, length;
@@ -111,7 +111,6 @@ void write_results(io::Hdf5Writer& file, const papara::Reference& ref,
   file.set_attribute(g, "edges", static_cast<std::int64_t>(ref.edges.size()));
   file.set_attribute(g, "gap_fraction", ref.gap_fraction);
   file.set_attribute(g, "cells", run.cells);
-  (void)scoring;
 
   write_run_header(file, {"duet papara", command_line, started, run.cpu_kernel, run.seconds});
   file.set_attribute("/run", "cpu_kernel", run.cpu_kernel);
@@ -225,8 +224,7 @@ void add_papara_command(CLI::App& app,
     io::write_text_file(alignment_output,
                         [&](std::ostream& out) { papara::write_alignment(out, rows, o->fasta); });
     phase_time("wrote the alignment");
-    write_results(h5, reference, queries, run, rows, *o, scoring, alignment_path, command_line,
-                  started);
+    write_results(h5, reference, queries, run, rows, *o, alignment_path, command_line, started);
     h5.close();
     const auto summary = [&](std::ostream& out) {
       char line[512];

@@ -5,6 +5,8 @@
 #include <cctype>
 #include <limits>
 
+#include "core/parallel_parts.hpp"
+
 namespace duet::papara {
 
 namespace {
@@ -154,34 +156,40 @@ AlignedRows aligned_rows(const Reference& reference, std::span<const Query> quer
     }
     out.rows.push_back(std::move(row));
   }
-  for (std::size_t q = 0; q < queries.size(); ++q) {
-    out.names.push_back(queries[q].name);
-    const auto& states = queries[q].states;
-    std::string row;
-    row.reserve(out.columns);
-    std::string inserted;
-    std::size_t base = 0, k = 0;
-    const auto flush_slot = [&](std::size_t slot) {
-      if (!no_reference_gaps) {
-        const std::size_t pad = width[slot] - inserted.size();
-        if (slot == 0) row.append(pad, '-');
-        row += inserted;
-        if (slot != 0) row.append(pad, '-');
+  // The queries' rows, in parts on every core (each row depends on its trace alone).
+  const std::size_t first = out.rows.size();
+  for (const Query& q : queries) out.names.push_back(q.name);
+  out.rows.resize(first + queries.size());
+  constexpr std::size_t kPart = 256;
+  for_each_part((queries.size() + kPart - 1) / kPart, [&](std::size_t part) {
+    const std::size_t end = std::min(queries.size(), (part + 1) * kPart);
+    for (std::size_t q = part * kPart; q < end; ++q) {
+      const auto& states = queries[q].states;
+      std::string& row = out.rows[first + q];
+      row.reserve(out.columns);
+      std::string inserted;
+      std::size_t base = 0, k = 0;
+      const auto flush_slot = [&](std::size_t slot) {
+        if (!no_reference_gaps) {
+          const std::size_t pad = width[slot] - inserted.size();
+          if (slot == 0) row.append(pad, '-');
+          row += inserted;
+          if (slot != 0) row.append(pad, '-');
+        }
+        inserted.clear();
+      };
+      for (std::uint8_t c : traces[q].codes) {
+        if (c == kBaseOnly) {
+          inserted.push_back(kStateChars[states[base++]]);
+          continue;
+        }
+        flush_slot(k);
+        row.push_back(c == kColumnAndBase ? kStateChars[states[base++]] : '-');
+        ++k;
       }
-      inserted.clear();
-    };
-    for (std::uint8_t c : traces[q].codes) {
-      if (c == kBaseOnly) {
-        inserted.push_back(kStateChars[states[base++]]);
-        continue;
-      }
-      flush_slot(k);
-      row.push_back(c == kColumnAndBase ? kStateChars[states[base++]] : '-');
-      ++k;
+      flush_slot(n);
     }
-    flush_slot(n);
-    out.rows.push_back(std::move(row));
-  }
+  });
   return out;
 }
 

@@ -39,6 +39,7 @@
 #include "io/hdf5_file.hpp"
 #include "scheduler/block_queue.hpp"
 #include "scheduler/cpu_pool.hpp"
+#include "scheduler/distributed_source.hpp"
 #include "scheduler/helper_team.hpp"
 #include "scheduler/result_sink.hpp"
 #include "search_compare.hpp"
@@ -568,6 +569,87 @@ class TinyBlocks final : public BlockSource {
  private:
   int count_, made_ = 0;
 };
+
+TEST(SchedulerParts, ResultSinkPassesSkippedBlocks) {
+  std::vector<std::int64_t> seen;
+  scheduler::ResultSink<int> sink([&](std::int64_t i, int&& v) {
+    EXPECT_EQ(v, static_cast<int>(i) * 10);
+    seen.push_back(i);
+  });
+  sink.put(3, 30);
+  sink.skip(1);
+  sink.put(0, 0);  // 0, then 1 skipped; 2 is still due
+  EXPECT_EQ(seen, (std::vector<std::int64_t>{0}));
+  sink.skip(2);  // 3 is handed over by the skip
+  sink.skip(4);
+  sink.put(5, 50);
+  EXPECT_EQ(seen, (std::vector<std::int64_t>{0, 3, 5}));
+  EXPECT_EQ(sink.delivered(), 6);
+  EXPECT_EQ(sink.held_back(), 0u);
+  EXPECT_THROW(sink.skip(4), std::logic_error);
+  EXPECT_THROW(sink.put(4, 40), std::logic_error);
+}
+
+TEST(SchedulerParts, ChunksShrinkTowardTheEnd) {
+  EXPECT_EQ(scheduler::chunk_blocks(0, 4, 1), 1);      // nothing known: one block
+  EXPECT_EQ(scheduler::chunk_blocks(800, 4, 1), 100);  // remaining / (2 x ranks)
+  EXPECT_EQ(scheduler::chunk_blocks(5, 4, 2), 2);      // never below the minimum
+  scheduler::ChunkCoordinator coordinator(2);
+  std::int64_t next = 0, last_size = 1 << 30;
+  int count = 0;
+  for (; next < 1000; ++count) {
+    const scheduler::Chunk c = coordinator.next_chunk(0, 1000);
+    EXPECT_EQ(c.first, next) << "chunks follow one another";
+    EXPECT_LE(c.size(), last_size) << "chunk " << count << " grows";
+    EXPECT_GE(c.size(), 1);
+    last_size = c.size();
+    next = c.last;
+  }
+  EXPECT_EQ(last_size, 1) << "the last chunks are single blocks";
+  EXPECT_LT(count, 40) << "about 4 x ln(1000) chunks and the last blocks one by one";
+  EXPECT_EQ(coordinator.next_chunk(1, 0).first, 0) << "each pass has its own hand-out";
+}
+
+// Ranks as threads: each reads the whole pass of its own source and takes its chunks from
+// one coordinator; every block is taken by exactly one rank and skipped by all the others.
+TEST(SchedulerParts, DistributedSourceTakesEveryBlockOnce) {
+  for (const int ranks : {1, 2, 5}) {
+    for (const int blocks : {0, 1, 7, 300}) {
+      scheduler::ChunkCoordinator coordinator(ranks);
+      std::vector<std::vector<std::int64_t>> taken(ranks), skipped(ranks);
+      std::vector<std::int64_t> chunks(ranks);
+      std::vector<std::thread> threads;
+      for (int r = 0; r < ranks; ++r) {
+        threads.emplace_back([&, r] {
+          TinyBlocks all(blocks);
+          scheduler::DistributedSource mine(all, coordinator, 3,
+                                            [&](std::int64_t b) { skipped[r].push_back(b); });
+          while (BlockPtr b = mine.next()) {
+            EXPECT_EQ(b->first_sequence, b->index) << "blocks keep their database numbers";
+            taken[r].push_back(b->index);
+          }
+          EXPECT_EQ(mine.next(), nullptr);
+          EXPECT_EQ(mine.blocks_taken(), static_cast<std::int64_t>(taken[r].size()));
+          chunks[r] = mine.chunks_taken();
+        });
+      }
+      for (auto& t : threads) t.join();
+      std::vector<int> owners(blocks, 0);
+      for (int r = 0; r < ranks; ++r) {
+        EXPECT_TRUE(std::is_sorted(taken[r].begin(), taken[r].end()));
+        EXPECT_EQ(taken[r].size() + skipped[r].size(), static_cast<std::size_t>(blocks))
+            << "rank " << r << " saw every block";
+        for (const std::int64_t b : taken[r]) ++owners[b];
+      }
+      for (int b = 0; b < blocks; ++b)
+        EXPECT_EQ(owners[b], 1) << ranks << " ranks, " << blocks << " blocks: block " << b;
+      if (blocks == 300) {
+        const std::int64_t all_chunks = std::accumulate(chunks.begin(), chunks.end(), 0LL);
+        EXPECT_LT(all_chunks, 150) << "chunks should hold several blocks";
+      }
+    }
+  }
+}
 
 TEST(SchedulerParts, WorkerNiceInOneProcess) {
   const char* nice_case = std::getenv("DUET_TEST_NICE_CASE");

@@ -2,7 +2,9 @@
 // database order. put(block_index, result) stores the result; every result whose
 // predecessors have all arrived is handed to the consumer, in block order, one call at a
 // time, by one of the threads calling put() (the others return once their result is
-// stored). Results held back wait for an earlier block.
+// stored). Results held back wait for an earlier block. skip(block_index) says that a
+// block has no result here (another rank of a distributed run has it: distributed_source.hpp);
+// the blocks after it do not wait for it.
 #pragma once
 
 #include <chrono>
@@ -10,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <stdexcept>
 #include <utility>
 
@@ -39,30 +42,21 @@ class ResultSink {
         note_result_sink_seconds(std::chrono::duration<double>(locked - asked).count(), consuming);
       }
     } note{asked, locked, consuming};
-    if (block_index < next_ || waiting_.count(block_index)) {
-      throw std::logic_error("ResultSink: block " + std::to_string(block_index) +
-                             " delivered twice");
-    }
+    check_new(block_index);
     waiting_.emplace(block_index, std::move(result));
-    if (draining_) return;
-    draining_ = true;
-    struct EndDraining {  // also when the consumer throws
-      bool& draining;
-      ~EndDraining() { draining = false; }
-    } end{draining_};
-    for (auto it = waiting_.find(next_); it != waiting_.end(); it = waiting_.find(next_)) {
-      Result next = std::move(it->second);
-      waiting_.erase(it);
-      const std::int64_t index = next_++;
-      lock.unlock();
-      const auto started = Clock::now();
-      consumer_(index, std::move(next));
-      consuming += std::chrono::duration<double>(Clock::now() - started).count();
-      lock.lock();
-    }
+    drain(lock, consuming);
   }
 
-  // Blocks handed to the consumer so far, and results still held back.
+  // No result will come for the block: the blocks after it do not wait for it.
+  void skip(std::int64_t block_index) {
+    std::unique_lock lock(mutex_);
+    check_new(block_index);
+    skipped_.insert(block_index);
+    double consuming = 0;
+    drain(lock, consuming);
+  }
+
+  // Blocks handed to the consumer (or skipped) so far, and results still held back.
   std::int64_t delivered() const {
     std::lock_guard lock(mutex_);
     return next_;
@@ -75,7 +69,44 @@ class ResultSink {
  private:
   Consumer consumer_;
   mutable std::mutex mutex_;
+  // Unless another thread is handing results over (it will hand these over too), hands
+  // every result that is next in order to the consumer, outside the lock, passing the
+  // skipped blocks; adds the consumer's time to `consuming`.
+  void drain(std::unique_lock<std::mutex>& lock, double& consuming) {
+    if (draining_) return;
+    draining_ = true;
+    struct EndDraining {  // also when the consumer throws
+      bool& draining;
+      ~EndDraining() { draining = false; }
+    } end{draining_};
+    for (;;) {
+      if (skipped_.erase(next_)) {
+        ++next_;
+        continue;
+      }
+      auto it = waiting_.find(next_);
+      if (it == waiting_.end()) break;
+      Result next = std::move(it->second);
+      waiting_.erase(it);
+      const std::int64_t index = next_++;
+      lock.unlock();
+      const auto started = std::chrono::steady_clock::now();
+      consumer_(index, std::move(next));
+      consuming +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      lock.lock();
+    }
+  }
+
+  void check_new(std::int64_t block_index) const {  // mutex_ held
+    if (block_index < next_ || waiting_.count(block_index) || skipped_.count(block_index)) {
+      throw std::logic_error("ResultSink: block " + std::to_string(block_index) +
+                             " delivered twice");
+    }
+  }
+
   std::map<std::int64_t, Result> waiting_;
+  std::set<std::int64_t> skipped_;
   std::int64_t next_ = 0;
   bool draining_ = false;  // a put() is handing results to the consumer
 };

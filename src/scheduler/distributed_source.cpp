@@ -1,0 +1,71 @@
+// ChunkCoordinator and DistributedSource: see distributed_source.hpp.
+#include "scheduler/distributed_source.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace duet::scheduler {
+
+std::int64_t chunk_blocks(std::int64_t remaining, int ranks, std::int64_t min_blocks) {
+  const std::int64_t min = std::max<std::int64_t>(1, min_blocks);
+  if (remaining <= 0) return min;
+  return std::max(min, remaining / (2 * std::max(1, ranks)));
+}
+
+ChunkCoordinator::ChunkCoordinator(int ranks, std::int64_t min_blocks)
+    : ranks_(std::max(1, ranks)), min_blocks_(std::max<std::int64_t>(1, min_blocks)) {}
+
+Chunk ChunkCoordinator::next_chunk(int pass, std::int64_t estimated_blocks) {
+  std::lock_guard lock(mutex_);
+  PassState& p = passes_[pass];
+  p.estimate = std::max(p.estimate, estimated_blocks);
+  const std::int64_t size = chunk_blocks(p.estimate - p.next, ranks_, min_blocks_);
+  const Chunk chunk{p.next, p.next + size};
+  p.next = chunk.last;
+  return chunk;
+}
+
+DistributedSource::DistributedSource(BlockSource& all, ChunkClient& chunks, int pass,
+                                     std::function<void(std::int64_t)> skipped)
+    : all_(all), client_(chunks), pass_(pass), skipped_(std::move(skipped)) {}
+
+std::int64_t DistributedSource::estimated_blocks() const {
+  const double done = all_.fraction_done();
+  if (seen_ == 0 || done <= 0) return 0;
+  return static_cast<std::int64_t>(static_cast<double>(seen_) / std::min(1.0, done) + 0.5);
+}
+
+BlockPtr DistributedSource::next() {
+  while (!ended_) {
+    if (seen_ >= chunk_.last) {
+      chunk_ = client_.next_chunk(pass_, estimated_blocks());
+      ++chunks_;
+      if (chunk_.first < seen_ || chunk_.size() <= 0) {
+        throw std::logic_error("DistributedSource: chunk [" + std::to_string(chunk_.first) + ", " +
+                               std::to_string(chunk_.last) + ") of pass " + std::to_string(pass_) +
+                               " is not ahead of block " + std::to_string(seen_));
+      }
+    }
+    BlockPtr block = all_.next();
+    if (!block) {
+      ended_ = true;
+      break;
+    }
+    if (block->index != seen_) {
+      throw std::logic_error("DistributedSource: block " + std::to_string(block->index) +
+                             " came where block " + std::to_string(seen_) + " was due");
+    }
+    ++seen_;
+    if (block->index < chunk_.first) {
+      if (skipped_) skipped_(block->index);
+      continue;
+    }
+    ++taken_;
+    return block;
+  }
+  return nullptr;
+}
+
+}  // namespace duet::scheduler

@@ -9,11 +9,14 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
+#include <string>
 #include <iostream>
 #include <thread>
 
 #include "app/bench_command.hpp"
 #include "app/hmmsearch/hmmsearch_command.hpp"
+#include "app/kit/cluster.hpp"
 #include "app/kit/run_context.hpp"
 #include "app/makedb_command.hpp"
 #include "app/pairhmm/pairhmm_command.hpp"
@@ -62,8 +65,15 @@ int run_info() {
 
 // The message and exit status of a run stopped by a signal (app::stop_exit_status).
 int report_stop() {
-  std::cerr << "duet: " << app::stop_reason() << "; no output written\n";
+  if (app::says_errors())
+    std::cerr << app::message_prefix() << app::stop_reason() << "; no output written\n";
   return app::stop_exit_status();
+}
+
+// Says an error (on the ranks that say it: app::says_errors) and returns `status`.
+int report_error(const char* what, int status) {
+  if (app::says_errors()) std::cerr << app::message_prefix() << "error: " << what << "\n";
+  return status;
 }
 
 // DUET_TIMES=1: the exit time and the CPU seconds by kind of thread
@@ -78,6 +88,28 @@ void at_exit() {
       line += " " + kind + figure + ";";
     }
     std::fprintf(stderr, "%s\n", line.c_str());
+  }
+}
+
+// Says what ended a command early (a signal, or an error: one line) and returns the
+// exit status.
+int report(std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const app::PeerFailed& p) {
+    return p.status;  // another rank said why
+  } catch (const app::Interrupted&) {
+    return report_stop();
+  } catch (const InputError& e) {
+    // A signal makes blocked reads and opens fail; the signal is the reason, not them.
+    if (app::g_interrupted.load()) return report_stop();
+    return report_error(e.what(), 1);
+  } catch (const UsageError& e) {
+    if (app::g_interrupted.load()) return report_stop();
+    return report_error(e.what(), 2);
+  } catch (const std::exception& e) {
+    if (app::g_interrupted.load()) return report_stop();
+    return report_error(e.what(), 1);
   }
 }
 
@@ -106,41 +138,52 @@ int run_main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    // Every rank of a job parsed the same command line: rank 0 answers.
+    if (!app::says_errors()) return e.get_exit_code() == 0 ? 0 : 2;
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
   }
   try {
-    for (auto& [command, action] : commands)
-      if (command->parsed()) return action();
+    for (auto& [command, action] : commands) {
+      if (!command->parsed()) continue;
+      // The commands that share their work among the ranks of an MPI job; the others
+      // refuse a job of several ranks.
+      const std::string name = command->get_name();
+      if (name != "hmmsearch" && name != "hmmscan" && name != "pairhmm")
+        app::refuse_several_ranks("duet " + name);
+      return action();
+    }
     return 2;  // require_subcommand(1): not reached
-  } catch (const app::Interrupted&) {
-    return report_stop();
-  } catch (const InputError& e) {
-    // A signal makes blocked reads and opens fail; the signal is the reason, not them.
-    if (app::g_interrupted.load()) return report_stop();
-    std::cerr << "duet: error: " << e.what() << "\n";
-    return 1;
-  } catch (const UsageError& e) {
-    if (app::g_interrupted.load()) return report_stop();
-    std::cerr << "duet: error: " << e.what() << "\n";
-    return 2;
-  } catch (const std::exception& e) {
-    if (app::g_interrupted.load()) return report_stop();
-    std::cerr << "duet: error: " << e.what() << "\n";
-    return 1;
+  } catch (...) {
+    std::exception_ptr error = std::current_exception();
+    // A rank that fails before its command's checkpoint still tells the others, which
+    // wait there (app::agree_on_checks); the rank that says the error is decided there.
+    if (app::cluster() != nullptr && !app::checks_agreed()) {
+      try {
+        app::agree_on_checks(error);
+      } catch (...) {
+        error = std::current_exception();
+      }
+    }
+    return report(error);
   }
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Under mpirun or srun, this process is a rank of a job (app/kit/cluster.hpp).
+  app::ClusterSession session(&argc, &argv);
   const int status = run_main(argc, argv);
+  // A rank that failed once the job ran ends every rank (the others may wait for it).
+  if (status != 0 && app::cluster_running()) app::cluster()->abort(status);
   // A device still starting (the run ended first): the CUDA runtime's exit handlers must not
   // run beside the warm-up thread. Every output is committed and closed by now.
   if (device::gpu_warmup_running()) {
     std::cout.flush();
     at_exit();
     std::fflush(nullptr);
+    session.end();
     ::_exit(status);
   }
   return status;

@@ -516,4 +516,60 @@ RunSummary run_blocks(BlockSource& blocks, Workload& workload, std::span<GpuBack
   return s;
 }
 
+RunSummary merge_run_summaries(std::vector<RunSummary> ranks) {
+  RunSummary m;
+  if (ranks.empty()) return m;
+  int cpu_workers = 0;
+  for (const RunSummary& r : ranks) cpu_workers += r.cpu_workers;
+  int cpu_offset = 0, feeder_offset = cpu_workers;
+  double first_device_idle = 0, first_worker_idle = 0;
+  bool first = true;
+  for (std::size_t k = 0; k < ranks.size(); ++k) {
+    RunSummary& r = ranks[k];
+    for (TraceRow& row : r.trace) {
+      row.rank = static_cast<int>(k);
+      row.worker += row.worker < r.cpu_workers ? cpu_offset : feeder_offset - r.cpu_workers;
+      m.trace.push_back(std::move(row));
+    }
+    cpu_offset += r.cpu_workers;
+    feeder_offset += r.gpu_feeders;
+    const double device_idle = r.seconds - r.idle_tail_seconds;
+    const double worker_idle = r.seconds - r.worker_idle_tail_seconds;
+    first_device_idle = first ? device_idle : std::min(first_device_idle, device_idle);
+    first_worker_idle = first ? worker_idle : std::min(first_worker_idle, worker_idle);
+    first = false;
+    m.seconds = std::max(m.seconds, r.seconds);
+    m.blocks += r.blocks;
+    m.sequences += r.sequences;
+    m.residues += r.residues;
+    m.cpu_residues += r.cpu_residues;
+    m.gpu_residues += r.gpu_residues;
+    m.cpu_busy_seconds += r.cpu_busy_seconds;
+    m.gpu_busy_seconds += r.gpu_busy_seconds;
+    m.cpu_cells += r.cpu_cells;
+    m.gpu_cells += r.gpu_cells;
+    m.cpu_stage_seconds += r.cpu_stage_seconds;
+    m.gpu_stage_seconds += r.gpu_stage_seconds;
+    m.post_seconds += r.post_seconds;
+    m.post_cells += r.post_cells;
+    m.gpu_faults += r.gpu_faults;
+    m.reused_blocks += r.reused_blocks;
+    m.cpu_workers += r.cpu_workers;
+    m.gpu_feeders += r.gpu_feeders;
+    m.stopped = m.stopped || r.stopped;
+  }
+  m.idle_tail_seconds = m.seconds - first_device_idle;
+  m.worker_idle_tail_seconds = m.seconds - first_worker_idle;
+  std::stable_sort(m.trace.begin(), m.trace.end(), [](const TraceRow& a, const TraceRow& b) {
+    return a.start != b.start ? a.start < b.start : a.worker < b.worker;
+  });
+  if (m.cpu_stage_seconds > 0)
+    m.cpu_cells_per_second =
+        static_cast<double>(m.cpu_cells) / (m.cpu_stage_seconds / std::max(1, m.cpu_workers));
+  if (m.gpu_stage_seconds > 0)
+    m.gpu_cells_per_second =
+        static_cast<double>(m.gpu_cells) / (m.gpu_stage_seconds / std::max(1, m.gpu_feeders));
+  return m;
+}
+
 }  // namespace duet::scheduler

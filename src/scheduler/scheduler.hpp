@@ -138,6 +138,7 @@ struct SchedulerOptions {
 enum class Device : std::uint8_t { cpu = 0, gpu = 1 };
 
 struct TraceRow {
+  int rank = 0;    // the rank of a distributed run (merge_run_summaries); 0 otherwise
   int worker = 0;
   Device device = Device::cpu;
   std::string stage;          // "all", the device's stages, "post", or "fault"
@@ -174,6 +175,15 @@ struct RunSummary {
   int cpu_workers = 0, gpu_feeders = 0;
   bool stopped = false;  // stopped through options.stop: results are incomplete
 };
+
+// One summary of a pass that several ranks of a distributed run shared
+// (distributed_source.hpp), from each rank's own (index: rank; its clock starts with its
+// own pass). Trace rows get their rank, and workers new numbers: every rank's CPU workers
+// first (rank 0's, then rank 1's...), then every rank's GPU feeders, so that worker k is
+// a GPU feeder from cpu_workers on, as in one rank's summary. Counts, cells and busy
+// times are summed, seconds is the longest rank's, the rates are recomputed, and the idle
+// tails run from the first moment any rank's device (or worker) went idle for good.
+RunSummary merge_run_summaries(std::vector<RunSummary> ranks);
 
 // The adaptive policy's residue budget for a device's next batch: half of what the device
 // (own_rate residues/s) does in the time the machine (machine_rate residues/s, every

@@ -10,13 +10,16 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <thread>
 
+#include "app/hmmsearch/distributed.hpp"
 #include "app/hmmsearch/report.hpp"
 #include "app/hmmsearch/result_stream.hpp"
 #include "app/hmmsearch/scan.hpp"
 #include "app/hmmsearch/search.hpp"
+#include "app/kit/cluster.hpp"
 #include "app/kit/run_context.hpp"
 #include "app/kit/run_flags.hpp"
 #include "core/error.hpp"
@@ -273,24 +276,28 @@ void add_profile_command(CLI::App& app,
     // Everything that can be checked before the search is checked first: the outputs
     // can be created and are neither inputs nor each other, the model file parses, the
     // database opens (once: a FIFO or pipe cannot be opened twice).
+    // In an MPI job (kit/cluster.hpp), rank 0 alone writes the outputs, from every rank's
+    // results.
+    Cluster* const job = cluster();
+    const bool writer = job == nullptr || job->rank() == 0;
     io::OutputSet outputs({o.hmm_path, o.database_path, o.flags->config_path(), o.gpu_kernel_table,
                            config.gpu.kernel_table});
-    io::OutputFile& h5_output = outputs.add(config.run.h5, "--h5");
-    io::OutputFile* text_output =
-        config.run.text.empty() ? nullptr : &outputs.add(config.run.text, "-o");
-    io::OutputFile* tbl_output =
-        config.run.tblout.empty() ? nullptr : &outputs.add(config.run.tblout, "--tblout");
-    io::OutputFile* domtbl_output =
-        config.run.domtblout.empty() ? nullptr : &outputs.add(config.run.domtblout, "--domtblout");
-    io::OutputFile* alignment_output =
-        o.alignment.empty() ? nullptr : &outputs.add(o.alignment, "-A");
+    const auto output = [&](const std::string& path, const char* option) {
+      return writer && !path.empty() ? &outputs.add(path, option) : nullptr;
+    };
+    io::OutputFile* h5_output = output(config.run.h5, "--h5");
+    io::OutputFile* text_output = output(config.run.text, "-o");
+    io::OutputFile* tbl_output = output(config.run.tblout, "--tblout");
+    io::OutputFile* domtbl_output = output(config.run.domtblout, "--domtblout");
+    io::OutputFile* alignment_output = output(o.alignment, "-A");
     phase_time("checked options");
     const std::vector<HmmModel> models = read_hmm_file(o.hmm_path);
     for (const HmmModel& m : models) (void)model_cutoffs(m, s.cut, o.hmm_path);
     phase_time("read models");
     const InputFile database(o.database_path, &g_interrupted);
     if (g_interrupted.load()) throw Interrupted{};
-    io::Hdf5Writer h5(h5_output);
+    std::optional<io::Hdf5Writer> h5;
+    if (writer) h5.emplace(*h5_output);
     phase_time("opened inputs");
 
     HybridOptions hybrid = hybrid_options(config);
@@ -314,16 +321,33 @@ void add_profile_command(CLI::App& app,
     std::vector<std::string> names;
     for (const HmmModel& m : models) names.push_back(m.name);
     const std::vector<std::string> groups = query_group_names(names);
+    // Every rank's checks passed: the search starts on all of them.
+    agree_on_checks(nullptr);
     phase_time("search starts");
     SearchRun run;
-    if (scan) {
+    if (scan || job != nullptr) {
       run = run_hmmsearch(models, database, config, hybrid, nullptr);
     } else {
-      ResultStream stream(h5, groups);
+      ResultStream stream(*h5, groups);
       run = run_hmmsearch(models, database, config, hybrid, &stream);
     }
     phase_time("search returned");
     if (run.stopped || g_interrupted.load()) throw Interrupted{};
+    if (job != nullptr) {
+      // Rank 0 makes the job's run of every rank's, and writes it as one process would.
+      const std::vector<std::string> ranks = job->gather(pack_rank_run(run));
+      if (!writer) return 0;
+      run = merge_rank_runs(std::move(run), ranks, config.search);
+      phase_time("merged the ranks' results");
+      if (!scan) {
+        ResultStream stream(*h5, groups);
+        for (std::size_t q = 0; q < run.queries.size(); ++q) {
+          stream.begin_query(q);
+          stream.targets(q, run.queries[q].targets);
+          stream.end_query(q, run.queries[q]);
+        }
+      }
+    }
     // The text outputs (no HDF5 call in them) are written by a thread of their own while
     // this one writes the HDF5 file.
     const auto write_text_outputs = [&](const SearchRun& r) {
@@ -357,16 +381,16 @@ void add_profile_command(CLI::App& app,
       });
     };
     if (!scan) start_text(run);
-    write_hdf5(h5, run, config, info);
+    write_hdf5(*h5, run, config, info);
     if (scan) {
       // One more read of the sequences' names.
       const std::vector<QuerySequence> sequences =
           read_query_sequences(o.database_path, *models.front().alphabet);
       scanned = scan_results(run, models, sequences, config.search);
       start_text(scanned);
-      write_scan_results(h5, scanned);
+      write_scan_results(*h5, scanned);
     }
-    h5.close();
+    h5->close();
     phase_time("wrote HDF5");
     if (text_writer.joinable()) text_writer.join();
     if (text_error) std::rethrow_exception(text_error);

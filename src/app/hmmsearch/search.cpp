@@ -14,11 +14,13 @@
 #include <stdexcept>
 #include <thread>
 
+#include "app/kit/cluster.hpp"
 #include "app/kit/run_context.hpp"
 #include "app/kit/test_double_gpu.hpp"
 #include "core/error.hpp"
 #include "host_simd/hmmsearch/simd_kernels.hpp"
 #include "io/block_store.hpp"
+#include "scheduler/distributed_source.hpp"
 #include "io/kernel_table.hpp"
 #include "scheduler/cpu_pool.hpp"
 #include "scheduler/result_sink.hpp"
@@ -601,6 +603,9 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
   if (hybrid.gpu != HybridOptions::Gpu::off && hybrid.test_gpus == 0 && !small_database) {
 #ifdef DUET_HAVE_CUDA
     devices = resolve_gpu_devices(hybrid.gpu_devices);
+    // A rank of a job shares its host's GPUs with the host's other ranks, unless --gpus
+    // named them.
+    if (hybrid.gpu_devices.empty()) devices = rank_gpus(devices);
     phase_time("listed GPUs");
     // A bad strategy name or kernel table fails before the search.
     if (!hybrid.gpu_strategy.empty()) (void)device::parse_gpu_strategy(hybrid.gpu_strategy);
@@ -624,7 +629,7 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
     throw UsageError("--gpu-only: no GPU available (this build has no CUDA support)");
 #endif
   }
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int cores = usable_cores();
   scheduler::SchedulerOptions options =
       scheduler_options(hybrid, config.run.cpu > 0 ? config.run.cpu : std::max(1, cores - gpus),
                         kHmmsearchGpuBatchBlocks);
@@ -646,6 +651,12 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
   }
   reader.threads = hybrid.reader_threads;
   reader.consumers = options.cpu_workers + feeders;
+  if (hybrid.cluster != nullptr) {
+    // Every rank reads the same blocks (the chunks are block numbers): rank 0's shape.
+    reader.block_residues =
+        static_cast<std::size_t>(hybrid.cluster->agree(static_cast<std::int64_t>(reader.block_residues)));
+    reader.consumers = static_cast<int>(hybrid.cluster->agree(reader.consumers));
+  }
   reader.stop = hybrid.stop;
   const std::uint64_t reuse = models.size() > 1 ? hybrid.reuse_memory : 0;
   std::unique_ptr<io::BlockStore> store;
@@ -673,6 +684,7 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
   // (threads, hand-out, the kept blocks' walk, the GPU's set-up) are shared by the group.
   const std::size_t models_per_pass =
       hybrid.models_per_pass > 0 ? hybrid.models_per_pass : kModelsPerPass;
+  int pass_number = 0;
   for (std::size_t first = 0; first < models.size();) {
     std::size_t last = first + 1;  // the group: models [first, last)
     std::int64_t cells = models[first].M;
@@ -807,7 +819,16 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
 #endif
     phase_time("pass starts");
     io::BlockStore::Pass pass = store->begin_pass();
-    query.schedule = scheduler::run_blocks(pass, workload, backends, options);
+    // A rank of a job runs the chunks it is handed; the others' blocks pass its sinks by.
+    std::optional<scheduler::DistributedSource> share;
+    if (hybrid.cluster != nullptr) {
+      share.emplace(pass, hybrid.cluster->chunks(), pass_number, [&sinks](std::int64_t block) {
+        for (auto& sink : sinks) sink->skip(block);
+      });
+    }
+    ++pass_number;
+    BlockSource& source = share ? static_cast<BlockSource&>(*share) : pass;
+    query.schedule = scheduler::run_blocks(source, workload, backends, options);
     phase_time("pass ended");
 #ifdef DUET_HAVE_CUDA
     for (std::size_t j = 0; j < group; ++j) {

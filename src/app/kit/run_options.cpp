@@ -1,5 +1,7 @@
 #include "app/kit/run_options.hpp"
 
+#include "app/kit/cluster.hpp"
+
 #include <unistd.h>
 
 #include <iostream>
@@ -38,7 +40,9 @@ void add_process_settings(RunOptions& options, bool quiet) {
     std::cerr << "duet: warning: DUET_DEBUG_TEST_GPU: the GPU is a TEST DOUBLE running CPU "
                  "kernels; the output file records it\n";
   }
-  options.progress = !quiet && ::isatty(STDERR_FILENO);
+  options.cluster = cluster();
+  options.progress = !quiet && ::isatty(STDERR_FILENO) &&
+                     (options.cluster == nullptr || options.cluster->rank() == 0);
   options.warnings = !quiet;
   options.stop = &g_interrupted;
 }

@@ -13,6 +13,8 @@
 
 namespace duet::app {
 
+class Cluster;
+
 // [scheduler] policy as the scheduler's SplitPolicy ("static" is static_fraction).
 scheduler::SplitPolicy split_policy(const std::string& name);
 
@@ -33,6 +35,9 @@ struct RunOptions {
   bool progress = false;
   bool warnings = true;  // device faults reported on stderr
   const std::atomic<bool>* stop = nullptr;
+  // The MPI job this process is a rank of (kit/cluster.hpp): the workload runs the
+  // chunks of its work that the job's coordinator hands this rank. Null: all of it.
+  Cluster* cluster = nullptr;
 };
 
 // The shared settings of `config` ([scheduler]); the rest stays at RunOptions' defaults.
@@ -40,7 +45,8 @@ RunOptions run_options(const io::Config& config);
 
 // What a command adds that is not configuration: the debug settings from the environment
 // (with a warning on stderr when the GPU is a test double), the progress line (on a
-// terminal, unless quiet), device warnings (unless quiet), and the interrupt flag.
+// terminal, unless quiet, on rank 0 of a job), device warnings (unless quiet), the
+// interrupt flag, and the job this process is a rank of.
 void add_process_settings(RunOptions& options, bool quiet);
 
 // The scheduler's options for `options` with `cpu_workers` workers; a gpu_batch_blocks of

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "app/kit/cluster.hpp"
 #include "app/kit/run_context.hpp"
 
 namespace duet::app {
@@ -19,6 +20,10 @@ void write_run_header(io::Hdf5Writer& file, const RunHeader& header) {
                      static_cast<std::int64_t>(std::thread::hardware_concurrency()));
   file.set_attribute("/run", "started", header.started);
   file.set_attribute("/run", "wall_seconds", header.wall_seconds);
+  // A job of ranks: how many, and the host of each (/trace has each batch's rank).
+  const Cluster* job = cluster();
+  file.set_attribute("/run", "ranks", static_cast<std::int64_t>(job ? job->size() : 1));
+  file.write("/run/rank_host", job ? job->hosts() : std::vector<std::string>{host_name()});
 }
 
 void DeviceTotals::add(const scheduler::RunSummary& s) {

@@ -22,7 +22,8 @@ struct RunHeader {
 };
 
 // Creates /run with program, version, command_line, isa, machine_host, machine_cpu,
-// machine_cores, started and wall_seconds.
+// machine_cores, started and wall_seconds; ranks (1 unless an MPI job: kit/cluster.hpp),
+// and the dataset /run/rank_host, each rank's host.
 void write_run_header(io::Hdf5Writer& file, const RunHeader& header);
 
 // The scheduler's figures summed over the passes of a run (a pass: one scheduler run over

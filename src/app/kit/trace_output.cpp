@@ -9,13 +9,14 @@ void write_trace_rows(io::Hdf5Writer& file, const std::string& g,
                       const std::vector<scheduler::TraceRow>& trace, const std::string& unit,
                       bool residue_columns) {
   const std::size_t n = trace.size();
-  std::vector<std::int32_t> worker(n);
+  std::vector<std::int32_t> rank(n), worker(n);
   std::vector<std::uint8_t> device(n), failed(n);
   std::vector<std::string> stage(n);
   std::vector<double> start(n), end(n);
   std::vector<std::int64_t> block(n), blocks(n), units(n), residues(n), cells(n), survivors(n);
   for (std::size_t i = 0; i < n; ++i) {
     const scheduler::TraceRow& r = trace[i];
+    rank[i] = r.rank;
     worker[i] = r.worker;
     device[i] = static_cast<std::uint8_t>(r.device);
     failed[i] = r.failed ? 1 : 0;
@@ -30,6 +31,7 @@ void write_trace_rows(io::Hdf5Writer& file, const std::string& g,
     survivors[i] = r.survivors;
   }
   file.create_group(g);
+  file.write(g + "/rank", rank);
   file.write(g + "/worker", worker);
   file.write(g + "/device", device);
   file.write(g + "/stage", stage);

@@ -9,9 +9,9 @@
 
 namespace duet::app {
 
-// Writes worker, device, stage, start, end, first_block, blocks, `unit` (the number of
-// sequences or pairs of each row), cells and failed; with `residue_columns`, also
-// residues and survivors. Sets the device_codes attribute.
+// Writes rank (0 unless an MPI job), worker, device, stage, start, end, first_block,
+// blocks, `unit` (the number of sequences or pairs of each row), cells and failed; with
+// `residue_columns`, also residues and survivors. Sets the device_codes attribute.
 void write_trace_rows(io::Hdf5Writer& file, const std::string& group,
                       const std::vector<scheduler::TraceRow>& trace, const std::string& unit,
                       bool residue_columns);

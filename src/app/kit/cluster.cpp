@@ -1,0 +1,352 @@
+// The job of ranks over MPI (Open MPI from Debian, or any MPI-3 library); see cluster.hpp.
+//
+// Messages: chunk requests (pass, estimated blocks) from any rank to rank 0 and the
+// chunks back, on a communicator of their own that rank 0's service thread answers; the
+// final gather of results, and the few collectives, on another. MPI is initialised with
+// MPI_THREAD_MULTIPLE: the scheduler's reader thread asks for chunks while the main thread
+// waits.
+#include "app/kit/cluster.hpp"
+
+#include <sched.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "app/kit/run_context.hpp"
+#include "core/error.hpp"
+
+#ifdef DUET_HAVE_MPI
+// The C API only (Open MPI's and MPICH's deprecated C++ bindings are not linked).
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+#endif
+
+namespace duet::app {
+
+namespace {
+
+Cluster* g_cluster = nullptr;
+bool g_running = false;
+bool g_own_failure = false;  // this rank's check failed, rank 0's did not
+bool g_agreed = false;       // agree_on_checks was called
+
+#ifdef DUET_HAVE_MPI
+
+// Whether a launcher (mpirun, mpiexec, srun) started this process.
+bool launched_by_mpi() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"}) {
+    if (std::getenv(name) != nullptr) return true;
+  }
+  return false;
+}
+
+void check(int code, const char* what) {
+  if (code != MPI_SUCCESS) {
+    char text[MPI_MAX_ERROR_STRING];
+    int length = 0;
+    MPI_Error_string(code, text, &length);
+    throw std::runtime_error(std::string("MPI: ") + what + ": " + std::string(text, length));
+  }
+}
+
+// Waits for `request` with short sleeps (MPI's own wait spins on a core); a signal ends
+// the wait with Interrupted (the job is going down).
+void wait_for(MPI_Request& request, const std::atomic<bool>* stop = &g_interrupted) {
+  auto pause = std::chrono::microseconds(20);
+  for (;;) {
+    int done = 0;
+    check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    if (done) return;
+    if (stop != nullptr && stop->load()) throw Interrupted{};
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(1000));
+  }
+}
+
+constexpr int kRequestTag = 1, kChunkTag = 2, kSizeTag = 3, kBytesTag = 4;
+constexpr std::int64_t kMaxMessage = std::int64_t{1} << 30;
+
+class MpiCluster final : public Cluster, public scheduler::ChunkClient {
+ public:
+  MpiCluster() {
+    check(MPI_Comm_dup(MPI_COMM_WORLD, &chunk_comm_), "MPI_Comm_dup");
+    check(MPI_Comm_dup(MPI_COMM_WORLD, &data_comm_), "MPI_Comm_dup");
+    check(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
+    check(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");
+    MPI_Comm local;
+    check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local),
+          "MPI_Comm_split_type");
+    MPI_Comm_rank(local, &local_rank_);
+    MPI_Comm_size(local, &local_size_);
+    MPI_Comm_free(&local);
+    char name[MPI_MAX_PROCESSOR_NAME] = {};
+    int length = 0;
+    MPI_Get_processor_name(name, &length);
+    std::vector<char> all(static_cast<std::size_t>(size_) * MPI_MAX_PROCESSOR_NAME);
+    check(MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME,
+                        MPI_CHAR, data_comm_),
+          "MPI_Allgather");
+    for (int r = 0; r < size_; ++r) hosts_.emplace_back(all.data() + r * MPI_MAX_PROCESSOR_NAME);
+    coordinator_ = std::make_unique<scheduler::ChunkCoordinator>(size_);
+    kill_rank_ = debug_setting("DUET_DEBUG_KILL_RANK");
+    if (rank_ == 0 && size_ > 1) service_ = std::thread([this] { serve(); });
+  }
+  ~MpiCluster() override {
+    stop_service_ = true;
+    if (service_.joinable()) service_.join();
+    MPI_Comm_free(&chunk_comm_);
+    MPI_Comm_free(&data_comm_);
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  int local_rank() const override { return local_rank_; }
+  int local_size() const override { return local_size_; }
+  const std::vector<std::string>& hosts() const override { return hosts_; }
+  scheduler::ChunkClient& chunks() override { return *this; }
+
+  scheduler::Chunk next_chunk(int pass, std::int64_t estimated_blocks) override {
+    // Debug setting for the tests of a rank that dies: the rank dies asking for its first chunk.
+    if (kill_rank_ == rank_ + 1) ::raise(SIGKILL);
+    if (rank_ == 0) return coordinator_->next_chunk(pass, estimated_blocks);
+    std::int64_t request[2] = {pass, estimated_blocks}, reply[2] = {0, 0};
+    MPI_Request received;
+    check(MPI_Irecv(reply, 2, MPI_INT64_T, 0, kChunkTag, chunk_comm_, &received), "MPI_Irecv");
+    check(MPI_Send(request, 2, MPI_INT64_T, 0, kRequestTag, chunk_comm_), "MPI_Send");
+    wait_for(received);
+    return {reply[0], reply[1]};
+  }
+
+  std::int64_t agree(std::int64_t value) override {
+    check(MPI_Bcast(&value, 1, MPI_INT64_T, 0, data_comm_), "MPI_Bcast");
+    return value;
+  }
+
+  std::vector<int> all_values(int value) override {
+    std::vector<int> all(static_cast<std::size_t>(size_));
+    check(MPI_Allgather(&value, 1, MPI_INT, all.data(), 1, MPI_INT, data_comm_), "MPI_Allgather");
+    return all;
+  }
+
+  std::vector<std::string> gather(std::string bytes) override {
+    if (rank_ != 0) {
+      std::int64_t size = static_cast<std::int64_t>(bytes.size());
+      send(&size, sizeof size, kSizeTag);
+      for (std::int64_t at = 0; at < size; at += kMaxMessage)
+        send(bytes.data() + at, std::min(kMaxMessage, size - at), kBytesTag);
+      return {};
+    }
+    std::vector<std::string> all(static_cast<std::size_t>(size_));
+    all[0] = std::move(bytes);
+    for (int r = 1; r < size_; ++r) {
+      std::int64_t size = 0;
+      receive(&size, sizeof size, r, kSizeTag);
+      all[static_cast<std::size_t>(r)].resize(static_cast<std::size_t>(size));
+      for (std::int64_t at = 0; at < size; at += kMaxMessage)
+        receive(all[static_cast<std::size_t>(r)].data() + at, std::min(kMaxMessage, size - at), r,
+                kBytesTag);
+    }
+    return all;
+  }
+
+  [[noreturn]] void abort(int status) override {
+    std::fflush(nullptr);
+    MPI_Abort(MPI_COMM_WORLD, status);
+    std::_Exit(status);
+  }
+
+ private:
+  void send(const void* data, std::int64_t bytes, int tag) {
+    MPI_Request request;
+    check(MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, 0, tag, data_comm_, &request),
+          "MPI_Isend");
+    wait_for(request);
+  }
+  void receive(void* data, std::int64_t bytes, int from, int tag) {
+    MPI_Request request;
+    check(MPI_Irecv(data, static_cast<int>(bytes), MPI_BYTE, from, tag, data_comm_, &request),
+          "MPI_Irecv");
+    wait_for(request);
+  }
+
+  // Rank 0's service: answers chunk requests until the job ends.
+  void serve() {
+    try {
+      for (;;) {
+        std::int64_t request[2] = {0, 0};
+        MPI_Request received;
+        check(MPI_Irecv(request, 2, MPI_INT64_T, MPI_ANY_SOURCE, kRequestTag, chunk_comm_,
+                        &received),
+              "MPI_Irecv");
+        MPI_Status status;
+        int done = 0;
+        auto pause = std::chrono::microseconds(20);
+        while (!done) {
+          check(MPI_Test(&received, &done, &status), "MPI_Test");
+          if (done) break;
+          if (stop_service_.load()) {
+            MPI_Cancel(&received);
+            MPI_Wait(&received, MPI_STATUS_IGNORE);
+            return;
+          }
+          std::this_thread::sleep_for(pause);
+          pause = std::min(pause * 2, std::chrono::microseconds(500));
+        }
+        const scheduler::Chunk chunk =
+            coordinator_->next_chunk(static_cast<int>(request[0]), request[1]);
+        std::int64_t reply[2] = {chunk.first, chunk.last};
+        check(MPI_Send(reply, 2, MPI_INT64_T, status.MPI_SOURCE, kChunkTag, chunk_comm_),
+              "MPI_Send");
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "%serror: the chunk service failed: %s\n", message_prefix().c_str(),
+                   e.what());
+      abort(1);
+    }
+  }
+
+  MPI_Comm chunk_comm_, data_comm_;
+  int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
+  std::vector<std::string> hosts_;
+  std::unique_ptr<scheduler::ChunkCoordinator> coordinator_;
+  std::atomic<bool> stop_service_{false};
+  int kill_rank_ = 0;  // DUET_DEBUG_KILL_RANK: rank + 1 that dies; 0 none
+  std::thread service_;
+};
+
+std::unique_ptr<MpiCluster> g_mpi;
+bool g_mpi_initialised = false;
+
+#endif  // DUET_HAVE_MPI
+
+}  // namespace
+
+Cluster* cluster() { return g_cluster; }
+
+bool cluster_support() {
+#ifdef DUET_HAVE_MPI
+  return true;
+#else
+  return false;
+#endif
+}
+
+ClusterSession::ClusterSession([[maybe_unused]] int* argc, [[maybe_unused]] char*** argv) {
+#ifdef DUET_HAVE_MPI
+  if (!launched_by_mpi()) return;
+  int provided = 0;
+  if (MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
+    std::fprintf(stderr, "duet: error: MPI could not start\n");
+    std::exit(1);
+  }
+  g_mpi_initialised = true;
+  if (provided < MPI_THREAD_MULTIPLE) {
+    std::fprintf(stderr,
+                 "duet: error: the MPI library does not support threads (MPI_THREAD_MULTIPLE), "
+                 "which duet's ranks need\n");
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  // Errors come back as codes (check() turns them into exceptions), not as aborts.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  g_mpi = std::make_unique<MpiCluster>();
+  g_cluster = g_mpi.get();
+#endif
+}
+
+void ClusterSession::end() {
+#ifdef DUET_HAVE_MPI
+  if (!g_mpi_initialised) return;
+  g_mpi_initialised = false;
+  g_cluster = nullptr;
+  g_mpi.reset();
+  MPI_Finalize();
+#endif
+}
+
+int error_status(std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const Interrupted&) {
+    return stop_exit_status();
+  } catch (const UsageError&) {
+    return 2;
+  } catch (const PeerFailed& p) {
+    return p.status;
+  } catch (...) {
+    return 1;
+  }
+}
+
+void agree_on_checks(std::exception_ptr error) {
+  Cluster* c = cluster();
+  if (c == nullptr) {
+    if (error) std::rethrow_exception(error);
+    return;
+  }
+  const int mine = error ? error_status(error) : 0;
+  g_agreed = true;
+  const std::vector<int> all = c->all_values(mine);
+  if (error) {
+    if (c->rank() != 0 && all[0] != 0) throw PeerFailed{mine};
+    g_own_failure = true;
+    std::rethrow_exception(error);
+  }
+  for (const int status : all) {
+    if (status != 0) throw PeerFailed{status};
+  }
+  g_running = true;
+}
+
+bool checks_agreed() { return g_agreed; }
+
+bool cluster_running() { return g_running && cluster() != nullptr; }
+
+bool says_errors() {
+  const Cluster* c = cluster();
+  return c == nullptr || c->rank() == 0 || g_running || g_own_failure;
+}
+
+std::string message_prefix() {
+  const Cluster* c = cluster();
+  if (c == nullptr || c->size() == 1) return "duet: ";
+  return "duet: rank " + std::to_string(c->rank()) + " (" +
+         c->hosts()[static_cast<std::size_t>(c->rank())] + "): ";
+}
+
+int usable_cores() {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const Cluster* c = cluster();
+  if (c == nullptr || c->local_size() <= 1) return cores;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  int bound = cores;
+  if (::sched_getaffinity(0, sizeof set, &set) == 0) bound = std::max(1, CPU_COUNT(&set));
+  return std::max(1, std::min(bound, cores / c->local_size()));
+}
+
+std::vector<int> rank_gpus(const std::vector<int>& found) {
+  const Cluster* c = cluster();
+  if (c == nullptr || c->local_size() <= 1 || found.empty()) return found;
+  std::vector<int> mine;
+  for (std::size_t i = 0; i < found.size(); ++i) {
+    if (static_cast<int>(i % static_cast<std::size_t>(c->local_size())) == c->local_rank())
+      mine.push_back(found[i]);
+  }
+  if (mine.empty())
+    mine.push_back(found[static_cast<std::size_t>(c->local_rank()) % found.size()]);
+  return mine;
+}
+
+void refuse_several_ranks(const std::string& command) {
+  const Cluster* c = cluster();
+  if (c != nullptr && c->size() > 1) {
+    throw UsageError(command + " runs in one process: start it without mpirun, or with -np 1");
+  }
+}
+
+}  // namespace duet::app

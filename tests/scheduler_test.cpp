@@ -623,7 +623,7 @@ TEST(SchedulerParts, DistributedSourceTakesEveryBlockOnce) {
         threads.emplace_back([&, r] {
           TinyBlocks all(blocks);
           scheduler::DistributedSource mine(all, coordinator, 3,
-                                            [&](std::int64_t b) { skipped[r].push_back(b); });
+                                            [&](const Block& b) { skipped[r].push_back(b.index); });
           while (BlockPtr b = mine.next()) {
             EXPECT_EQ(b->first_sequence, b->index) << "blocks keep their database numbers";
             taken[r].push_back(b->index);

@@ -28,7 +28,7 @@ Chunk ChunkCoordinator::next_chunk(int pass, std::int64_t estimated_blocks) {
 }
 
 DistributedSource::DistributedSource(BlockSource& all, ChunkClient& chunks, int pass,
-                                     std::function<void(std::int64_t)> skipped)
+                                     std::function<void(const Block&)> skipped)
     : all_(all), client_(chunks), pass_(pass), skipped_(std::move(skipped)) {}
 
 std::int64_t DistributedSource::estimated_blocks() const {
@@ -59,7 +59,7 @@ BlockPtr DistributedSource::next() {
     }
     ++seen_;
     if (block->index < chunk_.first) {
-      if (skipped_) skipped_(block->index);
+      if (skipped_) skipped_(*block);
       continue;
     }
     ++taken_;

@@ -11,7 +11,7 @@
 // - DistributedSource: a rank's BlockSource. It reads the whole pass of its local source
 //   (every rank reads the same blocks, with the same indices), hands on the blocks of
 //   its chunks, and tells `skipped` of every other block, so that an in-order result
-//   sink (result_sink.hpp) does not wait for them.
+//   sink (result_sink.hpp) does not wait for them and the rank knows what it ran.
 //
 // The scheduler knows blocks, not ranks or messages.
 #pragma once
@@ -64,7 +64,7 @@ class DistributedSource final : public BlockSource {
  public:
   // Reads `all` (a whole pass, blocks 0, 1, 2...), asking `chunks` for pass `pass`.
   DistributedSource(BlockSource& all, ChunkClient& chunks, int pass,
-                    std::function<void(std::int64_t block)> skipped = {});
+                    std::function<void(const Block& block)> skipped = {});
   BlockPtr next() override;
   double fraction_done() const override { return all_.fraction_done(); }
   std::int64_t reused_blocks() const override { return all_.reused_blocks(); }
@@ -80,7 +80,7 @@ class DistributedSource final : public BlockSource {
   BlockSource& all_;
   ChunkClient& client_;
   int pass_;
-  std::function<void(std::int64_t)> skipped_;
+  std::function<void(const Block&)> skipped_;
   Chunk chunk_;             // the current chunk; empty before the first
   std::int64_t seen_ = 0;   // blocks read from `all`
   std::int64_t taken_ = 0;  // of them, handed on

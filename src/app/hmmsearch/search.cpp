@@ -822,8 +822,8 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
     // A rank of a job runs the chunks it is handed; the others' blocks pass its sinks by.
     std::optional<scheduler::DistributedSource> share;
     if (hybrid.cluster != nullptr) {
-      share.emplace(pass, hybrid.cluster->chunks(), pass_number, [&sinks](std::int64_t block) {
-        for (auto& sink : sinks) sink->skip(block);
+      share.emplace(pass, hybrid.cluster->chunks(), pass_number, [&sinks](const Block& block) {
+        for (auto& sink : sinks) sink->skip(block.index);
       });
     }
     ++pass_number;

@@ -15,9 +15,11 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <tuple>
 
+#include "app/kit/cluster.hpp"
 #include "app/kit/run_context.hpp"
 #include "app/kit/run_flags.hpp"
 #include "app/kit/run_options.hpp"
@@ -170,10 +172,15 @@ void add_pairhmm_command(CLI::App& app,
     }
     // The output can be created and is not the input, the input parses: checked before any
     // work.
+    // In an MPI job (kit/cluster.hpp), rank 0 alone writes the outputs, from every rank's
+    // results.
+    Cluster* const job = cluster();
+    const bool writer = job == nullptr || job->rank() == 0;
     io::OutputSet outputs({o->input, o->flags->config_path(), config.gpu.kernel_table});
-    io::Hdf5Writer h5(outputs.add(config.run.h5, "--h5"));
+    std::optional<io::Hdf5Writer> h5;
+    if (writer) h5.emplace(outputs.add(config.run.h5, "--h5"));
     io::OutputFile* text_output =
-        config.run.text.empty() ? nullptr : &outputs.add(config.run.text, "-o");
+        config.run.text.empty() || !writer ? nullptr : &outputs.add(config.run.text, "-o");
     phase_time("checked options");
     PairhmmRunOptions r = o->run;
     static_cast<RunOptions&>(r) = run_options(config);
@@ -198,13 +205,21 @@ void add_pairhmm_command(CLI::App& app,
           io::resolve_kernel_table_path("", config.gpu.kernel_table, default_kernel_table_paths());
       if (!table.empty()) r.tuning = io::load_kernel_table(table).tuning;
     }
+    // Every rank's checks passed: the run starts on all of them.
+    agree_on_checks(nullptr);
     phase_time("search starts");
-    const PairhmmRun run = run_pairhmm(input, model, r);
+    PairhmmRun run = run_pairhmm(input, model, r);
     phase_time("search returned");
     if (run.stopped || g_interrupted.load()) throw Interrupted{};
+    if (job != nullptr) {
+      const std::vector<std::string> ranks = job->gather(pack_pairhmm_rank(run));
+      if (!writer) return 0;
+      run = merge_pairhmm_ranks(std::move(run), ranks);
+      phase_time("merged the ranks' results");
+    }
     const auto t2 = Clock::now();
-    write_results(h5, input, run, o->min_base_quality, command_line, started);
-    h5.close();
+    write_results(*h5, input, run, o->min_base_quality, command_line, started);
+    h5->close();
     phase_time("wrote HDF5");
     // The summary, to -o's file (written before every output is made visible) or, after,
     // to standard output.

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 
+#include "app/kit/cluster.hpp"
 #include "app/kit/run_context.hpp"
 #include "app/kit/run_options.hpp"
 #include "core/error.hpp"
@@ -202,7 +203,10 @@ GpuBackends make_gpu_backends(const pairhmm::Model& model, const std::string& ke
                                                  : device::pairhmm::Arithmetic::automatic;
   GpuBackends found;
   std::vector<const PairhmmGpuBackend*> made;
-  for (int d = 0; d < devices; ++d) {
+  // A rank of a job shares its host's GPUs with the host's other ranks.
+  std::vector<int> all(static_cast<std::size_t>(devices));
+  for (int d = 0; d < devices; ++d) all[static_cast<std::size_t>(d)] = d;
+  for (const int d : rank_gpus(all)) {
     auto backend = std::make_unique<PairhmmGpuBackend>(model, k, arithmetic, d, parts, helpers,
                                                        consumer, pairs);
     made.push_back(backend.get());

@@ -9,15 +9,19 @@
 #include <functional>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
+#include "app/kit/cluster.hpp"
 #include "app/kit/test_double_gpu.hpp"
+#include "app/kit/wire.hpp"
 #include "app/pairhmm/pairhmm_kernels.hpp"
 #include "core/alphabet.hpp"
 #include "core/error.hpp"
 #include "device/gpu_info.hpp"
 #include "host_simd/pairhmm/pairhmm_simd.hpp"
+#include "scheduler/distributed_source.hpp"
 
 namespace duet::app {
 
@@ -161,7 +165,17 @@ PairhmmRun run_pairhmm(const pairhmm::Input& input, const pairhmm::Model& model,
   const auto start = Clock::now();
   const std::vector<pairhmm::Pair> input_pairs = input.pair_list();
   const CpuKernel& kernel = select_cpu_kernel(options.isa);
-  PairBlocks blocks(input_pairs, kernel.lanes, options.block_cells);
+  std::int64_t block_cells = options.block_cells;
+  if (options.cluster != nullptr) {
+    // Every rank must cut the same blocks (the chunks are block numbers): rank 0's size,
+    // and the same grouping of pairs (the kernel's lanes).
+    block_cells = options.cluster->agree(block_cells);
+    if (options.cluster->agree(kernel.lanes) != kernel.lanes) {
+      throw UsageError("the ranks' CPU kernels group pairs differently (" + kernel.name +
+                       " here): give every rank the same --isa");
+    }
+  }
+  PairBlocks blocks(input_pairs, kernel.lanes, block_cells);
   const auto grouping = Clock::now();
   blocks.group_all();
   const double grouping_seconds = std::chrono::duration<double>(Clock::now() - grouping).count();
@@ -171,7 +185,7 @@ PairhmmRun run_pairhmm(const pairhmm::Input& input, const pairhmm::Model& model,
   std::function<std::string()> gpu_kernel = [] { return std::string(); };
   ResultSlots slots{model, pairs, blocks.input_index(), std::vector<double>(pairs.size()),
                     std::vector<std::uint8_t>(pairs.size())};
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int cores = usable_cores();
   // The default mode leaves the GPUs alone when the CPU alone would end about as soon as a
   // GPU starts (0.2 to 0.3 s; bench/RESULTS.md): a run must not be slower because a GPU exists.
   const std::int64_t gpu_min_cells =
@@ -243,8 +257,23 @@ PairhmmRun run_pairhmm(const pairhmm::Input& input, const pairhmm::Model& model,
   PairhmmWorkload workload(slots, kernel, s.cpu_workers + gpus);
   std::vector<scheduler::GpuBackend*> backends;
   for (auto& d : devices) backends.push_back(d.get());
+  // A rank of a job scores the chunks it is handed, and notes the others' pairs.
+  std::vector<std::uint8_t> others(options.cluster != nullptr ? pairs.size() : 0, 0);
+  std::optional<scheduler::DistributedSource> share;
+  if (options.cluster != nullptr) {
+    share.emplace(blocks, options.cluster->chunks(), 0, [&others](const Block& b) {
+      const auto first = others.begin() + b.first_sequence;
+      std::fill(first, first + static_cast<std::ptrdiff_t>(b.sequences()), 1);
+    });
+  }
   if (!pairs.empty()) {
-    run.schedule = scheduler::run_blocks(blocks, workload, backends, s);
+    BlockSource& source = share ? static_cast<BlockSource&>(*share) : blocks;
+    run.schedule = scheduler::run_blocks(source, workload, backends, s);
+  }
+  if (options.cluster != nullptr) {
+    run.scored.assign(pairs.size(), 0);
+    for (std::size_t k = 0; k < pairs.size(); ++k)
+      run.scored[blocks.input_index()[k]] = others[k] ? 0 : 1;
   }
   run.gpu_kernel = gpu_kernel();
   run.block_seconds = blocks.seconds();
@@ -255,6 +284,63 @@ PairhmmRun run_pairhmm(const pairhmm::Input& input, const pairhmm::Model& model,
   for (std::uint8_t d : run.in_double) run.pairs_in_double += d;
   run.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return run;
+}
+
+std::string pack_pairhmm_rank(const PairhmmRun& run) {
+  WireWriter out;
+  out.value(run.stopped);
+  out.text(run.gpu_kernel);
+  std::vector<std::int64_t> index;
+  std::vector<double> log10;
+  std::vector<std::uint8_t> in_double;
+  for (std::size_t i = 0; i < run.scored.size(); ++i) {
+    if (!run.scored[i]) continue;
+    index.push_back(static_cast<std::int64_t>(i));
+    log10.push_back(run.log10_likelihood[i]);
+    in_double.push_back(run.in_double[i]);
+  }
+  out.values(index);
+  out.values(log10);
+  out.values(in_double);
+  write_run_summary(out, run.schedule);
+  return out.take();
+}
+
+PairhmmRun merge_pairhmm_ranks(PairhmmRun own, const std::vector<std::string>& ranks) {
+  PairhmmRun job = std::move(own);
+  const std::size_t pairs = job.log10_likelihood.size();
+  std::vector<std::uint8_t> scored(pairs, 0);
+  std::vector<scheduler::RunSummary> schedules;
+  for (const std::string& bytes : ranks) {
+    WireReader in(bytes);
+    job.stopped = in.value<bool>() || job.stopped;
+    const std::string gpu_kernel = in.text();
+    if (job.gpu_kernel.empty() || job.gpu_kernel.rfind("none", 0) == 0) {
+      if (!gpu_kernel.empty() && gpu_kernel.rfind("none", 0) != 0) job.gpu_kernel = gpu_kernel;
+    }
+    const auto index = in.values<std::int64_t>();
+    const auto log10 = in.values<double>();
+    const auto in_double = in.values<std::uint8_t>();
+    schedules.push_back(read_run_summary(in));
+    if (!in.done() || log10.size() != index.size() || in_double.size() != index.size())
+      throw std::runtime_error("a rank's pair-HMM results are malformed");
+    for (std::size_t k = 0; k < index.size(); ++k) {
+      const auto i = static_cast<std::size_t>(index[k]);
+      if (i >= pairs || scored[i]++ != 0)
+        throw std::logic_error("pair " + std::to_string(i) + " was scored twice or is not an input pair");
+      job.log10_likelihood[i] = log10[k];
+      job.in_double[i] = in_double[k];
+    }
+  }
+  for (std::size_t i = 0; i < pairs; ++i) {
+    if (!scored[i] && !job.stopped)
+      throw std::logic_error("pair " + std::to_string(i) + " was scored by no rank");
+  }
+  job.scored.clear();
+  job.pairs_in_double = 0;
+  for (const std::uint8_t d : job.in_double) job.pairs_in_double += d;
+  job.schedule = scheduler::merge_run_summaries(std::move(schedules));
+  return job;
 }
 
 }  // namespace duet::app

@@ -49,6 +49,9 @@ struct PairhmmRunOptions : RunOptions {
 struct PairhmmRun {
   std::vector<double> log10_likelihood;  // input order
   std::vector<std::uint8_t> in_double;   // 1 where the float sum was below 1e-28
+  // A rank of a job (RunOptions::cluster): 1 for the pairs this rank scored (input order);
+  // the others' entries above are 0. Empty: every pair.
+  std::vector<std::uint8_t> scored;
   std::int64_t pairs = 0, cells = 0, pairs_in_double = 0;
   std::string cpu_kernel, gpu_kernel;  // names of the kernels used (GPU: "" or "none (why)")
   bool test_double_gpus = false;       // the GPUs were test doubles (DUET_DEBUG_TEST_GPU)
@@ -61,5 +64,12 @@ struct PairhmmRun {
 
 PairhmmRun run_pairhmm(const pairhmm::Input& input, const pairhmm::Model& model,
                        const PairhmmRunOptions& options);
+
+// A job of ranks (kit/cluster.hpp): what a rank's run adds to the job's (its pairs'
+// results and its scheduler summary), and rank 0's merge of every rank's (index: rank,
+// rank 0's included) into the run one process would have made. Throws where a pair was
+// scored by no rank or by two.
+std::string pack_pairhmm_rank(const PairhmmRun& run);
+PairhmmRun merge_pairhmm_ranks(PairhmmRun own, const std::vector<std::string>& ranks);
 
 }  // namespace duet::app

@@ -8,7 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 packages=(build-essential cmake ninja-build pkg-config zlib1g-dev libtbb-dev libsimde-dev
           libhdf5-dev libgtest-dev libtomlplusplus-dev libcli11-dev
-          hmmer hmmer-examples mmseqs2-examples python3-h5py python3-numpy python3-matplotlib)
+          hmmer hmmer-examples mmseqs2-examples python3-h5py python3-numpy python3-matplotlib
+          libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -622,7 +622,7 @@ TEST(SchedulerParts, DistributedSourceTakesEveryBlockOnce) {
       for (int r = 0; r < ranks; ++r) {
         threads.emplace_back([&, r] {
           TinyBlocks all(blocks);
-          scheduler::DistributedSource mine(all, coordinator, 3,
+          scheduler::DistributedSource mine(all, coordinator, 3, blocks,
                                             [&](const Block& b) { skipped[r].push_back(b.index); });
           while (BlockPtr b = mine.next()) {
             EXPECT_EQ(b->first_sequence, b->index) << "blocks keep their database numbers";

@@ -10,8 +10,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
-#include <string>
 #include <iostream>
+#include <string>
 #include <thread>
 
 #include "app/bench_command.hpp"

@@ -20,7 +20,7 @@ ChunkCoordinator::ChunkCoordinator(int ranks, std::int64_t min_blocks)
 Chunk ChunkCoordinator::next_chunk(int pass, std::int64_t estimated_blocks) {
   std::lock_guard lock(mutex_);
   PassState& p = passes_[pass];
-  p.estimate = std::max(p.estimate, estimated_blocks);
+  if (estimated_blocks > 0) p.estimate = estimated_blocks;  // the latest is the best
   const std::int64_t size = chunk_blocks(p.estimate - p.next, ranks_, min_blocks_);
   const Chunk chunk{p.next, p.next + size};
   p.next = chunk.last;
@@ -28,13 +28,21 @@ Chunk ChunkCoordinator::next_chunk(int pass, std::int64_t estimated_blocks) {
 }
 
 DistributedSource::DistributedSource(BlockSource& all, ChunkClient& chunks, int pass,
+                                     std::int64_t expected_blocks,
                                      std::function<void(const Block&)> skipped)
-    : all_(all), client_(chunks), pass_(pass), skipped_(std::move(skipped)) {}
+    : all_(all),
+      client_(chunks),
+      pass_(pass),
+      expected_blocks_(expected_blocks),
+      skipped_(std::move(skipped)) {}
 
 std::int64_t DistributedSource::estimated_blocks() const {
+  // The first blocks of a file can be smaller than the rest (io::ReaderOptions::consumers),
+  // so the share read says little at first.
   const double done = all_.fraction_done();
-  if (seen_ == 0 || done <= 0) return 0;
-  return static_cast<std::int64_t>(static_cast<double>(seen_) / std::min(1.0, done) + 0.5);
+  if (seen_ == 0 || done < kTrustedShare) return expected_blocks_;
+  return std::max(
+      seen_, static_cast<std::int64_t>(static_cast<double>(seen_) / std::min(1.0, done) + 0.5));
 }
 
 BlockPtr DistributedSource::next() {

@@ -4,8 +4,8 @@
 // - ChunkCoordinator: the hand-out (guided self-scheduling). Chunks of a pass follow one
 //   another in block order, each block in exactly one chunk; a chunk is about the
 //   remaining blocks / (2 x ranks), so that chunks shrink toward the end and the last
-//   rank finishes about one small chunk after the others. The number of blocks is an
-//   estimate the ranks send with each request (0: not known yet: one block).
+//   rank finishes about one small chunk after the others. The number of blocks is the
+//   latest estimate a rank sent with a request (0: none yet: one block).
 // - ChunkClient: how a rank asks (the coordinator itself in process, or messages to it:
 //   app/kit/cluster.hpp).
 // - DistributedSource: a rank's BlockSource. It reads the whole pass of its local source
@@ -63,7 +63,10 @@ class ChunkCoordinator final : public ChunkClient {
 class DistributedSource final : public BlockSource {
  public:
   // Reads `all` (a whole pass, blocks 0, 1, 2...), asking `chunks` for pass `pass`.
-  DistributedSource(BlockSource& all, ChunkClient& chunks, int pass,
+  // `expected_blocks`: the workload's estimate of the pass's blocks (0: none), sent with
+  // the requests until a tenth of the pass is read; from then on, the blocks read over
+  // the share of the pass read.
+  DistributedSource(BlockSource& all, ChunkClient& chunks, int pass, std::int64_t expected_blocks,
                     std::function<void(const Block& block)> skipped = {});
   BlockPtr next() override;
   double fraction_done() const override { return all_.fraction_done(); }
@@ -75,11 +78,13 @@ class DistributedSource final : public BlockSource {
   std::int64_t chunks_taken() const { return chunks_; }
 
  private:
+  static constexpr double kTrustedShare = 0.1;
   std::int64_t estimated_blocks() const;
 
   BlockSource& all_;
   ChunkClient& client_;
   int pass_;
+  std::int64_t expected_blocks_;
   std::function<void(const Block&)> skipped_;
   Chunk chunk_;             // the current chunk; empty before the first
   std::int64_t seen_ = 0;   // blocks read from `all`

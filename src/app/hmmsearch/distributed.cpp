@@ -18,8 +18,8 @@ void write_domain(WireWriter& out, const Domain& d) {
     out.value(v);
   out.value(d.log_pvalue);
   const AlignmentDisplay& a = d.alignment;
-  for (const std::string* s : {&a.model, &a.match, &a.target, &a.posterior, &a.structure,
-                               &a.reference})
+  for (const std::string* s :
+       {&a.model, &a.match, &a.target, &a.posterior, &a.structure, &a.reference})
     out.text(*s);
 }
 
@@ -31,8 +31,7 @@ Domain read_domain(WireReader& in) {
     *v = in.value<float>();
   d.log_pvalue = in.value<double>();
   AlignmentDisplay& a = d.alignment;
-  for (std::string* s : {&a.model, &a.match, &a.target, &a.posterior, &a.structure,
-                         &a.reference})
+  for (std::string* s : {&a.model, &a.match, &a.target, &a.posterior, &a.structure, &a.reference})
     *s = in.text();
   return d;
 }
@@ -50,8 +49,7 @@ void write_target(WireWriter& out, const TargetRecord& t) {
   out.value(static_cast<std::uint64_t>(d.domains.size()));
   for (const Domain& domain : d.domains) write_domain(out, domain);
   out.value(d.expected);
-  for (const int v : {d.regions, d.clustered, d.overlaps, d.envelopes, d.best_domain})
-    out.value(v);
+  for (const int v : {d.regions, d.clustered, d.overlaps, d.envelopes, d.best_domain}) out.value(v);
   out.value(d.score_bits);
   out.value(d.bias_bits);
   out.value(d.log_pvalue);

@@ -20,9 +20,10 @@
 #include "core/error.hpp"
 #include "host_simd/hmmsearch/simd_kernels.hpp"
 #include "io/block_store.hpp"
-#include "scheduler/distributed_source.hpp"
 #include "io/kernel_table.hpp"
+#include "io/packed_database.hpp"
 #include "scheduler/cpu_pool.hpp"
+#include "scheduler/distributed_source.hpp"
 #include "scheduler/result_sink.hpp"
 #ifdef DUET_HAVE_CUDA
 #include "app/hmmsearch/gpu_backend.hpp"
@@ -653,8 +654,8 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
   reader.consumers = options.cpu_workers + feeders;
   if (hybrid.cluster != nullptr) {
     // Every rank reads the same blocks (the chunks are block numbers): rank 0's shape.
-    reader.block_residues =
-        static_cast<std::size_t>(hybrid.cluster->agree(static_cast<std::int64_t>(reader.block_residues)));
+    reader.block_residues = static_cast<std::size_t>(
+        hybrid.cluster->agree(static_cast<std::int64_t>(reader.block_residues)));
     reader.consumers = static_cast<int>(hybrid.cluster->agree(reader.consumers));
   }
   reader.stop = hybrid.stop;
@@ -822,9 +823,17 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
     // A rank of a job runs the chunks it is handed; the others' blocks pass its sinks by.
     std::optional<scheduler::DistributedSource> share;
     if (hybrid.cluster != nullptr) {
-      share.emplace(pass, hybrid.cluster->chunks(), pass_number, [&sinks](const Block& block) {
-        for (auto& sink : sinks) sink->skip(block.index);
-      });
+      // The pass's blocks, from the database's residues where known (a packed database,
+      // or after a first pass), else from the file's size.
+      std::int64_t residues = store->total_residues();
+      if (residues == 0 && store->packed() != nullptr) residues = store->packed()->residues();
+      if (residues == 0) residues = static_cast<std::int64_t>(database.estimated_text_bytes());
+      const auto expected =
+          residues / static_cast<std::int64_t>(std::max<std::size_t>(1, reader.block_residues));
+      share.emplace(pass, hybrid.cluster->chunks(), pass_number, expected,
+                    [&sinks](const Block& block) {
+                      for (auto& sink : sinks) sink->skip(block.index);
+                    });
     }
     ++pass_number;
     BlockSource& source = share ? static_cast<BlockSource&>(*share) : pass;

@@ -180,9 +180,9 @@ class MpiCluster final : public Cluster, public scheduler::ChunkClient {
       for (;;) {
         std::int64_t request[2] = {0, 0};
         MPI_Request received;
-        check(MPI_Irecv(request, 2, MPI_INT64_T, MPI_ANY_SOURCE, kRequestTag, chunk_comm_,
-                        &received),
-              "MPI_Irecv");
+        check(
+            MPI_Irecv(request, 2, MPI_INT64_T, MPI_ANY_SOURCE, kRequestTag, chunk_comm_, &received),
+            "MPI_Irecv");
         MPI_Status status;
         int done = 0;
         auto pause = std::chrono::microseconds(20);
@@ -226,7 +226,9 @@ bool g_mpi_initialised = false;
 
 }  // namespace
 
-Cluster* cluster() { return g_cluster; }
+Cluster* cluster() {
+  return g_cluster;
+}
 
 bool cluster_support() {
 #ifdef DUET_HAVE_MPI
@@ -302,9 +304,13 @@ void agree_on_checks(std::exception_ptr error) {
   g_running = true;
 }
 
-bool checks_agreed() { return g_agreed; }
+bool checks_agreed() {
+  return g_agreed;
+}
 
-bool cluster_running() { return g_running && cluster() != nullptr; }
+bool cluster_running() {
+  return g_running && cluster() != nullptr;
+}
 
 bool says_errors() {
   const Cluster* c = cluster();
@@ -337,8 +343,7 @@ std::vector<int> rank_gpus(const std::vector<int>& found) {
     if (static_cast<int>(i % static_cast<std::size_t>(c->local_size())) == c->local_rank())
       mine.push_back(found[i]);
   }
-  if (mine.empty())
-    mine.push_back(found[static_cast<std::size_t>(c->local_rank()) % found.size()]);
+  if (mine.empty()) mine.push_back(found[static_cast<std::size_t>(c->local_rank()) % found.size()]);
   return mine;
 }
 

@@ -1,12 +1,11 @@
 #include "app/kit/run_options.hpp"
 
-#include "app/kit/cluster.hpp"
-
 #include <unistd.h>
 
 #include <iostream>
 #include <stdexcept>
 
+#include "app/kit/cluster.hpp"
 #include "app/kit/run_context.hpp"
 #include "device/gpu_info.hpp"
 

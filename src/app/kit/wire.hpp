@@ -19,16 +19,14 @@ namespace duet::app {
 class WireWriter {
  public:
   template <class T>
-    requires std::is_trivially_copyable_v<T>
-  void value(const T& v) {
-    bytes_.append(reinterpret_cast<const char*>(&v), sizeof v);
-  }
+  requires std::is_trivially_copyable_v<T>
+  void value(const T& v) { bytes_.append(reinterpret_cast<const char*>(&v), sizeof v); }
   void text(std::string_view s) {
     value(static_cast<std::uint64_t>(s.size()));
     bytes_.append(s);
   }
   template <class T>
-    requires std::is_trivially_copyable_v<T>
+  requires std::is_trivially_copyable_v<T>
   void values(const std::vector<T>& v) {
     value(static_cast<std::uint64_t>(v.size()));
     bytes_.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
@@ -43,8 +41,7 @@ class WireReader {
  public:
   explicit WireReader(std::string_view bytes) : bytes_(bytes) {}
   template <class T>
-    requires std::is_trivially_copyable_v<T>
-  T value() {
+  requires std::is_trivially_copyable_v<T> T value() {
     T v;
     std::memcpy(&v, take(sizeof v), sizeof v);
     return v;
@@ -54,8 +51,7 @@ class WireReader {
     return std::string(take(n), n);
   }
   template <class T>
-    requires std::is_trivially_copyable_v<T>
-  std::vector<T> values() {
+  requires std::is_trivially_copyable_v<T> std::vector<T> values() {
     const auto n = static_cast<std::size_t>(value<std::uint64_t>());
     std::vector<T> v(n);
     if (n > 0) std::memcpy(v.data(), take(n * sizeof(T)), n * sizeof(T));

@@ -80,6 +80,14 @@ class PairBlocks final : public BlockSource {
     return block;
   }
   double fraction_done() const override { return done_; }
+  // About how many blocks next() will make: the pairs' work units over a block's (call
+  // after group_all).
+  std::int64_t expected_blocks() const {
+    std::int64_t units = 0;
+    for (const pairhmm::Pair& p : input_)
+      units += std::max<std::int64_t>(1, (p.cells() + kCellsPerUnit / 2) / kCellsPerUnit);
+    return std::max<std::int64_t>(1, units / block_units_);
+  }
   // Time spent in next() (read once the scheduler is done).
   double seconds() const { return seconds_; }
 
@@ -261,10 +269,11 @@ PairhmmRun run_pairhmm(const pairhmm::Input& input, const pairhmm::Model& model,
   std::vector<std::uint8_t> others(options.cluster != nullptr ? pairs.size() : 0, 0);
   std::optional<scheduler::DistributedSource> share;
   if (options.cluster != nullptr) {
-    share.emplace(blocks, options.cluster->chunks(), 0, [&others](const Block& b) {
-      const auto first = others.begin() + b.first_sequence;
-      std::fill(first, first + static_cast<std::ptrdiff_t>(b.sequences()), 1);
-    });
+    share.emplace(blocks, options.cluster->chunks(), 0, blocks.expected_blocks(),
+                  [&others](const Block& b) {
+                    const auto first = others.begin() + b.first_sequence;
+                    std::fill(first, first + static_cast<std::ptrdiff_t>(b.sequences()), 1);
+                  });
   }
   if (!pairs.empty()) {
     BlockSource& source = share ? static_cast<BlockSource&>(*share) : blocks;
@@ -327,7 +336,8 @@ PairhmmRun merge_pairhmm_ranks(PairhmmRun own, const std::vector<std::string>& r
     for (std::size_t k = 0; k < index.size(); ++k) {
       const auto i = static_cast<std::size_t>(index[k]);
       if (i >= pairs || scored[i]++ != 0)
-        throw std::logic_error("pair " + std::to_string(i) + " was scored twice or is not an input pair");
+        throw std::logic_error("pair " + std::to_string(i) +
+                               " was scored twice or is not an input pair");
       job.log10_likelihood[i] = log10[k];
       job.in_double[i] = in_double[k];
     }

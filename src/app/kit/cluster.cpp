@@ -68,6 +68,11 @@ void wait_for(MPI_Request& request, const std::atomic<bool>* stop = &g_interrupt
   }
 }
 
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
 constexpr int kRequestTag = 1, kChunkTag = 2, kSizeTag = 3, kBytesTag = 4;
 constexpr std::int64_t kMaxMessage = std::int64_t{1} << 30;
 
@@ -99,6 +104,15 @@ class MpiCluster final : public Cluster, public scheduler::ChunkClient {
   ~MpiCluster() override {
     stop_service_ = true;
     if (service_.joinable()) service_.join();
+    // DUET_TIMES: what the job's messages cost this rank (bench/RESULTS.md's model of
+    // cluster scaling).
+    if (timings_wanted()) {
+      std::fprintf(stderr,
+                   "duet: rank %d: %lld chunk requests, %.6f s asking; gather %lld bytes in "
+                   "%.6f s\n",
+                   rank_, static_cast<long long>(requests_), request_seconds_,
+                   static_cast<long long>(gathered_bytes_), gather_seconds_);
+    }
     MPI_Comm_free(&chunk_comm_);
     MPI_Comm_free(&data_comm_);
   }
@@ -113,13 +127,21 @@ class MpiCluster final : public Cluster, public scheduler::ChunkClient {
   scheduler::Chunk next_chunk(int pass, std::int64_t estimated_blocks) override {
     // Debug setting for the tests of a rank that dies: the rank dies asking for its first chunk.
     if (kill_rank_ == rank_ + 1) ::raise(SIGKILL);
-    if (rank_ == 0) return coordinator_->next_chunk(pass, estimated_blocks);
-    std::int64_t request[2] = {pass, estimated_blocks}, reply[2] = {0, 0};
-    MPI_Request received;
-    check(MPI_Irecv(reply, 2, MPI_INT64_T, 0, kChunkTag, chunk_comm_, &received), "MPI_Irecv");
-    check(MPI_Send(request, 2, MPI_INT64_T, 0, kRequestTag, chunk_comm_), "MPI_Send");
-    wait_for(received);
-    return {reply[0], reply[1]};
+    const auto asked = Clock::now();
+    scheduler::Chunk chunk;
+    if (rank_ == 0) {
+      chunk = coordinator_->next_chunk(pass, estimated_blocks);
+    } else {
+      std::int64_t request[2] = {pass, estimated_blocks}, reply[2] = {0, 0};
+      MPI_Request received;
+      check(MPI_Irecv(reply, 2, MPI_INT64_T, 0, kChunkTag, chunk_comm_, &received), "MPI_Irecv");
+      check(MPI_Send(request, 2, MPI_INT64_T, 0, kRequestTag, chunk_comm_), "MPI_Send");
+      wait_for(received);
+      chunk = {reply[0], reply[1]};
+    }
+    ++requests_;
+    request_seconds_ += seconds_since(asked);
+    return chunk;
   }
 
   std::int64_t agree(std::int64_t value) override {
@@ -134,6 +156,13 @@ class MpiCluster final : public Cluster, public scheduler::ChunkClient {
   }
 
   std::vector<std::string> gather(std::string bytes) override {
+    const auto started = Clock::now();
+    struct Note {  // the gather's time and bytes, for the DUET_TIMES line
+      MpiCluster& c;
+      Clock::time_point started;
+      ~Note() { c.gather_seconds_ += seconds_since(started); }
+    } note{*this, started};
+    gathered_bytes_ += static_cast<std::int64_t>(bytes.size());
     if (rank_ != 0) {
       std::int64_t size = static_cast<std::int64_t>(bytes.size());
       send(&size, sizeof size, kSizeTag);
@@ -150,6 +179,7 @@ class MpiCluster final : public Cluster, public scheduler::ChunkClient {
       for (std::int64_t at = 0; at < size; at += kMaxMessage)
         receive(all[static_cast<std::size_t>(r)].data() + at, std::min(kMaxMessage, size - at), r,
                 kBytesTag);
+      gathered_bytes_ += size;
     }
     return all;
   }
@@ -216,6 +246,9 @@ class MpiCluster final : public Cluster, public scheduler::ChunkClient {
   std::unique_ptr<scheduler::ChunkCoordinator> coordinator_;
   std::atomic<bool> stop_service_{false};
   int kill_rank_ = 0;  // DUET_DEBUG_KILL_RANK: rank + 1 that dies; 0 none
+  // For the DUET_TIMES line: chunk requests and their wall time, and the gather's.
+  std::int64_t requests_ = 0, gathered_bytes_ = 0;
+  double request_seconds_ = 0, gather_seconds_ = 0;
   std::thread service_;
 };
 
@@ -327,12 +360,22 @@ std::string message_prefix() {
 int usable_cores() {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const Cluster* c = cluster();
-  if (c == nullptr || c->local_size() <= 1) return cores;
+  if (c == nullptr) return cores;
+  const int share = std::max(1, cores / std::max(1, c->local_size()));
   cpu_set_t set;
   CPU_ZERO(&set);
   int bound = cores;
   if (::sched_getaffinity(0, sizeof set, &set) == 0) bound = std::max(1, CPU_COUNT(&set));
-  return std::max(1, std::min(bound, cores / c->local_size()));
+  static bool said = false;
+  if (bound < share && c->rank() == 0 && !said) {
+    said = true;
+    std::fprintf(stderr,
+                 "duet: warning: rank 0 may use %d of the %d cores its share of the host would "
+                 "give it (mpirun binds ranks to cores by default): give mpirun --bind-to none, "
+                 "or --map-by slot:PE=%d\n",
+                 bound, share, share);
+  }
+  return std::min(bound, share);
 }
 
 std::vector<int> rank_gpus(const std::vector<int>& found) {

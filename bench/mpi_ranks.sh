@@ -1,0 +1,64 @@
+#!/bin/bash
+# duet hmmsearch under mpirun on one host (issue 22): 1, 2, 4 and 8 ranks with the cores
+# split among them (`--bind-to none`; each rank takes cores / ranks, the default), CPU
+# only (a build without CUDA), against 1 rank, on a database of about 1.8 G residues (RESIDUES), packed
+# (`duet makedb`) and FASTA. Every run's /results must equal the 1-rank run's
+# (bench/compare_results.py). Each rank's chunk requests and gather (DUET_TIMES) are
+# kept for the model of cluster scaling in bench/RESULTS.md.
+#   Run from the source root on the GPU machine with .device carried (its debs hold
+#   Debian's Open MPI: libopenmpi-dev, openmpi-bin and their libraries), or on any machine
+#   where `mpirun` runs. OUT: where times.tsv and the logs go. ROUNDS (default 2).
+set -uo pipefail
+rounds=${ROUNDS:-2}; residues=${RESIDUES:-1.8e9}
+if [ -f .device/setup.sh ]; then
+  source bench/device_env.sh
+  # Open MPI unpacked under /opt/deps: its tools find their files from OPAL_PREFIX.
+  export OPAL_PREFIX=/opt/deps/usr
+  for tool in mpirun mpicc; do
+    [ -x /opt/deps/usr/bin/$tool ] || ln -sf $tool.openmpi /opt/deps/usr/bin/$tool
+  done
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+else
+  out=${OUT:-mpi-out}; mkdir -p "$out"
+fi
+t0=$(date +%s)
+cmake -S . -B build-mpi -G Ninja -DCMAKE_BUILD_TYPE=Release -DDUET_BUILD_BENCH=OFF \
+  -DBUILD_TESTING=OFF -DDUET_ENABLE_CUDA=OFF -DMPI_C_COMPILER="$(command -v mpicc)" > "$out/cmake.log" 2>&1 ||
+  { tail -30 "$out/cmake.log"; exit 1; }
+grep -q "duet: MPI ON" "$out/cmake.log" || { grep -i mpi "$out/cmake.log"; echo "no MPI found"; exit 1; }
+cmake --build build-mpi -j"$(nproc)" --target duet > "$out/build.log" 2>&1 ||
+  { grep -B2 -A8 error "$out/build.log" | head -60; exit 1; }
+echo "build: $(( $(date +%s) - t0 )) s"
+duet=$PWD/build-mpi/duet
+work=/tmp/mpi-ranks; mkdir -p $work
+model=/usr/share/doc/hmmer/examples/tutorial/Pkinase.hmm
+[ -f $model ] || { $duet synth-model -L 260 --seed 5 -o $work/model.hmm >/dev/null; model=$work/model.hmm; }
+# The database: duet synth-db's 200 M residues (at most), repeated up to RESIDUES (names
+# repeat; the search does not mind), packed once.
+if [ ! -f $work/db.packed ]; then
+  part=$(python3 -c "print(min(2e8, $residues))")
+  $duet synth-db --residues "$part" --seed 5 -o $work/part.fa > /dev/null
+  copies=$(python3 -c "print(max(1, round($residues / $part)))")
+  for _ in $(seq 1 "$copies"); do cat $work/part.fa; done > $work/db.fa
+  rm $work/part.fa
+  $duet makedb $work/db.fa $work/db.packed | tail -1
+fi
+echo "prepared: $(( $(date +%s) - t0 )) s"
+printf "database\tranks\tround\tseconds\n" > "$out/times.tsv"
+run() {  # database ranks
+  local db=$1 np=$2 s ms
+  s=$(date +%s%N)
+  DUET_TIMES=1 mpirun --oversubscribe --bind-to none -x DUET_TIMES -np "$np" $duet hmmsearch --no-gpu \
+    --h5 $work/r_${db##*.}_$np.h5 "$model" "$db" > $work/log.txt 2> "$out/err_${db##*.}_${np}_$round.txt" ||
+    { echo "failed: $(tail -3 "$out/err_${db##*.}_${np}_$round.txt")"; }
+  ms=$(( ($(date +%s%N) - s) / 1000000 ))
+  printf "%s\t%d\t%d\t%d.%03d\n" "${db##*.}" "$np" "$round" $((ms / 1000)) $((ms % 1000)) | tee -a "$out/times.tsv"
+}
+for round in $(seq 1 "$rounds"); do
+  for np in 1 2 4 8; do run $work/db.packed $np; done
+  for np in 1 8; do run $work/db.fa $np; done
+done
+for f in $work/r_*.h5; do
+  printf "%s: " "$(basename "$f")"; ${PYTHON:-python3} bench/compare_results.py $work/r_packed_1.h5 "$f" | tail -1
+done | tee "$out/compare.txt"
+grep -h "chunk requests" "$out"/err_packed_8_1.txt | tee "$out/messages.txt"

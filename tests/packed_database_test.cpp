@@ -183,6 +183,40 @@ TEST(PackedDatabase, RoundTripEqualsFastaBlockForBlock) {
   }
 }
 
+// A rank of a distributed run passes other ranks' blocks by their extent only
+// (next_to_skip): the same blocks, sequences and work as next() cuts, with nothing copied,
+// and the blocks after them unchanged.
+TEST(PackedDatabase, SkippedBlocksKeepTheirExtents) {
+  const std::uint64_t seed = test::test_seed();
+  std::mt19937_64 rng(seed);
+  test::TempDir dir;
+  const std::string fasta = dir.file("db.fa"), packed = dir.file("db.duetdb");
+  test::write_file(fasta, random_fasta(rng, 2000, 500, Alphabet::amino()));
+  ASSERT_EQ(makedb(fasta + " " + packed).status, 0);
+  const std::vector<BlockPtr> all = read_blocks(packed, Alphabet::amino(), 3000);
+  ASSERT_GT(all.size(), 10u);
+  const InputFile file(packed);
+  io::ReaderOptions options;
+  options.block_residues = 3000;
+  io::BlockStore store(file, Alphabet::amino(), options, 0, false);
+  io::BlockStore::Pass pass = store.begin_pass();
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const bool skip = rng() % 2 == 0;
+    const BlockPtr b = skip ? pass.next_to_skip() : pass.next();
+    ASSERT_TRUE(b) << "block " << i;
+    EXPECT_EQ(b->index, all[i]->index);
+    EXPECT_EQ(b->first_sequence, all[i]->first_sequence);
+    EXPECT_EQ(b->sequences(), all[i]->sequences());
+    EXPECT_EQ(b->work(), all[i]->work()) << "block " << i;
+    if (skip) {
+      EXPECT_TRUE(b->residues.empty()) << "a skipped block's residues are not copied";
+    } else {
+      EXPECT_EQ(b->residues, all[i]->residues) << "block " << i;
+    }
+  }
+  EXPECT_EQ(pass.next(), nullptr);
+}
+
 TEST(PackedDatabase, GzipInputMakesTheSameFile) {
   const std::uint64_t seed = test::test_seed();
   std::mt19937_64 rng(seed);

@@ -87,6 +87,11 @@ class BlockSource {
   virtual ~BlockSource() = default;
   // The next block; nullptr at the end. May throw InputError.
   virtual BlockPtr next() = 0;
+  // The next block, for a caller that will not run it (a rank of a distributed run
+  // passing another rank's block: scheduler/distributed_source.hpp). It holds at least
+  // its index, first sequence, number of sequences (offsets' size) and work(); a source
+  // may leave out the residues and names where that saves work. Default: next().
+  virtual BlockPtr next_to_skip() { return next(); }
   // Share of the database handed out so far, in [0, 1].
   virtual double fraction_done() const = 0;
   // Blocks handed out so far that were kept in memory from an earlier pass.

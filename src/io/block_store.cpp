@@ -65,9 +65,20 @@ BlockStore::Pass::Pass(BlockStore& store) : store_(store), first_(!store.first_p
 BlockStore::Pass::~Pass() = default;
 
 BlockPtr BlockStore::Pass::next() {
+  return next_block(false);
+}
+
+BlockPtr BlockStore::Pass::next_to_skip() {
+  return next_block(true);
+}
+
+BlockPtr BlockStore::Pass::next_block(bool to_skip) {
   BlockStore& s = store_;
+  const auto from_packed = [&] {
+    return to_skip ? packed_reader_->next_to_skip() : packed_reader_->next();
+  };
   if (first_) {
-    BlockPtr block = packed_reader_ ? packed_reader_->next() : reader_->next();
+    BlockPtr block = packed_reader_ ? from_packed() : reader_->next();
     if (!block) {
       // The whole database went through: its size is known, and what was kept is all of it
       // if nothing had to be dropped.
@@ -93,7 +104,7 @@ BlockPtr BlockStore::Pass::next() {
     }
     return block;
   }
-  if (packed_reader_) return packed_reader_->next();
+  if (packed_reader_) return from_packed();
   if (kept_handed_ < s.kept_.size()) return s.kept_[kept_handed_++];
   if (s.all_kept_) return nullptr;
   if (!reader_) {

@@ -53,6 +53,8 @@ class BlockStore {
     Pass(Pass&&) = default;
     // The next block in database order; nullptr at the end. Throws InputError.
     BlockPtr next() override;
+    // A packed database's block without its residues (PackedBlockReader); else next().
+    BlockPtr next_to_skip() override;
     // Share of the database handed out so far, in [0, 1] (estimated from file offsets).
     // From the thread that calls next().
     double fraction_done() const override;
@@ -63,6 +65,7 @@ class BlockStore {
    private:
     friend class BlockStore;
     explicit Pass(BlockStore& store);
+    BlockPtr next_block(bool to_skip);
     BlockStore& store_;
     bool first_ = false;  // the first pass: reads and keeps
     std::size_t kept_handed_ = 0;

@@ -438,6 +438,14 @@ PackedBlockReader::PackedBlockReader(PackedDatabase& database, const ReaderOptio
 }
 
 BlockPtr PackedBlockReader::next() {
+  return next_block(false);
+}
+
+BlockPtr PackedBlockReader::next_to_skip() {
+  return next_block(true);
+}
+
+BlockPtr PackedBlockReader::next_block(bool extent_only) {
   if (stop_ != nullptr && stop_->load()) return nullptr;
   database_.check_verification(false);
   if (next_sequence_ >= database_.sequences()) {
@@ -454,10 +462,19 @@ BlockPtr PackedBlockReader::next() {
       target = std::max<std::size_t>(1, block_residues_ / 4);
   }
   const std::int64_t end = database_.block_end(next_sequence_, target);
-  BlockPtr block = database_.make_block(next_block_, next_sequence_, end - next_sequence_);
+  BlockPtr block;
+  if (extent_only) {
+    block = std::make_shared<Block>();
+    block->index = next_block_;
+    block->first_sequence = next_sequence_;
+    block->offsets.assign(static_cast<std::size_t>(end - next_sequence_) + 1, 0);
+    block->work_units = database_.sequence_offset(end) - database_.sequence_offset(next_sequence_);
+  } else {
+    block = database_.make_block(next_block_, next_sequence_, end - next_sequence_);
+  }
   ++next_block_;
   next_sequence_ = end;
-  residues_handed_ += block->residue_count();
+  residues_handed_ += block->work();
   return block;
 }
 

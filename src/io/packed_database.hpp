@@ -162,9 +162,14 @@ class PackedBlockReader : public BlockSource {
  public:
   PackedBlockReader(PackedDatabase& database, const ReaderOptions& options);
   BlockPtr next() override;  // InputError on a corrupt file (see PackedDatabase)
+  // The next block's extent only: no residues or names copied (offsets all 0, work_units
+  // its residues).
+  BlockPtr next_to_skip() override;
   double fraction_done() const override;
 
  private:
+  BlockPtr next_block(bool extent_only);
+
   PackedDatabase& database_;
   std::size_t block_residues_;
   std::size_t consumers_;

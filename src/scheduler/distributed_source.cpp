@@ -56,7 +56,8 @@ BlockPtr DistributedSource::next() {
                                " is not ahead of block " + std::to_string(seen_));
       }
     }
-    BlockPtr block = all_.next();
+    // Another rank's block is only passed by (next_to_skip: its extent).
+    BlockPtr block = seen_ < chunk_.first ? all_.next_to_skip() : all_.next();
     if (!block) {
       ended_ = true;
       break;

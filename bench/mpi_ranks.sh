@@ -3,8 +3,9 @@
 # split among them (`--bind-to none`; each rank takes cores / ranks, the default), CPU
 # only (a build without CUDA), against 1 rank, on a database of about 1.8 G residues (RESIDUES), packed
 # (`duet makedb`) and FASTA. Every run's /results must equal the 1-rank run's
-# (bench/compare_results.py). Each rank's chunk requests and gather (DUET_TIMES) are
-# kept for the model of cluster scaling in bench/RESULTS.md.
+# (bench/compare_results.py). Pkinase (one model) and ten models of Pfam-like lengths.
+# Each rank's phases, chunk requests and gather (DUET_TIMES) go to logs.tgz, for the
+# model of cluster scaling in bench/RESULTS.md.
 #   Run from the source root on the GPU machine with .device carried (its debs hold
 #   Debian's Open MPI: libopenmpi-dev, openmpi-bin and their libraries), or on any machine
 #   where `mpirun` runs. OUT: where times.tsv and the logs go. ROUNDS (default 2).
@@ -18,6 +19,8 @@ if [ -f .device/setup.sh ]; then
     [ -x /opt/deps/usr/bin/$tool ] || ln -sf $tool.openmpi /opt/deps/usr/bin/$tool
   done
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  # The host's own PMIx plugins (another version) are not ours to load.
+  export PMIX_MCA_mca_base_component_path=/opt/deps/usr/lib/x86_64-linux-gnu/pmix2/lib/pmix
 else
   out=${OUT:-mpi-out}; mkdir -p "$out"
 fi
@@ -31,8 +34,10 @@ cmake --build build-mpi -j"$(nproc)" --target duet > "$out/build.log" 2>&1 ||
 echo "build: $(( $(date +%s) - t0 )) s"
 duet=$PWD/build-mpi/duet
 work=/tmp/mpi-ranks; mkdir -p $work
-model=/usr/share/doc/hmmer/examples/tutorial/Pkinase.hmm
-[ -f $model ] || { $duet synth-model -L 260 --seed 5 -o $work/model.hmm >/dev/null; model=$work/model.hmm; }
+# One model (Pkinase, else a synthetic one of its length), and ten of Pfam-like lengths.
+one=/usr/share/doc/hmmer/examples/tutorial/Pkinase.hmm
+[ -f $one ] || { $duet synth-model -L 260 --seed 5 -o $work/one.hmm >/dev/null; one=$work/one.hmm; }
+$duet synth-model -L 90 120 150 180 210 240 270 300 350 420 --seed 5 -o $work/ten.hmm >/dev/null
 # The database: duet synth-db's 200 M residues (at most), repeated up to RESIDUES (names
 # repeat; the search does not mind), packed once.
 if [ ! -f $work/db.packed ]; then
@@ -44,21 +49,27 @@ if [ ! -f $work/db.packed ]; then
   $duet makedb $work/db.fa $work/db.packed | tail -1
 fi
 echo "prepared: $(( $(date +%s) - t0 )) s"
-printf "database\tranks\tround\tseconds\n" > "$out/times.tsv"
-run() {  # database ranks
-  local db=$1 np=$2 s ms
+printf "models\tdatabase\tranks\tround\tseconds\n" > "$out/times.tsv"
+mkdir -p $work/logs
+run() {  # models database ranks
+  local models=$1 db=$2 np=$3 s ms name
+  name=$(basename "$models" .hmm)_${db##*.}_$np
   s=$(date +%s%N)
-  DUET_TIMES=1 mpirun --oversubscribe --bind-to none -x DUET_TIMES -np "$np" $duet hmmsearch --no-gpu \
-    --h5 $work/r_${db##*.}_$np.h5 "$model" "$db" > $work/log.txt 2> "$out/err_${db##*.}_${np}_$round.txt" ||
-    { echo "failed: $(tail -3 "$out/err_${db##*.}_${np}_$round.txt")"; }
+  DUET_TIMES=1 mpirun --oversubscribe --bind-to none -x DUET_TIMES -np "$np" $duet hmmsearch \
+    --no-gpu --h5 $work/r_$name.h5 "$models" "$db" > $work/log.txt 2> $work/logs/${name}_$round.txt ||
+    { echo "failed: $(tail -3 $work/logs/${name}_$round.txt)"; }
   ms=$(( ($(date +%s%N) - s) / 1000000 ))
-  printf "%s\t%d\t%d\t%d.%03d\n" "${db##*.}" "$np" "$round" $((ms / 1000)) $((ms % 1000)) | tee -a "$out/times.tsv"
+  printf "%s\t%s\t%d\t%d\t%d.%03d\n" "$(basename "$models" .hmm)" "${db##*.}" "$np" "$round" \
+    $((ms / 1000)) $((ms % 1000)) | tee -a "$out/times.tsv"
 }
 for round in $(seq 1 "$rounds"); do
-  for np in 1 2 4 8; do run $work/db.packed $np; done
-  for np in 1 8; do run $work/db.fa $np; done
+  for np in 1 2 4 8; do run $one $work/db.packed $np; done
+  for np in 1 8; do run $one $work/db.fa $np; done
+  for np in 1 2 4 8; do run $work/ten.hmm $work/db.packed $np; done
 done
 for f in $work/r_*.h5; do
-  printf "%s: " "$(basename "$f")"; ${PYTHON:-python3} bench/compare_results.py $work/r_packed_1.h5 "$f" | tail -1
+  base=$work/r_$(basename "$f" | cut -d_ -f2)_packed_1.h5
+  printf "%s: " "$(basename "$f")"; ${PYTHON:-python3} bench/compare_results.py "$base" "$f" | tail -1
 done | tee "$out/compare.txt"
-grep -h "chunk requests" "$out"/err_packed_8_1.txt | tee "$out/messages.txt"
+grep -h "chunk requests" $work/logs/ten_packed_8_1.txt | tee "$out/messages.txt"
+tar -C $work -czf "$out/logs.tgz" logs

@@ -62,7 +62,18 @@ run() {  # models database ranks
   printf "%s\t%s\t%d\t%d\t%d.%03d\n" "$(basename "$models" .hmm)" "${db##*.}" "$np" "$round" \
     $((ms / 1000)) $((ms % 1000)) | tee -a "$out/times.tsv"
 }
+plain() {  # models database: one process, no mpirun (the reference of the 1-rank figure)
+  local models=$1 db=$2 s ms
+  s=$(date +%s%N)
+  DUET_TIMES=1 $duet hmmsearch --no-gpu --h5 $work/plain.h5 "$models" "$db" > $work/log.txt \
+    2> $work/logs/plain_$(basename "$models" .hmm)_$round.txt
+  ms=$(( ($(date +%s%N) - s) / 1000000 ))
+  printf "%s\t%s\tplain\t%d\t%d.%03d\n" "$(basename "$models" .hmm)" "${db##*.}" "$round" \
+    $((ms / 1000)) $((ms % 1000)) | tee -a "$out/times.tsv"
+}
 for round in $(seq 1 "$rounds"); do
+  plain $one $work/db.packed
+  plain $work/ten.hmm $work/db.packed
   for np in 1 2 4 8; do run $one $work/db.packed $np; done
   for np in 1 8; do run $one $work/db.fa $np; done
   for np in 1 2 4 8; do run $work/ten.hmm $work/db.packed $np; done

@@ -71,6 +71,9 @@ struct ReaderOptions {
   int threads = defaults::kReaderThreads;  // parser threads; 0 = one per core, at most 4
   std::size_t chunk_bytes = 0;  // bytes read at once; 0 = 4 x block_residues within [8, 64] MiB
   bool simd = true;             // false: the scalar digitizer (tests compare the two)
+  // A packed database's checksums are verified during the first pass (BlockStore); false:
+  // not by this process (a rank of a job whose rank 0 verifies them: the file is the same).
+  bool verify_packed = true;
   ReadStart start;
   // Set: next() returns nullptr once it is true, even while waiting for input that does
   // not come (a stalled pipe); the pass is then incomplete.

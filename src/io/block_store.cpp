@@ -55,7 +55,8 @@ BlockStore::Pass BlockStore::begin_pass() {
 BlockStore::Pass::Pass(BlockStore& store) : store_(store), first_(!store.first_pass_done_) {
   store.first_pass_done_ = true;
   if (store.packed_) {
-    store.packed_->start_verification();  // once, by the first pass; see PackedDatabase
+    // Once, by the first pass; see PackedDatabase.
+    if (store.reader_options_.verify_packed) store.packed_->start_verification();
     packed_reader_ = std::make_unique<PackedBlockReader>(*store.packed_, store.reader_options_);
   } else if (first_) {
     reader_ = std::make_unique<BlockReader>(*store.file_, store.alphabet_, store.reader_options_);

@@ -120,6 +120,22 @@ RankRun unpack(const std::string& bytes) {
   return run;
 }
 
+// Rank 0's own share, taken from its run (not packed and unpacked).
+RankRun own_share(SearchRun& own) {
+  RankRun run;
+  run.stopped = own.stopped;
+  run.test_double_gpus = own.test_double_gpus;
+  run.gpus_skipped_small_database = own.gpus_skipped_small_database;
+  run.gpu_kernel_table = own.gpu_kernel_table;
+  run.seconds = own.seconds;
+  for (QueryResult& q : own.queries) {
+    run.queries.push_back({q.counts, q.seconds, q.gpu_kernels, q.gpu_jit, q.gpu_resident_residues,
+                           q.gpu_uploaded_residues, q.gpu_kept_residues, std::move(q.schedule),
+                           std::move(q.targets)});
+  }
+  return run;
+}
+
 }  // namespace
 
 std::string pack_rank_run(const SearchRun& run) {
@@ -148,7 +164,8 @@ std::string pack_rank_run(const SearchRun& run) {
 SearchRun merge_rank_runs(SearchRun own, const std::vector<std::string>& ranks,
                           const io::SearchConfig& config) {
   std::vector<RankRun> runs;
-  for (const std::string& bytes : ranks) runs.push_back(unpack(bytes));
+  runs.push_back(own_share(own));
+  for (std::size_t r = 1; r < ranks.size(); ++r) runs.push_back(unpack(ranks[r]));
   SearchRun job = std::move(own);
   for (const RankRun& r : runs) {
     if (r.queries.size() != job.queries.size())

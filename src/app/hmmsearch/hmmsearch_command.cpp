@@ -335,7 +335,8 @@ void add_profile_command(CLI::App& app,
     if (run.stopped || g_interrupted.load()) throw Interrupted{};
     if (job != nullptr) {
       // Rank 0 makes the job's run of every rank's, and writes it as one process would.
-      const std::vector<std::string> ranks = job->gather(pack_rank_run(run));
+      const std::vector<std::string> ranks =
+          job->gather(writer ? std::string() : pack_rank_run(run));
       if (!writer) return 0;
       run = merge_rank_runs(std::move(run), ranks, config.search);
       phase_time("merged the ranks' results");

@@ -657,6 +657,10 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
     reader.block_residues = static_cast<std::size_t>(
         hybrid.cluster->agree(static_cast<std::int64_t>(reader.block_residues)));
     reader.consumers = static_cast<int>(hybrid.cluster->agree(reader.consumers));
+    // A packed database is one file for the whole job: rank 0 reads all of it to verify
+    // its checksums (a corrupt file fails rank 0, and the job writes nothing); the other
+    // ranks read only their chunks.
+    reader.verify_packed = hybrid.cluster->rank() == 0;
   }
   reader.stop = hybrid.stop;
   const std::uint64_t reuse = models.size() > 1 ? hybrid.reuse_memory : 0;

@@ -212,7 +212,8 @@ void add_pairhmm_command(CLI::App& app,
     phase_time("search returned");
     if (run.stopped || g_interrupted.load()) throw Interrupted{};
     if (job != nullptr) {
-      const std::vector<std::string> ranks = job->gather(pack_pairhmm_rank(run));
+      const std::vector<std::string> ranks =
+          job->gather(writer ? std::string() : pack_pairhmm_rank(run));
       if (!writer) return 0;
       run = merge_pairhmm_ranks(std::move(run), ranks);
       phase_time("merged the ranks' results");

@@ -318,10 +318,12 @@ std::string pack_pairhmm_rank(const PairhmmRun& run) {
 PairhmmRun merge_pairhmm_ranks(PairhmmRun own, const std::vector<std::string>& ranks) {
   PairhmmRun job = std::move(own);
   const std::size_t pairs = job.log10_likelihood.size();
-  std::vector<std::uint8_t> scored(pairs, 0);
+  std::vector<std::uint8_t> scored = std::move(job.scored);  // rank 0's own
+  scored.resize(pairs, 0);
   std::vector<scheduler::RunSummary> schedules;
-  for (const std::string& bytes : ranks) {
-    WireReader in(bytes);
+  schedules.push_back(std::move(job.schedule));
+  for (std::size_t r = 1; r < ranks.size(); ++r) {
+    WireReader in(ranks[r]);
     job.stopped = in.value<bool>() || job.stopped;
     const std::string gpu_kernel = in.text();
     if (job.gpu_kernel.empty() || job.gpu_kernel.rfind("none", 0) == 0) {

@@ -1,6 +1,8 @@
 // pack_rank_run and merge_rank_runs: see distributed.hpp.
 #include "app/hmmsearch/distributed.hpp"
 
+#include <oneapi/tbb/parallel_for.h>
+
 #include <algorithm>
 #include <stdexcept>
 #include <utility>
@@ -163,9 +165,11 @@ std::string pack_rank_run(const SearchRun& run) {
 
 SearchRun merge_rank_runs(SearchRun own, const std::vector<std::string>& ranks,
                           const io::SearchConfig& config) {
-  std::vector<RankRun> runs;
-  runs.push_back(own_share(own));
-  for (std::size_t r = 1; r < ranks.size(); ++r) runs.push_back(unpack(ranks[r]));
+  // Unpacked, and merged query by query, on every core (rank 0 waits for nothing else).
+  std::vector<RankRun> runs(std::max<std::size_t>(1, ranks.size()));
+  runs[0] = own_share(own);
+  tbb::parallel_for(std::size_t{1}, ranks.size(),
+                    [&](std::size_t r) { runs[r] = unpack(ranks[r]); });
   SearchRun job = std::move(own);
   for (const RankRun& r : runs) {
     if (r.queries.size() != job.queries.size())
@@ -175,7 +179,7 @@ SearchRun merge_rank_runs(SearchRun own, const std::vector<std::string>& ranks,
     if (job.gpu_kernel_table.empty()) job.gpu_kernel_table = r.gpu_kernel_table;
     job.seconds = std::max(job.seconds, r.seconds);
   }
-  for (std::size_t q = 0; q < job.queries.size(); ++q) {
+  tbb::parallel_for(std::size_t{0}, job.queries.size(), [&](std::size_t q) {
     QueryResult& query = job.queries[q];
     query.counts = {};
     query.targets.clear();
@@ -204,7 +208,7 @@ SearchRun merge_rank_runs(SearchRun own, const std::vector<std::string>& ranks,
     std::sort(query.targets.begin(), query.targets.end(),
               [](const TargetRecord& a, const TargetRecord& b) { return a.index < b.index; });
     finish_query(query, config);
-  }
+  });
   return job;
 }
 

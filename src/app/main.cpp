@@ -56,6 +56,12 @@ int run_info() {
                 g.name.c_str(), g.multiprocessors, g.memory_gib, g.compute_major, g.compute_minor);
   }
   if (inv.gpus.empty()) std::cout << "GPUs:       none usable (" << inv.problem << ")\n";
+  std::cout << "MPI:        "
+            << (app::cluster_support() ? "compiled in (mpirun duet hmmsearch|hmmscan|pairhmm ...)"
+                                       : "not compiled in (one process)");
+  if (const app::Cluster* job = app::cluster())
+    std::cout << ", rank " << job->rank() << " of " << job->size();
+  std::cout << "\n";
   std::cout << "libraries:  oneTBB " << TBB_VERSION_MAJOR << "." << TBB_VERSION_MINOR << ", HDF5 "
             << H5_VERS_MAJOR << "." << H5_VERS_MINOR << "." << H5_VERS_RELEASE << ", toml++ "
             << TOML_LIB_MAJOR << "." << TOML_LIB_MINOR << "." << TOML_LIB_PATCH << ", CLI11 "
@@ -149,7 +155,7 @@ int run_main(int argc, char** argv) {
       // The commands that share their work among the ranks of an MPI job; the others
       // refuse a job of several ranks.
       const std::string name = command->get_name();
-      if (name != "hmmsearch" && name != "hmmscan" && name != "pairhmm")
+      if (name != "hmmsearch" && name != "hmmscan" && name != "pairhmm" && name != "info")
         app::refuse_several_ranks("duet " + name);
       return action();
     }

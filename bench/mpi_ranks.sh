@@ -6,11 +6,14 @@
 # (bench/compare_results.py). Pkinase (one model) and ten models of Pfam-like lengths.
 # Each rank's phases, chunk requests and gather (DUET_TIMES) go to logs.tgz, for the
 # model of cluster scaling in bench/RESULTS.md.
+#   GPUS=2 (a machine of 2 GPUs, a build with CUDA): instead, --gpu-only with one process on
+#   GPU 0, one process on both GPUs, and 2 ranks with one GPU each (the host's cores split
+#   between them), Pkinase and the ten models.
 #   Run from the source root on the GPU machine with .device carried (its debs hold
 #   Debian's Open MPI: libopenmpi-dev, openmpi-bin and their libraries), or on any machine
 #   where `mpirun` runs. OUT: where times.tsv and the logs go. ROUNDS (default 2).
 set -uo pipefail
-rounds=${ROUNDS:-2}; residues=${RESIDUES:-1.8e9}
+rounds=${ROUNDS:-2}; residues=${RESIDUES:-1.8e9}; gpus=${GPUS:-0}
 if [ -f .device/setup.sh ]; then
   source bench/device_env.sh
   # Open MPI unpacked under /opt/deps: its tools find their files from OPAL_PREFIX.
@@ -25,8 +28,9 @@ else
   out=${OUT:-mpi-out}; mkdir -p "$out"
 fi
 t0=$(date +%s)
+cuda=OFF; [ "$gpus" -gt 0 ] && cuda=ON
 cmake -S . -B build-mpi -G Ninja -DCMAKE_BUILD_TYPE=Release -DDUET_BUILD_BENCH=OFF \
-  -DBUILD_TESTING=OFF -DDUET_ENABLE_CUDA=OFF -DMPI_C_COMPILER="$(command -v mpicc)" > "$out/cmake.log" 2>&1 ||
+  -DBUILD_TESTING=OFF -DDUET_ENABLE_CUDA=$cuda -DMPI_C_COMPILER="$(command -v mpicc)" > "$out/cmake.log" 2>&1 ||
   { tail -30 "$out/cmake.log"; exit 1; }
 grep -q "duet: MPI ON" "$out/cmake.log" || { grep -i mpi "$out/cmake.log"; echo "no MPI found"; exit 1; }
 cmake --build build-mpi -j"$(nproc)" --target duet > "$out/build.log" 2>&1 ||
@@ -51,26 +55,45 @@ fi
 echo "prepared: $(( $(date +%s) - t0 )) s"
 printf "models\tdatabase\tranks\tround\tseconds\n" > "$out/times.tsv"
 mkdir -p $work/logs
+devices=--no-gpu; [ "$gpus" -gt 0 ] && devices=--gpu-only
 run() {  # models database ranks
   local models=$1 db=$2 np=$3 s ms name
   name=$(basename "$models" .hmm)_${db##*.}_$np
   s=$(date +%s%N)
   DUET_TIMES=1 mpirun --oversubscribe --bind-to none -x DUET_TIMES -np "$np" $duet hmmsearch \
-    --no-gpu --h5 $work/r_$name.h5 "$models" "$db" > $work/log.txt 2> $work/logs/${name}_$round.txt ||
+    $devices --h5 $work/r_$name.h5 "$models" "$db" > $work/log.txt 2> $work/logs/${name}_$round.txt ||
     { echo "failed: $(tail -3 $work/logs/${name}_$round.txt)"; }
   ms=$(( ($(date +%s%N) - s) / 1000000 ))
   printf "%s\t%s\t%d\t%d\t%d.%03d\n" "$(basename "$models" .hmm)" "${db##*.}" "$np" "$round" \
     $((ms / 1000)) $((ms % 1000)) | tee -a "$out/times.tsv"
 }
-plain() {  # models database: one process, no mpirun (the reference of the 1-rank figure)
-  local models=$1 db=$2 s ms
+plain() {  # models database [label extra...]: one process, no mpirun
+  local models=$1 db=$2 label=${3:-plain} s ms
+  shift 3 2>/dev/null || shift 2
   s=$(date +%s%N)
-  DUET_TIMES=1 $duet hmmsearch --no-gpu --h5 $work/plain.h5 "$models" "$db" > $work/log.txt \
-    2> $work/logs/plain_$(basename "$models" .hmm)_$round.txt
+  DUET_TIMES=1 $duet hmmsearch $devices "$@" --h5 $work/plain_${label}_$(basename "$models" .hmm).h5 "$models" "$db" \
+    > $work/log.txt 2> $work/logs/${label}_$(basename "$models" .hmm)_$round.txt
   ms=$(( ($(date +%s%N) - s) / 1000000 ))
-  printf "%s\t%s\tplain\t%d\t%d.%03d\n" "$(basename "$models" .hmm)" "${db##*.}" "$round" \
+  printf "%s\t%s\t%s\t%d\t%d.%03d\n" "$(basename "$models" .hmm)" "${db##*.}" "$label" "$round" \
     $((ms / 1000)) $((ms % 1000)) | tee -a "$out/times.tsv"
 }
+if [ "$gpus" -gt 0 ]; then
+  for round in $(seq 1 "$rounds"); do
+    for models in $one $work/ten.hmm; do
+      plain $models $work/db.packed one_gpu --gpus 0
+      plain $models $work/db.packed both_gpus
+      run $models $work/db.packed 2
+    done
+  done
+  for m in $(basename $one .hmm) ten; do
+    for f in $work/r_${m}_packed_2.h5 $work/plain_both_gpus_$m.h5; do
+      printf "%s: " "$(basename "$f")"
+      ${PYTHON:-python3} bench/compare_results.py $work/plain_one_gpu_$m.h5 "$f" | tail -1
+    done
+  done | tee "$out/compare.txt"
+  tar -C $work -czf "$out/logs.tgz" logs
+  exit 0
+fi
 for round in $(seq 1 "$rounds"); do
   plain $one $work/db.packed
   plain $work/ten.hmm $work/db.packed

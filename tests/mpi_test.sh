@@ -98,6 +98,19 @@ for np in 2 4; do
   rm -f packed$np.h5
 done
 
+echo "== test-double GPUs (the CPU kernels on feeder threads) with faults, 2 ranks"
+DUET_DEBUG_TEST_GPU=1 DUET_DEBUG_GPU_FAULT_EVERY=3 mpirun --oversubscribe -x DUET_DEBUG_TEST_GPU \
+  -x DUET_DEBUG_GPU_FAULT_EVERY -np 2 "$duet" hmmsearch --cpu 1 --block-residues 20000 \
+  --gpu-min-database 0 --h5 double2.h5 models.hmm db.fa >/dev/null 2>err.txt ||
+  { cat err.txt; fail "test-double GPUs -np 2 exited"; }
+same_results single.h5 double2.h5 || fail "test-double GPUs -np 2: /results differ"
+gpu_rows=$("$python" -c "
+import h5py, numpy as np
+f = h5py.File('double2.h5')
+print(sum(int((g['device'][()] == 1).sum()) for g in f['/trace'].values() if 'device' in g))")
+[ "$gpu_rows" -ge 1 ] || fail "test-double GPUs -np 2: no GPU batch in /trace"
+rm -f double2.h5
+
 echo "== ranks given no work: a database of one block among 3 ranks"
 head -n 40 db.fa | awk '/^>/ { n++ } n <= 4' >tiny.fa
 "$duet" hmmsearch --cpu 1 --h5 tiny_single.h5 models.hmm tiny.fa >/dev/null || exit 1

@@ -188,13 +188,7 @@ SearchRun merge_rank_runs(SearchRun own, const std::vector<std::string>& ranks,
     std::vector<scheduler::RunSummary> schedules;
     for (RankRun& r : runs) {
       RankQuery& part = r.queries[q];
-      PipelineCounts& c = query.counts;
-      c.targets += part.counts.targets;
-      c.residues += part.counts.residues;
-      c.passed_msv += part.counts.passed_msv;
-      c.passed_bias += part.counts.passed_bias;
-      c.passed_viterbi += part.counts.passed_viterbi;
-      c.passed_forward += part.counts.passed_forward;
+      query.counts += part.counts;
       query.seconds = std::max(query.seconds, part.seconds);
       if (query.gpu_kernels.empty()) query.gpu_kernels = part.gpu_kernels;
       if (query.gpu_jit.empty()) query.gpu_jit = part.gpu_jit;

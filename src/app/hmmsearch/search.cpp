@@ -752,13 +752,7 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
       sinks.push_back(std::make_unique<scheduler::ResultSink<BlockRecords>>(
           [&query, stream, query_index](std::int64_t, BlockRecords&& block) {
             if (stream != nullptr) stream->targets(query_index, block.targets);
-            PipelineCounts& c = query.counts;
-            c.targets += block.counts.targets;
-            c.residues += block.counts.residues;
-            c.passed_msv += block.counts.passed_msv;
-            c.passed_bias += block.counts.passed_bias;
-            c.passed_viterbi += block.counts.passed_viterbi;
-            c.passed_forward += block.counts.passed_forward;
+            query.counts += block.counts;
             for (auto& t : block.targets) query.targets.push_back(std::move(t));
           }));
     }

@@ -57,6 +57,15 @@ struct DeviceBlockScores {
 struct PipelineCounts {
   std::int64_t targets = 0, residues = 0;
   std::int64_t passed_msv = 0, passed_bias = 0, passed_viterbi = 0, passed_forward = 0;
+  PipelineCounts& operator+=(const PipelineCounts& o) {
+    targets += o.targets;
+    residues += o.residues;
+    passed_msv += o.passed_msv;
+    passed_bias += o.passed_bias;
+    passed_viterbi += o.passed_viterbi;
+    passed_forward += o.passed_forward;
+    return *this;
+  }
 };
 
 // What a query's result says besides its targets' records.

@@ -13,8 +13,11 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <span>
+#include <cstdio>
 #include <cstdlib>
+#include <span>
+#include <stdexcept>
+#include <string>
 #include <thread>
 
 #include "app/kit/run_context.hpp"

@@ -95,9 +95,9 @@ bool says_errors();
 // of a job of several ranks ("duet: rank 2 (node7): ").
 std::string message_prefix();
 
-// Cores this process should use by default: every core, or in a job of several ranks
-// per host, the host's cores shared among them (within the cores the launcher bound
-// the rank to).
+// Cores this process should use by default: every core; in a job, the host's cores
+// divided by its ranks, within the cores the launcher bound the rank to (rank 0 warns,
+// once, when the binding leaves it fewer than its share).
 int usable_cores();
 
 // The GPUs this rank uses by default among `found` (--gpus not given): every one, or with

@@ -610,6 +610,66 @@ TEST(SchedulerParts, ChunksShrinkTowardTheEnd) {
   EXPECT_EQ(coordinator.next_chunk(1, 0).first, 0) << "each pass has its own hand-out";
 }
 
+// Two ranks' summaries of one pass as one: rows tagged with their rank, workers numbered
+// across the job (every CPU worker, then every GPU feeder), counts summed, the longest
+// rank's seconds, rates from the sums.
+TEST(SchedulerParts, MergedSummariesNumberWorkersAcrossRanks) {
+  const auto row = [](int worker, scheduler::Device device, double start, double end,
+                      std::int64_t residues) {
+    scheduler::TraceRow r;
+    r.worker = worker;
+    r.device = device;
+    r.stage = "all";
+    r.start = start;
+    r.end = end;
+    r.residues = residues;
+    r.cells = residues * 10;
+    return r;
+  };
+  scheduler::RunSummary a, b;
+  a.cpu_workers = 2;
+  a.gpu_feeders = 1;
+  a.seconds = 4;
+  a.idle_tail_seconds = 1;  // a device of rank 0 idle from 3 s
+  a.trace = {row(0, scheduler::Device::cpu, 0, 1, 100), row(1, scheduler::Device::cpu, 0.5, 2, 50),
+             row(2, scheduler::Device::gpu, 0.2, 3, 400)};
+  a.cpu_residues = 150;
+  a.gpu_residues = 400;
+  a.residues = 550;
+  a.cpu_cells = 1500;
+  a.cpu_stage_seconds = 2.5;
+  b.cpu_workers = 1;
+  b.gpu_feeders = 0;
+  b.seconds = 5;
+  b.idle_tail_seconds = 0.5;
+  b.trace = {row(0, scheduler::Device::cpu, 0.1, 4.5, 300)};
+  b.cpu_residues = 300;
+  b.residues = 300;
+  b.cpu_cells = 3000;
+  b.cpu_stage_seconds = 4.4;
+  const scheduler::RunSummary m = scheduler::merge_run_summaries({a, b});
+  EXPECT_EQ(m.cpu_workers, 3);
+  EXPECT_EQ(m.gpu_feeders, 1);
+  EXPECT_EQ(m.residues, 850);
+  EXPECT_EQ(m.cpu_residues, 450);
+  EXPECT_EQ(m.gpu_residues, 400);
+  EXPECT_DOUBLE_EQ(m.seconds, 5);
+  EXPECT_DOUBLE_EQ(m.idle_tail_seconds, 5 - 3) << "from the first device idle for good";
+  EXPECT_DOUBLE_EQ(m.cpu_cells_per_second, 4500 / (6.9 / 3));
+  ASSERT_EQ(m.trace.size(), 4u);
+  std::map<std::pair<int, int>, int> numbers;  // (rank, worker in its rank) -> job's worker
+  for (const scheduler::TraceRow& r : m.trace) {
+    numbers[{r.rank, r.device == scheduler::Device::gpu ? 9 : static_cast<int>(r.residues)}] =
+        r.worker;
+  }
+  EXPECT_EQ((numbers[{0, 100}]), 0);
+  EXPECT_EQ((numbers[{0, 50}]), 1);
+  EXPECT_EQ((numbers[{1, 300}]), 2) << "rank 1's CPU worker after rank 0's";
+  EXPECT_EQ((numbers[{0, 9}]), 3) << "the GPU feeder after every CPU worker";
+  EXPECT_TRUE(std::is_sorted(m.trace.begin(), m.trace.end(),
+                             [](const auto& x, const auto& y) { return x.start < y.start; }));
+}
+
 // Ranks as threads: each reads the whole pass of its own source and takes its chunks from
 // one coordinator; every block is taken by exactly one rank and skipped by all the others.
 TEST(SchedulerParts, DistributedSourceTakesEveryBlockOnce) {

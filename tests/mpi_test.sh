@@ -98,6 +98,14 @@ for np in 2 4; do
   rm -f packed$np.h5
 done
 
+echo "== several passes (2 models each), gzip database re-read for each pass, 3 ranks"
+gzip -c db.fa >db.fa.gz
+DUET_DEBUG_MODELS_PER_PASS=2 mpirun --oversubscribe -x DUET_DEBUG_MODELS_PER_PASS -np 3 "$duet" \
+  hmmsearch --cpu 1 --block-residues 20000 --reuse-memory 0 --h5 passes3.h5 models.hmm \
+  db.fa.gz >/dev/null 2>err.txt || { cat err.txt; fail "passes -np 3 exited"; }
+same_results single.h5 passes3.h5 || fail "passes -np 3: /results differ"
+rm -f passes3.h5 db.fa.gz
+
 echo "== test-double GPUs (the CPU kernels on feeder threads) with faults, 2 ranks"
 DUET_DEBUG_TEST_GPU=1 DUET_DEBUG_GPU_FAULT_EVERY=3 mpirun --oversubscribe -x DUET_DEBUG_TEST_GPU \
   -x DUET_DEBUG_GPU_FAULT_EVERY -np 2 "$duet" hmmsearch --cpu 1 --block-residues 20000 \

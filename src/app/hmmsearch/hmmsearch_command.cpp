@@ -342,11 +342,7 @@ void add_profile_command(CLI::App& app,
       phase_time("merged the ranks' results");
       if (!scan) {
         ResultStream stream(*h5, groups);
-        for (std::size_t q = 0; q < run.queries.size(); ++q) {
-          stream.begin_query(q);
-          stream.targets(q, run.queries[q].targets);
-          stream.end_query(q, run.queries[q]);
-        }
+        for (std::size_t q = 0; q < run.queries.size(); ++q) stream.whole_query(q, run.queries[q]);
       }
     }
     // The text outputs (no HDF5 call in them) are written by a thread of their own while

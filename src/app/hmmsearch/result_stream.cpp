@@ -23,8 +23,9 @@ class QueryColumns {
  public:
   QueryColumns(io::Hdf5Writer& file, const std::string& group) : file_(file), group_(group) {}
 
-  // Takes the job's own copy of the records: their strings move into the columns.
-  void add(std::vector<TargetRecord>&& records) {
+  // Takes the job's own copy of the records: their strings move into the columns. With
+  // `append` false, the rows wait for finish() however many they are.
+  void add(std::vector<TargetRecord>&& records, bool append_now = true) {
     for (TargetRecord& t : records) {
       index_rows_.push_back(t.index);
       names_.push_back(std::move(t.name));
@@ -36,7 +37,7 @@ class QueryColumns {
       pvalues_.push_back(t.scores.pvalue);
       stages_.push_back(static_cast<std::uint8_t>(t.scores.stage));
     }
-    if (index_rows_.size() >= kRowsPerAppend) append();
+    if (append_now && index_rows_.size() >= kRowsPerAppend) append();
   }
 
   // Writes what is gathered: the query is complete.
@@ -145,6 +146,17 @@ void ResultStream::targets(std::size_t query, const std::vector<TargetRecord>& b
   work_.notify_one();
 }
 
+void ResultStream::whole_query(std::size_t query, const QueryResult& result) {
+  auto finished = std::make_unique<QueryEnd>(query_end(result, result.pass_first == query));
+  {
+    std::lock_guard lock(mutex_);
+    if (error_) std::rethrow_exception(error_);
+    jobs_.push_back(Job{Job::Kind::whole, query, result.targets, std::move(finished)});
+  }
+  work_.notify_one();
+  if (query + 1 == groups_.size()) wait_idle();
+}
+
 void ResultStream::end_query(std::size_t query, const QueryResult& result) {
   auto finished = std::make_unique<QueryEnd>(query_end(result, result.pass_first == query));
   {
@@ -188,8 +200,13 @@ void ResultStream::run() {
           if (auto it = open.find(job.query); it != open.end())
             it->second->add(std::move(job.records));
           break;
+        case Job::Kind::whole:
         case Job::Kind::end:
-          if (auto it = open.find(job.query); it != open.end()) {
+          if (job.kind == Job::Kind::whole) {
+            QueryColumns columns(file_, groups_.at(job.query));
+            columns.add(std::move(job.records), false);
+            columns.finish();
+          } else if (auto it = open.find(job.query); it != open.end()) {
             it->second->finish();
             open.erase(it);
           }

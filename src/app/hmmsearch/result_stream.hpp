@@ -39,6 +39,11 @@ class ResultStream final : public TargetStream {
   void begin_query(std::size_t query) override;
   // Copies the records; returns without waiting for the write.
   void targets(std::size_t query, const std::vector<TargetRecord>& block) override;
+  // A query whose records are all known (a run of several ranks, merged after the search:
+  // app/hmmsearch/distributed.hpp): begin_query, targets and end_query at once, its
+  // columns written whole, their chunks compressed on every core (io::Hdf5Writer::write)
+  // rather than appended as blocks come. Queries in order; the last waits as end_query's.
+  void whole_query(std::size_t query, const QueryResult& result);
   // Queues the closing of the query's columns and the writing of what needs the whole
   // pass (write_query_summary: evalue, reported, the attributes; write_query_trace); for
   // the last query (of group_names), waits until everything is written. Rethrows a write
@@ -50,7 +55,7 @@ class ResultStream final : public TargetStream {
 
  private:
   struct Job {
-    enum class Kind { begin, targets, end } kind;
+    enum class Kind { begin, targets, end, whole } kind;
     std::size_t query = 0;
     std::vector<TargetRecord> records;
     // end: the finished query without its records (query_end, report.hpp)

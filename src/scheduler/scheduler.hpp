@@ -138,7 +138,7 @@ struct SchedulerOptions {
 enum class Device : std::uint8_t { cpu = 0, gpu = 1 };
 
 struct TraceRow {
-  int rank = 0;    // the rank of a distributed run (merge_run_summaries); 0 otherwise
+  int rank = 0;  // the rank of a distributed run (merge_run_summaries); 0 otherwise
   int worker = 0;
   Device device = Device::cpu;
   std::string stage;          // "all", the device's stages, "post", or "fault"

@@ -16,8 +16,8 @@ namespace duet::app {
 std::string pack_rank_run(const SearchRun& run);
 
 // Rank 0: the job's run from rank 0's own run and the other ranks' packed runs (index:
-// rank; ranks[0], rank 0's, is not read). Per query: the targets of every rank in database order, the counts
-// and GPU figures summed, each pass's summary merged (scheduler::merge_run_summaries:
+// rank; ranks[0], rank 0's, is not read). Per query: the targets of every rank in database order,
+// the counts and GPU figures summed, each pass's summary merged (scheduler::merge_run_summaries:
 // trace rows with their rank), and E-values and reported hits set again (finish_query)
 // from the whole database's counts, as one process would have them.
 SearchRun merge_rank_runs(SearchRun own, const std::vector<std::string>& ranks,

@@ -67,8 +67,8 @@ PairhmmRun run_pairhmm(const pairhmm::Input& input, const pairhmm::Model& model,
 
 // A job of ranks (kit/cluster.hpp): what a rank's run adds to the job's (its pairs'
 // results and its scheduler summary), and rank 0's merge of its own run and the other
-// ranks' (index: rank; ranks[0] is not read) into the run one process would have made. Throws where a pair was
-// scored by no rank or by two.
+// ranks' (index: rank; ranks[0] is not read) into the run one process would have made. Throws where
+// a pair was scored by no rank or by two.
 std::string pack_pairhmm_rank(const PairhmmRun& run);
 PairhmmRun merge_pairhmm_ranks(PairhmmRun own, const std::vector<std::string>& ranks);
 

@@ -23,6 +23,24 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Trace rows by start time, ties by worker.
+void sort_by_start(std::vector<TraceRow>& trace) {
+  std::stable_sort(trace.begin(), trace.end(), [](const TraceRow& a, const TraceRow& b) {
+    return a.start != b.start ? a.start < b.start : a.worker < b.worker;
+  });
+}
+
+// A summary's cells per second of each device kind, summed over its workers: each
+// worker's cells per busy second, i.e. cells over busy time divided by the workers.
+void set_rates(RunSummary& s) {
+  if (s.cpu_stage_seconds > 0)
+    s.cpu_cells_per_second =
+        static_cast<double>(s.cpu_cells) / (s.cpu_stage_seconds / std::max(1, s.cpu_workers));
+  if (s.gpu_stage_seconds > 0)
+    s.gpu_cells_per_second =
+        static_cast<double>(s.gpu_cells) / (s.gpu_stage_seconds / std::max(1, s.gpu_feeders));
+}
+
 struct Shared {
   BlockQueue queue;
   Clock::time_point start = Clock::now();
@@ -477,9 +495,7 @@ RunSummary run_blocks(BlockSource& blocks, Workload& workload, std::span<GpuBack
   first_device_idle = std::min(first_device_idle, cpu_last);
   s.idle_tail_seconds = s.seconds - first_device_idle;
   s.worker_idle_tail_seconds = s.seconds - first_worker_idle;
-  std::stable_sort(s.trace.begin(), s.trace.end(), [](const TraceRow& a, const TraceRow& b) {
-    return a.start != b.start ? a.start < b.start : a.worker < b.worker;
-  });
+  sort_by_start(s.trace);
   double cpu_cells = 0, gpu_cells = 0, cpu_block_seconds = 0, gpu_block_seconds = 0;
   for (const TraceRow& r : s.trace) {
     const double busy = r.end - r.start;
@@ -505,14 +521,11 @@ RunSummary run_blocks(BlockSource& blocks, Workload& workload, std::span<GpuBack
   }
   for (auto f : faults) s.gpu_faults += f;
   s.residues = s.cpu_residues + s.gpu_residues;
-  // Throughput of a device kind, summed over its workers: each worker's cells per busy
-  // second, i.e. cells over busy time divided by the number of workers.
   s.cpu_cells = static_cast<std::int64_t>(cpu_cells);
   s.gpu_cells = static_cast<std::int64_t>(gpu_cells);
   s.cpu_stage_seconds = cpu_block_seconds;
   s.gpu_stage_seconds = gpu_block_seconds;
-  if (cpu_block_seconds > 0) s.cpu_cells_per_second = cpu_cells / (cpu_block_seconds / workers);
-  if (gpu_block_seconds > 0) s.gpu_cells_per_second = gpu_cells / (gpu_block_seconds / feeders);
+  set_rates(s);
   return s;
 }
 
@@ -560,15 +573,8 @@ RunSummary merge_run_summaries(std::vector<RunSummary> ranks) {
   }
   m.idle_tail_seconds = m.seconds - first_device_idle;
   m.worker_idle_tail_seconds = m.seconds - first_worker_idle;
-  std::stable_sort(m.trace.begin(), m.trace.end(), [](const TraceRow& a, const TraceRow& b) {
-    return a.start != b.start ? a.start < b.start : a.worker < b.worker;
-  });
-  if (m.cpu_stage_seconds > 0)
-    m.cpu_cells_per_second =
-        static_cast<double>(m.cpu_cells) / (m.cpu_stage_seconds / std::max(1, m.cpu_workers));
-  if (m.gpu_stage_seconds > 0)
-    m.gpu_cells_per_second =
-        static_cast<double>(m.gpu_cells) / (m.gpu_stage_seconds / std::max(1, m.gpu_feeders));
+  sort_by_start(m.trace);
+  set_rates(m);
   return m;
 }
 

@@ -1067,6 +1067,49 @@ TEST(GpuSearch, JitGivesIdenticalResultsAndIsRecorded) {
   EXPECT_EQ(app::run_hmmsearch(models, db, config, gpu).queries.at(0).gpu_jit, "");
 }
 
+// --gpu-sms: the engines' streams run their kernels on a share of the GPU's SMs (a probe
+// kernel on such a stream counts the SMs its blocks ran on), rounded up to the GPU's
+// partition size; a search on the share gives the CPU's results; 0 gives the GPU back
+// whole.
+TEST(GpuSmLimit, KernelsRunOnTheShareAndResultsStay) {
+  REQUIRE_GPU();
+  const int all = device::list_gpus().gpus.at(0).multiprocessors;
+  device::set_gpu_sm_limit(0);
+  EXPECT_EQ(device::probe_kernel_sms(0), all);
+  EXPECT_EQ(device::gpu_sms_per_gpu(), all);
+  for (const int asked : {8, 20}) {
+    if (asked >= all) continue;
+    device::set_gpu_sm_limit(asked);
+    const int used = device::probe_kernel_sms(0);
+    const int share = device::gpu_sms_per_gpu();
+    EXPECT_GE(share, asked);
+    EXPECT_LT(share, all);
+    EXPECT_EQ(used, share) << "asked for " << asked;
+  }
+  device::set_gpu_sm_limit(all + 1);  // above the GPU's count: the whole GPU
+  EXPECT_EQ(device::probe_kernel_sms(0), all);
+
+  test::TempDir dir;
+  const std::string db = test::database_prefix(dir, 3000);
+  const std::vector<HmmModel> models =
+      read_hmm_file(std::string(simd_test::kTutorialDir) + "Pkinase.hmm");
+  io::Config config;
+  config.run.cpu = 2;
+  config.search.F1 = 0.3;  // many targets through every stage
+  app::HybridOptions cpu;
+  cpu.gpu = app::HybridOptions::Gpu::off;
+  const app::SearchRun reference = app::run_hmmsearch(models, db, config, cpu);
+  device::set_gpu_sm_limit(16);
+  app::HybridOptions gpu;
+  gpu.gpu = app::HybridOptions::Gpu::only;
+  gpu.gpu_devices = std::vector<int>{0};  // (not `= {0}`: g++ 13 -Wnonnull false positive)
+  gpu.block_residues = 40000;
+  const app::SearchRun run = app::run_hmmsearch(models, db, config, gpu);
+  EXPECT_GT(run.queries.at(0).schedule.gpu_residues, 0);
+  test::expect_identical(reference, run, "--gpu-sms 16");
+  device::set_gpu_sm_limit(0);
+}
+
 TEST(GpuSearch, UnknownGpuIsAClearError) {
   test::TempDir dir;
   const std::string db = test::database_prefix(dir, 10);

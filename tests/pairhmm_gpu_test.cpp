@@ -10,6 +10,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <map>
 #include <random>
 #include <thread>
 #if defined(__x86_64__) || defined(__i386__)
@@ -514,6 +515,7 @@ TEST(PairhmmGpuCommand, ModesIdenticalAndSmallInputsStayOnTheCpu) {
   std::string copies;
   for (int k = 0; k < 8; ++k) copies += text + "\n";
   test::write_file(dir.file("x8.in"), copies);
+  std::map<std::string, std::int64_t> sms;  // /run gpu_sms of each run
   const auto run = [&](const std::string& name, const std::string& options,
                        const std::string& env = "") {
     const auto r =
@@ -521,6 +523,7 @@ TEST(PairhmmGpuCommand, ModesIdenticalAndSmallInputsStayOnTheCpu) {
                           " --h5 " + dir.file(name + ".h5") + " " + dir.file("x8.in"));
     EXPECT_EQ(r.status, 0) << name << ": " << r.output;
     const io::Hdf5Reader h5(dir.file(name + ".h5"));
+    sms[name] = h5.attribute_int("/run", "gpu_sms");
     return std::make_pair(h5.read_doubles("/results/pairhmm/log10_likelihood"),
                           h5.attribute_string("/run", "gpu_kernel"));
   };
@@ -533,11 +536,18 @@ TEST(PairhmmGpuCommand, ModesIdenticalAndSmallInputsStayOnTheCpu) {
           "DUET_DEBUG_GPU_FAULT_EVERY=5 ");
   const auto [hybrid, hybrid_kernel] = run("hybrid", "--gpu-min-cells 0");
   const auto [small, small_kernel] = run("small", "--gpu-min-cells 1000000000000");
+  // On a share of the GPU's SMs (--gpu-sms), recorded in /run.
+  const auto [share, share_kernel] = run("share", "--gpu-only --gpu-sms 8");
   ASSERT_EQ(cpu.size(), std::size_t{8 * 3550});
   EXPECT_EQ(cpu, gpu);
   EXPECT_EQ(cpu, batches);
   EXPECT_EQ(cpu, hybrid);
   EXPECT_EQ(cpu, small);
+  EXPECT_EQ(cpu, share);
+  EXPECT_EQ(sms["cpu"], 0);
+  EXPECT_GT(sms["gpu"], 8);  // the whole GPU
+  EXPECT_GE(sms["share"], 8);
+  EXPECT_LT(sms["share"], sms["gpu"]);
   EXPECT_EQ(cpu_kernel, "none");
   EXPECT_NE(gpu_kernel.find("arithmetic"), std::string::npos) << gpu_kernel;
   EXPECT_EQ(batches_kernel, gpu_kernel);

@@ -81,9 +81,14 @@ class PinnedBuffer {
   std::size_t capacity_ = 0;
 };
 
+// A non-blocking stream on the current device; under an SM limit (set_gpu_sm_limit in
+// gpu_info.hpp), one of the device's green context, whose kernels run on its share of the
+// SMs. Throws std::runtime_error when the stream or the share cannot be made.
+cudaStream_t make_stream();
+
 class Stream {
  public:
-  Stream() { check(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking), "cudaStreamCreate"); }
+  Stream() : s_(make_stream()) {}
   ~Stream() { cudaStreamDestroy(s_); }
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;

@@ -44,7 +44,23 @@ WarmupState gpu_warmup_state(int device, std::string* problem = nullptr);
 bool gpu_warmup_running();
 
 // Makes device `device`'s context current on the calling thread (the warm-up's last
-// step); "" on success, else the CUDA error.
+// step), and its SM share when an SM limit is set; "" on success, else the CUDA error.
 std::string make_device_context(int device);
+
+// ---- An SM limit (--gpu-sms, [gpu] sms): duet's kernels on part of each GPU, so that one
+// machine can stand in for workstations with smaller GPUs.
+// Every stream made after this (detail::Stream, which every engine's kernels run on) runs
+// its kernels on `sms` SMs of its device: a CUDA green context's share, rounded up to the
+// GPU's partition size (8 SMs on Hopper). 0, or a count at or above a GPU's own: the whole
+// GPU. Set it before the GPUs start; memory is shared with the whole GPU's context.
+void set_gpu_sm_limit(int sms);
+int gpu_sm_limit();
+// The SMs each GPU's kernels run on: the share under the limit, else the GPUs' own count
+// (the smallest of those listed); 0 in a build without CUDA or when none is listed.
+int gpu_sms_per_gpu();
+// Runs a probe kernel on a stream made as the engines make theirs, on device `device`, and
+// returns how many distinct SMs its blocks ran on: the proof that the limit holds (tests,
+// `duet info`). Throws std::runtime_error when the device or its share fails.
+int probe_kernel_sms(int device);
 
 }  // namespace duet::device

@@ -209,7 +209,7 @@ struct NumberRange {
   bool low_open = false, high_open = false, integer = false;
 };
 constexpr double kNoLimit = std::numeric_limits<double>::max();
-constexpr std::array<NumberRange, 26> kNumberRanges = {{
+constexpr std::array<NumberRange, 27> kNumberRanges = {{
     {"E", 0.0, kNoLimit, true},
     {"T", -kNoLimit, kNoLimit},
     {"Z", 0.0, kNoLimit, true},
@@ -235,6 +235,7 @@ constexpr std::array<NumberRange, 26> kNumberRanges = {{
     {"worker_nice", 0.0, 19.0, false, false, true},
     {"feeders", 1.0, 8.0, false, false, true},
     {"gpu_feeders", 1.0, 8.0, false, false, true},
+    {"sms", 0.0, 4096.0, false, false, true},
     {"min_base_quality", 0.0, 93.0, false, false, true},
 }};
 
@@ -403,6 +404,8 @@ void read_gpu(const toml::table& table, const EntryReader& reader, GpuConfig& gp
       gpu.feeders = static_cast<int>(reader.ranged_integer(entry));
     } else if (entry.key == "resident") {
       gpu.resident = memory_size_in(reader, entry, true);
+    } else if (entry.key == "sms") {
+      gpu.sms = static_cast<int>(reader.ranged_integer(entry));
     } else {
       reader.fail(entry, "unknown key '" + std::string(entry.key) + "' in [gpu]");
     }
@@ -519,6 +522,7 @@ std::string to_toml(const Config& config) {
   text << "resident = "
        << toml_string(config.gpu.resident ? format_memory_size(*config.gpu.resident) : "auto")
        << '\n';
+  text << "sms = " << config.gpu.sms << '\n';
   return text.str();
 }
 

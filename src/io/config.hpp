@@ -55,6 +55,9 @@
 //   resident = "auto"           # per GPU, database blocks kept on it across the models of
 //                               # a multi-model search: "auto" (half the free GPU memory),
 //                               # bytes as an integer or a size string ("8G"); 0 = off
+//   sms = 0                     # 0 to 4096: SMs per GPU that duet's kernels run on (a
+//                               # green context, rounded up to the GPU's partition size),
+//                               # to stand in for a smaller GPU; 0 = the whole GPU
 //
 // Numbers may be written as TOML integers or floats; a TOML integer is required for cpu
 // and the counts of [scheduler].
@@ -134,6 +137,7 @@ struct GpuConfig {
   bool jit = false;
   int feeders = 2;                        // [1, 8]
   std::optional<std::uint64_t> resident;  // bytes; none = "auto" (see above)
+  int sms = 0;  // [0, 4096]; SMs per GPU for duet's kernels (device::set_gpu_sm_limit); 0 = all
 
   friend bool operator==(const GpuConfig&, const GpuConfig&) = default;
 };

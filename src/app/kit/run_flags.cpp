@@ -59,6 +59,11 @@ RunFlags::RunFlags(CLI::App& cmd, const std::string& work, std::size_t default_b
       "with GPUs, raise the CPU workers' nice value by N (0 to 19), so that GPU feeders and "
       "the reader get a core at once; 0 = unchanged (default " +
           std::to_string(s.worker_nice) + ")");
+  gpu_sms_option_ = cmd.add_option(
+      "--gpu-sms", gpu_sms_,
+      "run the GPU kernels on N SMs of each GPU (rounded up to the GPU's partition size, 8 on "
+      "Hopper), to stand in for a smaller GPU; 0 = the whole GPU (default " +
+          std::to_string(d.gpu.sms) + ")");
 }
 
 io::Config RunFlags::config() const {
@@ -68,6 +73,7 @@ io::Config RunFlags::config() const {
   check_number(gpu_batch_blocks_option_, "gpu_batch_blocks",
                static_cast<double>(gpu_batch_blocks_));
   check_number(worker_nice_option_, "worker_nice", worker_nice_);
+  check_number(gpu_sms_option_, "sms", static_cast<double>(gpu_sms_));
   io::Config config = config_path_.empty() ? io::Config{} : io::load_config(config_path_);
   if (h5_option_->count()) config.run.h5 = h5_;
   if (text_option_->count()) {
@@ -97,6 +103,7 @@ io::Config RunFlags::config() const {
   if (queue_depth_option_->count()) s.queue_depth = queue_depth_;
   if (gpu_batch_blocks_option_->count()) s.gpu_batch_blocks = gpu_batch_blocks_;
   if (worker_nice_option_->count()) s.worker_nice = worker_nice_;
+  if (gpu_sms_option_->count()) config.gpu.sms = static_cast<int>(gpu_sms_);
   return config;
 }
 

@@ -38,11 +38,11 @@ class RunFlags {
   std::string config_path_, h5_, text_, policy_;
   int cpu_ = 0, worker_nice_ = 0;
   double static_cpu_fraction_ = 0;
-  std::int64_t queue_depth_ = 0, gpu_batch_blocks_ = 0;
+  std::int64_t queue_depth_ = 0, gpu_batch_blocks_ = 0, gpu_sms_ = 0;
   bool quiet_ = false, no_gpu_ = false, gpu_only_ = false;
   CLI::Option *h5_option_, *text_option_, *cpu_option_, *quiet_option_, *no_gpu_option_,
       *gpu_only_option_, *policy_option_, *static_cpu_fraction_option_, *queue_depth_option_,
-      *gpu_batch_blocks_option_, *worker_nice_option_;
+      *gpu_batch_blocks_option_, *worker_nice_option_, *gpu_sms_option_;
 };
 
 }  // namespace duet::app

@@ -29,10 +29,12 @@ RunOptions run_options(const io::Config& config) {
   r.queue_depth = static_cast<std::size_t>(c.queue_depth);
   r.gpu_batch_blocks = static_cast<std::size_t>(c.gpu_batch_blocks);
   r.worker_nice = c.worker_nice;
+  r.gpu_sms = config.gpu.sms;
   return r;
 }
 
 void add_process_settings(RunOptions& options, bool quiet) {
+  device::set_gpu_sm_limit(options.gpu_sms);
   options.test_gpus = debug_setting("DUET_DEBUG_TEST_GPU");
   options.fault_every = debug_setting("DUET_DEBUG_GPU_FAULT_EVERY");
   if (options.test_gpus > 0 && options.gpu != RunOptions::Gpu::off) {

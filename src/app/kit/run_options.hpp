@@ -28,6 +28,7 @@ struct RunOptions {
   // Blocks per GPU batch; 0: the workload's own default (its blocks differ in size).
   std::size_t gpu_batch_blocks = static_cast<std::size_t>(io::SchedulerConfig{}.gpu_batch_blocks);
   int worker_nice = io::SchedulerConfig{}.worker_nice;
+  int gpu_sms = 0;  // SMs per GPU for the kernels ([gpu] sms); 0: the whole GPU
   // Debug settings (environment DUET_DEBUG_TEST_GPU, DUET_DEBUG_GPU_FAULT_EVERY): feeders
   // of the CPU-backed test-double GPU, and every Nth GPU batch failing.
   int test_gpus = 0;
@@ -43,8 +44,9 @@ struct RunOptions {
 // The shared settings of `config` ([scheduler]); the rest stays at RunOptions' defaults.
 RunOptions run_options(const io::Config& config);
 
-// What a command adds that is not configuration: the debug settings from the environment
-// (with a warning on stderr when the GPU is a test double), the progress line (on a
+// What a command adds that is not configuration, and the process-wide settings: the SM limit
+// of the GPUs (device::set_gpu_sm_limit, before any GPU starts), the debug settings from the
+// environment (with a warning on stderr when the GPU is a test double), the progress line (on a
 // terminal, unless quiet, on rank 0 of a job), device warnings (unless quiet), the
 // interrupt flag, and the job this process is a rank of.
 void add_process_settings(RunOptions& options, bool quiet);

@@ -5,6 +5,7 @@
 
 #include "app/kit/cluster.hpp"
 #include "app/kit/run_context.hpp"
+#include "device/gpu_info.hpp"
 
 namespace duet::app {
 
@@ -72,6 +73,11 @@ void DeviceTotals::write(io::Hdf5Writer& file) const {
                   : test_double_ ? "TEST DOUBLE (CPU kernels on the feeder thread; debug setting)"
                                  : "cuda"));
   file.set_attribute(r, "test_double_output", std::int64_t{test_double_ ? 1 : 0});
+  // The SMs each GPU's kernels ran on (--gpu-sms's share, else the whole GPU's).
+  file.set_attribute(r, "gpu_sms_requested", std::int64_t{device::gpu_sm_limit()});
+  file.set_attribute(
+      r, "gpu_sms",
+      std::int64_t{gpu_feeders_ > 0 && !test_double_ ? device::gpu_sms_per_gpu() : 0});
   file.set_attribute(r, "work_unit", work_unit_);
   file.set_attribute(r, "work_total", work_);
   file.set_attribute(r, "cpu_share", static_cast<double>(cpu_work_) / total);

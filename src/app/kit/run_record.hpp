@@ -36,7 +36,9 @@ class DeviceTotals {
   DeviceTotals(std::string work_unit, bool test_double_gpus)
       : work_unit_(std::move(work_unit)), test_double_(test_double_gpus) {}
   void add(const scheduler::RunSummary& pass);
-  // Writes, on /run: cpu_workers, gpu_feeders, gpu_backend, test_double_output, work_unit,
+  // Writes, on /run: cpu_workers, gpu_feeders, gpu_backend, test_double_output, gpu_sms
+  // (the SMs each GPU's kernels ran on; 0 without a GPU) and gpu_sms_requested (--gpu-sms;
+  // 0: none), work_unit,
   // work_total, cpu_share, gpu_share and gpu<k>_share (of the work, completed there),
   // cpu_cells_per_second, gpu_cells_per_second and gpu<k>_cells_per_second, post_seconds,
   // post_cells, scheduler_seconds, idle_tail_seconds, worker_idle_tail_seconds (with

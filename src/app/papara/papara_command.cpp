@@ -30,7 +30,7 @@ namespace {
 
 struct Options {
   std::string tree, alignment, queries, scoring = "-3:-1:2:-3", name = "default", output, isa;
-  bool cgap = false, no_reference_gaps = false, fasta = false;
+  bool cgap = false, no_reference_gaps = false, fasta = false, protein = false;
   PaparaRunOptions run;
   std::unique_ptr<RunFlags> flags;
 };
@@ -103,6 +103,7 @@ void write_results(io::Hdf5Writer& file, const papara::Reference& ref,
   file.set_attribute(g, "queries", o.queries);
   file.set_attribute(g, "alignment_file", alignment_path);
   file.set_attribute(g, "gap_mode", std::string(o.cgap ? "cgap" : "probabilistic"));
+  file.set_attribute(g, "alphabet", std::string(o.protein ? "protein" : "dna"));
   file.set_attribute(g, "scoring", o.scoring);
   file.set_attribute(g, "reference_gaps", static_cast<std::int64_t>(o.no_reference_gaps ? 0 : 1));
   file.set_attribute(g, "references", static_cast<std::int64_t>(ref.names.size()));
@@ -145,6 +146,8 @@ void add_papara_command(CLI::App& app,
       ->required();
   cmd->add_option("-q", o->queries, "queries (FASTA)");
   cmd->add_flag("-c", o->cgap, "parsimony gap flags (CGAP) instead of the probabilistic gap model");
+  cmd->add_flag("-a", o->protein,
+                "protein: the reference and the queries are amino acids (PaPaRa 2.5's model)");
   cmd->add_flag("-r", o->no_reference_gaps,
                 "no gaps in the references: bases a query inserts are dropped");
   cmd->add_option("-p", o->scoring,
@@ -185,11 +188,13 @@ void add_papara_command(CLI::App& app,
     add_process_settings(r, config.run.quiet);
 
     // The inputs: FASTA queries first, then the alignment's rows that are not tips.
+    const papara::Alphabet alphabet =
+        o->protein ? papara::Alphabet::protein : papara::Alphabet::dna;
     std::vector<papara::Query> queries;
-    if (!o->queries.empty()) queries = papara::read_queries(o->queries);
+    if (!o->queries.empty()) queries = papara::read_queries(o->queries, alphabet);
     std::vector<papara::Query> extra;
     const papara::Reference reference = papara::make_reference(
-        papara::read_newick(o->tree), papara::read_phylip(o->alignment), extra);
+        papara::read_newick(o->tree), papara::read_phylip(o->alignment), extra, alphabet);
     for (auto& q : extra) queries.push_back(std::move(q));
     phase_time("read inputs");
     const papara::Profiles profiles = papara::build_profiles(
@@ -215,9 +220,9 @@ void add_papara_command(CLI::App& app,
         throw InputError(
             queries[q].path, queries[q].line,
             "query '" + queries[q].name + "': its alignment scores " +
-                std::to_string(traces[q].score) + " but the 16-bit scoring gave " +
-                std::to_string(run.choices[q].score) +
-                " (a query or reference too long for 16 bits?); PaPaRa 2.5 aborts here too");
+                std::to_string(traces[q].score) + " but the " + (o->protein ? "32" : "16") +
+                "-bit scoring gave " + std::to_string(run.choices[q].score) +
+                " (a query or reference too long for those bits?); PaPaRa 2.5 aborts here too");
     }
     const papara::AlignedRows rows =
         papara::aligned_rows(reference, queries, traces, o->no_reference_gaps);

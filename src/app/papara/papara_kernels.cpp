@@ -3,6 +3,7 @@
 
 #include <map>
 #include <mutex>
+#include <utility>
 
 #include "app/kit/run_options.hpp"
 #include "app/papara/papara_workload.hpp"
@@ -15,17 +16,22 @@
 
 namespace duet::app {
 
-const PaparaCpuKernel& select_papara_cpu_kernel(const std::string& isa) {
+const PaparaCpuKernel& select_papara_cpu_kernel(const std::string& isa, papara::Alphabet alphabet) {
   const simd::papara::PaparaVariant& v = simd::papara::papara_variant(isa);
   static std::mutex mutex;
-  static std::map<std::string, PaparaCpuKernel> kernels;
+  static std::map<std::pair<std::string, papara::Alphabet>, PaparaCpuKernel> kernels;
   std::lock_guard lock(mutex);
   const std::string name(v.name);
-  auto it = kernels.find(name);
+  auto it = kernels.find({name, alphabet});
   if (it == kernels.end()) {
+    const bool protein = alphabet == papara::Alphabet::protein;
+    const int lanes = protein ? v.protein_lanes : v.lanes;
+    const std::string bits = protein ? "int32" : "int16";
     const std::string description =
-        v.lanes == 1 ? "scalar int16" : name + " int16 x" + std::to_string(v.lanes) + " edges";
-    it = kernels.emplace(name, PaparaCpuKernel{description, v.block}).first;
+        lanes == 1 ? "scalar " + bits : name + " " + bits + " x" + std::to_string(lanes) + " edges";
+    PaparaCpuKernel kernel{description, protein ? nullptr : v.block,
+                           protein ? v.protein_block : nullptr};
+    it = kernels.emplace(std::pair{name, alphabet}, std::move(kernel)).first;
   }
   return it->second;
 }
@@ -36,13 +42,27 @@ std::vector<std::string> papara_isa_names() {
   return names;
 }
 
-std::vector<papara::Choice> choices_of_scores(const PaparaUnit& u,
-                                              std::span<const std::int16_t> scores) {
+namespace {
+
+template <class Score>
+std::vector<papara::Choice> choices_of(const PaparaUnit& u, std::span<const Score> scores) {
   std::vector<papara::Choice> choices(static_cast<std::size_t>(u.queries));
   for (std::size_t q = 0; q < choices.size(); ++q)
     choices[q] = papara::choose(scores.data() + q * static_cast<std::size_t>(u.edges), u.first_edge,
                                 u.edges);
   return choices;
+}
+
+}  // namespace
+
+std::vector<papara::Choice> choices_of_scores(const PaparaUnit& u,
+                                              std::span<const std::int16_t> scores) {
+  return choices_of(u, scores);
+}
+
+std::vector<papara::Choice> choices_of_scores(const PaparaUnit& u,
+                                              std::span<const std::int32_t> scores) {
+  return choices_of(u, scores);
 }
 
 #ifdef DUET_HAVE_CUDA
@@ -127,6 +147,13 @@ std::vector<std::unique_ptr<scheduler::GpuBackend>> make_papara_gpu_backends(
     const papara::ProfileView& profiles, const QueryResidues& queries,
     const papara::Scoring& scoring, std::span<const PaparaUnit> units, ChoiceConsumer consumer,
     bool required) {
+  if (profiles.alphabet() == papara::Alphabet::protein) {
+    if (required)
+      throw UsageError(
+          "--gpu-only: the GPU kernel scores DNA only; protein (-a) runs on the CPU (drop "
+          "--gpu-only)");
+    return {};
+  }
   int devices = device::gpus_shown_by_driver();
   if (devices < 0) devices = static_cast<int>(device::list_gpus().gpus.size());
   if (devices == 0) {
@@ -142,8 +169,12 @@ std::vector<std::unique_ptr<scheduler::GpuBackend>> make_papara_gpu_backends(
 }
 #else
 std::vector<std::unique_ptr<scheduler::GpuBackend>> make_papara_gpu_backends(
-    const papara::ProfileView&, const QueryResidues&, const papara::Scoring&,
+    const papara::ProfileView& profiles, const QueryResidues&, const papara::Scoring&,
     std::span<const PaparaUnit>, ChoiceConsumer, bool required) {
+  if (required && profiles.alphabet() == papara::Alphabet::protein)
+    throw UsageError(
+        "--gpu-only: the GPU kernel scores DNA only; protein (-a) runs on the CPU (drop "
+        "--gpu-only)");
   if (required) throw UsageError("--gpu-only: no GPU available (this build has no CUDA backend)");
   return {};
 }

@@ -2,11 +2,13 @@
 #include "app/papara/papara_workload.hpp"
 
 #include <algorithm>
-#include <atomic>
+#include <array>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 #include "app/kit/test_double_gpu.hpp"
 #include "app/papara/papara_kernels.hpp"
@@ -78,23 +80,36 @@ class UnitBlocks final : public BlockSource {
 };
 
 // Each query's choice, merged from any block by any thread; once a query's last block is
-// in, its final choice goes to `final_choice` (where given).
+// in, its final choice goes to `final_choice` (where given). A Choice (three int32) is
+// merged under one of a few locks, striped by query: a block delivers its queries once,
+// so two threads rarely meet on one lock.
 struct ChoiceSlots {
-  std::vector<papara::AtomicChoice> slots;
-  std::vector<std::atomic<int>> blocks_left;  // per query: blocks not yet delivered
+  static constexpr std::size_t kLocks = 64;
+  std::vector<papara::Choice> slots;
+  std::vector<int> blocks_left;  // per query: blocks not yet delivered
+  std::array<std::mutex, kLocks> locks;
   const FinalChoice& final_choice;
   ChoiceSlots(std::size_t queries, int blocks_per_query, const FinalChoice& final)
-      : slots(queries), blocks_left(queries), final_choice(final) {
-    for (auto& b : blocks_left) b.store(blocks_per_query, std::memory_order_relaxed);
-  }
+      : slots(queries), blocks_left(queries, blocks_per_query), final_choice(final) {}
   void deliver(const PaparaUnit& u, std::span<const papara::Choice> choices) {
     for (std::size_t k = 0; k < choices.size(); ++k) {
       const std::size_t q = static_cast<std::size_t>(u.first_query) + k;
-      slots[q].merge_in(choices[k]);
-      if (blocks_left[q].fetch_sub(1, std::memory_order_acq_rel) == 1 && final_choice)
-        final_choice(q, slots[q].get());
+      papara::Choice final;
+      {
+        std::lock_guard lock(locks[q % kLocks]);
+        slots[q] = papara::merge(slots[q], choices[k]);
+        if (--blocks_left[q] > 0 || !final_choice) continue;
+        final = slots[q];
+      }
+      final_choice(q, final);
     }
   }
+};
+
+// Scratch of the scores of a unit: int16 (DNA) or int32 (protein).
+struct ScoreScratch {
+  std::vector<std::int16_t> dna;
+  std::vector<std::int32_t> protein;
 };
 
 // The CPU's choices for a unit: the kernel over each query and the unit's edges.
@@ -102,12 +117,15 @@ std::vector<papara::Choice> cpu_choices(const PaparaCpuKernel& kernel,
                                         const papara::ProfileView& profiles,
                                         const QueryResidues& queries,
                                         const papara::Scoring& scoring, const PaparaUnit& u,
-                                        std::vector<std::int16_t>& scores) {
-  scores.resize(static_cast<std::size_t>(u.queries) * static_cast<std::size_t>(u.edges));
-  kernel.function(queries.residues.data(), queries.offsets.data() + u.first_query,
-                  static_cast<int>(u.queries), profiles, u.first_edge, u.edges, scoring,
-                  scores.data());
-  return choices_of_scores(u, scores);
+                                        ScoreScratch& scratch) {
+  const auto run = [&](auto function, auto& scores) {
+    scores.resize(static_cast<std::size_t>(u.queries) * static_cast<std::size_t>(u.edges));
+    function(queries.residues.data(), queries.offsets.data() + u.first_query,
+             static_cast<int>(u.queries), profiles, u.first_edge, u.edges, scoring, scores.data());
+    return choices_of_scores(u, std::span(std::as_const(scores)));
+  };
+  return kernel.protein_function != nullptr ? run(kernel.protein_function, scratch.protein)
+                                            : run(kernel.function, scratch.dna);
 }
 
 class PaparaWorkload final : public scheduler::Workload {
@@ -141,7 +159,7 @@ class PaparaWorkload final : public scheduler::Workload {
   const papara::Scoring& scoring_;
   std::span<const PaparaUnit> units_;
   ChoiceSlots& slots_;
-  std::vector<std::vector<std::int16_t>> scores_;  // per worker
+  std::vector<ScoreScratch> scores_;  // per worker
 };
 
 }  // namespace
@@ -151,7 +169,7 @@ PaparaRun run_papara(const papara::ProfileView& profiles, const QueryResidues& q
                      const FinalChoice& final_choice) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
-  const PaparaCpuKernel& kernel = select_papara_cpu_kernel(options.isa);
+  const PaparaCpuKernel& kernel = select_papara_cpu_kernel(options.isa, profiles.alphabet());
   UnitBlocks blocks(profiles, queries, options);
   ChoiceSlots slots(queries.size(), blocks.edge_ranges(), final_choice);
   const auto deliver = [&slots](const PaparaUnit& u, std::span<const papara::Choice> c) {
@@ -168,7 +186,7 @@ PaparaRun run_papara(const papara::ProfileView& profiles, const QueryResidues& q
         devices.push_back(std::make_unique<TestDoubleGpu<std::vector<papara::Choice>>>(
             g, "all",
             [&, units](const Block& b, const scheduler::HostLoopRunner&) {
-              std::vector<std::int16_t> scores;
+              ScoreScratch scores;
               return cpu_choices(kernel, profiles, queries, scoring,
                                  units[static_cast<std::size_t>(b.index)], scores);
             },
@@ -204,8 +222,7 @@ PaparaRun run_papara(const papara::ProfileView& profiles, const QueryResidues& q
   for (auto& d : devices) backends.push_back(d.get());
   if (queries.size() > 0) run.schedule = scheduler::run_blocks(blocks, workload, backends, s);
   run.stopped = run.schedule.stopped;
-  run.choices.reserve(queries.size());
-  for (const auto& slot : slots.slots) run.choices.push_back(slot.get());
+  run.choices = std::move(slots.slots);
   run.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return run;
 }

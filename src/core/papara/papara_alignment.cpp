@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <limits>
+#include <utility>
 
 #include "core/parallel_parts.hpp"
 
@@ -20,10 +21,20 @@ Trace traceback(std::span<const std::uint8_t> query, const ProfileView& p, int e
                 const Scoring& s) {
   const int m = static_cast<int>(query.size());
   const int n = p.columns;
-  const auto cell = [&](int j) {
-    return p.cells[static_cast<std::size_t>(j) * static_cast<std::size_t>(p.edge_stride) +
-                   static_cast<std::size_t>(edge)];
+  const bool protein = p.alphabet() == Alphabet::protein;
+  // Column j's state set and gap flag.
+  const auto cell = [&](int j) -> std::pair<std::uint32_t, bool> {
+    const std::size_t at = static_cast<std::size_t>(j) * static_cast<std::size_t>(p.edge_stride) +
+                           static_cast<std::size_t>(edge);
+    if (protein)
+      return {p.protein_cells[at] & kProteinStateMask,
+              (p.protein_cells[at] & kProteinFlagBit) != 0};
+    return {p.cells[at] & kStateMask, (p.cells[at] & kFlagBit) != 0};
   };
+  // The query's residues as state sets: a residue matches where it shares a bit.
+  std::vector<std::uint32_t> residue_sets(query.begin(), query.end());
+  if (protein)
+    for (auto& r : residue_sets) r = std::uint32_t{1} << r;
   const std::int32_t negative = kNegative;
   // Pointers column by column; H, L of the previous column per row; U carried down each column.
   std::vector<std::uint8_t> from(static_cast<std::size_t>(m) * static_cast<std::size_t>(n));
@@ -32,14 +43,12 @@ Trace traceback(std::span<const std::uint8_t> query, const ProfileView& p, int e
   std::vector<std::int32_t> last_column(static_cast<std::size_t>(m)),
       last_row(static_cast<std::size_t>(n));
   for (int j = 0; j < n; ++j) {
-    const std::uint8_t c = cell(j);
-    const bool flag = (c & kFlagBit) != 0;
+    const auto [state, flag] = cell(j);
     const std::int32_t go = flag ? 0 : s.gap_open, ge = flag ? 0 : s.gap_extend;
     const std::int32_t flag_score = flag ? s.match_cgap : 0;
     std::int32_t diag = 0, up = 0, u = 0;  // row -1: H = 0, and U = 0 here
     std::uint8_t* column_from =
         from.data() + static_cast<std::size_t>(j) * static_cast<std::size_t>(m);
-    const std::uint8_t state = c & kStateMask;
     // Branch-free (the choices are data-dependent): selects and bit arithmetic only.
     for (int i = 0; i < m; ++i) {
       const auto k = static_cast<std::size_t>(i);
@@ -50,7 +59,7 @@ Trace traceback(std::span<const std::uint8_t> query, const ProfileView& p, int e
       const std::int32_t u_open = up + s.gap_open, u_extend = u + s.gap_extend;
       const bool u_extends = u_extend > u_open;
       u = u_extends ? u_extend : u_open;
-      const std::int32_t d = diag + ((state & query[k]) != 0 ? s.match : 0) + flag_score;
+      const std::int32_t d = diag + ((state & residue_sets[k]) != 0 ? s.match : 0) + flag_score;
       const bool take_u = u > lv && u > d;
       const bool take_l = !take_u && lv >= u && lv > d;
       const std::int32_t value = take_u ? u : (take_l ? lv : d);
@@ -87,11 +96,11 @@ Trace traceback(std::span<const std::uint8_t> query, const ProfileView& p, int e
   for (int j = n - 1; j > end_j; --j) codes.push_back(kColumnOnly);
   for (int i = m - 1; i > end_i; --i) codes.push_back(kBaseOnly);
   int i = end_i, j = end_j;
-  enum { in_h, in_l, in_u } state = in_h;
+  enum { in_h, in_l, in_u } matrix = in_h;
   while (i >= 0 && j >= 0) {
     const std::uint8_t bits = from[static_cast<std::size_t>(j) * static_cast<std::size_t>(m) +
                                    static_cast<std::size_t>(i)];
-    if (state == in_h) {
+    if (matrix == in_h) {
       const int origin = bits & 3;
       if (origin == kFromDiagonal) {
         codes.push_back(kColumnAndBase);
@@ -99,15 +108,15 @@ Trace traceback(std::span<const std::uint8_t> query, const ProfileView& p, int e
         --j;
         continue;
       }
-      state = origin == kFromL ? in_l : in_u;
+      matrix = origin == kFromL ? in_l : in_u;
     }
-    if (state == in_l) {
+    if (matrix == in_l) {
       codes.push_back(kColumnOnly);
-      if ((bits & kLExtends) == 0) state = in_h;
+      if ((bits & kLExtends) == 0) matrix = in_h;
       --j;
     } else {
       codes.push_back(kBaseOnly);
-      if ((bits & kUExtends) == 0) state = in_h;
+      if ((bits & kUExtends) == 0) matrix = in_h;
       --i;
     }
   }
@@ -147,7 +156,9 @@ AlignedRows aligned_rows(const Reference& reference, std::span<const Query> quer
     for (std::size_t j = 0; j <= n; ++j) {
       if (!no_reference_gaps) row.append(width[j], '-');
       if (j == n) break;
-      if (no_reference_gaps) {
+      if (no_reference_gaps && reference.alphabet == Alphabet::protein) {
+        row.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(original[j]))));
+      } else if (no_reference_gaps) {
         const int s = reference_state(original[j]);
         row.push_back(s == kGapState ? '-' : kStateChars[static_cast<std::size_t>(s)]);
       } else {
@@ -165,6 +176,7 @@ AlignedRows aligned_rows(const Reference& reference, std::span<const Query> quer
     const std::size_t end = std::min(queries.size(), (part + 1) * kPart);
     for (std::size_t q = part * kPart; q < end; ++q) {
       const auto& states = queries[q].states;
+      const Alphabet alphabet = reference.alphabet;
       std::string& row = out.rows[first + q];
       row.reserve(out.columns);
       std::string inserted;
@@ -180,11 +192,11 @@ AlignedRows aligned_rows(const Reference& reference, std::span<const Query> quer
       };
       for (std::uint8_t c : traces[q].codes) {
         if (c == kBaseOnly) {
-          inserted.push_back(kStateChars[states[base++]]);
+          inserted.push_back(residue_char(states[base++], alphabet));
           continue;
         }
         flush_slot(k);
-        row.push_back(c == kColumnAndBase ? kStateChars[states[base++]] : '-');
+        row.push_back(c == kColumnAndBase ? residue_char(states[base++], alphabet) : '-');
         ++k;
       }
       flush_slot(n);

@@ -33,8 +33,9 @@ Trace traceback(std::span<const std::uint8_t> query, const ProfileView& profiles
                 const Scoring& scoring);
 
 // The rows of the output alignment: references (original characters, '-' in insertion
-// columns; with `no_reference_gaps`, normalised and without insertion columns) then queries
-// (upper-case state characters), each `columns` long.
+// columns; with `no_reference_gaps`, normalised and without insertion columns: DNA in
+// upper case with U as T and N ? . as '-', protein in upper case) then queries (upper-case
+// residue characters), each `columns` long.
 struct AlignedRows {
   std::vector<std::string> names, rows;
   std::size_t references = 0;

@@ -152,6 +152,20 @@ int reference_state(char c) {
   return static_cast<int>(s);
 }
 
+int protein_reference_code(char c) {
+  const char u = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  const std::size_t code = kProteinReferenceChars.find(u);
+  return code == std::string_view::npos ? -1 : static_cast<int>(code);
+}
+
+std::uint32_t protein_state_set(std::uint8_t code) {
+  if (code < kProteinResidues.size()) return std::uint32_t{1} << code;
+  if (code == kProteinGapCode) return kProteinStateMask;
+  const char c = kProteinReferenceChars[code];  // B or Z
+  const auto bit = [](char residue) { return std::uint32_t{1} << kProteinResidues.find(residue); };
+  return c == 'B' ? bit('N') | bit('D') : bit('Q') | bit('E');
+}
+
 Tree read_newick(const std::string& path) {
   const WholeText text(path);
   return NewickParser(path, text.view()).parse();
@@ -227,26 +241,34 @@ Alignment read_phylip(const std::string& path) {
   return a;
 }
 
-Query make_query(std::string name, std::string_view raw, const std::string& path,
-                 std::int64_t line) {
+Query make_query(std::string name, std::string_view raw, const std::string& path, std::int64_t line,
+                 Alphabet alphabet) {
   Query q;
   q.name = std::move(name);
   q.path = path;
   q.line = line;
+  const bool protein = alphabet == Alphabet::protein;
   for (char c : raw) {
+    if (protein) {
+      const std::size_t r = kProteinResidues.find(c);
+      if (r != std::string_view::npos) q.states.push_back(static_cast<std::uint8_t>(r));
+      continue;
+    }
     const std::size_t s = kStateChars.find(c);
     if (s == std::string_view::npos || s == 0 || s == kGapState) continue;
     q.states.push_back(static_cast<std::uint8_t>(s));
   }
   if (q.states.empty())
     throw InputError(path, line,
-                     "query '" + q.name +
-                         "' has no residue PaPaRa keeps (upper-case A C G T and IUPAC codes; "
-                         "lower case, N and U are dropped)");
+                     "query '" + q.name + "' has no residue PaPaRa keeps (" +
+                         (protein ? "the 20 upper-case amino acids; lower case, B, Z, X and "
+                                    "other characters are dropped)"
+                                  : "upper-case A C G T and IUPAC codes; lower case, N and U "
+                                    "are dropped)"));
   return q;
 }
 
-std::vector<Query> read_queries(const std::string& path) {
+std::vector<Query> read_queries(const std::string& path, Alphabet alphabet) {
   const WholeText text(path);
   Lines lines(text.view());
   std::vector<Query> queries;
@@ -255,7 +277,8 @@ std::vector<Query> read_queries(const std::string& path) {
   std::int64_t record_line = 0;
   bool in_record = false;
   const auto finish = [&] {
-    if (in_record && !raw.empty()) queries.push_back(make_query(name, raw, path, record_line));
+    if (in_record && !raw.empty())
+      queries.push_back(make_query(name, raw, path, record_line, alphabet));
   };
   while (lines.next(line)) {
     if (!line.empty() && line.front() == '>') {

@@ -1,5 +1,5 @@
 // The scalar reference of the scoring kernel (see papara_kernel.hpp): one cell at a time,
-// column by column, in 16-bit wrapping arithmetic.
+// column by column, in the lanes' wrapping arithmetic (16 bits for DNA, 32 for protein).
 #include "core/papara/papara_kernel.hpp"
 
 #include <algorithm>
@@ -9,38 +9,63 @@ namespace duet::papara {
 
 namespace {
 
-// a + b wrapped to 16 bits, as an int16 lane adds.
-inline std::int16_t add16(std::int16_t a, std::int16_t b) {
-  return static_cast<std::int16_t>(static_cast<std::uint16_t>(a) + static_cast<std::uint16_t>(b));
+// What differs between the alphabets: the score type, and how a profile cell reads.
+struct Dna {
+  using Score = std::int16_t;
+  using Wide = std::uint16_t;  // the unsigned type a sum wraps in
+  static std::uint32_t cell(const ProfileView& p, std::size_t at) { return p.cells[at]; }
+  static bool flagged(std::uint32_t cell) { return (cell & kFlagBit) != 0; }
+  static bool matches(std::uint32_t cell, std::uint8_t residue) {
+    return (cell & kStateMask & residue) != 0;
+  }
+};
+
+struct Protein {
+  using Score = std::int32_t;
+  using Wide = std::uint32_t;
+  static std::uint32_t cell(const ProfileView& p, std::size_t at) { return p.protein_cells[at]; }
+  static bool flagged(std::uint32_t cell) { return (cell & kProteinFlagBit) != 0; }
+  static bool matches(std::uint32_t cell, std::uint8_t residue) {
+    return (cell >> residue & 1) != 0;
+  }
+};
+
+// a + b wrapped to the score's width, as a lane adds.
+template <class A>
+typename A::Score add(typename A::Score a, typename A::Score b) {
+  using Wide = typename A::Wide;
+  return static_cast<typename A::Score>(
+      static_cast<Wide>(static_cast<Wide>(a) + static_cast<Wide>(b)));
 }
 
-std::int16_t score_one(std::span<const std::uint8_t> query, const ProfileView& p, int edge,
-                       const Scoring& s, std::vector<std::int16_t>& h,
-                       std::vector<std::int16_t>& l) {
+template <class A>
+typename A::Score score_one(std::span<const std::uint8_t> query, const ProfileView& p, int edge,
+                            const Scoring& s, std::vector<typename A::Score>& h,
+                            std::vector<typename A::Score>& l) {
+  using Score = typename A::Score;
   const std::size_t m = query.size();
+  const Score negative = kNegative;
   // Column j-1 of H and L over the rows; column -1 is H = 0, L = kNegative.
   h.assign(m, 0);
-  l.assign(m, kNegative);
-  std::int16_t best = kNegative;
+  l.assign(m, negative);
+  Score best = negative;
   for (int j = 0; j < p.columns; ++j) {
-    const std::uint8_t cell =
-        p.cells[static_cast<std::size_t>(j) * static_cast<std::size_t>(p.edge_stride) +
-                static_cast<std::size_t>(edge)];
-    const std::uint8_t state = cell & kStateMask;
-    const bool flag = (cell & kFlagBit) != 0;
-    const std::int16_t go = flag ? std::int16_t{0} : s.gap_open;
-    const std::int16_t ge = flag ? std::int16_t{0} : s.gap_extend;
-    const std::int16_t flag_score = flag ? s.match_cgap : std::int16_t{0};
-    std::int16_t diag = 0;  // H(i-1, j-1): row -1 is 0
-    std::int16_t up = 0;    // H(i-1, j)
-    std::int16_t u = kNegative;
+    const std::uint32_t cell =
+        A::cell(p, static_cast<std::size_t>(j) * static_cast<std::size_t>(p.edge_stride) +
+                       static_cast<std::size_t>(edge));
+    const bool flag = A::flagged(cell);
+    const Score go = flag ? Score{0} : s.gap_open;
+    const Score ge = flag ? Score{0} : s.gap_extend;
+    const Score flag_score = flag ? s.match_cgap : Score{0};
+    Score diag = 0;  // H(i-1, j-1): row -1 is 0
+    Score up = 0;    // H(i-1, j)
+    Score u = negative;
     for (std::size_t i = 0; i < m; ++i) {
-      const std::int16_t inc =
-          add16((state & query[i]) != 0 ? s.match : std::int16_t{0}, flag_score);
-      const std::int16_t left = h[i];
-      l[i] = std::max(add16(left, go), add16(l[i], ge));
-      u = std::max(add16(up, s.gap_open), add16(u, s.gap_extend));
-      const std::int16_t value = std::max({add16(diag, inc), l[i], u});
+      const Score inc = add<A>(A::matches(cell, query[i]) ? s.match : Score{0}, flag_score);
+      const Score left = h[i];
+      l[i] = std::max(add<A>(left, go), add<A>(l[i], ge));
+      u = std::max(add<A>(up, s.gap_open), add<A>(u, s.gap_extend));
+      const Score value = std::max({add<A>(diag, inc), l[i], u});
       diag = left;
       h[i] = value;
       up = value;
@@ -51,13 +76,25 @@ std::int16_t score_one(std::span<const std::uint8_t> query, const ProfileView& p
   return best;
 }
 
+template <class A>
+void score_edges(std::span<const std::uint8_t> query, const ProfileView& profiles, int first_edge,
+                 int count, const Scoring& scoring, typename A::Score* out) {
+  std::vector<typename A::Score> h, l;
+  for (int k = 0; k < count; ++k)
+    out[k] = score_one<A>(query, profiles, first_edge + k, scoring, h, l);
+}
+
 }  // namespace
 
 void score_edges_scalar(std::span<const std::uint8_t> query, const ProfileView& profiles,
                         int first_edge, int count, const Scoring& scoring, std::int16_t* out) {
-  std::vector<std::int16_t> h, l;
-  for (int k = 0; k < count; ++k)
-    out[k] = score_one(query, profiles, first_edge + k, scoring, h, l);
+  score_edges<Dna>(query, profiles, first_edge, count, scoring, out);
+}
+
+void score_edges_protein_scalar(std::span<const std::uint8_t> query, const ProfileView& profiles,
+                                int first_edge, int count, const Scoring& scoring,
+                                std::int32_t* out) {
+  score_edges<Protein>(query, profiles, first_edge, count, scoring, out);
 }
 
 }  // namespace duet::papara

@@ -105,7 +105,7 @@ class ChunkVectors {
   static constexpr int kWidth = 32;
 
   ChunkVectors(const Reference& r, GapMode mode, const std::vector<int>& edge_of, double g)
-      : r_(r), mode_(mode), edge_of_(edge_of) {
+      : r_(r), mode_(mode), edge_of_(edge_of), protein_(r.alphabet == Alphabet::protein) {
     const std::size_t vectors = 2 * r.edges.size();
     state_.resize(vectors * kWidth);
     if (mode == GapMode::cgap) {
@@ -160,13 +160,20 @@ class ChunkVectors {
       combine(2 * e + 1, sides[0], lengths[0], sides[1], lengths[1], width);
     }
     // Each edge's profile: its two sides over its whole length.
-    std::vector<std::uint8_t> result(kWidth);
+    std::vector<std::uint32_t> result(kWidth);
     for (int e = 0; e < edges; ++e) {
       combine_into(result.data(), 2 * e, e, 2 * e + 1, e, width, -1);
-      for (int j = 0; j < width; ++j)
-        profiles.cells[static_cast<std::size_t>(first + j) *
-                           static_cast<std::size_t>(profiles.edge_stride) +
-                       static_cast<std::size_t>(e)] = result[static_cast<std::size_t>(j)];
+      for (int j = 0; j < width; ++j) {
+        const std::size_t at =
+            static_cast<std::size_t>(first + j) * static_cast<std::size_t>(profiles.edge_stride) +
+            static_cast<std::size_t>(e);
+        const std::uint32_t cell = result[static_cast<std::size_t>(j)];
+        if (protein_) {
+          profiles.protein_cells[at] = cell;
+        } else {
+          profiles.cells[at] = static_cast<std::uint8_t>(cell);
+        }
+      }
     }
   }
 
@@ -183,12 +190,13 @@ class ChunkVectors {
     const auto& states = r_.states[static_cast<std::size_t>(row)];
     for (int j = 0; j < width; ++j) {
       const std::uint8_t s = states[static_cast<std::size_t>(first + j)];
-      state_[at(v, j)] = s;
+      const bool gap = s == (protein_ ? kProteinGapCode : kGapState);
+      state_[at(v, j)] = protein_ ? protein_state_set(s) : s;
       if (mode_ == GapMode::cgap) {
-        aux_[at(v, j)] = s == kGapState ? 1 : 0;
+        aux_[at(v, j)] = gap ? 1 : 0;
       } else {
-        partial_[2 * at(v, j)] = s == kGapState ? 0.0 : 1.0;
-        partial_[2 * at(v, j) + 1] = s == kGapState ? 1.0 : 0.0;
+        partial_[2 * at(v, j)] = gap ? 0.0 : 1.0;
+        partial_[2 * at(v, j) + 1] = gap ? 1.0 : 0.0;
       }
     }
   }
@@ -199,15 +207,15 @@ class ChunkVectors {
   }
 
   // Combines sides a and b (over the lengths of edges la and lb) into vector `out`, or, at
-  // an edge's root (out < 0), into the profile bytes `result`.
-  void combine_into(std::uint8_t* result, int a, int la, int b, int lb, int width, int out) {
+  // an edge's root (out < 0), into the profile cells `result`.
+  void combine_into(std::uint32_t* result, int a, int la, int b, int lb, int width, int out) {
     const bool any_tip =
         tip_[static_cast<std::size_t>(a)] != 0 || tip_[static_cast<std::size_t>(b)] != 0;
     const Transition& ta = transition_[static_cast<std::size_t>(la)];
     const Transition& tb = transition_[static_cast<std::size_t>(lb)];
     for (int j = 0; j < width; ++j) {
-      const std::uint8_t sa = state_[at(a, j)], sb = state_[at(b, j)];
-      std::uint8_t s = sa & sb;
+      const std::uint32_t sa = state_[at(a, j)], sb = state_[at(b, j)];
+      std::uint32_t s = sa & sb;
       if (s == 0) s = sa | sb;
       bool flag = false;
       if (mode_ == GapMode::cgap) {
@@ -238,7 +246,7 @@ class ChunkVectors {
       if (out >= 0) {
         state_[at(out, j)] = s;
       } else {
-        result[j] = static_cast<std::uint8_t>(s | (flag ? kFlagBit : 0));
+        result[j] = s | (flag ? (protein_ ? kProteinFlagBit : kFlagBit) : 0u);
       }
     }
   }
@@ -246,8 +254,10 @@ class ChunkVectors {
   const Reference& r_;
   GapMode mode_;
   const std::vector<int>& edge_of_;
+  bool protein_;
   int first_ = 0;
-  std::vector<std::uint8_t> state_, aux_, tip_;
+  std::vector<std::uint32_t> state_;  // state sets
+  std::vector<std::uint8_t> aux_, tip_;
   std::vector<double> partial_;
   std::vector<Transition> transition_;
 };
@@ -255,8 +265,11 @@ class ChunkVectors {
 }  // namespace
 
 Reference make_reference(const Tree& tree, const Alignment& alignment,
-                         std::vector<Query>& extra_queries) {
+                         std::vector<Query>& extra_queries, Alphabet alphabet) {
   Reference r;
+  r.alphabet = alphabet;
+  const bool protein = alphabet == Alphabet::protein;
+  const int gap = protein ? kProteinGapCode : kGapState;
   r.tree_path = tree.path;
   r.alignment_path = alignment.path;
   std::vector<std::int64_t> node_lines;
@@ -276,8 +289,8 @@ Reference make_reference(const Tree& tree, const Alignment& alignment,
   for (std::size_t k = 0; k < alignment.rows.size(); ++k) {
     const auto tip = tip_of.find(alignment.names[k]);
     if (tip == tip_of.end()) {
-      extra_queries.push_back(
-          make_query(alignment.names[k], alignment.rows[k], alignment.path, alignment.lines[k]));
+      extra_queries.push_back(make_query(alignment.names[k], alignment.rows[k], alignment.path,
+                                         alignment.lines[k], alphabet));
       continue;
     }
     Node& node = r.nodes[static_cast<std::size_t>(tip->second)];
@@ -300,14 +313,16 @@ Reference make_reference(const Tree& tree, const Alignment& alignment,
   for (std::size_t i = 0; i < reference_rows.size(); ++i) {
     const std::string& row = alignment.rows[reference_rows[i]];
     for (std::size_t j = 0; j < columns; ++j) {
-      const int s = reference_state(row[j]);
+      const int s = protein ? protein_reference_code(row[j]) : reference_state(row[j]);
       if (s < 0)
         throw InputError(alignment.path, alignment.lines[reference_rows[i]],
                          "row '" + alignment.names[reference_rows[i]] + "', column " +
                              std::to_string(j + 1) + ": '" + std::string(1, row[j]) +
-                             "' is not a DNA character (ACGTU, IUPAC codes, N ? . -)");
+                             (protein ? "' is not an amino-acid character of PaPaRa 2.5 (the 20 "
+                                        "amino acids, B, Z, -; it aborts on X, ?, . and others)"
+                                      : "' is not a DNA character (ACGTU, IUPAC codes, N ? . -)"));
       states[i][j] = static_cast<std::uint8_t>(s);
-      if (s != kGapState) kept[j] = 1;
+      if (s != gap) kept[j] = 1;
     }
   }
   std::int64_t dashes = 0;
@@ -337,7 +352,13 @@ Profiles build_profiles(const Reference& r, GapMode mode) {
   p.columns = r.columns();
   p.edges = static_cast<int>(r.edges.size());
   p.edge_stride = (p.edges + kEdgeAlign - 1) / kEdgeAlign * kEdgeAlign;
-  p.cells.resize(static_cast<std::size_t>(p.columns) * static_cast<std::size_t>(p.edge_stride));
+  const std::size_t cells =
+      static_cast<std::size_t>(p.columns) * static_cast<std::size_t>(p.edge_stride);
+  if (r.alphabet == Alphabet::protein) {
+    p.protein_cells.resize(cells);
+  } else {
+    p.cells.resize(cells);
+  }
   std::vector<int> edge_of(r.nodes.size(), -1);  // the edge whose `node` a node is
   for (std::size_t e = 0; e < r.edges.size(); ++e)
     edge_of[static_cast<std::size_t>(r.edges[e].node)] = static_cast<int>(e);
@@ -359,10 +380,16 @@ Profiles build_profiles(const Reference& r, GapMode mode) {
                          "2.5 aborts; give those branches a length, or use -c");
   }
   // Padding edges repeat the last edge.
-  for (int j = 0; j < p.columns; ++j) {
-    std::uint8_t* row =
-        &p.cells[static_cast<std::size_t>(j) * static_cast<std::size_t>(p.edge_stride)];
-    for (int e = p.edges; e < p.edge_stride; ++e) row[e] = row[p.edges - 1];
+  const auto pad = [&p](auto* first) {
+    for (int j = 0; j < p.columns; ++j) {
+      auto* row = first + static_cast<std::size_t>(j) * static_cast<std::size_t>(p.edge_stride);
+      for (int e = p.edges; e < p.edge_stride; ++e) row[e] = row[p.edges - 1];
+    }
+  };
+  if (r.alphabet == Alphabet::protein) {
+    pad(p.protein_cells.data());
+  } else {
+    pad(p.cells.data());
   }
   return p;
 }

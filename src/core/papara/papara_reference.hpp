@@ -41,11 +41,14 @@ struct Reference {
   int start = 0;            // where the numbering starts (the root, or a rooted tree's left child)
   std::vector<Edge> edges;  // PaPaRa's order
 
-  std::vector<std::string> names;                 // reference rows (tips), in file order
-  std::vector<std::string> rows;                  // their original characters, kept columns only
-  std::vector<std::vector<std::uint8_t>> states;  // their states, kept columns only
-  std::int64_t input_columns = 0;                 // the alignment's columns before removal
-  double gap_fraction = 0;                        // literal '-' over rows x kept columns
+  Alphabet alphabet = Alphabet::dna;
+  std::vector<std::string> names;  // reference rows (tips), in file order
+  std::vector<std::string> rows;   // their original characters, kept columns only
+  // Their states, kept columns only: DNA state sets (papara_input.hpp), or protein codes
+  // (protein_reference_code).
+  std::vector<std::vector<std::uint8_t>> states;
+  std::int64_t input_columns = 0;  // the alignment's columns before removal
+  double gap_fraction = 0;         // literal '-' over rows x kept columns
 
   int columns() const { return states.empty() ? 0 : static_cast<int>(states.front().size()); }
 };
@@ -54,15 +57,19 @@ struct Reference {
 // `extra_queries` (in file order). InputError for a tip without a row, a non-binary inner
 // node, a bad character in a reference row, or a tree of fewer than three tips.
 Reference make_reference(const Tree& tree, const Alignment& alignment,
-                         std::vector<Query>& extra_queries);
+                         std::vector<Query>& extra_queries, Alphabet alphabet = Alphabet::dna);
 
 // The profiles of every edge (papara_kernel.hpp's layout), computed on all cores.
 // InputError (the tree's file) for zero-length sibling branches that make the gap model's
 // partials 0/0 (PaPaRa 2.5 aborts there).
 struct Profiles {
   int columns = 0, edges = 0, edge_stride = 0;
-  std::vector<std::uint8_t> cells;
-  ProfileView view() const { return {columns, edges, edge_stride, cells.data()}; }
+  std::vector<std::uint8_t> cells;           // DNA
+  std::vector<std::uint32_t> protein_cells;  // protein
+  ProfileView view() const {
+    return {columns, edges, edge_stride, cells.empty() ? nullptr : cells.data(),
+            protein_cells.empty() ? nullptr : protein_cells.data()};
+  }
 };
 
 Profiles build_profiles(const Reference& reference, GapMode mode);

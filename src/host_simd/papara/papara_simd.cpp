@@ -25,6 +25,9 @@ using duet::papara::Scoring;
 static_assert(kPaparaVariants[1].lanes == sse41::kLanes);
 static_assert(kPaparaVariants[2].lanes == avx2::kLanes);
 static_assert(kPaparaVariants[3].lanes == avx512::kLanes);
+static_assert(kPaparaVariants[1].protein_lanes == sse41::kProteinLanes);
+static_assert(kPaparaVariants[2].protein_lanes == avx2::kProteinLanes);
+static_assert(kPaparaVariants[3].protein_lanes == avx512::kProteinLanes);
 static_assert(kPaparaVariants[1].traceback_lanes == sse41::kTracebackLanes);
 static_assert(kPaparaVariants[2].traceback_lanes == avx2::kTracebackLanes);
 static_assert(kPaparaVariants[3].traceback_lanes == avx512::kTracebackLanes);
@@ -57,19 +60,32 @@ void* thread_work(std::size_t bytes) {
   return memory.get();
 }
 
+// An ISA's block kernel, with int16 (DNA) or int32 (protein) scores.
+template <class Score>
 using IsaKernel = void (*)(const QueryBlockView&, const ProfileView&, int, int, const Scoring&,
-                           std::int16_t*, void*);
+                           Score*, void*);
 
-void run_block(IsaKernel kernel, const std::uint8_t* residues, const std::int64_t* offsets,
+// The profiles must be of the kernel's alphabet.
+void check_alphabet(const ProfileView& profiles, bool protein) {
+  if (protein ? profiles.cells != nullptr : profiles.protein_cells != nullptr)
+    throw std::invalid_argument(protein ? "PaPaRa kernel: protein scoring of DNA profiles"
+                                        : "PaPaRa kernel: DNA scoring of protein profiles");
+}
+
+template <class Score>
+void run_block(IsaKernel<Score> kernel, const std::uint8_t* residues, const std::int64_t* offsets,
                int queries, const ProfileView& profiles, int first_edge, int count,
-               const Scoring& scoring, std::int16_t* out) {
+               const Scoring& scoring, Score* out) {
+  check_alphabet(profiles, sizeof(Score) == 4);
   if (queries <= 0 || count <= 0) return;
   const QueryBlockView block{residues, offsets, queries, longest_query(offsets, queries)};
   kernel(block, profiles, first_edge, count, scoring, out, thread_work(work_bytes(block.longest)));
 }
 
-void run_one(IsaKernel kernel, std::span<const std::uint8_t> query, const ProfileView& profiles,
-             int first_edge, int count, const Scoring& scoring, std::int16_t* out) {
+template <class Score>
+void run_one(IsaKernel<Score> kernel, std::span<const std::uint8_t> query,
+             const ProfileView& profiles, int first_edge, int count, const Scoring& scoring,
+             Score* out) {
   const std::int64_t offsets[2] = {0, static_cast<std::int64_t>(query.size())};
   run_block(kernel, query.data(), offsets, 1, profiles, first_edge, count, scoring, out);
 }
@@ -187,6 +203,7 @@ void run_tracebacks(TracebackKernel kernel, int lanes, const ProfileView& profil
     void* const work = base + residue_bytes;
     std::uint8_t* const choices = base + residue_bytes + work_size;
     alignas(kVectorBytes) std::int32_t lengths[kMaxTracebackLanes], lane_edges[kMaxTracebackLanes];
+    const bool protein = profiles.alphabet() == duet::papara::Alphabet::protein;
     for (int k = 0; k < lanes; ++k) {
       const std::span<const std::uint8_t> query = queries[group[k]];
       const int m = static_cast<int>(query.size());
@@ -194,7 +211,10 @@ void run_tracebacks(TracebackKernel kernel, int lanes, const ProfileView& profil
       lane_edges[k] = edges[group[k]];
       for (int i = 0; i < rows; ++i)
         residues[static_cast<std::size_t>(i) * static_cast<std::size_t>(lanes) +
-                 static_cast<std::size_t>(k)] = i < m ? query[static_cast<std::size_t>(i)] : 0;
+                 static_cast<std::size_t>(k)] =
+            i >= m    ? 0
+            : protein ? std::int32_t{1} << query[static_cast<std::size_t>(i)]
+                      : query[static_cast<std::size_t>(i)];
     }
     TracebackEnd ends[kMaxTracebackLanes];
     kernel(TracebackGroupView{rows, lengths, lane_edges, residues, choices}, profiles, scoring,
@@ -254,6 +274,7 @@ void score_edges_avx512(std::span<const std::uint8_t> query, const ProfileView& 
 void score_block_scalar(const std::uint8_t* residues, const std::int64_t* offsets, int queries,
                         const ProfileView& profiles, int first_edge, int count,
                         const Scoring& scoring, std::int16_t* out) {
+  check_alphabet(profiles, false);
   if (queries <= 0 || count <= 0) return;
   longest_query(offsets, queries);  // refuses empty queries, as the SIMD variants do
   for (int q = 0; q < queries; ++q) {
@@ -283,6 +304,59 @@ void score_block_avx512(const std::uint8_t* residues, const std::int64_t* offset
                         const Scoring& scoring, std::int16_t* out) {
   run_block(&avx512::score_block, residues, offsets, queries, profiles, first_edge, count, scoring,
             out);
+}
+
+void score_edges_protein_sse41(std::span<const std::uint8_t> query, const ProfileView& profiles,
+                               int first_edge, int count, const Scoring& scoring,
+                               std::int32_t* out) {
+  run_one(&sse41::score_block_protein, query, profiles, first_edge, count, scoring, out);
+}
+
+void score_edges_protein_avx2(std::span<const std::uint8_t> query, const ProfileView& profiles,
+                              int first_edge, int count, const Scoring& scoring,
+                              std::int32_t* out) {
+  run_one(&avx2::score_block_protein, query, profiles, first_edge, count, scoring, out);
+}
+
+void score_edges_protein_avx512(std::span<const std::uint8_t> query, const ProfileView& profiles,
+                                int first_edge, int count, const Scoring& scoring,
+                                std::int32_t* out) {
+  run_one(&avx512::score_block_protein, query, profiles, first_edge, count, scoring, out);
+}
+
+void score_block_protein_scalar(const std::uint8_t* residues, const std::int64_t* offsets,
+                                int queries, const ProfileView& profiles, int first_edge, int count,
+                                const Scoring& scoring, std::int32_t* out) {
+  check_alphabet(profiles, true);
+  if (queries <= 0 || count <= 0) return;
+  longest_query(offsets, queries);  // refuses empty queries, as the SIMD variants do
+  for (int q = 0; q < queries; ++q) {
+    const std::span<const std::uint8_t> query(
+        residues + offsets[q], static_cast<std::size_t>(offsets[q + 1] - offsets[q]));
+    duet::papara::score_edges_protein_scalar(query, profiles, first_edge, count, scoring,
+                                             out + static_cast<std::ptrdiff_t>(q) * count);
+  }
+}
+
+void score_block_protein_sse41(const std::uint8_t* residues, const std::int64_t* offsets,
+                               int queries, const ProfileView& profiles, int first_edge, int count,
+                               const Scoring& scoring, std::int32_t* out) {
+  run_block(&sse41::score_block_protein, residues, offsets, queries, profiles, first_edge, count,
+            scoring, out);
+}
+
+void score_block_protein_avx2(const std::uint8_t* residues, const std::int64_t* offsets,
+                              int queries, const ProfileView& profiles, int first_edge, int count,
+                              const Scoring& scoring, std::int32_t* out) {
+  run_block(&avx2::score_block_protein, residues, offsets, queries, profiles, first_edge, count,
+            scoring, out);
+}
+
+void score_block_protein_avx512(const std::uint8_t* residues, const std::int64_t* offsets,
+                                int queries, const ProfileView& profiles, int first_edge, int count,
+                                const Scoring& scoring, std::int32_t* out) {
+  run_block(&avx512::score_block_protein, residues, offsets, queries, profiles, first_edge, count,
+            scoring, out);
 }
 
 const PaparaVariant& best_papara_variant() {

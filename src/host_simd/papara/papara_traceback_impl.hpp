@@ -235,10 +235,12 @@ struct Scheme {
   Vector gap_open, gap_extend, match, match_cgap, flag_bit, state_mask;
 };
 
-// A group's constant inputs and its running end-cell search along the last rows.
+// A group's constant inputs and its running end-cell search along the last rows. Cell: the
+// profiles' cell (DNA bytes, protein words).
+template <class Cell>
 struct Group {
-  const std::uint8_t* cells;         // the profiles' column 0
-  std::ptrdiff_t stride;             // bytes from a column to the next
+  const Cell* cells;                 // the profiles' column 0
+  std::ptrdiff_t stride;             // cells from a column to the next
   const std::int32_t* edges;         // [W] each lane's edge
   const Vector* residues;            // [rows] each lane's residue of the row, 0 past its end
   int rows;                          // the longest query
@@ -252,18 +254,19 @@ struct Group {
 // Columns j .. j + C - 1 of the group (a strip of C <= K columns). On entry H[i] and L[i]
 // hold H(i, j - 1) and L(i, j - 1) of each row i; on exit H(i, j + C - 1) and L(i, j + C - 1).
 // Records every cell's choices, and updates the search along the last rows.
-template <int C>
-void strip(Group& g, int j, const Scheme& scheme, Vector* H, Vector* L) {
-  // Per column: each lane's profile byte (lane k reads its own edge's), the state set, the
+template <class Cell, int C>
+void strip(Group<Cell>& g, int j, const Scheme& scheme, Vector* H, Vector* L) {
+  // Per column: each lane's profile cell (lane k reads its own edge's), the state set, the
   // gap scores (free where F_j) and the flag's score.
   Vector state[C], go[C], ge[C], flag_score[C];
   ChoiceWord* column_choices[C];
 #pragma GCC unroll 8
   for (int k = 0; k < C; ++k) {
-    const std::uint8_t* column = g.cells + static_cast<std::ptrdiff_t>(j + k) * g.stride;
-    alignas(kVectorBytes) std::int32_t bytes[W];
-    for (int lane = 0; lane < W; ++lane) bytes[lane] = column[g.edges[lane]];
-    const Vector cells = load(reinterpret_cast<const Vector*>(bytes));
+    const Cell* column = g.cells + static_cast<std::ptrdiff_t>(j + k) * g.stride;
+    alignas(kVectorBytes) std::int32_t lane_cells[W];
+    for (int lane = 0; lane < W; ++lane)
+      lane_cells[lane] = static_cast<std::int32_t>(column[g.edges[lane]]);
+    const Vector cells = load(reinterpret_cast<const Vector*>(lane_cells));
     state[k] = bit_and(cells, scheme.state_mask);
     go[k] = where_not_shared(cells, scheme.flag_bit, scheme.gap_open);
     ge[k] = where_not_shared(cells, scheme.flag_bit, scheme.gap_extend);
@@ -335,11 +338,18 @@ void strip(Group& g, int j, const Scheme& scheme, Vector* H, Vector* L) {
   }
 }
 
-void run_group(const TracebackGroupView& group, const ProfileView& profiles, const Scoring& scoring,
+// `cells`: the profiles' cells, with `flag_bit` and `state_mask` their gap flag and state
+// set.
+template <class Cell>
+void run_group(const TracebackGroupView& group, const ProfileView& profiles, const Cell* cells,
+               std::uint32_t flag_bit, std::uint32_t state_mask, const Scoring& scoring,
                TracebackEnd* ends, void* work) {
-  const Scheme scheme{splat(scoring.gap_open),       splat(scoring.gap_extend),
-                      splat(scoring.match),          splat(scoring.match_cgap),
-                      splat(duet::papara::kFlagBit), splat(duet::papara::kStateMask)};
+  const Scheme scheme{splat(scoring.gap_open),
+                      splat(scoring.gap_extend),
+                      splat(scoring.match),
+                      splat(scoring.match_cgap),
+                      splat(static_cast<std::int32_t>(flag_bit)),
+                      splat(static_cast<std::int32_t>(state_mask))};
   const int rows = group.rows, n = profiles.columns;
   Vector* const H = static_cast<Vector*>(work);
   Vector* const L = H + rows;
@@ -357,24 +367,24 @@ void run_group(const TracebackGroupView& group, const ProfileView& profiles, con
   }
   alignas(kVectorBytes) std::int32_t lane_values[W];
   for (int lane = 0; lane < W; ++lane) lane_values[lane] = group.lengths[lane] - 1;
-  Group g{profiles.cells,
-          profiles.edge_stride,
-          group.edges,
-          reinterpret_cast<const Vector*>(group.residues),
-          rows,
-          stops,
-          stop_count,
-          load(reinterpret_cast<const Vector*>(lane_values)),
-          reinterpret_cast<ChoiceWord*>(group.choices),
-          splat(INT32_MIN),
-          splat(0)};
+  Group<Cell> g{cells,
+                profiles.edge_stride,
+                group.edges,
+                reinterpret_cast<const Vector*>(group.residues),
+                rows,
+                stops,
+                stop_count,
+                load(reinterpret_cast<const Vector*>(lane_values)),
+                reinterpret_cast<ChoiceWord*>(group.choices),
+                splat(INT32_MIN),
+                splat(0)};
   for (int i = 0; i < rows; ++i) {  // column -1: H = 0, L = kNegative
     store(H + i, splat(0));
     store(L + i, splat(duet::papara::kNegative));
   }
   int j = 0;
-  for (; j + K <= n; j += K) strip<K>(g, j, scheme, H, L);
-  for (; j < n; ++j) strip<1>(g, j, scheme, H, L);
+  for (; j + K <= n; j += K) strip<Cell, K>(g, j, scheme, H, L);
+  for (; j < n; ++j) strip<Cell, 1>(g, j, scheme, H, L);
   // The first maximum down the last column, rows 0 .. length - 2 of each lane.
   Vector column_best = splat(INT32_MIN), column_best_row = splat(0);
   for (int i = 0; i + 1 < rows; ++i) {
@@ -404,7 +414,13 @@ void run_group(const TracebackGroupView& group, const ProfileView& profiles, con
 
 void traceback_group(const TracebackGroupView& group, const duet::papara::ProfileView& profiles,
                      const duet::papara::Scoring& scoring, TracebackEnd* ends, void* work) {
-  traceback::run_group(group, profiles, scoring, ends, work);
+  if (profiles.protein_cells != nullptr) {
+    traceback::run_group(group, profiles, profiles.protein_cells, duet::papara::kProteinFlagBit,
+                         duet::papara::kProteinStateMask, scoring, ends, work);
+  } else {
+    traceback::run_group(group, profiles, profiles.cells, std::uint32_t{duet::papara::kFlagBit},
+                         std::uint32_t{duet::papara::kStateMask}, scoring, ends, work);
+  }
 }
 
 }  // namespace duet::simd::papara::DUET_PAPARA_NAMESPACE

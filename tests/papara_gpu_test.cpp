@@ -390,5 +390,27 @@ TEST(PaparaGpuCommand, GpuOnlyAndHybridMatchTheCpu) {
   }
 }
 
+// Protein (-a): the GPU kernel scores DNA only. On a GPU machine a default (hybrid) run
+// of a protein case uses the CPU and writes PaPaRa 2.5's file; --gpu-only -a is refused.
+TEST(PaparaGpuCommand, ProteinRunsOnTheCpu) {
+  if (device::papara::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  const std::string dir = std::string(DUET_PAPARA_DATA) + "/case15";
+  for (const std::string mode : {"", "-c"}) {
+    test::TempDir out;
+    const std::string base = DUET_BINARY " papara -a -t " + dir + "/ref.tre -s " + dir +
+                             "/ref.phy -q " + dir + "/queries.fa --quiet " + mode +
+                             " --alignment " + out.file("out.txt") + " --h5 " + out.file("out.h5");
+    const auto hybrid = test::run_command(base);
+    ASSERT_EQ(hybrid.status, 0) << hybrid.output;
+    EXPECT_EQ(test::read_file(out.file("out.txt")),
+              test::read_file(dir + (mode.empty() ? "/expected_default.phy" : "/expected_c.phy")))
+        << mode;
+    const auto gpu_only = test::run_command(base + " --gpu-only");
+    EXPECT_NE(gpu_only.status, 0);
+    EXPECT_NE(gpu_only.output.find("the GPU kernel scores DNA only"), std::string::npos)
+        << gpu_only.output;
+  }
+}
+
 }  // namespace
 }  // namespace duet::papara

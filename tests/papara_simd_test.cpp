@@ -4,7 +4,9 @@
 // vector or at the layout's end, the smallest inputs, scores that wrap around 16 bits, and
 // the many-query block form. Every variant's traceback against papara::traceback, Trace
 // for Trace: random inputs with queries of mixed lengths in one call, and inputs made of
-// ties. Variants this CPU lacks are skipped.
+// ties. The same for protein profiles (int32 lanes, 20-bit state sets) against
+// score_edges_protein_scalar, including scores past 16 bits. Variants this CPU lacks are
+// skipped.
 #include "host_simd/papara/papara_simd.hpp"
 
 #include <gtest/gtest.h>
@@ -111,8 +113,9 @@ std::vector<std::int16_t> variant_scores(const PaparaVariant& v,
   return out;
 }
 
-::testing::AssertionResult same_scores(const std::vector<std::int16_t>& expected,
-                                       const std::vector<std::int16_t>& actual, int first_edge) {
+template <class Score>
+::testing::AssertionResult same_scores(const std::vector<Score>& expected,
+                                       const std::vector<Score>& actual, int first_edge) {
   if (expected.size() != actual.size())
     return ::testing::AssertionFailure() << "sizes " << expected.size() << " != " << actual.size();
   for (std::size_t k = 0; k < expected.size(); ++k) {
@@ -378,6 +381,217 @@ TEST_P(PaparaSimd, TracebackRefusesBadInputs) {
   EXPECT_THROW(v.traceback(p.view(), Scoring{}, queries, edges, out), std::invalid_argument);
 }
 
+// ---- protein (-a) ----
+
+using duet::papara::kProteinFlagBit;
+using duet::papara::kProteinStateMask;
+
+// Protein profiles in the interleaved layout (one word per cell), padding edges repeating
+// the last.
+struct ProteinProfiles {
+  int columns = 0, edges = 0, stride = 0;
+  std::vector<std::uint32_t> cells;
+  ProfileView view() const { return {columns, edges, stride, nullptr, cells.data()}; }
+};
+
+// A 20-bit state set: mostly one amino acid, else two (as B and Z), the gap state, or any.
+std::uint32_t random_protein_state(std::mt19937_64& rng) {
+  auto uniform = [&rng](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  switch (uniform(0, 7)) {
+    case 0:
+      return (1u << uniform(0, 19)) | (1u << uniform(0, 19));
+    case 1:
+      return kProteinStateMask;
+    case 2:
+      return static_cast<std::uint32_t>(uniform(1, static_cast<int>(kProteinStateMask)));
+    default:
+      return 1u << uniform(0, 19);
+  }
+}
+
+ProteinProfiles random_protein_profiles(std::mt19937_64& rng, int columns, int edges,
+                                        double flag_rate) {
+  ProteinProfiles p;
+  p.columns = columns;
+  p.edges = edges;
+  p.stride = (edges + kEdgeAlign - 1) / kEdgeAlign * kEdgeAlign;
+  p.cells.resize(static_cast<std::size_t>(columns) * static_cast<std::size_t>(p.stride));
+  std::bernoulli_distribution flag(flag_rate);
+  for (int j = 0; j < columns; ++j) {
+    std::uint32_t* row = p.cells.data() + static_cast<std::size_t>(j) * p.stride;
+    for (int e = 0; e < edges; ++e)
+      row[e] = random_protein_state(rng) | (flag(rng) ? kProteinFlagBit : 0u);
+    std::fill(row + edges, row + p.stride, row[edges - 1]);
+  }
+  return p;
+}
+
+// Amino acids 0..19.
+std::vector<std::uint8_t> random_protein_query(std::mt19937_64& rng, int length) {
+  std::vector<std::uint8_t> q(static_cast<std::size_t>(length));
+  for (std::uint8_t& r : q)
+    r = static_cast<std::uint8_t>(std::uniform_int_distribution<int>(0, 19)(rng));
+  return q;
+}
+
+std::vector<std::int32_t> protein_scalar_scores(std::span<const std::uint8_t> query,
+                                                const ProteinProfiles& p, int first_edge, int count,
+                                                const Scoring& scoring) {
+  std::vector<std::int32_t> out(static_cast<std::size_t>(count));
+  duet::papara::score_edges_protein_scalar(query, p.view(), first_edge, count, scoring, out.data());
+  return out;
+}
+
+std::vector<std::int32_t> protein_variant_scores(const PaparaVariant& v,
+                                                 std::span<const std::uint8_t> query,
+                                                 const ProteinProfiles& p, int first_edge,
+                                                 int count, const Scoring& scoring) {
+  std::vector<std::int32_t> out(static_cast<std::size_t>(count) + 1, 12345);
+  v.protein_function(query, p.view(), first_edge, count, scoring, out.data());
+  EXPECT_EQ(out.back(), 12345) << v.name << " wrote past its last score";
+  out.pop_back();
+  return out;
+}
+
+TEST_P(PaparaSimd, ProteinMatchesScalarOnRandomInputs) {
+  const PaparaVariant& v = GetParam();
+  std::mt19937_64 rng(test::test_seed());
+  auto uniform = [&rng](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const double flag_rates[] = {0.0, 0.1, 0.5, 1.0};
+  for (int round = 0; round < 50; ++round) {
+    const int columns = round % 10 == 0 ? 1 : uniform(1, 600);
+    const int edges =
+        round % 3 == 0 ? kEdgeAlign * uniform(1, 2) - uniform(0, 33) : uniform(1, 200);
+    const ProteinProfiles p =
+        random_protein_profiles(rng, columns, edges, flag_rates[uniform(0, 3)]);
+    const int first_edge = uniform(0, edges - 1);
+    const int count = round % 4 == 0 ? edges - first_edge : uniform(1, edges - first_edge);
+    const std::vector<std::uint8_t> query =
+        random_protein_query(rng, round % 7 == 0 ? 1 : uniform(1, 300));
+    const Scoring scoring = random_scoring(rng);
+    SCOPED_TRACE("round " + std::to_string(round) + ": " + std::to_string(columns) + " columns, " +
+                 "edges [" + std::to_string(first_edge) + ", " +
+                 std::to_string(first_edge + count) + ") of " + std::to_string(edges) +
+                 ", query length " + std::to_string(query.size()) + ", " + describe(scoring));
+    ASSERT_TRUE(same_scores(protein_scalar_scores(query, p, first_edge, count, scoring),
+                            protein_variant_scores(v, query, p, first_edge, count, scoring),
+                            first_edge));
+  }
+}
+
+// Protein lanes are int32: edge 0 matches every residue in every column, and its score,
+// 5 * 6554 = 32770, does not wrap as DNA's would (ScoresWrapAround).
+TEST_P(PaparaSimd, ProteinScoresPast16Bits) {
+  const PaparaVariant& v = GetParam();
+  std::mt19937_64 rng(test::test_seed());
+  const int length = 6554;
+  ProteinProfiles p = random_protein_profiles(rng, length, 3, 0.0);
+  for (int j = 0; j < length; ++j)
+    p.cells[static_cast<std::size_t>(j) * p.stride] = kProteinStateMask;
+  const std::vector<std::uint8_t> query = random_protein_query(rng, length);
+  const Scoring scoring{-6, -6, 5, -6};
+  const std::vector<std::int32_t> expected = protein_scalar_scores(query, p, 0, 3, scoring);
+  ASSERT_EQ(expected[0], 32770);
+  EXPECT_TRUE(same_scores(expected, protein_variant_scores(v, query, p, 0, 3, scoring), 0));
+}
+
+TEST_P(PaparaSimd, ProteinBlockMatchesScalarPerQuery) {
+  const PaparaVariant& v = GetParam();
+  std::mt19937_64 rng(test::test_seed());
+  auto uniform = [&rng](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  for (int round = 0; round < 8; ++round) {
+    const int edges = uniform(1, 150);
+    const ProteinProfiles p = random_protein_profiles(rng, uniform(1, 300), edges, 0.2);
+    const int queries = uniform(1, 12);
+    std::vector<std::uint8_t> residues;
+    std::vector<std::int64_t> offsets{0};
+    for (int q = 0; q < queries; ++q) {
+      const std::vector<std::uint8_t> query = random_protein_query(rng, uniform(1, 300));
+      residues.insert(residues.end(), query.begin(), query.end());
+      offsets.push_back(static_cast<std::int64_t>(residues.size()));
+    }
+    const int first_edge = uniform(0, edges - 1);
+    const int count = uniform(1, edges - first_edge);
+    const Scoring scoring = random_scoring(rng);
+    std::vector<std::int32_t> out(static_cast<std::size_t>(queries) * count, 12345);
+    v.protein_block(residues.data(), offsets.data(), queries, p.view(), first_edge, count, scoring,
+                    out.data());
+    for (int q = 0; q < queries; ++q) {
+      SCOPED_TRACE("round " + std::to_string(round) + ", query " + std::to_string(q) + " of " +
+                   std::to_string(queries) + ", edges [" + std::to_string(first_edge) + ", " +
+                   std::to_string(first_edge + count) + "), " + describe(scoring));
+      const std::span<const std::uint8_t> query(
+          residues.data() + offsets[q], static_cast<std::size_t>(offsets[q + 1] - offsets[q]));
+      const std::vector<std::int32_t> row(out.begin() + q * count, out.begin() + (q + 1) * count);
+      ASSERT_TRUE(same_scores(protein_scalar_scores(query, p, first_edge, count, scoring), row,
+                              first_edge));
+    }
+  }
+}
+
+// A kernel given the other alphabet's profiles refuses them.
+TEST_P(PaparaSimd, KernelsRefuseTheOtherAlphabet) {
+  const PaparaVariant& v = GetParam();
+  std::mt19937_64 rng(1);
+  const Profiles dna = random_profiles(rng, 10, 4, 0.0);
+  const ProteinProfiles protein = random_protein_profiles(rng, 10, 4, 0.0);
+  const std::vector<std::uint8_t> residues{1, 2};
+  const std::vector<std::int64_t> offsets{0, 2};
+  std::vector<std::int16_t> out16(4);
+  std::vector<std::int32_t> out32(4);
+  EXPECT_THROW(
+      v.block(residues.data(), offsets.data(), 1, protein.view(), 0, 4, Scoring{}, out16.data()),
+      std::invalid_argument);
+  EXPECT_THROW(v.protein_block(residues.data(), offsets.data(), 1, dna.view(), 0, 4, Scoring{},
+                               out32.data()),
+               std::invalid_argument);
+}
+
+// Each protein query's Trace from the variant, in one call, against papara::traceback's.
+::testing::AssertionResult same_protein_traces(
+    const PaparaVariant& v, const ProteinProfiles& p,
+    const std::vector<std::vector<std::uint8_t>>& queries, const std::vector<int>& edges,
+    const Scoring& scoring) {
+  const std::vector<std::span<const std::uint8_t>> spans(queries.begin(), queries.end());
+  std::vector<Trace> actual(queries.size());
+  v.traceback(p.view(), scoring, spans, edges, actual);
+  for (std::size_t q = 0; q < queries.size(); ++q) {
+    const Trace expected = duet::papara::traceback(queries[q], p.view(), edges[q], scoring);
+    if (expected.score == actual[q].score && expected.codes == actual[q].codes) continue;
+    return ::testing::AssertionFailure()
+           << "query " << q << " of " << queries.size() << " (length " << queries[q].size()
+           << ", edge " << edges[q] << "): scalar score " << expected.score << ", " << v.name
+           << " score " << actual[q].score;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+TEST_P(PaparaSimd, ProteinTracebackMatchesScalarOnRandomInputs) {
+  const PaparaVariant& v = GetParam();
+  std::mt19937_64 rng(test::test_seed());
+  auto uniform = [&rng](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const double flag_rates[] = {0.0, 0.1, 0.5, 1.0};
+  for (int round = 0; round < 12; ++round) {
+    const int columns = round % 5 == 0 ? uniform(1, 3) : uniform(1, 500);
+    const int edges = uniform(1, 200);
+    const ProteinProfiles p =
+        random_protein_profiles(rng, columns, edges, flag_rates[uniform(0, 3)]);
+    const int count = round == 1 ? 1 : uniform(2, 40);
+    std::vector<std::vector<std::uint8_t>> queries;
+    std::vector<int> query_edges;
+    for (int q = 0; q < count; ++q) {
+      queries.push_back(
+          random_protein_query(rng, uniform(0, 5) == 0 ? uniform(1, 3) : uniform(1, 300)));
+      query_edges.push_back(uniform(0, edges - 1));
+    }
+    const Scoring scoring = random_scoring(rng);
+    SCOPED_TRACE("round " + std::to_string(round) + ": " + std::to_string(columns) + " columns, " +
+                 std::to_string(edges) + " edges, " + std::to_string(count) + " queries, " +
+                 describe(scoring));
+    ASSERT_TRUE(same_protein_traces(v, p, queries, query_edges, scoring));
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Variants, PaparaSimd, ::testing::ValuesIn(kPaparaVariants),
                          [](const ::testing::TestParamInfo<PaparaVariant>& param_info) {
                            std::string name(param_info.param.name);
@@ -392,6 +606,7 @@ TEST(PaparaSimdDispatch, ChoosesTheWidestSupportedVariant) {
     EXPECT_EQ(v.name, isa_name(v.isa));
     EXPECT_EQ(v.element_bits, 16);
     EXPECT_EQ(v.traceback_lanes, v.lanes == 1 ? 1 : v.lanes / 2);  // int32 queries, int16 edges
+    EXPECT_EQ(v.protein_lanes, v.traceback_lanes);                 // int32 edges
     if (cpu_supports(v.isa)) {
       EXPECT_GE(best.lanes, v.lanes);
       EXPECT_EQ(&papara_variant(v.name), &v);

@@ -162,17 +162,17 @@ TEST(PaparaExample, TracebackAndAlignmentFile) {
 
 // Each bad input names its file and line.
 void expect_input_error(const std::string& tree, const std::string& alignment,
-                        const std::string& reads, const std::string& where,
-                        const std::string& what) {
+                        const std::string& reads, const std::string& where, const std::string& what,
+                        Alphabet alphabet = Alphabet::dna) {
   TempDir dir;
   write_file(dir.file("t.tre"), tree);
   write_file(dir.file("a.phy"), alignment);
   write_file(dir.file("q.fa"), reads);
   try {
     std::vector<Query> extra;
-    const auto queries = read_queries(dir.file("q.fa"));
-    const Reference r =
-        make_reference(read_newick(dir.file("t.tre")), read_phylip(dir.file("a.phy")), extra);
+    const auto queries = read_queries(dir.file("q.fa"), alphabet);
+    const Reference r = make_reference(read_newick(dir.file("t.tre")),
+                                       read_phylip(dir.file("a.phy")), extra, alphabet);
     build_profiles(r, GapMode::probabilistic);
     ADD_FAILURE() << "no error for: " << what;
   } catch (const InputError& e) {
@@ -212,6 +212,52 @@ TEST(PaparaInputs, QueryFilterAndExtraRows) {
   ASSERT_EQ(extra.size(), 1u);
   EXPECT_EQ(extra[0].name, "x");
   EXPECT_EQ(r.names, (std::vector<std::string>{"A", "B", "C", "D"}));
+}
+
+// Protein (-a), as PaPaRa 2.5's amino-acid model: queries keep only the 20 upper-case
+// amino acids; references take them in either case, B (N or D), Z (Q or E) and '-', the only
+// gap; anything else (X, ?, ., U, *) is an error naming the file and line.
+TEST(PaparaProtein, CharactersAndStateSets) {
+  TempDir dir;
+  write_file(dir.file("q.fa"), ">p1\nAR ND-Cqx*BZX\nVW\n>p2\nbzx\n>p3\nY\n");
+  try {
+    read_queries(dir.file("q.fa"), Alphabet::protein);
+    ADD_FAILURE() << "no error for a query of B, Z and X only";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(dir.file("q.fa:4")), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("query 'p2' has no residue"), std::string::npos);
+  }
+  write_file(dir.file("q.fa"), ">p1\nAR ND-Cqx*BZX\nVW\n>p3\nY\n");
+  const auto q = read_queries(dir.file("q.fa"), Alphabet::protein);
+  ASSERT_EQ(q.size(), 2u);
+  EXPECT_EQ(q[0].states, (std::vector<std::uint8_t>{0, 1, 2, 3, 4, 19, 17}));  // A R N D C V W
+  EXPECT_EQ(q[1].states, (std::vector<std::uint8_t>{18}));
+  EXPECT_EQ(residue_char(17, Alphabet::protein), 'W');
+  // Reference characters and their state sets.
+  EXPECT_EQ(protein_reference_code('a'), 0);
+  EXPECT_EQ(protein_reference_code('-'), kProteinGapCode);
+  for (char c : {'X', 'x', '?', '.', 'U', '*', 'J', 'O'}) EXPECT_EQ(protein_reference_code(c), -1);
+  EXPECT_EQ(protein_state_set(static_cast<std::uint8_t>(protein_reference_code('b'))),
+            (1u << 2) | (1u << 3));  // N or D
+  EXPECT_EQ(protein_state_set(static_cast<std::uint8_t>(protein_reference_code('Z'))),
+            (1u << 5) | (1u << 6));  // Q or E
+  EXPECT_EQ(protein_state_set(kProteinGapCode), kProteinStateMask);
+  // N is asparagine, not a gap: only '-' makes a column all-gap.
+  write_file(dir.file("t.tre"), kTree);
+  write_file(dir.file("a.phy"), "4 5\nA MK-NW\nB mk-N-\nC MR-bz\nD MK-NW\n");
+  std::vector<Query> extra;
+  const Reference r = make_reference(read_newick(dir.file("t.tre")), read_phylip(dir.file("a.phy")),
+                                     extra, Alphabet::protein);
+  EXPECT_EQ(r.columns(), 4);
+  EXPECT_EQ(r.rows[1], "mkN-");
+  EXPECT_DOUBLE_EQ(r.gap_fraction, 1.0 / 16);
+  const Profiles cgap = build_profiles(r, GapMode::cgap);
+  EXPECT_TRUE(cgap.cells.empty());
+  ASSERT_EQ(cgap.protein_cells.size(), static_cast<std::size_t>(4 * cgap.edge_stride));
+  // Edge 0 is D's: column 2 combines N (A, B, D) with B (C): N.
+  EXPECT_EQ(cgap.protein_cells[static_cast<std::size_t>(2 * cgap.edge_stride)], 1u << 2);
+  expect_input_error(kTree, "4 5\nA MK-NW\nB MK-NW\nC MKXNW\nD MK-NW\n", ">q\nMKNW\n", "a.phy:4",
+                     "'X' is not an amino-acid character", Alphabet::protein);
 }
 
 TEST(PaparaInputs, RootedTreeMergesTheRootBranches) {
@@ -330,6 +376,8 @@ TEST(PaparaCommand, IdenticalOnEveryKernelAndDevice) {
     TempDir base;
     ASSERT_EQ(run_duet(c, base, "--isa scalar --no-gpu").status, 0);
     const std::string alignment = test::read_file(base.file("out.txt"));
+    EXPECT_EQ(alignment, test::read_file(c.case_dir + "/" + c.expected))
+        << c.case_dir << ": duet papara --isa scalar " << c.args;
     const io::Hdf5Reader h5(base.file("out.h5"));
     for (const auto& [options, environment] : variants) {
       TempDir dir;
@@ -408,6 +456,15 @@ TEST(PaparaCommand, BadInputLeavesEveryFileAsItWas) {
   EXPECT_NE(bad.status, 0);
   EXPECT_NE(bad.output.find("match + match_cgap must be negative"), std::string::npos)
       << bad.output;
+  // The GPU kernel scores DNA only: --gpu-only -a is refused (a default run uses the CPU).
+  const auto protein_gpu = test::run_command(
+      "cd " + kData + "/case13 && " DUET_BINARY " papara -a -t ref.tre -s ref.phy -q queries.fa " +
+      "--alignment " + dir.file("protein.txt") + " --h5 " + dir.file("out.h5") + " --gpu-only");
+  EXPECT_NE(protein_gpu.status, 0);
+  EXPECT_NE(protein_gpu.output.find("--gpu-only: the GPU kernel scores DNA only"),
+            std::string::npos)
+      << protein_gpu.output;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("protein.txt")));
 }
 
 }  // namespace

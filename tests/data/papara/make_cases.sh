@@ -11,6 +11,7 @@
 #
 # Each caseNN/ gets ref.tre, ref.phy, queries.fa, expected_<mode>.{phy,fa},
 # and cmd.txt listing the simulator arguments and the PaPaRa command per mode.
+# A case made with --protein (amino acids) runs every PaPaRa mode with -a.
 # A case whose PaPaRa run fails is retried with the seed plus 1000.
 set -euo pipefail
 
@@ -32,11 +33,11 @@ mode_opts() {
   esac
 }
 
-# run one PaPaRa mode for case directory $1
+# run one PaPaRa mode for case directory $1 ($4: -a for a protein case, or empty)
 run_mode() {
-  local dir=$1 mode=$2 p=$3 ext tmp
+  local dir=$1 mode=$2 p=$3 alphabet=$4 ext tmp
   local -a opts
-  read -ra opts <<<"$(mode_opts "$mode" "$p")"
+  read -ra opts <<<"$alphabet $(mode_opts "$mode" "$p")"
   ext=phy; [[ $mode == g ]] && ext=fa
   tmp=$(mktemp -d)
   (cd "$tmp" && timeout 120 "$PAPARA" -t "$dir/ref.tre" -s "$dir/ref.phy" -q "$dir/queries.fa" \
@@ -60,14 +61,15 @@ run_mode() {
 # make_case NN SEED "MODES" "P-PARAMS" SIMULATOR-ARGS...
 make_case() {
   local nn=$1 seed=$2 modes=$3 p=$4; shift 4
-  local dir=$out/case$nn try m ok
+  local dir=$out/case$nn try m ok alphabet=
+  [[ " $* " == *" --protein "* ]] && alphabet=-a
   for try in 0 1 2 3 4; do
     rm -rf "$dir"; mkdir -p "$dir"
     python3 "$here/papara_sim.py" --outdir "$dir" --seed $((seed + 1000 * try)) "$@"
     echo "inputs: papara_sim.py --seed $((seed + 1000 * try)) $*" >"$dir/cmd.txt"
     ok=1
     for m in $modes; do
-      run_mode "$dir" "$m" "$p" || { ok=0; break; }
+      run_mode "$dir" "$m" "$p" "$alphabet" || { ok=0; break; }
     done
     if ((ok)); then echo "case$nn: seed $((seed + 1000 * try)), modes: $modes"; return 0; fi
     echo "case$nn: PaPaRa failed with seed $((seed + 1000 * try)); retrying" >&2
@@ -88,3 +90,7 @@ make_case 09 109 "default c"            -               --taxa 30 --cols 200 --r
 make_case 10 110 "default c"            -               --taxa 40 --cols 300 --reads 60 --read-max 100 --bl-max 0.1
 make_case 11 111 "default c r p g"      -4:-1:2:-3     --taxa 5  --cols 40  --reads 6  --dirty 1 --long-names --uracil --fasta-desc
 make_case 12 112 "default c p"          -6:-1:3:-4     --taxa 14 --cols 160 --reads 20 --iupac --phy-queries 2 --interleaved
+# protein (-a)
+make_case 13 113 "default c r p g"      -4:-1:3:-5     --protein --taxa 5  --cols 40  --reads 6  --dirty 0.5 --iupac
+make_case 14 114 "default c"            -               --protein --taxa 9  --cols 90  --reads 12 --rooted --allgap
+make_case 15 115 "default c p"          -3:-2:1:-2     --protein --taxa 14 --cols 140 --reads 18 --phy-queries 2 --interleaved --iupac

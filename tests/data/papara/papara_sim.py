@@ -12,6 +12,10 @@ evolve sequences along it, and writes
               substitutions and indels, optionally with characters that
               PaPaRa filters out (lower case, N, U, -)
 
+With --protein the sequences are amino acids (INDELible's WAG model), for
+PaPaRa's -a: references may get B, Z and lower case (--iupac), reads B, Z,
+lower case, X, * and - (--dirty), all of which PaPaRa drops from reads.
+
 Every branch is at least --bl-min long (no zero-length branches). Every read
 keeps at least 15 upper-case bases, so none is emptied by PaPaRa's filter.
 Reads never come from reference taxa.
@@ -25,6 +29,7 @@ import sys
 import tempfile
 
 IUPAC = "RYKMSWBDHV"
+AMINO = "ARNDCQEGHILKMFPSTWYV"
 
 
 class Tree:
@@ -141,16 +146,19 @@ def read_fasta(path):
     return order, {k: "".join(v) for k, v in seqs.items()}
 
 
-def run_indelible(tree_str, length, seed, indel_rate, workdir):
-    ctl = f"""[TYPE] NUCLEOTIDE 1
+def run_indelible(tree_str, length, seed, indel_rate, workdir, protein=False):
+    if protein:
+        kind, model = "AMINOACID", "  [submodel] WAG"
+    else:
+        kind, model = "NUCLEOTIDE", "  [submodel] HKY 2.5\n  [statefreq] 0.3 0.2 0.2 0.3"
+    ctl = f"""[TYPE] {kind} 1
 [SETTINGS]
   [output] FASTA
   [randomseed] {seed}
   [printrates] FALSE
   [markdeletedinsertions] FALSE
 [MODEL] m1
-  [submodel] HKY 2.5
-  [statefreq] 0.3 0.2 0.2 0.3
+{model}
   [rates] 0.2 1.0 0
   [indelmodel] POW 1.8 20
   [indelrate] {indel_rate}
@@ -169,20 +177,30 @@ def run_indelible(tree_str, length, seed, indel_rate, workdir):
     return read_fasta(out)[1]
 
 
-def mutate_read(s, rng, sub_rate, indel_p, dirty, iupac):
+def mutate_read(s, rng, sub_rate, indel_p, dirty, iupac, protein=False):
     s = list(s)
+    residues = AMINO if protein else "ACGT"
     for i in range(len(s)):
         if rng.random() < sub_rate:
-            s[i] = rng.choice("ACGT")
+            s[i] = rng.choice(residues)
     if rng.random() < indel_p:  # insertion of 1-3 random bases
         p = rng.randrange(len(s) + 1)
-        s[p:p] = [rng.choice("ACGT") for _ in range(rng.randint(1, 3))]
+        s[p:p] = [rng.choice(residues) for _ in range(rng.randint(1, 3))]
     if rng.random() < indel_p and len(s) > 25:  # deletion of 1-3 bases
         p = rng.randrange(len(s) - 4)
         del s[p:p + rng.randint(1, 3)]
     if iupac and rng.random() < 0.4:
-        s[rng.randrange(len(s))] = rng.choice(IUPAC)
-    if dirty and rng.random() < dirty:
+        s[rng.randrange(len(s))] = rng.choice("BZ" if protein else IUPAC)
+    if protein:
+        if dirty and rng.random() < dirty:
+            # characters PaPaRa 2.5 deletes from protein queries: lower case, B, Z, X, *, '-'
+            for _ in range(rng.randint(1, 4)):
+                p = rng.randrange(len(s))
+                if rng.randrange(2) == 0:
+                    s[p] = s[p].lower()
+                else:
+                    s.insert(p, rng.choice("BZX*-"))
+    elif dirty and rng.random() < dirty:
         # characters PaPaRa 2.5 deletes from queries: lower case, N, U, '-'
         for _ in range(rng.randint(1, 4)):
             p = rng.randrange(len(s))
@@ -246,6 +264,7 @@ def main():
     ap.add_argument("--phy-queries", type=int, default=0,
                     help="extra PHYLIP rows (not tree tips) holding aligned source fragments")
     ap.add_argument("--interleaved", action="store_true")
+    ap.add_argument("--protein", action="store_true", help="amino acids (PaPaRa's -a)")
     ap.add_argument("--long-names", action="store_true")
     ap.add_argument("--fasta-desc", action="store_true",
                     help="some FASTA headers carry a description after the name")
@@ -271,7 +290,8 @@ def main():
 
     work = tempfile.mkdtemp(prefix="papara_sim_")
     try:
-        seqs = run_indelible(full_nwk, a.cols, rng.randrange(1, 1 << 30), a.indel_rate, work)
+        seqs = run_indelible(full_nwk, a.cols, rng.randrange(1, 1 << 30), a.indel_rate, work,
+                             a.protein)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     total = len(seqs[refs[0]])
@@ -289,10 +309,21 @@ def main():
         for _ in range(3):
             p = rng.randrange(ncols + 1)
             for r in refs:
-                ref_rows[r].insert(p, rng.choice("-N?.n"))
+                ref_rows[r].insert(p, "-" if a.protein else rng.choice("-N?.n"))
             keep_cols.insert(p, None)
         ncols += 3
-    if a.iupac:
+    if a.iupac and a.protein:  # B, Z and lower case (PaPaRa's amino-acid model has no X)
+        for r in refs:
+            row = ref_rows[r]
+            for j in range(ncols):
+                if row[j] == "-":
+                    continue
+                x = rng.random()
+                if x < 0.02:
+                    row[j] = rng.choice("BZ")
+                elif x < 0.04:
+                    row[j] = row[j].lower()
+    elif a.iupac:
         for r in refs:
             row = ref_rows[r]
             for j in range(ncols):
@@ -349,8 +380,8 @@ def main():
                 raw = seqs[s][lo:hi].replace("-", "")
             ln = rng.randint(min(a.read_min, len(raw)), min(a.read_max, len(raw)))
             st = rng.randrange(len(raw) - ln + 1)
-            read = mutate_read(raw[st:st + ln], rng, 0.03, 0.3, a.dirty, a.iupac)
-            if sum(c in "ACGT" for c in read) < 15:
+            read = mutate_read(raw[st:st + ln], rng, 0.03, 0.3, a.dirty, a.iupac, a.protein)
+            if sum(c in (AMINO if a.protein else "ACGT") for c in read) < 15:
                 read = raw[st:st + ln]
             name = f"q{i + 1:03d}_{s}"
             if a.long_names and i == 0:

@@ -6,9 +6,11 @@
 # run's scheduler rate from /run (work_total / scheduler_seconds, residues a second), the
 # hybrid's rate against the sum of the CPU's and that GPU-only run's, and a plot against S.
 # Every /results must equal --no-gpu's (bench/compare_results.py).
-#   MODELS: the model file (default Pkinase); RESIDUES (default 1e9): a duet synth-db
+#   MODELS: the model file (default Pkinase; "ten": ten duet synth-model models of 90 to
+#   420 nodes, one pass); RESIDUES (default 1e9): a duet synth-db
 #   database, packed by duet makedb; SMS (default "8 16 32 64 0"; 0 = the whole GPU);
-#   ROUNDS (default 2); TESTS=yes also runs `ctest -L gpu` after the build.
+#   ROUNDS (default 2); TESTS=yes also runs `ctest -L gpu` after the build; HYBRID (default
+#   empty): more options for the hybrid runs, e.g. "--policy adaptive".
 # Run on the GPU machine from the source root with .device carried (see
 # bench/many_models.sh). Writes times.tsv, rates.tsv, gpu_sms.png and the comparisons
 # under $OUT.
@@ -27,8 +29,12 @@ if [ "${TESTS:-no}" = yes ]; then
 fi
 work=/tmp/gpu-sms; mkdir -p $work
 models=${MODELS:-/usr/share/doc/hmmer/examples/tutorial/Pkinase.hmm}
+if [ "$models" = ten ]; then
+  models=$work/ten.hmm
+  $duet synth-model -L 90 120 150 180 210 240 270 300 350 420 --seed 5 -o $models >/dev/null
+fi
 if [ ! -f $work/db.packed ]; then
-  part=$(python3 -c "print(min(2e8, $residues))")
+  part=$(python3 -c "print(min(1e8, $residues))")
   $duet synth-db --residues "$part" --seed 5 -o $work/part.fa > /dev/null
   copies=$(python3 -c "print(max(1, round($residues / $part)))")
   for _ in $(seq 1 "$copies"); do cat $work/part.fa; done > $work/db.fa
@@ -41,8 +47,10 @@ printf "mode\tsms\tround\tseconds\n" > "$out/times.tsv"
 run() {  # name sms options...: one whole process, its file kept as $work/<name>.h5
   local name=$1 sms=$2 s ms; shift 2
   s=$(date +%s%N)
-  $duet hmmsearch --quiet "$@" --h5 $work/$name.h5 "$models" $work/db.packed > $work/$name.log 2>&1 ||
-    echo "$name failed: $(tail -2 $work/$name.log)"
+  # DUET_TIMES: where the time went (phases, feeders), kept for the first round.
+  DUET_TIMES=1 $duet hmmsearch --quiet "$@" --h5 $work/$name.h5 "$models" $work/db.packed \
+    > $work/$name.log 2>&1 || echo "$name failed: $(tail -2 $work/$name.log)"
+  [ "$round" = 1 ] && cp $work/$name.log "$out/times_$name.txt"
   ms=$(( ($(date +%s%N) - s) / 1000000 ))
   printf "%s\t%s\t%s\t%d.%03d\n" "${name%%_*}" "$sms" "$round" $((ms / 1000)) $((ms % 1000)) | tee -a "$out/times.tsv"
 }
@@ -50,7 +58,7 @@ for round in $(seq $rounds); do
   run cpu_r$round all --no-gpu
   for s in $sms_list; do
     run gpu_${s}_r$round "$s" --gpu-only --gpu-sms "$s"
-    run hybrid_${s}_r$round "$s" --gpu-min-database 0 --gpu-sms "$s"
+    run hybrid_${s}_r$round "$s" --gpu-min-database 0 --gpu-sms "$s" ${HYBRID:-}
   done
 done
 for f in $work/gpu_*_r1.h5 $work/hybrid_*_r1.h5; do

@@ -70,8 +70,10 @@ TEST(RunKit, OneSetOfDefaults) {
   EXPECT_EQ(library.gpu_batch_blocks, app::kHmmsearchGpuBatchBlocks);
   EXPECT_EQ(library.gpu_batch_residues, c.gpu_batch_residues);
   EXPECT_EQ(library.worker_nice, c.worker_nice);
+  // Policy "auto" is the workload's: the library's dynamic, adaptive for hmmsearch's command.
   EXPECT_EQ(library.policy, scheduler::SplitPolicy::dynamic);
-  EXPECT_EQ(c.policy, "dynamic");
+  EXPECT_EQ(c.policy, "auto");
+  EXPECT_EQ(h.policy, scheduler::SplitPolicy::adaptive);
   const io::ReaderOptions reader;
   EXPECT_EQ(static_cast<std::int64_t>(reader.block_residues), c.block_residues);
   EXPECT_EQ(reader.threads, c.reader_threads);

@@ -37,7 +37,7 @@ TEST(IoConfig, DefaultsAreHmmersearchDefaults) {
   EXPECT_EQ(config.run.tblout, "");
   EXPECT_EQ(config.run.isa, "auto");
   EXPECT_FALSE(config.run.quiet);
-  EXPECT_EQ(config.scheduler.policy, "dynamic");
+  EXPECT_EQ(config.scheduler.policy, "auto");
   EXPECT_EQ(config.scheduler.static_cpu_fraction, 0.5);
   EXPECT_EQ(config.scheduler.block_residues, 1 << 20);
   EXPECT_EQ(config.scheduler.queue_depth, 0);
@@ -326,7 +326,7 @@ const ConfigErrorCase kConfigErrors[] = {
     {"scheduler_unknown_key", "[scheduler]\npolicy = \"static\"\nsplit = 0.5\n", 3,
      "unknown key 'split' in [scheduler]"},
     {"policy_unknown", "[scheduler]\npolicy = \"greedy\"\n", 2,
-     "'policy' must be one of dynamic, static, adaptive, not 'greedy'"},
+     "'policy' must be one of auto, dynamic, static, adaptive, not 'greedy'"},
     {"policy_not_string", "[scheduler]\npolicy = 1\n", 2,
      "'policy' must be a string, not an integer"},
     {"fraction_above_one", "[scheduler]\nstatic_cpu_fraction = 1.5\n", 2,

@@ -39,6 +39,20 @@ TEST(Sweep, ParsesAndExpands) {
                                             "--static-cpu-fraction", "0.5"}));
 }
 
+// The GPU's size (--gpu-sms) is a sweep axis of the GPU and hybrid runs; a CPU-only run
+// has none.
+TEST(Sweep, GpuSmsIsAnAxisOfGpuRuns) {
+  const SweepSpec spec = parse_sweep(
+      "[workload]\nmodels = [\"a.hmm\"]\ndatabase = \"d.fa\"\n[sweep]\n"
+      "devices = [\"cpu\", \"gpu\", \"hybrid\"]\ngpu_sms = [8, 0]\n",
+      "s.toml");
+  const auto points = expand_sweep(spec);
+  ASSERT_EQ(points.size(), 5u);  // cpu once; gpu and hybrid at 8 and 0 SMs
+  EXPECT_EQ(point_arguments(points[0]), (std::vector<std::string>{"--no-gpu"}));
+  EXPECT_EQ(point_arguments(points[1]), (std::vector<std::string>{"--gpu-only", "--gpu-sms", "8"}));
+  EXPECT_EQ(point_arguments(points[4]), (std::vector<std::string>{"--gpu-sms", "0"}));
+}
+
 void expect_error(const std::string& text, int line, const std::string& fragment) {
   try {
     parse_sweep(text, "bad.toml");

@@ -65,7 +65,8 @@ const std::vector<std::string> kPointKeys = {"devices",
                                              "block_residues",
                                              "gpu_batch_blocks",
                                              "gpu_batch_residues",
-                                             "gpu_strategy"};
+                                             "gpu_strategy",
+                                             "gpu_sms"};
 
 struct Row {
   std::map<std::string, std::string> field;
@@ -217,12 +218,12 @@ void add_bench_command(CLI::App& app,
     if (o->dry_run) return 0;
 
     // Hybrid efficiency: a hybrid row against the CPU-only and GPU-only rows of the same
-    // model, query and settings (means over repeats).
+    // model, query and settings (means over repeats); a CPU-only row has no GPU settings.
     auto settings_key = [](const Row& r, const std::string& devices) {
       std::string k = r.field.at("model_file") + "|" + r.field.at("query") + "|" + devices;
-      for (const char* f : {"cpu", "isa", "block_residues", "gpu_batch_blocks",
-                            "gpu_batch_residues", "gpu_strategy"})
-        k += "|" + r.field.at(f);
+      for (const char* f : {"cpu", "isa", "block_residues"}) k += "|" + r.field.at(f);
+      for (const char* f : {"gpu_batch_blocks", "gpu_batch_residues", "gpu_strategy", "gpu_sms"})
+        k += "|" + (devices == "cpu" ? std::string() : r.field.at(f));
       return k;
     };
     std::map<std::string, std::pair<double, int>> mean;
@@ -258,6 +259,7 @@ void add_bench_command(CLI::App& app,
                                              "gpu_batch_blocks",
                                              "gpu_batch_residues",
                                              "gpu_strategy",
+                                             "gpu_sms",
                                              "status",
                                              "wall_seconds",
                                              "gcups",

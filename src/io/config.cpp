@@ -199,7 +199,7 @@ class EntryReader {
   const std::string& source_name_;
 };
 
-constexpr std::array<std::string_view, 3> kPolicyNames = {"dynamic", "static", "adaptive"};
+constexpr std::array<std::string_view, 4> kPolicyNames = {"auto", "dynamic", "static", "adaptive"};
 
 // The range of each numeric setting (number_problem): [low, high], either end open where
 // said; integers only where `integer`.
@@ -280,7 +280,7 @@ void read_scheduler(const toml::table& table, const EntryReader& reader,
       const std::string value = reader.string(entry);
       if (std::find(kPolicyNames.begin(), kPolicyNames.end(), value) == kPolicyNames.end()) {
         reader.fail(entry,
-                    "'policy' must be one of dynamic, static, adaptive, not '" + value + "'");
+                    "'policy' must be one of auto, dynamic, static, adaptive, not '" + value + "'");
       }
       scheduler.policy = value;
     } else if (key == "static_cpu_fraction") {

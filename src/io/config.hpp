@@ -25,7 +25,8 @@
 //   quiet = false
 //
 //   [scheduler]
-//   policy = "dynamic"          # dynamic, static or adaptive
+//   policy = "auto"             # auto (the workload's: adaptive for hmmsearch, dynamic for
+//                               # pairhmm and papara), dynamic, static or adaptive
 //   static_cpu_fraction = 0.5   # in [0, 1]: share of residues for the CPU (static)
 //   block_residues = 1048576    # 1 to 2^32: residues per block
 //   queue_depth = 0             # 0 to 2^20: blocks waiting (memory budget); 0 = 2 per worker
@@ -115,7 +116,7 @@ struct RunConfig {
 };
 
 struct SchedulerConfig {
-  std::string policy = "dynamic";                             // dynamic, static, adaptive
+  std::string policy = "auto";  // auto (the workload's), dynamic, static, adaptive
   double static_cpu_fraction = defaults::kStaticCpuFraction;  // [0, 1]
   std::int64_t block_residues = defaults::kBlockResidues;     // [1, 2^32]
   std::int64_t queue_depth =

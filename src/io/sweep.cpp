@@ -32,6 +32,7 @@ const AxisKind kAxes[] = {
     {"gpu_batch_blocks", "--gpu-batch-blocks", AxisKind::kInteger},
     {"gpu_batch_residues", "--gpu-batch-residues", AxisKind::kInteger},
     {"gpu_strategy", "--gpu-strategy", AxisKind::kString},
+    {"gpu_sms", "--gpu-sms", AxisKind::kInteger},
 };
 
 std::string number_text(double v) {
@@ -134,7 +135,9 @@ SweepSpec parse_sweep(std::string_view text, const std::string& source_name) {
           switch (kind->type) {
             case AxisKind::kInteger: {
               const auto i = r.integer(v, sk);
-              if (i < (sk == "cpu" ? 0 : 1)) r.fail(v, "'" + sk + "' values must be positive");
+              // cpu 0: a worker per core; gpu_sms 0: the whole GPU.
+              if (i < (sk == "cpu" || sk == "gpu_sms" ? 0 : 1))
+                r.fail(v, "'" + sk + "' values must be positive");
               axis.values.push_back(std::to_string(i));
               break;
             }
@@ -200,7 +203,8 @@ std::vector<SweepPoint> expand_sweep(const SweepSpec& spec) {
     const auto policy = p.count("policy") ? p["policy"] : "dynamic";
     if (policy != "static" || devices != "hybrid") p.erase("static_cpu_fraction");
     if (devices == "cpu") {
-      for (const char* k : {"gpu_batch_blocks", "gpu_batch_residues", "gpu_strategy", "policy"})
+      for (const char* k :
+           {"gpu_batch_blocks", "gpu_batch_residues", "gpu_strategy", "gpu_sms", "policy"})
         p.erase(k);
     }
     if (devices == "gpu") {

@@ -21,6 +21,7 @@
 //   gpu_batch_blocks = [16]      # --gpu-batch-blocks
 //   gpu_batch_residues = [...]   # --gpu-batch-residues
 //   gpu_strategy = ["warp"]      # --gpu-strategy
+//   gpu_sms = [8, 16, 0]         # --gpu-sms (the GPU's size: SMs its kernels run on)
 //
 // Reading is strict, as for the run configuration: unknown keys, wrong types, empty
 // lists and out-of-range values are errors naming the file and line.

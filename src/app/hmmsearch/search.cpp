@@ -68,7 +68,10 @@ std::optional<std::array<float, 2>> model_cutoffs(const HmmModel& model, const s
 HybridOptions hybrid_options(const io::Config& config) {
   const io::SchedulerConfig& c = config.scheduler;
   HybridOptions h;
-  static_cast<RunOptions&>(h) = run_options(config);
+  // Policy "auto": adaptive. hmmsearch's GPU batches are large (128 M residues): under the
+  // dynamic policy two feeders took half of a 500 M-residue database at once and, on part of
+  // a GPU, the CPU workers waited for them (bench/RESULTS.md, "--gpu-sms").
+  static_cast<RunOptions&>(h) = run_options(config, scheduler::SplitPolicy::adaptive);
   h.block_residues = static_cast<std::size_t>(c.block_residues);
   h.gpu_batch_residues = c.gpu_batch_residues;
   h.reader_threads = c.reader_threads;

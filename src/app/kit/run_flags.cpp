@@ -38,10 +38,11 @@ RunFlags::RunFlags(CLI::App& cmd, const std::string& work, std::size_t default_b
                          ->excludes("--no-gpu");
   policy_option_ =
       cmd.add_option("--policy", policy_,
-                     "CPU/GPU split: dynamic (self-scheduling), static, or adaptive (GPU "
-                     "batches sized from measured throughput) (default " +
+                     "CPU/GPU split: dynamic (self-scheduling), static, adaptive (GPU "
+                     "batches sized from measured throughput), or auto (the workload's: "
+                     "adaptive for hmmsearch, dynamic for pairhmm and papara) (default " +
                          s.policy + ")")
-          ->check(CLI::IsMember({"dynamic", "static", "adaptive"}));
+          ->check(CLI::IsMember({"auto", "dynamic", "static", "adaptive"}));
   static_cpu_fraction_option_ =
       cmd.add_option("--static-cpu-fraction", static_cpu_fraction_,
                      "static policy: share of the " + work + " for the CPU (default " +

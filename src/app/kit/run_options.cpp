@@ -11,20 +11,21 @@
 
 namespace duet::app {
 
-scheduler::SplitPolicy split_policy(const std::string& name) {
+scheduler::SplitPolicy split_policy(const std::string& name, scheduler::SplitPolicy automatic) {
+  if (name == "auto") return automatic;
   if (name == "dynamic") return scheduler::SplitPolicy::dynamic;
   if (name == "static") return scheduler::SplitPolicy::static_fraction;
   if (name == "adaptive") return scheduler::SplitPolicy::adaptive;
   throw std::logic_error("unknown split policy '" + name + "'");  // io::Config checked it
 }
 
-RunOptions run_options(const io::Config& config) {
+RunOptions run_options(const io::Config& config, scheduler::SplitPolicy automatic) {
   const io::SchedulerConfig& c = config.scheduler;
   RunOptions r;
   r.gpu = c.no_gpu     ? RunOptions::Gpu::off
           : c.gpu_only ? RunOptions::Gpu::only
                        : RunOptions::Gpu::auto_detect;
-  r.policy = split_policy(c.policy);
+  r.policy = split_policy(c.policy, automatic);
   r.static_cpu_fraction = c.static_cpu_fraction;
   r.queue_depth = static_cast<std::size_t>(c.queue_depth);
   r.gpu_batch_blocks = static_cast<std::size_t>(c.gpu_batch_blocks);

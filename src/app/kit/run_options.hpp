@@ -15,8 +15,10 @@ namespace duet::app {
 
 class Cluster;
 
-// [scheduler] policy as the scheduler's SplitPolicy ("static" is static_fraction).
-scheduler::SplitPolicy split_policy(const std::string& name);
+// [scheduler] policy as the scheduler's SplitPolicy ("static" is static_fraction; "auto" is
+// `automatic`, the workload's own choice).
+scheduler::SplitPolicy split_policy(
+    const std::string& name, scheduler::SplitPolicy automatic = scheduler::SplitPolicy::dynamic);
 
 struct RunOptions {
   // auto_detect: the GPUs found, if the workload decides they pay; off: CPU only; only:
@@ -41,8 +43,10 @@ struct RunOptions {
   Cluster* cluster = nullptr;
 };
 
-// The shared settings of `config` ([scheduler]); the rest stays at RunOptions' defaults.
-RunOptions run_options(const io::Config& config);
+// The shared settings of `config` ([scheduler], [gpu] sms); the rest stays at RunOptions'
+// defaults. Policy "auto" becomes `automatic`, the workload's choice.
+RunOptions run_options(const io::Config& config,
+                       scheduler::SplitPolicy automatic = scheduler::SplitPolicy::dynamic);
 
 // What a command adds that is not configuration, and the process-wide settings: the SM limit
 // of the GPUs (device::set_gpu_sm_limit, before any GPU starts), the debug settings from the

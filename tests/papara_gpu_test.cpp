@@ -694,25 +694,39 @@ TEST(PaparaGpuCommand, GpuOnlyAndHybridMatchTheCpu) {
   }
 }
 
-// Protein (-a): the GPU kernel scores DNA only. On a GPU machine a default (hybrid) run
-// of a protein case uses the CPU and writes PaPaRa 2.5's file; --gpu-only -a is refused.
-TEST(PaparaGpuCommand, ProteinRunsOnTheCpu) {
+// Protein (-a) on the GPU: every protein case (13-15) in both gap modes, GPU-only (its
+// /run gpu_kernel a GPU's name), hybrid (small blocks, so that the CPU and the GPU share the
+// run) and CPU-only, writes PaPaRa 2.5's file.
+TEST(PaparaGpuCommand, ProteinOnTheGpuWritesPaparasFile) {
   if (device::papara::device_count() == 0) GTEST_SKIP() << "no CUDA device";
-  const std::string dir = std::string(DUET_PAPARA_DATA) + "/case15";
-  for (const std::string mode : {"", "-c"}) {
-    test::TempDir out;
-    const std::string base = DUET_BINARY " papara -a -t " + dir + "/ref.tre -s " + dir +
-                             "/ref.phy -q " + dir + "/queries.fa --quiet " + mode +
-                             " --alignment " + out.file("out.txt") + " --h5 " + out.file("out.h5");
-    const auto hybrid = test::run_command(base);
-    ASSERT_EQ(hybrid.status, 0) << hybrid.output;
-    EXPECT_EQ(test::read_file(out.file("out.txt")),
-              test::read_file(dir + (mode.empty() ? "/expected_default.phy" : "/expected_c.phy")))
-        << mode;
-    const auto gpu_only = test::run_command(base + " --gpu-only");
-    EXPECT_NE(gpu_only.status, 0);
-    EXPECT_NE(gpu_only.output.find("the GPU kernel scores DNA only"), std::string::npos)
-        << gpu_only.output;
+  const std::string data = DUET_PAPARA_DATA;
+  for (int c = 13; c <= 15; ++c) {
+    char name[16];
+    std::snprintf(name, sizeof name, "/case%02d", c);
+    const std::string dir = data + name;
+    for (const std::string mode : {"", "-c"}) {
+      test::TempDir out;
+      const std::string expected =
+          test::read_file(dir + (mode.empty() ? "/expected_default.phy" : "/expected_c.phy"));
+      const std::string base = DUET_BINARY " papara -a -t " + dir + "/ref.tre -s " + dir +
+                               "/ref.phy -q " + dir + "/queries.fa " + mode + " --alignment " +
+                               out.file("");
+      const auto gpu = test::run_command(base + "gpu.txt --h5 " + out.file("gpu.h5") + " -o " +
+                                         out.file("gpu.log") + " --gpu-only");
+      ASSERT_EQ(gpu.status, 0) << gpu.output;
+      const std::string log = test::read_file(out.file("gpu.log"));
+      EXPECT_NE(log.find("GPU GPU 0"), std::string::npos) << log;
+      const auto hybrid =
+          test::run_command(base + "hybrid.txt --quiet --h5 " + out.file("hybrid.h5") +
+                            " --block-cells 20000 --gpu-batch-blocks 2");
+      ASSERT_EQ(hybrid.status, 0) << hybrid.output;
+      const auto cpu =
+          test::run_command(base + "cpu.txt --quiet --h5 " + out.file("cpu.h5") + " --no-gpu");
+      ASSERT_EQ(cpu.status, 0) << cpu.output;
+      EXPECT_EQ(test::read_file(out.file("gpu.txt")), expected) << dir << " " << mode;
+      EXPECT_EQ(test::read_file(out.file("hybrid.txt")), expected) << dir << " " << mode;
+      EXPECT_EQ(test::read_file(out.file("cpu.txt")), expected) << dir << " " << mode;
+    }
   }
 }
 

@@ -70,7 +70,8 @@ namespace {
 
 // A GPU as a scheduler backend: the profiles resident on it; a batch's blocks of one edge
 // range and consecutive queries go in one call (one or a few launches); its choices are
-// delivered once all of the batch succeeded.
+// delivered once all of the batch succeeded. The profiles' alphabet picks the kernel: int16
+// scores for DNA, int32 for protein (PaparaGpu::score's two forms).
 class PaparaGpuBackend final : public scheduler::GpuBackend {
  public:
   // Touches no CUDA: the device is set up by the warm-up thread and start().
@@ -105,18 +106,24 @@ class PaparaGpuBackend final : public scheduler::GpuBackend {
         queries += u.queries;
         ++end;
       }
-      scores_.resize(static_cast<std::size_t>(queries) * static_cast<std::size_t>(first.edges));
-      gpu_->score(queries_.residues.data(), queries_.offsets.data() + first.first_query,
-                  static_cast<std::size_t>(queries), first.first_edge, first.edges, scoring_,
-                  scores_.data());
-      std::size_t offset = 0;
-      for (std::size_t k = b; k < end; ++k) {
-        const PaparaUnit& u = unit(*blocks[k]);
-        const std::size_t n =
-            static_cast<std::size_t>(u.queries) * static_cast<std::size_t>(u.edges);
-        choices[k] =
-            choices_of_scores(u, std::span<const std::int16_t>(scores_).subspan(offset, n));
-        offset += n;
+      const auto score_run = [&](auto& scores) {
+        scores.resize(static_cast<std::size_t>(queries) * static_cast<std::size_t>(first.edges));
+        gpu_->score(queries_.residues.data(), queries_.offsets.data() + first.first_query,
+                    static_cast<std::size_t>(queries), first.first_edge, first.edges, scoring_,
+                    scores.data());
+        std::size_t offset = 0;
+        for (std::size_t k = b; k < end; ++k) {
+          const PaparaUnit& u = unit(*blocks[k]);
+          const std::size_t n =
+              static_cast<std::size_t>(u.queries) * static_cast<std::size_t>(u.edges);
+          choices[k] = choices_of_scores(u, std::span(std::as_const(scores)).subspan(offset, n));
+          offset += n;
+        }
+      };
+      if (profiles_.alphabet() == papara::Alphabet::protein) {
+        score_run(protein_scores_);
+      } else {
+        score_run(scores_);
       }
       b = end;
     }
@@ -138,7 +145,8 @@ class PaparaGpuBackend final : public scheduler::GpuBackend {
   std::span<const PaparaUnit> units_;
   ChoiceConsumer consumer_;
   std::unique_ptr<device::papara::PaparaGpu> gpu_;
-  std::vector<std::int16_t> scores_;
+  std::vector<std::int16_t> scores_;          // DNA
+  std::vector<std::int32_t> protein_scores_;  // protein
 };
 
 }  // namespace
@@ -147,13 +155,6 @@ std::vector<std::unique_ptr<scheduler::GpuBackend>> make_papara_gpu_backends(
     const papara::ProfileView& profiles, const QueryResidues& queries,
     const papara::Scoring& scoring, std::span<const PaparaUnit> units, ChoiceConsumer consumer,
     bool required) {
-  if (profiles.alphabet() == papara::Alphabet::protein) {
-    if (required)
-      throw UsageError(
-          "--gpu-only: the GPU kernel scores DNA only; protein (-a) runs on the CPU (drop "
-          "--gpu-only)");
-    return {};
-  }
   int devices = device::gpus_shown_by_driver();
   if (devices < 0) devices = static_cast<int>(device::list_gpus().gpus.size());
   if (devices == 0) {
@@ -169,12 +170,8 @@ std::vector<std::unique_ptr<scheduler::GpuBackend>> make_papara_gpu_backends(
 }
 #else
 std::vector<std::unique_ptr<scheduler::GpuBackend>> make_papara_gpu_backends(
-    const papara::ProfileView& profiles, const QueryResidues&, const papara::Scoring&,
+    const papara::ProfileView&, const QueryResidues&, const papara::Scoring&,
     std::span<const PaparaUnit>, ChoiceConsumer, bool required) {
-  if (required && profiles.alphabet() == papara::Alphabet::protein)
-    throw UsageError(
-        "--gpu-only: the GPU kernel scores DNA only; protein (-a) runs on the CPU (drop "
-        "--gpu-only)");
   if (required) throw UsageError("--gpu-only: no GPU available (this build has no CUDA backend)");
   return {};
 }

@@ -60,9 +60,9 @@ std::vector<papara::Choice> choices_of_scores(const PaparaUnit& unit,
 using ChoiceConsumer =
     std::function<void(const PaparaUnit& unit, std::span<const papara::Choice> choices)>;
 
-// One backend per GPU the driver shows, with the profiles resident on each. No GPU (or a
-// build without CUDA): none, or a UsageError when `required`. The GPU kernel scores DNA
-// profiles only: protein profiles get none (a UsageError when `required`).
+// One backend per GPU the driver shows, with the profiles resident on each (DNA or protein:
+// the GPU kernel of the profiles' alphabet). No GPU (or a build without CUDA): none, or a
+// UsageError when `required`.
 std::vector<std::unique_ptr<scheduler::GpuBackend>> make_papara_gpu_backends(
     const papara::ProfileView& profiles, const QueryResidues& queries,
     const papara::Scoring& scoring, std::span<const PaparaUnit> units, ChoiceConsumer consumer,

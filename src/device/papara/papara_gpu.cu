@@ -1,10 +1,12 @@
 // PaPaRa's scoring kernel on the GPU and its host side (see papara_gpu.hpp).
 //
-// Exactness: every sum is a 16-bit wrapping add (PTX add.s16x2, which the DPX intrinsic
+// Exactness (DNA): every sum is a 16-bit wrapping add (PTX add.s16x2, which the DPX intrinsic
 // __viaddmax_s16x2 fuses with a signed max.s16x2), every max a signed 16-bit max, in the
 // scalar's expression tree: L = max(H_left + go, L_left + ge), U = max(H_up + o, U_up + e),
 // H = max(H_diag + inc, L, U). Sums mod 2^16 may be regrouped freely (H_diag + inc is the
 // same number whichever way inc is formed); only the maxima must see the scalar's operands.
+// Protein: the same tree in int32, every sum a 32-bit wrapping add (formed unsigned: signed
+// overflow is undefined in C++), every max a signed 32-bit max.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -29,13 +31,18 @@ using detail::check;
 // its registers allow (with blocks of 4 warps, up to 3 warps' worth would stay unused).
 constexpr int kThreads = 32;
 constexpr int kWarps = kThreads / 32;
-constexpr int kEdgesPerWarp = 64;  // 2 edges per lane
-// Bytes of boundary scratch per query row and warp: H and L of two edges per lane.
+constexpr int kEdgesPerWarp = 64;         // DNA: 2 edges per lane
+constexpr int kProteinEdgesPerWarp = 32;  // protein: 1 edge per lane
+// Bytes of boundary scratch per query row and warp: H and L of two edges per lane (DNA, int16
+// each) or of one edge per lane (protein, int32 each); 8 bytes per lane either way.
 constexpr std::size_t kScratchRowBytes = 32 * sizeof(uint2);
 // Default strip widths: the widest compiled, the fastest on an H100 (bench/papara_gpu_bench):
 // fewer strips, so less boundary traffic per cell.
 constexpr int kDefaultBaseRowsWidth = 24;
 constexpr int kDefaultMatchMaskWidth = 24;
+// Protein: the middle of the compiled widths (none spills registers); not yet tuned by
+// bench/papara_gpu_bench --protein.
+constexpr int kDefaultProteinWidth = 16;
 
 // Lane pairs: kNegative (-32000) in both 16-bit lanes; the smallest int16 in both (a max
 // with it leaves any value unchanged); 1 in both.
@@ -57,24 +64,28 @@ __device__ __forceinline__ unsigned max_pair(unsigned a, unsigned b) {
 }
 
 struct KernelArgs {
-  // Profiles: cells[j * edge_stride + e].
+  // Profiles: cells[j * edge_stride + e] (DNA) or protein_cells[j * edge_stride + e].
   const std::uint8_t* cells;
+  const std::uint32_t* protein_cells;
   int columns, edge_stride;
-  // The batch: query q is residues[offsets[q], offsets[q + 1]) (states 1..15); this
-  // launch's queries are order[0, queries), longest first.
+  // The batch: query q is residues[offsets[q], offsets[q + 1]) (states 1..15, or amino acids
+  // 0..19); this launch's queries are order[0, queries), longest first.
   const std::uint8_t* residues;
   const std::int64_t* offsets;
   const std::int32_t* order;
   int queries;
-  int first_edge, count, groups;  // groups: tasks per query, ceil(count / 64)
-  // Scoring, each in both lanes except match (one lane's value: it multiplies a lane pair of
-  // ones and zeros).
+  int first_edge, count, groups;  // groups: tasks per query, ceil(count / edges per warp)
+  // DNA scoring, each in both lanes except match (one lane's value: it multiplies a lane pair
+  // of ones and zeros).
   unsigned gap_open, gap_extend, match, match_cgap;
+  // Protein scoring, as int32.
+  int gap_open32, gap_extend32, match32, match_cgap32;
   // Each resident warp's scratch: scratch_rows rows of 32 uint2, from warp slot * rows * 32.
   uint2* scratch;
   int scratch_rows;
   unsigned long long* next_task;
-  std::int16_t* out;  // out[q * count + k]
+  std::int16_t* out;          // out[q * count + k] (DNA)
+  std::int32_t* protein_out;  // the same (protein)
 };
 
 // a & b, computed where written: the compiler may otherwise repeat the AND at every use in
@@ -239,8 +250,117 @@ __device__ __forceinline__ void sweep_strip(const KernelArgs& a, Columns& column
   for (int c = 0; c < C; ++c) best = max_pair(best, up[c]);  // H(m - 1, j): the last row
 }
 
-// The compiled kernels: BaseRows, MatchMask<false>, MatchMask<true>.
-enum class Variant { base_rows, mask, mask_split };
+// Protein: a + b wrapping in 32 bits, as the scalar's int32 lanes add.
+__device__ __forceinline__ int add_wrapping(int a, int b) {
+  return static_cast<int>(static_cast<unsigned>(a) + static_cast<unsigned>(b));
+}
+
+// sweep_strip for protein: one lane's one edge, int32 cells, the same strips, boundary and
+// tail handling (the scratch's uint2 holds H and L of the edge as int32 bits). Per column:
+// the state set, inc with and without a match (the flag's match_cgap in both), go_j, ge_j,
+// and H and U of the row above.
+template <int C, bool kTail>
+__device__ __forceinline__ void sweep_strip_protein(const KernelArgs& a, const std::uint8_t* query,
+                                                    int m, int edge, int j0, bool first, bool last,
+                                                    uint2* scratch, int& best) {
+  constexpr unsigned kStates = 0xfffffu;  // kProteinStateMask
+  constexpr unsigned kFlag = 1u << 20;    // kProteinFlagBit
+  constexpr int kNegative = -32000;       // duet::papara::kNegative
+  unsigned states[C];
+  int with_match[C], without_match[C], open[C], extend[C], up[C], u[C];
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    const int j = j0 + c;
+    unsigned cell = 0;
+    if (!kTail || j < a.columns)
+      cell = __ldg(a.protein_cells + static_cast<std::size_t>(j) * a.edge_stride + edge);
+    const bool flagged = (cell & kFlag) != 0u;
+    states[c] = cell & kStates;
+    without_match[c] = flagged ? a.match_cgap32 : 0;
+    with_match[c] = add_wrapping(a.match32, without_match[c]);
+    open[c] = flagged ? 0 : a.gap_open32;
+    extend[c] = flagged ? 0 : a.gap_extend32;
+    up[c] = 0;         // H(-1, j)
+    u[c] = kNegative;  // U(-1, j)
+  }
+  // As sweep_strip: the left boundary and the residues two rows ahead.
+  const uint2 outside = make_uint2(0u, static_cast<unsigned>(kNegative));
+  uint2 boundary = outside, boundary_next = outside;
+  if (!first) {
+    boundary = scratch[0];
+    if (m > 1) boundary_next = scratch[32];
+  }
+  unsigned residue = __ldg(query), residue_next = m > 1 ? __ldg(query + 1) : 0u;
+  int diag = 0;  // H(i - 1, j0 - 1); row -1 is 0
+  for (int i = 0; i < m; ++i) {
+    uint2 boundary_after = outside;
+    unsigned residue_after = 0;
+    if (i + 2 < m) {
+      residue_after = __ldg(query + i + 2);
+      if (!first) boundary_after = scratch[(i + 2) * 32];
+    }
+    int h = static_cast<int>(boundary.x), l = static_cast<int>(boundary.y);  // H, L(i, j - 1)
+    const int diag_below = h;  // the next row's H(i, j0 - 1)
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      u[c] = max(add_wrapping(up[c], a.gap_open32), add_wrapping(u[c], a.gap_extend32));
+      l = max(add_wrapping(h, open[c]), add_wrapping(l, extend[c]));
+      const int inc = ((states[c] >> residue) & 1u) != 0u ? with_match[c] : without_match[c];
+      int value = max(max(add_wrapping(diag, inc), l), u[c]);
+      if (kTail && j0 + c >= a.columns) value = h;
+      diag = up[c];
+      up[c] = value;
+      h = value;
+    }
+    diag = diag_below;
+    if (last) {
+      best = max(best, h);  // H(i, n - 1): the last column
+    } else {
+      scratch[i * 32] = make_uint2(static_cast<unsigned>(h), static_cast<unsigned>(l));
+    }
+    boundary = boundary_next;
+    boundary_next = boundary_after;
+    residue = residue_next;
+    residue_next = residue_after;
+  }
+#pragma unroll
+  for (int c = 0; c < C; ++c) best = max(best, up[c]);  // H(m - 1, j): the last row
+}
+
+// Persistent warps as score_kernel; a task is one query against 32 consecutive edges, one per
+// lane.
+template <int C>
+__global__ void __launch_bounds__(kThreads, 1) score_protein_kernel(const KernelArgs a) {
+  const int lane = static_cast<int>(threadIdx.x & 31u);
+  const std::size_t slot = blockIdx.x * kWarps + threadIdx.x / 32;
+  uint2* const scratch = a.scratch + slot * static_cast<std::size_t>(a.scratch_rows) * 32 + lane;
+  const unsigned long long tasks = static_cast<unsigned long long>(a.queries) * a.groups;
+  for (;;) {
+    unsigned long long task = 0;
+    if (lane == 0) task = atomicAdd(a.next_task, 1ull);
+    task = __shfl_sync(0xffffffffu, task, 0);
+    if (task >= tasks) return;
+    const int query = a.order[task / a.groups];
+    const int k = static_cast<int>(task % a.groups) * kProteinEdgesPerWarp + lane;
+    const std::int64_t begin = a.offsets[query];
+    const int m = static_cast<int>(a.offsets[query + 1] - begin);
+    const std::uint8_t* const residues = a.residues + begin;
+    // Lanes past the range repeat its last edge (and write nothing).
+    const int edge = a.first_edge + min(k, a.count - 1);
+    int best = -32000;  // kNegative
+    int j0 = 0;
+    for (; j0 + C <= a.columns; j0 += C) {
+      sweep_strip_protein<C, false>(a, residues, m, edge, j0, j0 == 0, j0 + C == a.columns, scratch,
+                                    best);
+    }
+    if (j0 < a.columns)
+      sweep_strip_protein<C, true>(a, residues, m, edge, j0, j0 == 0, true, scratch, best);
+    if (k < a.count) a.protein_out[static_cast<std::size_t>(query) * a.count + k] = best;
+  }
+}
+
+// The compiled kernels: BaseRows, MatchMask<false>, MatchMask<true>, protein.
+enum class Variant { base_rows, mask, mask_split, protein };
 
 // Persistent warps: each takes tasks (one query against 64 consecutive edges of the range)
 // from a counter until none is left.
@@ -294,17 +414,26 @@ __global__ void __launch_bounds__(kThreads, 1) score_kernel(const KernelArgs a) 
 
 using KernelFunction = void (*)(KernelArgs);
 
+template <int C, Variant V>
+constexpr KernelFunction kernel_of() {
+  if constexpr (V == Variant::protein) {
+    return &score_protein_kernel<C>;
+  } else {
+    return &score_kernel<C, V>;
+  }
+}
+
 template <Variant V>
 KernelFunction kernel_of_variant(int strip_width) {
   switch (strip_width) {
     case 12:
-      return &score_kernel<12, V>;
+      return kernel_of<12, V>();
     case 16:
-      return &score_kernel<16, V>;
+      return kernel_of<16, V>();
     case 20:
-      return &score_kernel<20, V>;
+      return kernel_of<20, V>();
     case 24:
-      return &score_kernel<24, V>;
+      return kernel_of<24, V>();
     default:
       throw std::invalid_argument("PaparaGpu: strip width " + std::to_string(strip_width) +
                                   " is not compiled");
@@ -319,6 +448,8 @@ KernelFunction kernel_for(Variant variant, int strip_width) {
       return kernel_of_variant<Variant::mask>(strip_width);
     case Variant::mask_split:
       return kernel_of_variant<Variant::mask_split>(strip_width);
+    case Variant::protein:
+      return kernel_of_variant<Variant::protein>(strip_width);
   }
   throw std::logic_error("PaparaGpu: unknown kernel variant");
 }
@@ -347,19 +478,20 @@ struct PaparaGpu::State {
   std::size_t scratch_bytes = 0;
   int multiprocessors = 0;
   int columns = 0, edges = 0, edge_stride = 0;
+  bool protein = false;  // cells holds protein words (uint32), else DNA bytes
   Kernel kernel = Kernel::automatic;
   int strip_width = 0;  // 0: the kernel's default
   Kernel last_kernel = Kernel::automatic;
   int last_strip_width = 0;
   double kernel_seconds = 0;
   int launches = 0;
-  detail::DeviceBuffer<std::uint8_t> cells;
+  detail::DeviceBuffer<unsigned char> cells;
   // The batch: staged in `staging` (offsets, order, residues), copied into `inputs`, which
   // also holds the task counters and the scores; the scores come back through `scores`.
   detail::DeviceBuffer<unsigned char> inputs;
   detail::DeviceBuffer<uint2> scratch;
   detail::PinnedBuffer<unsigned char> staging;
-  detail::PinnedBuffer<std::int16_t> scores;
+  detail::PinnedBuffer<unsigned char> scores;  // int16 (DNA) or int32 (protein) scores
   detail::Stream stream;
   detail::Event start, stop, done{false};
 };
@@ -384,6 +516,10 @@ PaparaGpu::~PaparaGpu() {
   destroy_state(state_);
 }
 
+bool PaparaGpu::protein() const {
+  return state_->protein;
+}
+
 std::string PaparaGpu::name() const {
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, state_->device), "cudaGetDeviceProperties");
@@ -398,6 +534,8 @@ const char* kernel_name(Kernel kernel) {
       return "base-rows";
     case Kernel::match_mask:
       return "match-mask";
+    case Kernel::protein:
+      return "protein";
   }
   return "?";
 }
@@ -421,14 +559,20 @@ void PaparaGpu::set_kernel(Kernel kernel, int strip_width) {
   state_->strip_width = strip_width;
 }
 
-void PaparaGpu::upload(const std::uint8_t* cells, int columns, int edges, int edge_stride) {
+void PaparaGpu::upload(const std::uint8_t* cells, const std::uint32_t* protein_cells, int columns,
+                       int edges, int edge_stride) {
   State& s = *state_;
   check(cudaSetDevice(s.device), "cudaSetDevice");
-  const std::size_t bytes =
-      static_cast<std::size_t>(columns) * static_cast<std::size_t>(edge_stride);
+  // The device holds the host's layout as it is: cells[j * edge_stride + e], one byte (DNA)
+  // or one 32-bit word (protein) each.
+  s.protein = protein_cells != nullptr;
+  const std::size_t bytes = static_cast<std::size_t>(columns) *
+                            static_cast<std::size_t>(edge_stride) *
+                            (s.protein ? sizeof(std::uint32_t) : sizeof(std::uint8_t));
+  const void* const source = s.protein ? static_cast<const void*>(protein_cells) : cells;
   s.cells.reserve(bytes);
   if (bytes > 0)
-    check(cudaMemcpy(s.cells.get(), cells, bytes, cudaMemcpyHostToDevice), "copy profiles");
+    check(cudaMemcpy(s.cells.get(), source, bytes, cudaMemcpyHostToDevice), "copy profiles");
   s.columns = columns;
   s.edges = edges;
   s.edge_stride = edge_stride;
@@ -436,7 +580,8 @@ void PaparaGpu::upload(const std::uint8_t* cells, int columns, int edges, int ed
 
 void PaparaGpu::score_packed(const std::uint8_t* residues, const std::int64_t* offsets,
                              std::size_t queries, int first_edge, int count,
-                             const std::int16_t scoring[4], std::int16_t* out) {
+                             const std::int16_t scoring[4], std::int16_t* dna_out,
+                             std::int32_t* protein_out) {
   State& s = *state_;
   s.kernel_seconds = 0;
   s.launches = 0;
@@ -455,17 +600,28 @@ void PaparaGpu::score_packed(const std::uint8_t* residues, const std::int64_t* o
                                   " is empty or too long");
     }
   }
+  // Residues the kernels index by: DNA states 1..15 (a shift of the match mask), protein
+  // amino acids 0..19 (a bit of the 20-bit state set).
+  const unsigned lowest = s.protein ? 0u : 1u, highest = s.protein ? 19u : 15u;
   for (std::size_t i = static_cast<std::size_t>(offsets[0]);
        i < static_cast<std::size_t>(offsets[queries]); ++i) {
-    if (residues[i] == 0 || residues[i] > 15) {
-      throw std::invalid_argument("PaparaGpu::score: residue " + std::to_string(residues[i]) +
-                                  " is not a state 1..15");
+    if (residues[i] < lowest || residues[i] > highest) {
+      throw std::invalid_argument(
+          "PaparaGpu::score: residue " + std::to_string(residues[i]) +
+          (s.protein ? " is not an amino acid 0..19" : " is not a state 1..15"));
     }
   }
+  const std::int16_t gap_open = scoring[0], gap_extend = scoring[1], match = scoring[2],
+                     match_cgap = scoring[3];
+  const Kernel chosen = resolve_kernel(s.kernel, s.protein, match, match_cgap);
   if (queries == 0 || count == 0) return;
   const std::size_t n_scores = queries * static_cast<std::size_t>(count);
   if (s.columns == 0) {  // the scalar's score with no columns: max over H(i, -1) = 0
-    std::fill(out, out + n_scores, std::int16_t{0});
+    if (s.protein) {
+      std::fill(protein_out, protein_out + n_scores, std::int32_t{0});
+    } else {
+      std::fill(dna_out, dna_out + n_scores, std::int16_t{0});
+    }
     return;
   }
   check(cudaSetDevice(s.device), "cudaSetDevice");
@@ -477,30 +633,21 @@ void PaparaGpu::score_packed(const std::uint8_t* residues, const std::int64_t* o
   std::stable_sort(order.begin(), order.end(),
                    [&](std::int32_t x, std::int32_t y) { return length(x) > length(y); });
 
-  const std::int16_t gap_open = scoring[0], gap_extend = scoring[1], match = scoring[2],
-                     match_cgap = scoring[3];
-  // base_rows takes the max of a residue's bases' incs: that is the residue's inc when a
-  // match never lowers inc, without overflow. match_mask forms inc = hits * match + flag_inc
-  // as one 32-bit multiply-add unless the low lane's match + match_cgap (as unsigned 16-bit)
-  // carries into the high lane; then in two steps (mask_split).
-  const bool base_rows_exact = match >= 0 && match + match_cgap <= INT16_MAX;
-  const Kernel chosen = s.kernel != Kernel::automatic ? s.kernel
-                        : base_rows_exact             ? Kernel::base_rows
-                                                      : Kernel::match_mask;
-  if (chosen == Kernel::base_rows && !base_rows_exact) {
-    throw std::invalid_argument(
-        "PaparaGpu::score: the base-rows kernel needs match >= 0 and match + match_cgap <= "
-        "32767");
-  }
+  // match_mask forms inc = hits * match + flag_inc as one 32-bit multiply-add unless the low
+  // lane's match + match_cgap (as unsigned 16-bit) carries into the high lane; then in two
+  // steps (mask_split).
   const bool split_inc = static_cast<std::uint32_t>(static_cast<std::uint16_t>(match)) +
                              static_cast<std::uint16_t>(match_cgap) >
                          0xffffu;
-  const Variant variant = chosen == Kernel::base_rows ? Variant::base_rows
-                          : split_inc                 ? Variant::mask_split
-                                                      : Variant::mask;
+  const Variant variant = chosen == Kernel::protein     ? Variant::protein
+                          : chosen == Kernel::base_rows ? Variant::base_rows
+                          : split_inc                   ? Variant::mask_split
+                                                        : Variant::mask;
   const int strip_width = s.strip_width != 0            ? s.strip_width
+                          : chosen == Kernel::protein   ? kDefaultProteinWidth
                           : chosen == Kernel::base_rows ? kDefaultBaseRowsWidth
                                                         : kDefaultMatchMaskWidth;
+  const std::size_t score_bytes = s.protein ? sizeof(std::int32_t) : sizeof(std::int16_t);
   const KernelFunction kernel = kernel_for(variant, strip_width);
   int blocks_per_sm = 0;
   check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, kThreads, 0),
@@ -515,7 +662,8 @@ void PaparaGpu::score_packed(const std::uint8_t* residues, const std::int64_t* o
     int rows = 0;                        // scratch rows per warp (its longest query)
     std::int64_t blocks = 0;
   };
-  const int groups = (count + kEdgesPerWarp - 1) / kEdgesPerWarp;
+  const int edges_per_warp = s.protein ? kProteinEdgesPerWarp : kEdgesPerWarp;
+  const int groups = (count + edges_per_warp - 1) / edges_per_warp;
   const auto warps_for = [&](int rows, std::size_t n) {
     const std::int64_t fit = static_cast<std::int64_t>(
         s.scratch_bytes / (static_cast<std::size_t>(rows) * kScratchRowBytes));
@@ -559,9 +707,9 @@ void PaparaGpu::score_packed(const std::uint8_t* residues, const std::int64_t* o
   const std::size_t staged = residues_at + round_up8(total_residues);
   const std::size_t counters_at = staged;
   const std::size_t scores_at = counters_at + launches.size() * sizeof(unsigned long long);
-  const std::size_t device_bytes = scores_at + n_scores * sizeof(std::int16_t);
+  const std::size_t device_bytes = scores_at + n_scores * score_bytes;
   s.staging.reserve(staged);
-  s.scores.reserve(n_scores);
+  s.scores.reserve(n_scores * score_bytes);
   s.inputs.reserve(device_bytes);
   s.scratch.reserve(scratch_elements);
   unsigned char* const host = s.staging.get();
@@ -577,7 +725,8 @@ void PaparaGpu::score_packed(const std::uint8_t* residues, const std::int64_t* o
                         stream),
         "clear task counters");
   KernelArgs args{};
-  args.cells = s.cells.get();
+  args.cells = s.protein ? nullptr : s.cells.get();
+  args.protein_cells = s.protein ? reinterpret_cast<const std::uint32_t*>(s.cells.get()) : nullptr;
   args.columns = s.columns;
   args.edge_stride = s.edge_stride;
   args.residues = device + residues_at;
@@ -589,8 +738,14 @@ void PaparaGpu::score_packed(const std::uint8_t* residues, const std::int64_t* o
   args.gap_extend = lane_pair(gap_extend);
   args.match = static_cast<std::uint16_t>(match);
   args.match_cgap = lane_pair(match_cgap);
+  args.gap_open32 = gap_open;
+  args.gap_extend32 = gap_extend;
+  args.match32 = match;
+  args.match_cgap32 = match_cgap;
   args.scratch = s.scratch.get();
-  args.out = reinterpret_cast<std::int16_t*>(device + scores_at);
+  // scores_at follows the 8-byte counters at an 8-byte boundary: aligned for int32.
+  args.out = s.protein ? nullptr : reinterpret_cast<std::int16_t*>(device + scores_at);
+  args.protein_out = s.protein ? reinterpret_cast<std::int32_t*>(device + scores_at) : nullptr;
   s.start.record(stream);
   for (std::size_t i = 0; i < launches.size(); ++i) {
     const Launch& l = launches[i];
@@ -602,12 +757,13 @@ void PaparaGpu::score_packed(const std::uint8_t* residues, const std::int64_t* o
     detail::check_launch("papara score_kernel");
   }
   s.stop.record(stream);
-  check(cudaMemcpyAsync(s.scores.get(), args.out, n_scores * sizeof(std::int16_t),
+  check(cudaMemcpyAsync(s.scores.get(), device + scores_at, n_scores * score_bytes,
                         cudaMemcpyDeviceToHost, stream),
         "copy scores out");
   s.done.record(stream);
   check(cudaEventSynchronize(s.done.get()), "papara score_kernel");
-  std::memcpy(out, s.scores.get(), n_scores * sizeof(std::int16_t));
+  void* const out = s.protein ? static_cast<void*>(protein_out) : static_cast<void*>(dna_out);
+  std::memcpy(out, s.scores.get(), n_scores * score_bytes);
   s.kernel_seconds = s.stop.ms_since(s.start) * 1e-3;
   s.launches = static_cast<int>(launches.size());
   s.last_kernel = chosen;

@@ -362,7 +362,9 @@ TEST_F(PaparaGpuBatch, BadArguments) {
 struct ProteinProfiles {
   int columns = 0, edges = 0, edge_stride = 0;
   std::vector<std::uint32_t> cells;
-  ProfileView view() const { return {columns, edges, edge_stride, nullptr, cells.data()}; }
+  ProfileView view() const {
+    return {columns, edges, edge_stride, nullptr, cells.data(), duet::papara::Alphabet::protein};
+  }
 };
 
 // Random 20-bit state sets (mostly one amino acid, as ancestral profiles are; some sets of

@@ -391,7 +391,9 @@ using duet::papara::kProteinStateMask;
 struct ProteinProfiles {
   int columns = 0, edges = 0, stride = 0;
   std::vector<std::uint32_t> cells;
-  ProfileView view() const { return {columns, edges, stride, nullptr, cells.data()}; }
+  ProfileView view() const {
+    return {columns, edges, stride, nullptr, cells.data(), duet::papara::Alphabet::protein};
+  }
 };
 
 // A 20-bit state set: mostly one amino acid, else two (as B and Z), the gap state, or any.

@@ -47,14 +47,16 @@ inline constexpr int kEdgeAlign = 64;
 
 // The profiles of every edge, interleaved by edge: cells[j * edge_stride + e] is column j
 // of edge e. edge_stride >= edges, a multiple of kEdgeAlign; edges >= `edges` repeat the
-// last edge. DNA profiles have `cells`, protein profiles `protein_cells` (the other null).
+// last edge. DNA profiles have `cells`, protein profiles `protein_cells` (the other null;
+// both may be null with no columns, and then `kind` says which).
 struct ProfileView {
   int columns = 0;
   int edges = 0;
   int edge_stride = 0;
   const std::uint8_t* cells = nullptr;
   const std::uint32_t* protein_cells = nullptr;
-  Alphabet alphabet() const { return protein_cells != nullptr ? Alphabet::protein : Alphabet::dna; }
+  Alphabet kind = Alphabet::dna;
+  Alphabet alphabet() const { return protein_cells != nullptr ? Alphabet::protein : kind; }
 };
 
 // Scores of one query (states 1..15, at least one residue) against edges

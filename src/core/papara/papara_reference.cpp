@@ -349,6 +349,7 @@ Reference make_reference(const Tree& tree, const Alignment& alignment,
 
 Profiles build_profiles(const Reference& r, GapMode mode) {
   Profiles p;
+  p.alphabet = r.alphabet;
   p.columns = r.columns();
   p.edges = static_cast<int>(r.edges.size());
   p.edge_stride = (p.edges + kEdgeAlign - 1) / kEdgeAlign * kEdgeAlign;

@@ -64,11 +64,16 @@ Reference make_reference(const Tree& tree, const Alignment& alignment,
 // partials 0/0 (PaPaRa 2.5 aborts there).
 struct Profiles {
   int columns = 0, edges = 0, edge_stride = 0;
+  Alphabet alphabet = Alphabet::dna;
   std::vector<std::uint8_t> cells;           // DNA
   std::vector<std::uint32_t> protein_cells;  // protein
   ProfileView view() const {
-    return {columns, edges, edge_stride, cells.empty() ? nullptr : cells.data(),
-            protein_cells.empty() ? nullptr : protein_cells.data()};
+    return {columns,
+            edges,
+            edge_stride,
+            cells.empty() ? nullptr : cells.data(),
+            protein_cells.empty() ? nullptr : protein_cells.data(),
+            alphabet};
   }
 };
 

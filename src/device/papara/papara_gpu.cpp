@@ -47,7 +47,7 @@ PaparaGpu::PaparaGpu(int device, const duet::papara::ProfileView& profiles,
       throw std::invalid_argument("PaparaGpu: profiles need edge_stride >= edges, a multiple of " +
                                   std::to_string(duet::papara::kEdgeAlign) + ", and cells");
     }
-    upload(protein ? nullptr : profiles.cells, protein ? profiles.protein_cells : nullptr,
+    upload(protein, protein ? nullptr : profiles.cells, protein ? profiles.protein_cells : nullptr,
            profiles.columns, profiles.edges, profiles.edge_stride);
   } catch (...) {
     destroy_state(state_);

@@ -559,13 +559,13 @@ void PaparaGpu::set_kernel(Kernel kernel, int strip_width) {
   state_->strip_width = strip_width;
 }
 
-void PaparaGpu::upload(const std::uint8_t* cells, const std::uint32_t* protein_cells, int columns,
-                       int edges, int edge_stride) {
+void PaparaGpu::upload(bool protein, const std::uint8_t* cells, const std::uint32_t* protein_cells,
+                       int columns, int edges, int edge_stride) {
   State& s = *state_;
   check(cudaSetDevice(s.device), "cudaSetDevice");
   // The device holds the host's layout as it is: cells[j * edge_stride + e], one byte (DNA)
   // or one 32-bit word (protein) each.
-  s.protein = protein_cells != nullptr;
+  s.protein = protein;
   const std::size_t bytes = static_cast<std::size_t>(columns) *
                             static_cast<std::size_t>(edge_stride) *
                             (s.protein ? sizeof(std::uint32_t) : sizeof(std::uint8_t));

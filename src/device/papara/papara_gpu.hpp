@@ -110,9 +110,10 @@ class PaparaGpu {
   struct State;
   static State* create_state(int device, std::size_t scratch_bytes);
   static void destroy_state(State* state) noexcept;
-  // One of cells (DNA) and protein_cells (protein) is null.
-  void upload(const std::uint8_t* cells, const std::uint32_t* protein_cells, int columns, int edges,
-              int edge_stride);
+  // cells (DNA) or protein_cells (protein, `protein` set); the other null, both with no
+  // columns.
+  void upload(bool protein, const std::uint8_t* cells, const std::uint32_t* protein_cells,
+              int columns, int edges, int edge_stride);
   // Scores into dna_out (DNA profiles) or protein_out (protein profiles), the other null.
   void score_packed(const std::uint8_t* residues, const std::int64_t* offsets, std::size_t queries,
                     int first_edge, int count, const std::int16_t scoring[4], std::int16_t* dna_out,

@@ -11,3 +11,17 @@ for d in hmmer mmseqs2; do
   [ -e /usr/share/doc/$d ] || { mkdir -p /usr/share/doc && ln -s /opt/deps/usr/share/doc/$d /usr/share/doc/$d; }
 done
 nvidia-smi -L; lscpu | grep -E "Model name|^CPU\(s\)"; date -u | tee "$out/date.txt"
+# packed_synth_db DUET DB RESIDUES: a packed database at DB of about RESIDUES residues, duet
+# synth-db's (seed 5; at most 100 M residues, repeated up to RESIDUES: names repeat, which
+# the search does not mind), made once.
+packed_synth_db() {
+  local duet=$1 db=$2 residues=$3 part copies
+  [ -f "$db" ] && return
+  part=$(python3 -c "print(min(1e8, $residues))")
+  "$duet" synth-db --residues "$part" --seed 5 -o "$db.part.fa" > /dev/null
+  copies=$(python3 -c "print(max(1, round($residues / $part)))")
+  for _ in $(seq 1 "$copies"); do cat "$db.part.fa"; done > "$db.fa"
+  rm "$db.part.fa"
+  "$duet" makedb "$db.fa" "$db" | tail -1
+  rm "$db.fa"
+}

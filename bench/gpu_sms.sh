@@ -33,15 +33,7 @@ if [ "$models" = ten ]; then
   models=$work/ten.hmm
   $duet synth-model -L 90 120 150 180 210 240 270 300 350 420 --seed 5 -o $models >/dev/null
 fi
-if [ ! -f $work/db.packed ]; then
-  part=$(python3 -c "print(min(1e8, $residues))")
-  $duet synth-db --residues "$part" --seed 5 -o $work/part.fa > /dev/null
-  copies=$(python3 -c "print(max(1, round($residues / $part)))")
-  for _ in $(seq 1 "$copies"); do cat $work/part.fa; done > $work/db.fa
-  rm $work/part.fa
-  $duet makedb $work/db.fa $work/db.packed | tail -1
-  rm $work/db.fa
-fi
+packed_synth_db $duet $work/db.packed "$residues"
 echo "prepared: $(( $(date +%s) - t0 )) s"
 printf "mode\tsms\tround\tseconds\n" > "$out/times.tsv"
 run() {  # name sms options...: one whole process, its file kept as $work/<name>.h5

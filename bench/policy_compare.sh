@@ -21,12 +21,8 @@ cmake --build build-dev -j16 --target duet > "$out/build.log" 2>&1 ||
 duet=$PWD/build-dev/duet
 work=/tmp/policy; mkdir -p $work
 $duet synth-model -L 90 120 150 180 210 240 270 300 350 420 --seed 5 -o $work/ten.hmm >/dev/null
-part=$(python3 -c "print(min(1e8, $residues))")
-$duet synth-db --residues "$part" --seed 5 -o $work/part.fa > /dev/null
-copies=$(python3 -c "print(max(1, round($residues / $part)))")
-for _ in $(seq 1 "$copies"); do cat $work/part.fa; done > $work/db.fa
-$duet makedb $work/db.fa $work/db.packed | tail -1
-rm $work/part.fa $work/db.fa
+rm -f $work/db.packed
+packed_synth_db $duet $work/db.packed "$residues"
 python3 bench/pairhmm_inputs.py copies "$data/pairhmm/10s.in" 1024 $work/x1024.in
 p=$work/papara; mkdir -p $p
 for f in ref.tre ref.phy queries.fa; do zcat .device/papara_bench/papara_500/$f.gz > $p/$f; done

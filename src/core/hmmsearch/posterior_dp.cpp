@@ -586,8 +586,9 @@ float optimal_accuracy(const DpProfile& profile, const SpecialMoves& mv, const D
     // values are the passes' own), gated through the segment's D->D up to each node.
     dcv = shift_up(dcv, -kInf);
     for (int q = 0; q < Q; ++q) {
-      put(cur.d, q, max(dcv, at(cur.d, q)));
-      dcv = gate(v.d_to_d_open(q), at(cur.d, q));
+      const Lanes d = max(dcv, at(cur.d, q));  // kept in a register: the loop is a chain
+      put(cur.d, q, d);
+      dcv = gate(v.d_to_d_open(q), d);
     }
     Lanes carry = shift_up(dcv, -kInf);  // lane r: from lane r - 1's last node
     Mask through = mask_up(load_mask(v.dd_open_through + Q * n));

@@ -315,7 +315,9 @@ void add_profile_command(CLI::App& app,
     add_process_settings(hybrid, config.run.quiet);
     // Models per pass (HybridOptions::models_per_pass), for benchmarks of the grouping: 1
     // is one pass per model.
-    hybrid.models_per_pass = static_cast<std::size_t>(debug_setting("DUET_DEBUG_MODELS_PER_PASS"));
+    hybrid.models_per_pass =
+        static_cast<std::size_t>(debug_setting("DUET_DEBUG_MODELS_PER_PASS", 100000));
+    hybrid.nodes_per_pass = debug_setting("DUET_DEBUG_NODES_PER_PASS", 100000000);
     if (g_interrupted.load()) throw Interrupted{};
     // The per-target columns are written during the search, by a thread of their own.
     std::vector<std::string> names;

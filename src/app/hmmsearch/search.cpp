@@ -692,12 +692,14 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
   // (threads, hand-out, the kept blocks' walk, the GPU's set-up) are shared by the group.
   const std::size_t models_per_pass =
       hybrid.models_per_pass > 0 ? hybrid.models_per_pass : kModelsPerPass;
+  const std::int64_t nodes_per_pass =
+      hybrid.nodes_per_pass > 0 ? hybrid.nodes_per_pass : kNodesPerPass;
   int pass_number = 0;
   for (std::size_t first = 0; first < models.size();) {
     std::size_t last = first + 1;  // the group: models [first, last)
     std::int64_t cells = models[first].M;
     while (last < models.size() && models[last].alphabet == models[first].alphabet &&
-           last - first < models_per_pass && cells + models[last].M <= kNodesPerPass) {
+           last - first < models_per_pass && cells + models[last].M <= nodes_per_pass) {
       cells += models[last].M;
       ++last;
     }

@@ -71,13 +71,13 @@ void check_option_number(const std::string& option, std::string_view key, double
   if (!problem.empty()) throw UsageError(option + " " + problem);
 }
 
-int debug_setting(const char* name) {
+int debug_setting(const char* name, int max) {
   const char* value = std::getenv(name);
   if (value == nullptr || *value == 0) return 0;
   char* end = nullptr;
   const long n = std::strtol(value, &end, 10);
-  if (*end != 0 || n < 0 || n > 64)
-    throw UsageError(std::string(name) + " must be an integer in 0..64");
+  if (*end != 0 || n < 0 || n > max)
+    throw UsageError(std::string(name) + " must be an integer in 0.." + std::to_string(max));
   return static_cast<int>(n);
 }
 

@@ -32,9 +32,9 @@ struct Interrupted {};
 // configuration file: UsageError("<option> must be ..., not nan") otherwise.
 void check_option_number(const std::string& option, std::string_view key, double value);
 
-// A debug setting from the environment: an integer in 0..64, 0 when unset; UsageError
+// A debug setting from the environment: an integer in 0..max, 0 when unset; UsageError
 // otherwise.
-int debug_setting(const char* name);
+int debug_setting(const char* name, int max = 64);
 
 // The one switch of the timing lines on stderr, for benchmarks (bench/RESULTS.md): the
 // environment variable DUET_TIMES set. With it, each command prints its phases

@@ -814,3 +814,43 @@ TEST(Statistics, MatchEasel) {
 
 }  // namespace
 }  // namespace duet
+
+namespace duet {
+namespace {
+
+// The MSV rejection without a P-value (certain_msv_reject_below) rejects only scores whose
+// P-value fails F1 too: every float below the bound, the 4,000 just under it and random
+// ones far below, for random Gumbel parameters and thresholds (HMMER's default F1 among
+// them); and the bound sits within its margin of the score where the P-value meets F1.
+TEST(Cascade, CertainMsvRejectionAgreesWithThePValue) {
+  const std::uint64_t seed = test::test_seed();
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  SearchProfile profile;
+  for (int trial = 0; trial < 2000; ++trial) {
+    profile.msv_mu = static_cast<float>(-15.0 + 20.0 * unit(rng));
+    profile.msv_lambda = static_cast<float>(0.3 + 0.6 * unit(rng));
+    const double F1 = trial % 3 == 0 ? 0.02 : std::pow(10.0, -8.0 * unit(rng));
+    const double below = certain_msv_reject_below(profile, F1);
+    ASSERT_TRUE(std::isfinite(below)) << "F1 " << F1;
+    const auto P = [&](float x) { return gumbel_survival(x, profile.msv_mu, profile.msv_lambda); };
+    auto x = static_cast<float>(below);
+    if (static_cast<double>(x) >= below) x = std::nextafter(x, -1e30f);
+    for (int step = 0; step < 4000; ++step, x = std::nextafter(x, -1e30f))
+      ASSERT_GT(P(x), F1) << "x " << x << " mu " << profile.msv_mu << " lambda "
+                          << profile.msv_lambda << " F1 " << F1;
+    for (int r = 0; r < 200; ++r) {
+      const auto far = static_cast<float>(below - 40.0 * unit(rng));
+      if (static_cast<double>(far) < below) {
+        ASSERT_GT(P(far), F1) << far;
+      }
+    }
+    const double margin = 0.01 + 1e-6 * std::fabs(below) * 1.01;
+    EXPECT_LE(P(static_cast<float>(below + margin + 1e-3)), F1) << "the bound is too low";
+  }
+  // Nothing is rejected so where F1 lets every score through.
+  EXPECT_EQ(certain_msv_reject_below(profile, 1.0), -std::numeric_limits<double>::infinity());
+}
+
+}  // namespace
+}  // namespace duet

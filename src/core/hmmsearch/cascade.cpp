@@ -15,6 +15,33 @@ double forward_pvalue(const SearchProfile& profile, double bits) {
   return std::exp(exponential_log_survival(bits, profile.forward_tau, profile.forward_lambda));
 }
 
+// The MSV score in bits below which a target fails F1 beyond doubt: gumbel_survival(x) >
+// F1 for every x below it, with no P-value computed. A many-model search rejects almost
+// every (model, target) pair here, and the P-value costs two exponentials. The score
+// where the survival function equals F1 is mu - ln(-ln(1 - F1)) / lambda; the margin
+// below it (0.01 bits and a millionth of the score) moves the survival function by about
+// lambda / 100 of its value, orders of magnitude more than the rounding of either side, so
+// a pair below it is one that the P-value rejects too (tests/core_reference_test.cpp
+// checks this at the boundary). Pairs at or above it get the P-value as before.
+// -infinity where nothing can be rejected so (F1 at or above 1, or a degenerate lambda).
+// Kept per thread for the last model and F1: a worker or host loop runs many targets
+// against one model in turn.
+double certain_msv_reject_below(const SearchProfile& profile, double F1) {
+  struct Last {
+    double mu = 0, lambda = 0, F1 = -1, below = 0;
+  };
+  thread_local Last last;
+  if (last.mu == profile.msv_mu && last.lambda == profile.msv_lambda && last.F1 == F1)
+    return last.below;
+  double below = -std::numeric_limits<double>::infinity();
+  if (F1 > 0.0 && F1 < 1.0 && profile.msv_lambda > 0.0 && std::isfinite(profile.msv_mu)) {
+    const double edge = profile.msv_mu - std::log(-std::log1p(-F1)) / profile.msv_lambda;
+    if (std::isfinite(edge)) below = edge - (0.01 + 1e-6 * std::fabs(edge));
+  }
+  last = {profile.msv_mu, profile.msv_lambda, F1, below};
+  return below;
+}
+
 namespace {
 
 // After the bias filter (or without one): the Viterbi filter, unless the MSV P-value
@@ -40,9 +67,11 @@ NextStage decide_after_msv(const SearchProfile& profile, const CascadeSettings& 
   out.null_nats = nullsc;
   const float seq_score = (msv.nats - nullsc) / static_cast<float>(kLog2);
   out.msv_bits = seq_score;
+  out.stage = Stage::msv;
+  // Rejected without a P-value (no record keeps a target that failed MSV).
+  if (seq_score < certain_msv_reject_below(profile, settings.F1)) return NextStage::none;
   const double P = gumbel_survival(seq_score, profile.msv_mu, profile.msv_lambda);
   out.pvalue = P;
-  out.stage = Stage::msv;
   if (P > settings.F1) return NextStage::none;
   out.stage = Stage::bias;
   if (settings.bias_filter) return NextStage::bias;

@@ -45,7 +45,9 @@ struct TargetScores {
   float viterbi_bits = kNotComputed;  // NaN when not run (rejected before, or skipped)
   float forward_bits = kNotComputed;  // NaN unless the target passed every filter
   float forward_nats = kNotComputed;  // the canonical Forward score of forward_bits
-  double pvalue = 1.0;       // P-value of the last stage run (NaN when Forward rejected it)
+  // P-value of the last stage run: NaN when Forward rejected the target, and not computed
+  // (1) for one MSV rejected below certain_msv_reject_below.
+  double pvalue = 1.0;
   bool forward_run = false;  // the Forward stage has run (see needs_forward)
 };
 
@@ -176,6 +178,11 @@ inline float forward_margin(float score, double absolute_tolerance, double relat
   return static_cast<float>(0.01 +
                             10.0 * (absolute_tolerance + relative_tolerance * std::fabs(score)));
 }
+
+// The MSV score (bits) below which a target fails the F1 threshold whatever the rounding
+// of its P-value, so that the P-value is not computed (cascade.cpp says why it is safe);
+// -infinity where no score is rejected so.
+double certain_msv_reject_below(const SearchProfile& profile, double F1);
 
 // Forward P-value of a bit score, and E-value for a search space of Z targets.
 double forward_pvalue(const SearchProfile& profile, double bits);

@@ -26,6 +26,7 @@
 #include "core/hmmsearch/length_terms.hpp"
 
 #include <cmath>
+#include <vector>
 
 namespace duet {
 
@@ -54,7 +55,9 @@ float null_p1(int L) {
   return static_cast<float>(L) / static_cast<float>(L + 1);
 }
 
-float null_score(int L) {
+namespace {
+
+float compute_null_score(int L) {
   if (double_terms(L)) {
     const auto l = static_cast<double>(L);
     return static_cast<float>(-l * std::log1p(1.0 / l) - std::log(l + 1.0));
@@ -64,16 +67,46 @@ float null_score(int L) {
                             std::log(1.0 - p1));
 }
 
+float compute_msv_move_nats(int L) {
+  if (double_terms(L)) return static_cast<float>(std::log(move_probability_double(L)));
+  return std::log(3.0f / static_cast<float>(L + 3));
+}
+
+// The two terms every (model, target) pair's MSV decision asks for, for the lengths most
+// targets have, computed once per process by the functions above (so the same floats):
+// a many-model search asks for them once per model and target.
+constexpr int kTabledLengths = 1 << 16;
+struct LengthTable {
+  std::vector<float> null_score, msv_move;
+  LengthTable() : null_score(kTabledLengths), msv_move(kTabledLengths) {
+    for (int L = 0; L < kTabledLengths; ++L) {
+      null_score[static_cast<std::size_t>(L)] = compute_null_score(L);
+      msv_move[static_cast<std::size_t>(L)] = compute_msv_move_nats(L);
+    }
+  }
+};
+const LengthTable& length_table() {
+  static const LengthTable table;
+  return table;
+}
+
+}  // namespace
+
+float null_score(int L) {
+  if (L >= 0 && L < kTabledLengths) return length_table().null_score[static_cast<std::size_t>(L)];
+  return compute_null_score(L);
+}
+
+float msv_move_nats(int L) {
+  if (L >= 0 && L < kTabledLengths) return length_table().msv_move[static_cast<std::size_t>(L)];
+  return compute_msv_move_nats(L);
+}
+
 float bias_filter_with_length(float composition_nats, int L) {
   if (double_terms(L)) return composition_nats + null_score(L);
   const float p1 = null_p1(L);
   const float score = composition_nats + static_cast<float>(L) * std::log(p1);
   return score + std::log(static_cast<float>(1.0 - p1));
-}
-
-float msv_move_nats(int L) {
-  if (double_terms(L)) return static_cast<float>(std::log(move_probability_double(L)));
-  return std::log(3.0f / static_cast<float>(L + 3));
 }
 
 float viterbi_move_nats(int L) {

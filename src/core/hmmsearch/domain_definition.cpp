@@ -38,8 +38,9 @@ struct TraceDomain {
   int i = 0, j = 0, k = 0, m = 0;
 };
 
-std::vector<TraceDomain> index_trace(const Trace& tr) {
-  std::vector<TraceDomain> out;
+// The domains of the trace `tr`, into `out`.
+void index_trace(const Trace& tr, std::vector<TraceDomain>& out) {
+  out.clear();
   TraceDomain d;
   for (std::size_t z = 0; z < tr.size(); ++z) {
     switch (tr[z].state) {
@@ -61,7 +62,6 @@ std::vector<TraceDomain> index_trace(const Trace& tr) {
         break;
     }
   }
-  return out;
 }
 
 // Degenerate codes get the mean of their residues' null2 odds (esl_abc_FAvgScVec).
@@ -384,10 +384,13 @@ class Definer {
     ws_.random.reseed(settings_.seed);
     std::vector<SampledDomain> sampled;
     std::vector<float> odds;
+    Trace tr;
+    std::vector<TraceDomain> domains;
     for (int t = 0; t < kSamples; ++t) {
-      const Trace tr = stochastic_trace(ws_.random, s_, multihit_, ws_.forward);
+      stochastic_trace(ws_.random, s_, multihit_, ws_.forward, tr);
+      index_trace(tr, domains);
       int pos = 1;
-      for (const TraceDomain& d : index_trace(tr)) {
+      for (const TraceDomain& d : domains) {
         sampled.push_back({t, d.i + ireg - 1, d.j + ireg - 1, d.k, d.m});
         null2_by_trace(dp_, *p_.alphabet, tr, d.from, d.to, odds);
         for (; pos <= d.i; ++pos) n2[ireg + pos - 1] += 1.0f;

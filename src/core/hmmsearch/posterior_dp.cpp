@@ -181,10 +181,11 @@ void append(Trace& reversed, TraceState s, int k, int i, float pp = 0.0f) {
 // The walk both tracebacks share, from T back to S as p7_OATrace and p7_StochasticTrace
 // walk: `choose(s0, k, i)` picks the state before s0 and moves k and i as HMMER does (M:
 // both back one; D: k; I: i; E: sets k to the exit node); `posterior(s1, s0, k, i)` the
-// probability recorded on the step. N, C and J emit when they follow themselves.
+// probability recorded on the step. N, C and J emit when they follow themselves. The path
+// goes into `tr`, whose memory is reused.
 template <class Choose, class Posterior>
-Trace trace_back(int L, Choose&& choose, Posterior&& posterior) {
-  Trace tr;
+void trace_back(int L, Choose&& choose, Posterior&& posterior, Trace& tr) {
+  tr.clear();
   int i = L, k = 0;
   append(tr, TraceState::T, k, i);
   append(tr, TraceState::C, k, i);
@@ -196,7 +197,6 @@ Trace trace_back(int L, Choose&& choose, Posterior&& posterior) {
     s0 = s1;
   }
   std::reverse(tr.begin(), tr.end());
-  return tr;
 }
 
 }  // namespace
@@ -584,23 +584,41 @@ float optimal_accuracy(const DpProfile& profile, const SpecialMoves& mv, const D
     // D->D: within each lane's segment, then what enters each segment from the lane below
     // (HMMER's three more passes, as one scan over the 4 lanes; max is exact, so the
     // values are the passes' own), gated through the segment's D->D up to each node.
+    // The in-lane recursion d(q) = max(dcv, D(q)), dcv = gate(open(q), d(q)) is a chain
+    // through every vector; it is taken two vectors a step, with the gate distributed over
+    // the max (exact: the gate keeps a value or makes it 0), so that the chain is one gate
+    // and one max per two vectors.
     dcv = shift_up(dcv, -kInf);
-    for (int q = 0; q < Q; ++q) {
-      const Lanes d = max(dcv, at(cur.d, q));  // kept in a register: the loop is a chain
-      put(cur.d, q, d);
-      dcv = gate(v.d_to_d_open(q), d);
+    int q2 = 0;
+    for (; q2 + 1 < Q; q2 += 2) {
+      const int q = q2;
+      const Mask open0 = v.d_to_d_open(q), open1 = v.d_to_d_open(q + 1);
+      const Lanes d0 = at(cur.d, q);
+      const Lanes into1 = max(gate(open0, d0), at(cur.d, q + 1));  // d(q + 1) but for dcv
+      put(cur.d, q, max(dcv, d0));
+      put(cur.d, q + 1, max(gate(open0, dcv), into1));
+      dcv = max(gate(open1 & open0, dcv), gate(open1, into1));
+    }
+    if (q2 < Q) {  // an odd Q's last vector
+      const Lanes d = max(dcv, at(cur.d, q2));
+      put(cur.d, q2, d);
+      dcv = gate(v.d_to_d_open(q2), d);
     }
     Lanes carry = shift_up(dcv, -kInf);  // lane r: from lane r - 1's last node
     Mask through = mask_up(load_mask(v.dd_open_through + Q * n));
     carry = max(carry, gate(through, shift_up(carry, -kInf)));
     through = through & mask_up(through);
     carry = max(carry, gate(through, shift_up_two(carry, -kInf)));
+    Lanes xEv_odd = minus_inf;  // E's maximum over odd vectors: two chains, not one
     for (int q = 0; q < Q; ++q) {
       const Lanes d = max(gate(load_mask(v.dd_open_through + q * n), carry), at(cur.d, q));
       put(cur.d, q, d);
-      xEv = max(xEv, d);
+      if (q & 1)
+        xEv_odd = max(xEv_odd, d);
+      else
+        xEv = max(xEv, d);
     }
-    const float xE = horizontal_max(xEv);
+    const float xE = horizontal_max(max(xEv, xEv_odd));
     oa.x(i, DpMatrix::kE) = xE;
     float t1 = mv.j_loop == 0.0f ? 0.0f : oa.x(i - 1, DpMatrix::kJ) + pp.x(i, DpMatrix::kJ);
     float t2 = mv.e_loop == 0.0f ? 0.0f : xE;
@@ -725,11 +743,13 @@ Trace optimal_accuracy_trace(const ForwardScores& s, const SpecialMoves& mv, con
     if (s1 == s0 && s1 == TraceState::J) return pp.x(i, DpMatrix::kJ);
     return 0.0f;
   };
-  return trace_back(oa.L(), choose, posterior);
+  Trace tr;
+  trace_back(oa.L(), choose, posterior, tr);
+  return tr;
 }
 
-Trace stochastic_trace(HmmerRandom& random, const ForwardScores& s, const SpecialMoves& mv,
-                       const DpMatrix& fwd) {
+void stochastic_trace(HmmerRandom& random, const ForwardScores& s, const SpecialMoves& mv,
+                      const DpMatrix& fwd, Trace& trace) {
   const int M = fwd.M();
   const int Q = hmmer_vectors(M);
   const auto choose = [&](TraceState s0, int& k, int& i) {
@@ -839,7 +859,7 @@ Trace stochastic_trace(HmmerRandom& random, const ForwardScores& s, const Specia
     return s1;
   };
   const auto no_posterior = [](TraceState, TraceState, int, int) { return 0.0f; };
-  return trace_back(fwd.L(), choose, no_posterior);
+  trace_back(fwd.L(), choose, no_posterior, trace);
 }
 
 }  // namespace duet

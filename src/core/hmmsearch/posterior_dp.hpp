@@ -149,8 +149,9 @@ float optimal_accuracy(const DpProfile& profile, const SpecialMoves& moves, cons
                        DpMatrix& oa);
 Trace optimal_accuracy_trace(const ForwardScores& scores, const SpecialMoves& moves,
                              const DpMatrix& pp, const DpMatrix& oa);
-// A path sampled from a full Forward matrix.
-Trace stochastic_trace(HmmerRandom& random, const ForwardScores& scores, const SpecialMoves& moves,
-                       const DpMatrix& fwd);
+// A path sampled from a full Forward matrix, into `trace` (its memory reused: a region's
+// 200 samples are drawn in turn).
+void stochastic_trace(HmmerRandom& random, const ForwardScores& scores, const SpecialMoves& moves,
+                      const DpMatrix& fwd, Trace& trace);
 
 }  // namespace duet

@@ -85,6 +85,40 @@ std::map<std::tuple<std::string, std::string, int>, std::string> alignment_block
   return blocks;
 }
 
+// The text output's target lists, in order: each query's line, its per-target table's
+// shown names (and the inclusion threshold line), and the name of each domain annotation
+// block (">> "). Not the names' column width: HMMER's is the longest name in its hit list,
+// which also holds hits that passed a per-thread E-value test early in the search.
+std::vector<std::string> target_lists(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  bool in_table = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("Query:", 0) == 0) {
+      out.push_back(line);
+    } else if (line.rfind("    E-value  score", 0) == 0) {
+      in_table = true;
+    } else if (in_table) {
+      if (line.empty()) {
+        in_table = false;
+      } else if (line.find("inclusion threshold") != std::string::npos) {
+        out.push_back(line);
+      } else if (line.rfind("    -------", 0) != 0) {
+        std::istringstream fields(line);
+        std::string name;
+        for (int f = 0; f < 9; ++f) fields >> name;
+        out.push_back("row " + name);
+      }
+    } else if (line.rfind(">> ", 0) == 0) {
+      std::istringstream fields(line.substr(3));
+      std::string name;
+      fields >> name;
+      out.push_back(">> " + name);
+    }
+  }
+  return out;
+}
+
 // Posterior characters' steps: '0' to '9', then '*'.
 int posterior_step(char c) {
   if (c == '*') return 10;
@@ -170,6 +204,8 @@ void expect_same_as_hmmer(const std::string& hmm, const std::string& db, const s
     for (std::size_t f = 0; f < 22; ++f)
       expect_same_field(hd[r][f], dd[r][f],
                         hd[r][0] + " domain " + hd[r][9] + " column " + std::to_string(f));
+  // The text output's lists of targets (names, or accessions under --acc).
+  EXPECT_EQ(target_lists(h.output), target_lists(d.output));
   // Alignments.
   const auto ha = alignment_blocks(h.output);
   const auto da = alignment_blocks(d.output);
@@ -272,6 +308,23 @@ TEST(EndToEnd, HmmscanAsHmmer) {
   }
   expect_same_as_hmmer(dir.file("three.hmm"), dir.file("q.fa"), "-E 1e-3 --domE 1e-5 --nonull2",
                        dir, 10, true);
+  // --acc: the models' accessions (Pkinase's and fn3's; globins4 has none) in the tables,
+  // the domain blocks and the alignments.
+  expect_same_as_hmmer(dir.file("three.hmm"), dir.file("q.fa"), "--acc", dir, 20, true);
+}
+
+// hmmsearch --acc: the query model's accession in its alignments (the FASTA targets have
+// none, so their names stay).
+TEST(EndToEnd, AccessionsInsteadOfNames) {
+  TempDir dir;
+  ASSERT_EQ(test::run_command("zcat " + kDatabase + " | head -n 4000 > " + dir.file("q.fa")).status,
+            0);
+  expect_same_as_hmmer(kTutorial + "Pkinase.hmm", dir.file("q.fa"), "--acc", dir, 5);
+  const auto d =
+      test::run_command(std::string(DUET_BINARY) + " hmmsearch --acc --cpu 2 --h5 " +
+                        dir.file("x.h5") + " " + kTutorial + "Pkinase.hmm " + dir.file("q.fa"));
+  EXPECT_NE(d.output.find("# prefer accessions over names:    yes"), std::string::npos);
+  EXPECT_NE(d.output.find("      PF00069.17   1 "), std::string::npos) << d.output;
 }
 
 TEST(EndToEnd, SeveralModelsInOneFileAndOptions) {

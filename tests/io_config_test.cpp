@@ -166,6 +166,7 @@ text = "results/pfam.out"
 tblout = "hits.tbl"
 domtblout = "domains.tbl"
 noali = true
+acc = true
 textw = 200
 isa = "avx2"
 quiet = true
@@ -195,6 +196,7 @@ quiet = true
   EXPECT_EQ(config.run.tblout, "hits.tbl");
   EXPECT_EQ(config.run.domtblout, "domains.tbl");
   EXPECT_TRUE(config.run.noali);
+  EXPECT_TRUE(config.run.acc);
   EXPECT_EQ(config.run.textw, 200);
   EXPECT_EQ(config.run.isa, "avx2");
   EXPECT_TRUE(config.run.quiet);
@@ -507,6 +509,7 @@ TEST(IoConfig, ToTomlRoundTripsEveryField) {
   config.run.domtblout = "d.tbl";
   config.run.text = "hits.txt";
   config.run.noali = true;
+  config.run.acc = true;
   config.run.textw = 0;
   config.run.h5 = "dir with space/\"quoted\" \\ back\tslash\x01\x7f.h5";
   config.run.tblout = "r\xC3\xA9sultats/\xCE\xB1\xCE\xB2.tbl";  // UTF-8

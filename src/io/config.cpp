@@ -382,6 +382,8 @@ void read_run(const toml::table& table, const EntryReader& reader, RunConfig& ru
       run.domtblout = reader.string(entry);
     } else if (key == "noali") {
       run.noali = reader.boolean(entry);
+    } else if (key == "acc") {
+      run.acc = reader.boolean(entry);
     } else if (key == "textw") {
       run.textw = static_cast<int>(reader.ranged_integer(entry));
     } else if (key == "isa") {
@@ -497,6 +499,7 @@ std::string to_toml(const Config& config) {
   text << "tblout = " << toml_string(run.tblout) << '\n';
   text << "domtblout = " << toml_string(run.domtblout) << '\n';
   text << "noali = " << boolean(run.noali) << '\n';
+  text << "acc = " << boolean(run.acc) << '\n';
   text << "textw = " << run.textw << '\n';
   text << "isa = " << toml_string(run.isa) << '\n';
   text << "quiet = " << boolean(run.quiet) << '\n';

@@ -108,6 +108,7 @@ struct RunConfig {
   std::string tblout;          // empty = none
   std::string domtblout;       // empty = none
   bool noali = false;          // text output without the domains' alignments
+  bool acc = false;            // text output: targets' accessions, where they have one
   int textw = 120;             // text output line width (0: unlimited)
   std::string isa = "auto";    // auto, scalar, sse4.1, avx2, avx512
   bool quiet = false;

@@ -43,7 +43,7 @@ struct HmmsearchOptions {
   double domE = 0, domT = 0, domZ = 0, incE = 0, incT = 0, incdomE = 0, incdomT = 0;
   std::int64_t seed = 0;
   int textw = 0;
-  bool noali = false, notextw = false, cut_ga = false, cut_nc = false, cut_tc = false;
+  bool noali = false, acc = false, notextw = false, cut_ga = false, cut_nc = false, cut_tc = false;
   std::string tblout, domtblout, alignment, isa;
   bool max = false, nobias = false, nonull2 = false;
   std::vector<int> gpus;
@@ -114,6 +114,8 @@ void add_profile_command(CLI::App& app,
   cut_ga->excludes(cut_nc)->excludes(cut_tc);
   cut_nc->excludes(cut_tc);
   auto* noali = cmd->add_flag("--noali", o.noali, "text output without the domains' alignments");
+  auto* acc = cmd->add_flag(
+      "--acc", o.acc, "text output: targets' accessions instead of names, where they have one");
   auto* textw = cmd->add_option(
       "--textw", o.textw, "text output line width (default " + std::to_string(d.run.textw) + ")");
   auto* notextw =
@@ -230,6 +232,7 @@ void add_profile_command(CLI::App& app,
     if (cut_nc->count()) s.cut = "nc";
     if (cut_tc->count()) s.cut = "tc";
     if (noali->count()) config.run.noali = true;
+    if (acc->count()) config.run.acc = true;
     if (textw->count()) config.run.textw = o.textw;
     if (notextw->count()) config.run.textw = 0;
     if (F1->count()) s.F1 = o.F1;

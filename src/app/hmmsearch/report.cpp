@@ -158,13 +158,19 @@ void write_alignment(std::ostream& out, const Domain& d, const std::string& mode
   }
 }
 
+// What the text output calls a target: its accession under --acc where it has one (hmmscan's
+// models; FASTA sequences have none), else its name, as HMMER's --acc.
+const std::string& shown_name(const TargetRecord& t, const io::RunConfig& run) {
+  return run.acc && !t.accession.empty() ? t.accession : t.name;
+}
+
 // The reported domains of one target (HMMER's "Domain annotation" block): their table,
 // then their alignments unless --noali.
 void write_domain_table(std::ostream& out, const TargetRecord& t, const QueryResult& q,
                         const io::RunConfig& run, bool scan) {
-  const int descw =
-      run.textw > 0 ? std::max(32, run.textw - static_cast<int>(t.name.size()) - 5) : 0;
-  out << ">> " << t.name << "  " << cut(t.description, descw) << "\n";
+  const std::string& name = shown_name(t, run);
+  const int descw = run.textw > 0 ? std::max(32, run.textw - static_cast<int>(name.size()) - 5) : 0;
+  out << ">> " << name << "  " << cut(t.description, descw) << "\n";
   int reported = 0;
   for (const Domain& d : t.domains.domains) reported += d.reported ? 1 : 0;
   if (reported == 0) {
@@ -203,7 +209,11 @@ void write_domain_table(std::ostream& out, const TargetRecord& t, const QueryRes
     if (!d.reported) continue;
     out << printf_string("  == domain %d  score: %.1f bits;  conditional E-value: %.2g\n", ++n,
                          static_cast<double>(d.bits), std::exp(d.log_pvalue) * q.domZ);
-    write_alignment(out, d, scan ? t.name : q.name, scan ? q.name : t.name, run.textw);
+    // The model's and the sequence's names, or under --acc their accessions where they
+    // have one (p7_alidisplay_Print; FASTA sequences have none).
+    const std::string& model_shown =
+        scan ? shown_name(t, run) : (run.acc && !q.accession.empty() ? q.accession : q.name);
+    write_alignment(out, d, model_shown, scan ? q.name : shown_name(t, run), run.textw);
     out << "\n";
   }
 }
@@ -227,6 +237,7 @@ void write_text_report(std::ostream& out, const SearchRun& run, const io::Config
     out << "# per-seq hits tabular output:     " << config.run.tblout << "\n";
   if (!config.run.domtblout.empty())
     out << "# per-dom hits tabular output:     " << config.run.domtblout << "\n";
+  if (config.run.acc) out << "# prefer accessions over names:    yes\n";
   out << "# null2 bias corrections:          " << null2_note(config.search) << "\n";
   out << "# CPU SIMD instruction set:        " << info.isa << "\n";
   out << "# - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - -\n\n";
@@ -234,8 +245,12 @@ void write_text_report(std::ostream& out, const SearchRun& run, const io::Config
     out << "Query:       " << q.name << "  [" << (scan ? "L=" : "M=") << q.M << "]\n";
     if (!q.accession.empty()) out << "Accession:   " << q.accession << "\n";
     if (!q.description.empty()) out << "Description: " << q.description << "\n";
+    // The names' column is as wide as the longest shown name of the reported targets.
+    // (HMMER's is the longest of its hit list, which also holds the hits that passed a
+    // per-thread, partial-database E-value test during the search: not reproducible.)
     std::size_t namew = 8;
-    for (std::size_t i : q.reported) namew = std::max(namew, q.targets[i].name.size());
+    for (std::size_t i : q.reported)
+      namew = std::max(namew, shown_name(q.targets[i], config.run).size());
     const int nw = static_cast<int>(namew);
     const int descw = config.run.textw > 0 ? std::max(32, config.run.textw - nw - 61) : 0;
     out << (scan ? "Scores for complete sequence (score includes all domains):\n"
@@ -263,8 +278,8 @@ void write_text_report(std::ostream& out, const SearchRun& run, const io::Config
                            t.evalue, static_cast<double>(d.score_bits),
                            static_cast<double>(d.bias_bits), std::exp(best.log_pvalue) * q.Z,
                            static_cast<double>(best.bits), static_cast<double>(best.bias_bits),
-                           static_cast<double>(d.expected), reported, nw, t.name.c_str(),
-                           cut(t.description, descw).c_str());
+                           static_cast<double>(d.expected), reported, nw,
+                           shown_name(t, config.run).c_str(), cut(t.description, descw).c_str());
     }
     if (q.reported.empty()) out << "\n   [No hits detected that satisfy reporting thresholds]\n";
     out << "\n\nDomain annotation for each " << (scan ? "model" : "sequence")

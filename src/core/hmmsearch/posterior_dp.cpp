@@ -589,20 +589,21 @@ float optimal_accuracy(const DpProfile& profile, const SpecialMoves& mv, const D
     // the max (exact: the gate keeps a value or makes it 0), so that the chain is one gate
     // and one max per two vectors.
     dcv = shift_up(dcv, -kInf);
-    int q2 = 0;
-    for (; q2 + 1 < Q; q2 += 2) {
-      const int q = q2;
-      const Mask open0 = v.d_to_d_open(q), open1 = v.d_to_d_open(q + 1);
-      const Lanes d0 = at(cur.d, q);
-      const Lanes into1 = max(gate(open0, d0), at(cur.d, q + 1));  // d(q + 1) but for dcv
-      put(cur.d, q, max(dcv, d0));
-      put(cur.d, q + 1, max(gate(open0, dcv), into1));
-      dcv = max(gate(open1 & open0, dcv), gate(open1, into1));
-    }
-    if (q2 < Q) {  // an odd Q's last vector
-      const Lanes d = max(dcv, at(cur.d, q2));
-      put(cur.d, q2, d);
-      dcv = gate(v.d_to_d_open(q2), d);
+    {
+      int q = 0;
+      for (; q + 1 < Q; q += 2) {
+        const Mask open0 = v.d_to_d_open(q), open1 = v.d_to_d_open(q + 1);
+        const Lanes d0 = at(cur.d, q);
+        const Lanes into1 = max(gate(open0, d0), at(cur.d, q + 1));  // d(q + 1) but for dcv
+        put(cur.d, q, max(dcv, d0));
+        put(cur.d, q + 1, max(gate(open0, dcv), into1));
+        dcv = max(gate(open1 & open0, dcv), gate(open1, into1));
+      }
+      if (q < Q) {  // an odd Q's last vector
+        const Lanes d = max(dcv, at(cur.d, q));
+        put(cur.d, q, d);
+        dcv = gate(v.d_to_d_open(q), d);
+      }
     }
     Lanes carry = shift_up(dcv, -kInf);  // lane r: from lane r - 1's last node
     Mask through = mask_up(load_mask(v.dd_open_through + Q * n));

@@ -27,9 +27,16 @@ namespace duet::app {
 
 namespace {
 
+// Input pairs grouped at once (group_pairs' window): sixteen of a kernel's own windows, a
+// multiple of every variant's lanes. Small batches (tens of reads by a few haplotypes)
+// bring many pair sizes into a window; a wider one finds each group pairs of closer sizes.
+// On many small batches drawn from 10s.in, the lanes' idle cells were 8.5% of the cells
+// run with windows of 1,024 pairs, 0.7% with 16,384 (1.5% and 0.2% on 10s.in itself).
+constexpr std::size_t kWorkloadGroupingPairs = 16 * simd::pairhmm::kGroupingPairs;
+
 // The pairs in grouped order and the blocks of whole groups the scheduler hands out (see
-// pairhmm_workload.hpp). group_all() groups every window of kGroupingPairs input pairs
-// before the scheduler runs; next() cuts the grouped pairs into blocks.
+// pairhmm_workload.hpp). group_all() groups every window of kWorkloadGroupingPairs input
+// pairs before the scheduler runs; next() cuts the grouped pairs into blocks.
 class PairBlocks final : public BlockSource {
  public:
   PairBlocks(std::span<const pairhmm::Pair> pairs, int lanes, std::int64_t block_cells)
@@ -46,7 +53,7 @@ class PairBlocks final : public BlockSource {
   // Groups the windows on oneTBB's threads (one thread grouping as blocks were asked for
   // was the bound of GPU-only runs, bench/RESULTS.md). Called once, before next().
   void group_all() {
-    const std::size_t window = simd::pairhmm::kGroupingPairs;
+    const std::size_t window = kWorkloadGroupingPairs;
     const std::size_t windows = (input_.size() + window - 1) / window;
     tbb::parallel_for(tbb::blocked_range<std::size_t>(0, windows, 8),
                       [&](const tbb::blocked_range<std::size_t>& range) {
@@ -94,7 +101,7 @@ class PairBlocks final : public BlockSource {
  private:
   // The window of input pairs from `start` in grouped order (`order`: scratch).
   void group_window(std::size_t start, std::vector<std::size_t>& order) {
-    const std::size_t n = std::min(simd::pairhmm::kGroupingPairs, input_.size() - start);
+    const std::size_t n = std::min(kWorkloadGroupingPairs, input_.size() - start);
     const auto window = input_.subspan(start, n);
     order.resize(n);
     if (lanes_ > 1) {

@@ -3,7 +3,7 @@
 //
 // Blocks of pairs: the scheduler takes its blocks from a BlockSource that makes them in
 // memory. Pairs are grouped as the CPU kernel groups them (simd::pairhmm::group_pairs,
-// kGroupingPairs pairs of input order at a time), a block holds whole groups of about
+// 16,384 pairs of input order at a time), a block holds whole groups of about
 // block_cells cells, and the CPU kernel takes the groups as they are (its `grouped` form):
 // grouping over more pairs than a block holds leaves fewer lanes idle. A block's
 // "sequences" are its pairs in that grouped order (it holds no residues); its cost is its

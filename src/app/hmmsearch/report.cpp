@@ -158,10 +158,14 @@ void write_alignment(std::ostream& out, const Domain& d, const std::string& mode
   }
 }
 
-// What the text output calls a target: its accession under --acc where it has one (hmmscan's
-// models; FASTA sequences have none), else its name, as HMMER's --acc.
+// What the text output calls a target or a model: its accession under --acc where it has
+// one (models with an ACC line; FASTA sequences have none), else its name, as HMMER's --acc.
+const std::string& shown_name(const std::string& name, const std::string& accession,
+                              const io::RunConfig& run) {
+  return run.acc && !accession.empty() ? accession : name;
+}
 const std::string& shown_name(const TargetRecord& t, const io::RunConfig& run) {
-  return run.acc && !t.accession.empty() ? t.accession : t.name;
+  return shown_name(t.name, t.accession, run);
 }
 
 // The reported domains of one target (HMMER's "Domain annotation" block): their table,
@@ -212,7 +216,7 @@ void write_domain_table(std::ostream& out, const TargetRecord& t, const QueryRes
     // The model's and the sequence's names, or under --acc their accessions where they
     // have one (p7_alidisplay_Print; FASTA sequences have none).
     const std::string& model_shown =
-        scan ? shown_name(t, run) : (run.acc && !q.accession.empty() ? q.accession : q.name);
+        scan ? shown_name(t, run) : shown_name(q.name, q.accession, run);
     write_alignment(out, d, model_shown, scan ? q.name : shown_name(t, run), run.textw);
     out << "\n";
   }

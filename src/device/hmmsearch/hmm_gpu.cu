@@ -164,6 +164,7 @@ struct HmmGpuEngine::Impl {
   int viterbi_warps_per_block = 0;  // > 0: Viterbi rows in shared memory
   int viterbi_resident_blocks = 0;  // blocks of viterbi_warp_kernel resident on the device
   int viterbi_strip = 0;            // warp_strip: nodes per lane (0: viterbi_warp_kernel)
+  DeviceBuffer<std::int32_t> vit_strip_emit;  // viterbi_strip_emissions, when viterbi_strip > 0
   int viterbi_strip_blocks = 0;     // blocks of that strip kernel resident on the device
   // N or J -> B -> Mk (MSV, wrapped to 8 bits as msv_filter_reference does) and N/C/J move
   // (Viterbi) by target length.
@@ -396,8 +397,11 @@ void HmmGpuEngine::set_model(const SearchProfile& profile, GpuKernelChoice choic
   m.viterbi_resident_blocks = std::max(1, per_sm) * m.multiprocessors;
   m.viterbi_strip = 0;
   m.viterbi_strip_blocks = 0;
-  if (m.strategy == GpuStrategy::warp_strip) m.viterbi_strip = viterbi_strip_width(profile.M);
+  if (m.strategy == GpuStrategy::warp_strip && viterbi_transitions_nonpositive(m.vit_layout)) {
+    m.viterbi_strip = viterbi_strip_width(profile.M);
+  }
   if (m.viterbi_strip > 0) {
+    upload(m.vit_strip_emit, viterbi_strip_emissions(m.vit_layout, m.viterbi_strip));
     int strip_per_sm = 0;
     with_strip_kernel(m.viterbi_strip, [&](auto kernel) {
       check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&strip_per_sm, kernel, kExactBlockThreads,
@@ -1115,6 +1119,8 @@ void HmmGpuEngine::submit_viterbi(int slot_index, const int* which, std::size_t 
       constexpr int per_block = kExactBlockThreads / 32;
       const int blocks = std::min(m.viterbi_strip_blocks, (n + per_block - 1) / per_block);
       a.rows = nullptr;
+      a.emit = m.vit_strip_emit.get();
+      a.emit_stride = 32 * m.viterbi_strip;
       with_strip_kernel(m.viterbi_strip,
                         [&](auto kernel) { kernel<<<blocks, kExactBlockThreads, 0, st>>>(a); });
       check_launch("viterbi_strip_kernel");

@@ -98,6 +98,14 @@ ViterbiDeviceLayout build_viterbi_device_layout(const ViterbiScores& vit);
 // Inverse, for round-trip tests: the per-node arrays of ViterbiScores (scale, base,
 // e_loop, e_move, dd_bound, match, bm..dd).
 ViterbiScores viterbi_scores_from_device_layout(const ViterbiDeviceLayout& layout, float scale);
+// The strip kernel's emissions (GpuStrategy::warp_strip, S nodes per lane):
+// int32 [x][32 * S], node k at x * 32 * S + k - 1, nodes past M kViterbiStripPadEmission.
+inline constexpr std::int32_t kViterbiStripPadEmission = -(1 << 20);
+std::vector<std::int32_t> viterbi_strip_emissions(const ViterbiDeviceLayout& layout,
+                                                  int nodes_per_lane);
+// Whether every transition score of the layout (bm mm im dm md mi ii dd) is <= 0, as the
+// strip kernel's arithmetic needs (true of every model HMMER's scores come from).
+bool viterbi_transitions_nonpositive(const ViterbiDeviceLayout& layout);
 
 // Canonical Forward: the 4-lane striped profile of core/hmmsearch/striped_layout.hpp
 // (stripe_forward_scores(fwd, kCanonicalForwardLanes)), each lane's eight transitions of
@@ -133,7 +141,8 @@ enum class GpuStrategy {
   warp_groups,        // MSV thread groups + Viterbi warp per target (default)
   thread_per_target,  // Walters et al.: one thread per target, 32-bit Viterbi filter
   warp_strip,         // MSV thread groups + Viterbi warp per target, nodes in registers
-                      // (strips of consecutive nodes per lane; warp_groups past M = 1024)
+                      // (strips of consecutive nodes per lane; warp_groups past M = 1024
+                      // and for a model with a positive transition score)
 };
 // The strip kernel holds a lane's nodes in registers: models up to this length.
 inline constexpr int kViterbiStripMaxLength = 1024;

@@ -122,6 +122,26 @@ ViterbiDeviceLayout build_viterbi_device_layout(const ViterbiScores& vit) {
   return l;
 }
 
+std::vector<std::int32_t> viterbi_strip_emissions(const ViterbiDeviceLayout& l,
+                                                  int nodes_per_lane) {
+  const std::size_t stride = 32 * static_cast<std::size_t>(nodes_per_lane);
+  if (static_cast<std::size_t>(l.M) > stride) {
+    throw std::invalid_argument("viterbi_strip_emissions: a model of " + std::to_string(l.M) +
+                                " nodes does not fit " + std::to_string(nodes_per_lane) +
+                                " nodes per lane");
+  }
+  const std::size_t row = static_cast<std::size_t>(l.M) + 1;
+  std::vector<std::int32_t> e(static_cast<std::size_t>(l.Kp) * stride, kViterbiStripPadEmission);
+  for (std::size_t x = 0; x < static_cast<std::size_t>(l.Kp); ++x) {
+    for (std::size_t k = 1; k < row; ++k) e[x * stride + k - 1] = l.match[x * row + k];
+  }
+  return e;
+}
+
+bool viterbi_transitions_nonpositive(const ViterbiDeviceLayout& l) {
+  return std::all_of(l.nodes.begin(), l.nodes.end(), [](std::int16_t v) { return v <= 0; });
+}
+
 ViterbiScores viterbi_scores_from_device_layout(const ViterbiDeviceLayout& l, float scale) {
   ViterbiScores v;
   const int M = l.M;

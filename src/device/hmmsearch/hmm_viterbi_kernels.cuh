@@ -19,6 +19,8 @@ struct ViterbiArgs {
   int* next_item;         // work counter (warp strategy), zero at launch
   short4* rows;           // warp strategy: (M+1) per warp; thread strategy: see kernel
   int* result;            // per list entry: xC, or kViterbiOverflow
+  const int* emit;        // strip strategy: viterbi_strip_emissions, emit_stride per residue
+  int emit_stride;
 };
 
 struct NodeScores {
@@ -210,17 +212,53 @@ __global__ void __launch_bounds__(kExactBlockThreads) viterbi_set_warp_kernel(Vi
 
 // Strip kernel (GpuStrategy::warp_strip): a warp per target, lane l owning the S
 // consecutive nodes l*S+1 .. l*S+S in registers (M, I, D in 32-bit ints), so a row is S
-// sequential node updates per lane and one shuffle of the lane's last (M, I, D, M->D)
-// to the next lane, instead of a shuffle chain per 32-node chunk. Nodes past M compute
-// garbage that only flows to higher nodes past M and is left out of xE and Dmax. The
-// lazy-F rule as viterbi_warp_kernel: when Dmax + dd_bound > xB, each lane composes its
-// strip's (max,+) maps, one warp scan gives each lane the D entering its strip, and the
-// lane finishes its strip sequentially (exact by the same argument: dd <= 0, D >= -32768).
+// independent node updates per lane and one shuffle of the lane's last (M, I, D, M->D)
+// to the next lane.
+// - Arithmetic: viterbi_filter_reference saturates every sum to 16 bits. Transitions are
+//   <= 0, so only the lower bound can bite on them, and max(clamp(a), clamp(b)) =
+//   clamp(max(a, b)): each cell is a chain of Hopper's fused add-max (DPX
+//   __viaddmax_s32(a, b, c) = max(a + b, c)) seeded with -32768, in 32-bit ints, where no
+//   sum wraps. The upper bound only bites on M after its emission; a row whose M reaches
+//   32767 is the reference's overflow either way, and that row's other values are not used.
+// - Transitions: the lane's S node records (8 int16 each, ViterbiDeviceLayout) stay in
+//   registers for the whole launch when S <= 16 (one model per launch) and are read from
+//   L1 per row for S = 32; a field is one PRMT or shift to extract.
+// - Emissions: `emit` (viterbi_strip_emissions): int32 [x][32 * S], node k at k - 1, so a
+//   lane's S scores are S/4 aligned 16-byte loads. Nodes past M have emission
+//   kViterbiStripPadEmission and the -32768 record of node 0: their M, I and M->D stay at
+//   -32768 and never reach xE or Dmax, and they only feed nodes past M.
+// - The lazy-F rule as viterbi_warp_kernel: when Dmax + dd_bound > xB, each lane composes
+//   its strip's (max,+) maps, one warp scan gives each lane the D entering its strip, and
+//   the lane finishes its strip sequentially (exact by the same argument: dd <= 0,
+//   D >= -32768).
+__device__ __forceinline__ int low16(unsigned v) {  // bits 0..15, sign-extended
+  unsigned r;
+  asm("prmt.b32 %0, %1, 0, 0x9910;" : "=r"(r) : "r"(v));
+  return static_cast<int>(r);
+}
+__device__ __forceinline__ int high16(unsigned v) {  // bits 16..31, sign-extended
+  return static_cast<int>(v) >> 16;
+}
+
 template <int S>
 __global__ void __launch_bounds__(kExactBlockThreads) viterbi_strip_kernel(ViterbiArgs a) {
+  constexpr bool kRecordsInRegisters = S <= 16;
+  static_assert(S % 4 == 0);
   const int lane = threadIdx.x % 32;
-  const int first = lane * S + 1;          // this lane's first node
-  const int valid_nodes = a.M - lane * S;  // nodes j < valid_nodes are <= M
+  const int first = lane * S + 1;  // this lane's first node
+  const auto record_at = [&](int j) { return a.nodes + (first + j <= a.M ? first + j : 0); };
+  uint4 held[kRecordsInRegisters ? S : 1];
+  if constexpr (kRecordsInRegisters) {
+#pragma unroll
+    for (int j = 0; j < S; ++j) held[j] = __ldg(record_at(j));
+  }
+  const auto record = [&](int j) -> uint4 {
+    if constexpr (kRecordsInRegisters) {
+      return held[j];
+    } else {
+      return __ldg(record_at(j));
+    }
+  };
   for (;;) {
     int next = 0;
     if (lane == 0) next = atomicAdd(a.next_item, 1);
@@ -232,6 +270,7 @@ __global__ void __launch_bounds__(kExactBlockThreads) viterbi_strip_kernel(Viter
     const int L = static_cast<int>(a.offsets[target + 1] - offset);
     const std::uint8_t* dsq = a.target_residues[target];
     const int ncj = a.ncj_move[item];
+    const int* emit_lane = a.emit + lane * S;
     int mv[S], iv[S], dv[S];
 #pragma unroll
     for (int j = 0; j < S; ++j) mv[j] = iv[j] = dv[j] = kNeg16;
@@ -239,8 +278,23 @@ __global__ void __launch_bounds__(kExactBlockThreads) viterbi_strip_kernel(Viter
     int xB = static_cast<std::int16_t>(xN + ncj);
     int xJ = kNeg16, xC = kNeg16;
     bool overflow = false;
+    int next_residue = L > 0 ? dsq[0] : 0;  // read a row ahead
     for (int i = 0; i < L; ++i) {
-      const std::int16_t* match = a.match + static_cast<std::size_t>(dsq[i]) * (a.M + 1);
+      const int residue = next_residue;
+      if (i + 1 < L) next_residue = dsq[i + 1];
+      int emit[S];
+      {
+        const int4* e = reinterpret_cast<const int4*>(
+            emit_lane + static_cast<std::size_t>(residue) * a.emit_stride);
+#pragma unroll
+        for (int q = 0; q < S / 4; ++q) {
+          const int4 v = __ldg(e + q);
+          emit[4 * q] = v.x;
+          emit[4 * q + 1] = v.y;
+          emit[4 * q + 2] = v.z;
+          emit[4 * q + 3] = v.w;
+        }
+      }
       // Row i-1's values of node first-1 (the previous lane's last node).
       int diag_m = __shfl_up_sync(kAll, mv[S - 1], 1);
       int diag_i = __shfl_up_sync(kAll, iv[S - 1], 1);
@@ -250,16 +304,15 @@ __global__ void __launch_bounds__(kExactBlockThreads) viterbi_strip_kernel(Viter
       int md_prev = kNeg16;  // M(i, k-1) + md(k-1), within the strip
 #pragma unroll
       for (int j = 0; j < S; ++j) {
-        const bool valid = j < valid_nodes;
-        const NodeScores n = unpack_node(__ldg(a.nodes + (valid ? first + j : 0)));
-        const int emit = valid ? int{__ldg(match + first + j)} : 0;
-        int sv = clamp16(xB + n.bm);
-        sv = max(sv, clamp16(diag_m + n.mm));
-        sv = max(sv, clamp16(diag_i + n.im));
-        sv = max(sv, clamp16(diag_d + n.dm));
-        sv = clamp16(sv + emit);
-        const int ins = max(clamp16(mv[j] + n.mi), clamp16(iv[j] + n.ii));
-        const int md = clamp16(sv + n.md);
+        const uint4 r = record(j);  // bm mm | im dm | md mi | ii dd_in
+        int sv = __viaddmax_s32(xB, low16(r.x), kNeg16);
+        sv = __viaddmax_s32(diag_m, high16(r.x), sv);
+        sv = __viaddmax_s32(diag_i, low16(r.y), sv);
+        sv = __viaddmax_s32(diag_d, high16(r.y), sv);
+        sv = __viaddmax_s32(sv, emit[j], kNeg16);
+        const int ins =
+            __viaddmax_s32(mv[j], high16(r.z), __viaddmax_s32(iv[j], low16(r.w), kNeg16));
+        const int md = __viaddmax_s32(sv, low16(r.z), kNeg16);
         diag_m = mv[j];
         diag_i = iv[j];
         diag_d = dv[j];
@@ -267,10 +320,8 @@ __global__ void __launch_bounds__(kExactBlockThreads) viterbi_strip_kernel(Viter
         iv[j] = ins;
         dv[j] = md_prev;  // j = 0 is set from the previous lane below
         md_prev = md;
-        if (valid) {
-          best_match = max(best_match, sv);
-          best_delete_entry = max(best_delete_entry, md);
-        }
+        best_match = max(best_match, sv);
+        best_delete_entry = max(best_delete_entry, md);
       }
       {
         const int from_left = __shfl_up_sync(kAll, md_prev, 1);
@@ -291,7 +342,7 @@ __global__ void __launch_bounds__(kExactBlockThreads) viterbi_strip_kernel(Viter
         int A = kNeg16, B = 0;
 #pragma unroll
         for (int j = 0; j < S; ++j) {
-          const int dd = j < valid_nodes ? unpack_node(__ldg(a.nodes + first + j)).dd_in : kNeg16;
+          const int dd = high16(record(j).w);
           A = max(dv[j], A + dd);
           B = max(B + dd, -(1 << 24));
         }
@@ -308,8 +359,7 @@ __global__ void __launch_bounds__(kExactBlockThreads) viterbi_strip_kernel(Viter
         if (lane == 0) carry = kNeg16;
 #pragma unroll
         for (int j = 0; j < S; ++j) {
-          const int dd = j < valid_nodes ? unpack_node(__ldg(a.nodes + first + j)).dd_in : kNeg16;
-          dv[j] = max(dv[j], carry + dd);
+          dv[j] = max(dv[j], carry + high16(record(j).w));
           carry = dv[j];
         }
       }

@@ -70,6 +70,51 @@ TEST(GpuLayouts, RoundTripOnRandomModels) {
   }
 }
 
+// The strip kernel's interleaved tables: every node's emissions and record where
+// hmm_gpu.hpp says, pads past M; and random models have no positive transition, so the
+// kernel tests below run the strip kernel (the engine falls back to the warp kernel
+// otherwise).
+TEST(GpuLayouts, StripTablesPlaceEveryNode) {
+  std::mt19937_64 rng(test_seed() ^ 0x1b);
+  for (int M : {1, 5, 127, 128, 129, 300, 513, 1024}) {
+    const HmmModel hmm =
+        simd_test::random_hmm(rng, Alphabet::amino(), M, simd_test::random_style(rng));
+    const device::ViterbiDeviceLayout vl =
+        device::build_viterbi_device_layout(profile_of(hmm).viterbi);
+    EXPECT_TRUE(device::viterbi_transitions_nonpositive(vl)) << "M=" << M;
+    for (int S : {4, 8, 12, 16, 24, 32}) {
+      if (32 * S < M) {
+        EXPECT_THROW(device::viterbi_strip_records(vl, S), std::invalid_argument);
+        continue;
+      }
+      const std::vector<std::int32_t> e = device::viterbi_strip_emissions(vl, S);
+      const std::vector<std::int16_t> r = device::viterbi_strip_records(vl, S);
+      ASSERT_EQ(e.size(), static_cast<std::size_t>(vl.Kp) * 32 * S);
+      ASSERT_EQ(r.size(), static_cast<std::size_t>(32 * S * device::kViterbiNodeFields));
+      const std::size_t row = static_cast<std::size_t>(M) + 1;
+      for (int lane = 0; lane < 32; ++lane) {
+        for (int j = 0; j < S; ++j) {
+          const int k = lane * S + j + 1;
+          for (int x = 0; x < vl.Kp; ++x) {
+            const std::size_t at =
+                ((static_cast<std::size_t>(x) * (S / 4) + j / 4) * 32 + lane) * 4 + j % 4;
+            EXPECT_EQ(e[at], k <= M ? std::int32_t{vl.match[x * row + k]}
+                                    : device::kViterbiStripPadEmission)
+                << "M=" << M << " S=" << S << " k=" << k << " x=" << x;
+          }
+          for (int f = 0; f < device::kViterbiNodeFields; ++f) {
+            const std::size_t at =
+                (static_cast<std::size_t>(j) * 32 + lane) * device::kViterbiNodeFields + f;
+            EXPECT_EQ(r[at], k <= M ? vl.nodes[k * device::kViterbiNodeFields + f] : -32768)
+                << "M=" << M << " S=" << S << " k=" << k << " field " << f;
+          }
+        }
+      }
+      if (HasFailure()) return;
+    }
+  }
+}
+
 // ---- kernels against the references ----
 
 struct TargetSet {
@@ -377,17 +422,16 @@ TEST(GpuKernels, SetModelScoresAsAFreshEngine) {
 // model's score of every target equals msv_filter_reference's, bit for bit, for models of
 // every kernel shape, of several tiles (boundary columns), too long for shared memory, and
 // with explicit choices; on both slots, with a second set and a smaller batch after a
-// larger one. The Viterbi filter of (model, target) pairs of the set in one launch
-// (submit_viterbi_models) equals viterbi_filter_reference's, on a fifth of the pairs. The Viterbi
-// filter of (model, target) pairs of the set in one launch (submit_viterbi_models) equals
-// viterbi_filter_reference's, on a fifth of the pairs.
+// larger one. The Viterbi filter of (model, target) pairs of the set (submit_viterbi_models:
+// the strip kernel of each width and the warp kernel for the models past 1,024 nodes)
+// equals viterbi_filter_reference's, on a fifth of the pairs.
 TEST(GpuKernels, ModelSetMatchesReference) {
   REQUIRE_GPU();
   std::mt19937_64 rng(test_seed() ^ 0x7a);
   for (const Alphabet* abc : {&Alphabet::amino(), &Alphabet::dna()}) {
     std::vector<HmmModel> hmms;
     std::vector<device::GpuKernelChoice> choices;
-    for (int M : {1, 31, 100, 128, 129, 256, 257, 513, 1025, 2100, 4200, 60, 300}) {
+    for (int M : {1, 31, 100, 128, 129, 256, 257, 513, 1025, 2100, 4200, 60, 300, 400, 900}) {
       hmms.push_back(simd_test::random_hmm(rng, *abc, M, simd_test::random_style(rng)));
       choices.emplace_back();
     }

@@ -5,10 +5,12 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <climits>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <mutex>
 #include <numeric>
@@ -164,8 +166,9 @@ struct HmmGpuEngine::Impl {
   int viterbi_warps_per_block = 0;  // > 0: Viterbi rows in shared memory
   int viterbi_resident_blocks = 0;  // blocks of viterbi_warp_kernel resident on the device
   int viterbi_strip = 0;            // warp_strip: nodes per lane (0: viterbi_warp_kernel)
-  DeviceBuffer<std::int32_t> vit_strip_emit;  // viterbi_strip_emissions, when viterbi_strip > 0
-  int viterbi_strip_blocks = 0;     // blocks of that strip kernel resident on the device
+  DeviceBuffer<std::int32_t> vit_strip_emit;     // when viterbi_strip > 0: viterbi_strip_emissions
+  DeviceBuffer<std::int16_t> vit_strip_records;  // and viterbi_strip_records
+  int viterbi_strip_blocks = 0;  // blocks of that strip kernel resident on the device
   // N or J -> B -> Mk (MSV, wrapped to 8 bits as msv_filter_reference does) and N/C/J move
   // (Viterbi) by target length.
   // (set_model sets them.)
@@ -196,6 +199,11 @@ struct HmmGpuEngine::Impl {
   std::vector<std::pair<float, std::unique_ptr<ByLength<std::int16_t>>>> ncj_by_scale;
   DeviceBuffer<std::int16_t> set_vit_match, set_vit_nodes;
   DeviceBuffer<ViterbiSetModel> set_vit_models;
+  DeviceBuffer<std::int32_t> set_strip_emit;     // the models' viterbi_strip_emissions
+  DeviceBuffer<std::int16_t> set_strip_records;  // and viterbi_strip_records
+  std::vector<int> set_strip_of;                 // per model of the set: ViterbiSetModel::strip
+  // Blocks of viterbi_set_strip_kernel resident on the device, per kViterbiStripWidths.
+  int set_strip_blocks[std::size(kViterbiStripWidths)] = {};
   int set_viterbi_warps_per_block = 0;  // > 0: rows in shared memory
   int set_viterbi_resident_blocks = 0;
   int set_longest = 0;
@@ -245,6 +253,7 @@ struct HmmGpuEngine::Impl {
     // submit_viterbi_models: each item's model (its target, N/C/J move, order and result
     // are in the Viterbi filter's buffers above).
     PinnedBuffer<int> set_item_models;
+    std::vector<int> run_order;  // submit_viterbi_models: the order in runs of one kernel
     DeviceBuffer<int> d_set_item_models;
     std::chrono::steady_clock::time_point staged_from;  // stage's start, after the wait
   };
@@ -402,10 +411,11 @@ void HmmGpuEngine::set_model(const SearchProfile& profile, GpuKernelChoice choic
   }
   if (m.viterbi_strip > 0) {
     upload(m.vit_strip_emit, viterbi_strip_emissions(m.vit_layout, m.viterbi_strip));
+    upload(m.vit_strip_records, viterbi_strip_records(m.vit_layout, m.viterbi_strip));
     int strip_per_sm = 0;
-    with_strip_kernel(m.viterbi_strip, [&](auto kernel) {
-      check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&strip_per_sm, kernel, kExactBlockThreads,
-                                                          0),
+    with_strip_width(m.viterbi_strip, [&](auto S) {
+      check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&strip_per_sm, viterbi_strip_kernel<S()>,
+                                                          kExactBlockThreads, 0),
             "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
     });
     m.viterbi_strip_blocks = std::max(1, strip_per_sm) * m.multiprocessors;
@@ -715,11 +725,13 @@ void HmmGpuEngine::set_models(const SetModel* models, std::size_t count) {
     m.publish_kept(*s);
   }
   m.set.clear();
+  m.set_strip_of.clear();
   m.set_longest = 0;
   std::vector<std::int16_t> words;
   std::vector<std::uint8_t> costs;
   std::vector<MsvSetModel> descriptors;
-  std::vector<std::int16_t> vit_match, vit_nodes;
+  std::vector<std::int16_t> vit_match, vit_nodes, strip_records;
+  std::vector<std::int32_t> strip_emit;
   std::vector<ViterbiSetModel> vit_descriptors;
   for (std::size_t i = 0; i < count; ++i) {
     const SearchProfile& profile = *models[i].profile;
@@ -755,7 +767,17 @@ void HmmGpuEngine::set_models(const SetModel* models, std::size_t count) {
     v.dd_bound = vit.dd_bound;
     vit_match.insert(vit_match.end(), vit.match.begin(), vit.match.end());
     vit_nodes.insert(vit_nodes.end(), vit.nodes.begin(), vit.nodes.end());
+    if (viterbi_transitions_nonpositive(vit)) v.strip = viterbi_strip_width(vit.M);
+    if (v.strip > 0) {
+      const std::vector<std::int32_t> e = viterbi_strip_emissions(vit, v.strip);
+      const std::vector<std::int16_t> r = viterbi_strip_records(vit, v.strip);
+      v.strip_emit_at = static_cast<std::int64_t>(strip_emit.size() / 4);
+      v.strip_records_at = static_cast<std::int64_t>(strip_records.size() / kViterbiNodeFields);
+      strip_emit.insert(strip_emit.end(), e.begin(), e.end());
+      strip_records.insert(strip_records.end(), r.begin(), r.end());
+    }
     vit_descriptors.push_back(v);
+    m.set_strip_of.push_back(v.strip);
     MsvSetModel d;
     // 16-byte aligned starts: the fast kernel reads the words as uint4.
     words.resize((words.size() + 7) / 8 * 8);
@@ -786,6 +808,17 @@ void HmmGpuEngine::set_models(const SetModel* models, std::size_t count) {
   upload(m.set_vit_match, vit_match);
   upload(m.set_vit_nodes, vit_nodes);
   upload(m.set_vit_models, vit_descriptors);
+  upload(m.set_strip_emit, strip_emit);
+  upload(m.set_strip_records, strip_records);
+  for (std::size_t w = 0; w < std::size(kViterbiStripWidths); ++w) {
+    with_strip_width(kViterbiStripWidths[w], [&](auto S) {
+      int blocks_per_sm = 0;
+      check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                &blocks_per_sm, viterbi_set_strip_kernel<S()>, kExactBlockThreads, 0),
+            "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+      m.set_strip_blocks[w] = std::max(1, blocks_per_sm) * m.multiprocessors;
+    });
+  }
   // Viterbi rows in shared memory: as many warps per block (up to 8) as fit the longest.
   const std::size_t row_bytes = static_cast<std::size_t>(m.set_longest + 1) * sizeof(short4);
   m.set_viterbi_warps_per_block =
@@ -966,7 +999,7 @@ const std::vector<FilterScore>& HmmGpuEngine::wait_msv_models(int slot_index) {
 void HmmGpuEngine::Impl::queue_viterbi_list(Slot& s) {
   const int n = s.vit_n;
   s.d_vit_order.reserve(n + 1);
-  s.d_vit_counter.reserve(1);
+  s.d_vit_counter.reserve(kViterbiCounters);
   s.d_vit_list.reserve(n + 1);
   s.d_vit_result.reserve(n + 1);
   s.d_ncj.reserve(n + 1);
@@ -981,7 +1014,8 @@ void HmmGpuEngine::Impl::queue_viterbi_list(Slot& s) {
   check(cudaMemcpyAsync(s.d_vit_order.get(), s.vit_order.get(), n * sizeof(int),
                         cudaMemcpyHostToDevice, st),
         "H2D order");
-  check(cudaMemsetAsync(s.d_vit_counter.get(), 0, sizeof(int), st), "cudaMemsetAsync");
+  check(cudaMemsetAsync(s.d_vit_counter.get(), 0, kViterbiCounters * sizeof(int), st),
+        "cudaMemsetAsync");
 }
 
 void HmmGpuEngine::Impl::queue_viterbi_results(Slot& s) {
@@ -1014,6 +1048,30 @@ void HmmGpuEngine::submit_viterbi_models(int slot_index, const SetItem* items, s
   }
   order_longest_first(
       n, s.vit_order.get(), [&](int i) { return s.lengths[items[i].target]; }, s.counts);
+  // The order in runs of one kernel each, longest first within a run: the strip kernel of
+  // each width (kViterbiStripWidths), then the warp kernel (models without strips).
+  constexpr std::size_t kRuns = std::size(kViterbiStripWidths) + 1;
+  static_assert(kRuns <= kViterbiCounters);
+  const auto run_of = [&](int i) {
+    const int strip = m.set_strip_of[static_cast<std::size_t>(items[i].model)];
+    for (std::size_t w = 0; w < kRuns - 1; ++w) {
+      if (kViterbiStripWidths[w] == strip) return w;
+    }
+    return kRuns - 1;
+  };
+  std::array<int, kRuns + 1> run_start{};
+  for (int i = 0; i < n; ++i) ++run_start[run_of(i) + 1];
+  for (std::size_t r = 1; r <= kRuns; ++r) run_start[r] += run_start[r - 1];
+  {
+    std::array<int, kRuns> at{};
+    std::copy_n(run_start.begin(), kRuns, at.begin());
+    s.run_order.resize(static_cast<std::size_t>(n));
+    for (int k = 0; k < n; ++k) {
+      const int i = s.vit_order[k];
+      s.run_order[static_cast<std::size_t>(at[run_of(i)]++)] = i;
+    }
+    std::copy(s.run_order.begin(), s.run_order.end(), s.vit_order.get());
+  }
   m.queue_viterbi_list(s);
   s.d_set_item_models.reserve(count + 1);
   cudaStream_t st = s.stream.get();
@@ -1033,20 +1091,39 @@ void HmmGpuEngine::submit_viterbi_models(int slot_index, const SetItem* items, s
     a.list = s.d_vit_list.get();
     a.item_models = s.d_set_item_models.get();
     a.ncj_move = s.d_ncj.get();
-    a.count = n;
-    a.item_order = s.d_vit_order.get();
-    a.next_item = s.d_vit_counter.get();
     a.rows_stride = m.set_longest + 1;
     a.result = s.d_vit_result.get();
+    a.strip_emit = reinterpret_cast<const int4*>(m.set_strip_emit.get());
+    a.strip_records = reinterpret_cast<const uint4*>(m.set_strip_records.get());
+    for (std::size_t r = 0; r + 1 < kRuns; ++r) {
+      const int items_in_run = run_start[r + 1] - run_start[r];
+      if (items_in_run == 0) continue;
+      a.item_order = s.d_vit_order.get() + run_start[r];
+      a.count = items_in_run;
+      a.next_item = s.d_vit_counter.get() + r;
+      constexpr int per_block = kExactBlockThreads / 32;
+      const int blocks =
+          std::min(m.set_strip_blocks[r], (items_in_run + per_block - 1) / per_block);
+      with_strip_width(kViterbiStripWidths[r], [&](auto S) {
+        viterbi_set_strip_kernel<S()><<<blocks, kExactBlockThreads, 0, st>>>(a);
+      });
+      check_launch("viterbi_set_strip_kernel");
+    }
+    a.item_order = s.d_vit_order.get() + run_start[kRuns - 1];
+    a.count = run_start[kRuns] - run_start[kRuns - 1];
+    a.next_item = s.d_vit_counter.get() + (kRuns - 1);
+    const int warp_items = a.count;
     const std::size_t row_bytes = static_cast<std::size_t>(a.rows_stride) * sizeof(short4);
-    if (m.set_viterbi_warps_per_block > 0) {
+    if (warp_items == 0) {
+    } else if (m.set_viterbi_warps_per_block > 0) {
       const int per_block = m.set_viterbi_warps_per_block;
-      const int blocks = std::min(m.set_viterbi_resident_blocks, (n + per_block - 1) / per_block);
+      const int blocks =
+          std::min(m.set_viterbi_resident_blocks, (warp_items + per_block - 1) / per_block);
       a.rows = nullptr;
       viterbi_set_warp_kernel<<<blocks, per_block * 32, per_block * row_bytes, st>>>(a);
     } else {
       const int blocks = std::min(m.set_viterbi_resident_blocks,
-                                  (n * 32 + kExactBlockThreads - 1) / kExactBlockThreads);
+                                  (warp_items * 32 + kExactBlockThreads - 1) / kExactBlockThreads);
       s.d_vit_rows.reserve(static_cast<std::size_t>(blocks) * (kExactBlockThreads / 32) *
                            static_cast<std::size_t>(a.rows_stride));
       a.rows = s.d_vit_rows.get();
@@ -1119,10 +1196,11 @@ void HmmGpuEngine::submit_viterbi(int slot_index, const int* which, std::size_t 
       constexpr int per_block = kExactBlockThreads / 32;
       const int blocks = std::min(m.viterbi_strip_blocks, (n + per_block - 1) / per_block);
       a.rows = nullptr;
-      a.emit = m.vit_strip_emit.get();
-      a.emit_stride = 32 * m.viterbi_strip;
-      with_strip_kernel(m.viterbi_strip,
-                        [&](auto kernel) { kernel<<<blocks, kExactBlockThreads, 0, st>>>(a); });
+      a.strip_emit = reinterpret_cast<const int4*>(m.vit_strip_emit.get());
+      a.strip_records = reinterpret_cast<const uint4*>(m.vit_strip_records.get());
+      with_strip_width(m.viterbi_strip, [&](auto S) {
+        viterbi_strip_kernel<S()><<<blocks, kExactBlockThreads, 0, st>>>(a);
+      });
       check_launch("viterbi_strip_kernel");
     } else if (m.strategy != GpuStrategy::thread_per_target) {
       const std::size_t row_bytes = static_cast<std::size_t>(m.vit.M + 1) * sizeof(short4);

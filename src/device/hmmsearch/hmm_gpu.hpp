@@ -98,11 +98,17 @@ ViterbiDeviceLayout build_viterbi_device_layout(const ViterbiScores& vit);
 // Inverse, for round-trip tests: the per-node arrays of ViterbiScores (scale, base,
 // e_loop, e_move, dd_bound, match, bm..dd).
 ViterbiScores viterbi_scores_from_device_layout(const ViterbiDeviceLayout& layout, float scale);
-// The strip kernel's emissions (GpuStrategy::warp_strip, S nodes per lane):
-// int32 [x][32 * S], node k at x * 32 * S + k - 1, nodes past M kViterbiStripPadEmission.
+// The strip kernel's tables (GpuStrategy::warp_strip, S nodes per lane, lane l owning
+// nodes l*S+1 .. l*S+S), interleaved across the 32 lanes so that a warp's loads coalesce:
+// - emissions, int32: node k = l*S + 4q + t + 1 of residue x at ((x * S/4 + q) * 32 + l) * 4
+//   + t; nodes past M kViterbiStripPadEmission;
+// - node records (ViterbiDeviceLayout's 8 int16 fields): node l*S + j + 1 at
+//   (j * 32 + l) * 8; nodes past M node 0's record (every field -32768).
 inline constexpr std::int32_t kViterbiStripPadEmission = -(1 << 20);
 std::vector<std::int32_t> viterbi_strip_emissions(const ViterbiDeviceLayout& layout,
                                                   int nodes_per_lane);
+std::vector<std::int16_t> viterbi_strip_records(const ViterbiDeviceLayout& layout,
+                                                int nodes_per_lane);
 // Whether every transition score of the layout (bm mm im dm md mi ii dd) is <= 0, as the
 // strip kernel's arithmetic needs (true of every model HMMER's scores come from).
 bool viterbi_transitions_nonpositive(const ViterbiDeviceLayout& layout);

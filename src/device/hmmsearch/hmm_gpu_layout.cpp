@@ -122,20 +122,42 @@ ViterbiDeviceLayout build_viterbi_device_layout(const ViterbiScores& vit) {
   return l;
 }
 
+namespace {
+
+void check_strip_width(const ViterbiDeviceLayout& l, int nodes_per_lane) {
+  if (nodes_per_lane <= 0 || nodes_per_lane % 4 != 0 || l.M > 32 * nodes_per_lane) {
+    throw std::invalid_argument("Viterbi strip tables: a model of " + std::to_string(l.M) +
+                                " nodes in strips of " + std::to_string(nodes_per_lane));
+  }
+}
+
+}  // namespace
+
 std::vector<std::int32_t> viterbi_strip_emissions(const ViterbiDeviceLayout& l,
                                                   int nodes_per_lane) {
-  const std::size_t stride = 32 * static_cast<std::size_t>(nodes_per_lane);
-  if (static_cast<std::size_t>(l.M) > stride) {
-    throw std::invalid_argument("viterbi_strip_emissions: a model of " + std::to_string(l.M) +
-                                " nodes does not fit " + std::to_string(nodes_per_lane) +
-                                " nodes per lane");
-  }
+  check_strip_width(l, nodes_per_lane);
+  const std::size_t S = static_cast<std::size_t>(nodes_per_lane);
   const std::size_t row = static_cast<std::size_t>(l.M) + 1;
-  std::vector<std::int32_t> e(static_cast<std::size_t>(l.Kp) * stride, kViterbiStripPadEmission);
+  std::vector<std::int32_t> e(static_cast<std::size_t>(l.Kp) * 32 * S, kViterbiStripPadEmission);
   for (std::size_t x = 0; x < static_cast<std::size_t>(l.Kp); ++x) {
-    for (std::size_t k = 1; k < row; ++k) e[x * stride + k - 1] = l.match[x * row + k];
+    for (std::size_t k = 1; k < row; ++k) {
+      const std::size_t lane = (k - 1) / S, j = (k - 1) % S, q = j / 4, t = j % 4;
+      e[((x * (S / 4) + q) * 32 + lane) * 4 + t] = l.match[x * row + k];
+    }
   }
   return e;
+}
+
+std::vector<std::int16_t> viterbi_strip_records(const ViterbiDeviceLayout& l, int nodes_per_lane) {
+  check_strip_width(l, nodes_per_lane);
+  const std::size_t S = static_cast<std::size_t>(nodes_per_lane);
+  std::vector<std::int16_t> r(32 * S * kViterbiNodeFields, -32768);
+  for (std::size_t k = 1; k <= static_cast<std::size_t>(l.M); ++k) {
+    const std::size_t lane = (k - 1) / S, j = (k - 1) % S;
+    std::copy_n(&l.nodes[k * kViterbiNodeFields], kViterbiNodeFields,
+                &r[(j * 32 + lane) * kViterbiNodeFields]);
+  }
+  return r;
 }
 
 bool viterbi_transitions_nonpositive(const ViterbiDeviceLayout& l) {

@@ -16,6 +16,8 @@ constexpr int kMsvOverflow = msv_exact::kResultOverflow;
 static_assert(kExactBlockThreads == msv_exact::kBlockThreads);
 static_assert(kMsvExactJitMaxLength == msv_exact::kJitMaxLength);
 constexpr int kViterbiOverflow = INT_MAX;
+// Work counters of a slot's Viterbi filter launches (one per run of one kernel).
+constexpr int kViterbiCounters = 8;
 
 __host__ __device__ inline unsigned pack2(int v) {
   const unsigned h = static_cast<unsigned>(v) & 0xffffu;

@@ -15,12 +15,12 @@ struct ViterbiArgs {
   const int* list;               // targets
   const std::int16_t* ncj_move;  // per list entry
   int count;
-  const int* item_order;  // list entries, longest target first (warp strategy)
-  int* next_item;         // work counter (warp strategy), zero at launch
-  short4* rows;           // warp strategy: (M+1) per warp; thread strategy: see kernel
-  int* result;            // per list entry: xC, or kViterbiOverflow
-  const int* emit;        // strip strategy: viterbi_strip_emissions, emit_stride per residue
-  int emit_stride;
+  const int* item_order;       // list entries, longest target first (warp strategy)
+  int* next_item;              // work counter (warp strategy), zero at launch
+  short4* rows;                // warp strategy: (M+1) per warp; thread strategy: see kernel
+  int* result;                 // per list entry: xC, or kViterbiOverflow
+  const int4* strip_emit;      // strip strategy: viterbi_strip_emissions
+  const uint4* strip_records;  // strip strategy: viterbi_strip_records
 };
 
 struct NodeScores {
@@ -164,6 +164,8 @@ __global__ void __launch_bounds__(kExactBlockThreads) viterbi_warp_kernel(Viterb
 struct ViterbiSetModel {
   std::int64_t match_at = 0, nodes_at = 0;
   int M = 0, base = 0, e_loop = 0, e_move = 0, dd_bound = 0;
+  int strip = 0;  // nodes per lane of its strip tables (0: none, the warp kernel runs it)
+  std::int64_t strip_emit_at = 0, strip_records_at = 0;  // in 16-byte units
 };
 
 // Items (a model of the set, a target of the slot's batch), each with its N/C/J move;
@@ -183,6 +185,8 @@ struct ViterbiSetArgs {
   short4* rows;     // nullptr: rows in shared memory; else rows_stride per warp
   int rows_stride;  // the set's longest model + 1
   int* result;
+  const int4* strip_emit;  // the models' strip tables, at ViterbiSetModel::strip_*_at
+  const uint4* strip_records;
 };
 
 __global__ void __launch_bounds__(kExactBlockThreads) viterbi_set_warp_kernel(ViterbiSetArgs a) {
@@ -220,13 +224,13 @@ __global__ void __launch_bounds__(kExactBlockThreads) viterbi_set_warp_kernel(Vi
 //   __viaddmax_s32(a, b, c) = max(a + b, c)) seeded with -32768, in 32-bit ints, where no
 //   sum wraps. The upper bound only bites on M after its emission; a row whose M reaches
 //   32767 is the reference's overflow either way, and that row's other values are not used.
-// - Transitions: the lane's S node records (8 int16 each, ViterbiDeviceLayout) stay in
-//   registers for the whole launch when S <= 16 (one model per launch) and are read from
-//   L1 per row for S = 32; a field is one PRMT or shift to extract.
-// - Emissions: `emit` (viterbi_strip_emissions): int32 [x][32 * S], node k at k - 1, so a
-//   lane's S scores are S/4 aligned 16-byte loads. Nodes past M have emission
-//   kViterbiStripPadEmission and the -32768 record of node 0: their M, I and M->D stay at
-//   -32768 and never reach xE or Dmax, and they only feed nodes past M.
+// - Tables interleaved across the lanes (viterbi_strip_emissions, viterbi_strip_records):
+//   a warp's loads coalesce. A lane's S emissions of a row are S/4 16-byte loads; its S
+//   node records (8 int16 each) stay in registers for the whole launch when S <= 16 (one
+//   model per launch) and are read per row past that. A field is one PRMT or shift.
+// - Nodes past M have emission kViterbiStripPadEmission and the record of node 0 (every
+//   field -32768): their M, I and M->D stay at -32768 and never reach xE or Dmax, and
+//   they only feed nodes past M.
 // - The lazy-F rule as viterbi_warp_kernel: when Dmax + dd_bound > xB, each lane composes
 //   its strip's (max,+) maps, one warp scan gives each lane the D entering its strip, and
 //   the lane finishes its strip sequentially (exact by the same argument: dd <= 0,
@@ -240,25 +244,129 @@ __device__ __forceinline__ int high16(unsigned v) {  // bits 16..31, sign-extend
   return static_cast<int>(v) >> 16;
 }
 
+// One model's strip tables and constants, as viterbi_strip_target reads them.
+struct ViterbiStripModel {
+  const int4* emit;      // viterbi_strip_emissions
+  const uint4* records;  // viterbi_strip_records
+  int base, e_loop, e_move, dd_bound;
+};
+
+// One target on the calling warp (strips of S nodes): returns xC, or kViterbiOverflow.
 template <int S>
-__global__ void __launch_bounds__(kExactBlockThreads) viterbi_strip_kernel(ViterbiArgs a) {
+__device__ __forceinline__ int viterbi_strip_target(const ViterbiStripModel& model,
+                                                    const std::uint8_t* dsq, int L, int ncj) {
   constexpr bool kRecordsInRegisters = S <= 16;
   static_assert(S % 4 == 0);
   const int lane = threadIdx.x % 32;
-  const int first = lane * S + 1;  // this lane's first node
-  const auto record_at = [&](int j) { return a.nodes + (first + j <= a.M ? first + j : 0); };
+  const uint4* records = model.records + lane;  // node lane * S + j + 1 at records[32 * j]
   uint4 held[kRecordsInRegisters ? S : 1];
   if constexpr (kRecordsInRegisters) {
 #pragma unroll
-    for (int j = 0; j < S; ++j) held[j] = __ldg(record_at(j));
+    for (int j = 0; j < S; ++j) held[j] = __ldg(records + 32 * j);
   }
   const auto record = [&](int j) -> uint4 {
     if constexpr (kRecordsInRegisters) {
       return held[j];
     } else {
-      return __ldg(record_at(j));
+      return __ldg(records + 32 * j);
     }
   };
+  int mv[S], iv[S], dv[S];
+#pragma unroll
+  for (int j = 0; j < S; ++j) mv[j] = iv[j] = dv[j] = kNeg16;
+  const int xN = model.base;
+  int xB = static_cast<std::int16_t>(xN + ncj);
+  int xJ = kNeg16, xC = kNeg16;
+  int next_residue = L > 0 ? dsq[0] : 0;  // read a row ahead
+  for (int i = 0; i < L; ++i) {
+    const int residue = next_residue;
+    if (i + 1 < L) next_residue = dsq[i + 1];
+    int emit[S];
+    {
+      const int4* e = model.emit + static_cast<std::size_t>(residue) * (S / 4) * 32 + lane;
+#pragma unroll
+      for (int q = 0; q < S / 4; ++q) {
+        const int4 v = __ldg(e + 32 * q);
+        emit[4 * q] = v.x;
+        emit[4 * q + 1] = v.y;
+        emit[4 * q + 2] = v.z;
+        emit[4 * q + 3] = v.w;
+      }
+    }
+    // Row i-1's values of node first-1 (the previous lane's last node).
+    int diag_m = __shfl_up_sync(kAll, mv[S - 1], 1);
+    int diag_i = __shfl_up_sync(kAll, iv[S - 1], 1);
+    int diag_d = __shfl_up_sync(kAll, dv[S - 1], 1);
+    if (lane == 0) diag_m = diag_i = diag_d = kNeg16;
+    int best_match = kNeg16, best_delete_entry = kNeg16;
+    int md_prev = kNeg16;  // M(i, k-1) + md(k-1), within the strip
+#pragma unroll
+    for (int j = 0; j < S; ++j) {
+      const uint4 r = record(j);  // bm mm | im dm | md mi | ii dd_in
+      int sv = __viaddmax_s32(xB, low16(r.x), kNeg16);
+      sv = __viaddmax_s32(diag_m, high16(r.x), sv);
+      sv = __viaddmax_s32(diag_i, low16(r.y), sv);
+      sv = __viaddmax_s32(diag_d, high16(r.y), sv);
+      sv = __viaddmax_s32(sv, emit[j], kNeg16);
+      const int ins = __viaddmax_s32(mv[j], high16(r.z), __viaddmax_s32(iv[j], low16(r.w), kNeg16));
+      const int md = __viaddmax_s32(sv, low16(r.z), kNeg16);
+      diag_m = mv[j];
+      diag_i = iv[j];
+      diag_d = dv[j];
+      mv[j] = sv;
+      iv[j] = ins;
+      dv[j] = md_prev;  // j = 0 is set from the previous lane below
+      md_prev = md;
+      best_match = max(best_match, sv);
+      best_delete_entry = max(best_delete_entry, md);
+    }
+    {
+      const int from_left = __shfl_up_sync(kAll, md_prev, 1);
+      dv[0] = lane == 0 ? kNeg16 : from_left;  // node 1 has no D
+    }
+    const int xE = __reduce_max_sync(kAll, static_cast<unsigned>(best_match + 32768)) - 32768;
+    if (xE >= 32767) return kViterbiOverflow;
+    xC = static_cast<std::int16_t>(max(xC, xE + model.e_move));
+    xJ = static_cast<std::int16_t>(max(xJ, xE + model.e_loop));
+    xB = static_cast<std::int16_t>(max(xJ + ncj, xN + ncj));
+    const int d_max =
+        __reduce_max_sync(kAll, static_cast<unsigned>(best_delete_entry + 32768)) - 32768;
+    if (d_max + model.dd_bound > xB) {
+      // The strip's map x -> max(A, x + B), x the D entering the lane's first node.
+      int A = kNeg16, B = 0;
+#pragma unroll
+      for (int j = 0; j < S; ++j) {
+        const int dd = high16(record(j).w);
+        A = max(dv[j], A + dd);
+        B = max(B + dd, -(1 << 24));
+      }
+#pragma unroll
+      for (int d = 1; d < 32; d *= 2) {
+        const int A_before = __shfl_up_sync(kAll, A, d);
+        const int B_before = __shfl_up_sync(kAll, B, d);
+        if (lane >= d) {
+          A = max(A, A_before + B);
+          B = max(B_before + B, -(1 << 24));
+        }
+      }
+      int carry = __shfl_up_sync(kAll, A, 1);  // D of the previous lane's last node
+      if (lane == 0) carry = kNeg16;
+#pragma unroll
+      for (int j = 0; j < S; ++j) {
+        dv[j] = max(dv[j], carry + high16(record(j).w));
+        carry = dv[j];
+      }
+    }
+  }
+  return xC;
+}
+
+// Warps take targets from a counter, longest first, as viterbi_warp_kernel.
+template <int S>
+__global__ void __launch_bounds__(kExactBlockThreads) viterbi_strip_kernel(ViterbiArgs a) {
+  const int lane = threadIdx.x % 32;
+  const ViterbiStripModel model{a.strip_emit, a.strip_records, a.base,
+                                a.e_loop,     a.e_move,        a.dd_bound};
   for (;;) {
     int next = 0;
     if (lane == 0) next = atomicAdd(a.next_item, 1);
@@ -268,103 +376,36 @@ __global__ void __launch_bounds__(kExactBlockThreads) viterbi_strip_kernel(Viter
     const int target = a.list[item];
     const std::int64_t offset = a.offsets[target];
     const int L = static_cast<int>(a.offsets[target + 1] - offset);
-    const std::uint8_t* dsq = a.target_residues[target];
-    const int ncj = a.ncj_move[item];
-    const int* emit_lane = a.emit + lane * S;
-    int mv[S], iv[S], dv[S];
-#pragma unroll
-    for (int j = 0; j < S; ++j) mv[j] = iv[j] = dv[j] = kNeg16;
-    const int xN = a.base;
-    int xB = static_cast<std::int16_t>(xN + ncj);
-    int xJ = kNeg16, xC = kNeg16;
-    bool overflow = false;
-    int next_residue = L > 0 ? dsq[0] : 0;  // read a row ahead
-    for (int i = 0; i < L; ++i) {
-      const int residue = next_residue;
-      if (i + 1 < L) next_residue = dsq[i + 1];
-      int emit[S];
-      {
-        const int4* e = reinterpret_cast<const int4*>(
-            emit_lane + static_cast<std::size_t>(residue) * a.emit_stride);
-#pragma unroll
-        for (int q = 0; q < S / 4; ++q) {
-          const int4 v = __ldg(e + q);
-          emit[4 * q] = v.x;
-          emit[4 * q + 1] = v.y;
-          emit[4 * q + 2] = v.z;
-          emit[4 * q + 3] = v.w;
-        }
-      }
-      // Row i-1's values of node first-1 (the previous lane's last node).
-      int diag_m = __shfl_up_sync(kAll, mv[S - 1], 1);
-      int diag_i = __shfl_up_sync(kAll, iv[S - 1], 1);
-      int diag_d = __shfl_up_sync(kAll, dv[S - 1], 1);
-      if (lane == 0) diag_m = diag_i = diag_d = kNeg16;
-      int best_match = kNeg16, best_delete_entry = kNeg16;
-      int md_prev = kNeg16;  // M(i, k-1) + md(k-1), within the strip
-#pragma unroll
-      for (int j = 0; j < S; ++j) {
-        const uint4 r = record(j);  // bm mm | im dm | md mi | ii dd_in
-        int sv = __viaddmax_s32(xB, low16(r.x), kNeg16);
-        sv = __viaddmax_s32(diag_m, high16(r.x), sv);
-        sv = __viaddmax_s32(diag_i, low16(r.y), sv);
-        sv = __viaddmax_s32(diag_d, high16(r.y), sv);
-        sv = __viaddmax_s32(sv, emit[j], kNeg16);
-        const int ins =
-            __viaddmax_s32(mv[j], high16(r.z), __viaddmax_s32(iv[j], low16(r.w), kNeg16));
-        const int md = __viaddmax_s32(sv, low16(r.z), kNeg16);
-        diag_m = mv[j];
-        diag_i = iv[j];
-        diag_d = dv[j];
-        mv[j] = sv;
-        iv[j] = ins;
-        dv[j] = md_prev;  // j = 0 is set from the previous lane below
-        md_prev = md;
-        best_match = max(best_match, sv);
-        best_delete_entry = max(best_delete_entry, md);
-      }
-      {
-        const int from_left = __shfl_up_sync(kAll, md_prev, 1);
-        dv[0] = lane == 0 ? kNeg16 : from_left;  // node 1 has no D
-      }
-      const int xE = __reduce_max_sync(kAll, static_cast<unsigned>(best_match + 32768)) - 32768;
-      if (xE >= 32767) {
-        overflow = true;
-        break;
-      }
-      xC = static_cast<std::int16_t>(max(xC, xE + a.e_move));
-      xJ = static_cast<std::int16_t>(max(xJ, xE + a.e_loop));
-      xB = static_cast<std::int16_t>(max(xJ + ncj, xN + ncj));
-      const int d_max =
-          __reduce_max_sync(kAll, static_cast<unsigned>(best_delete_entry + 32768)) - 32768;
-      if (d_max + a.dd_bound > xB) {
-        // The strip's map x -> max(A, x + B), x the D entering node `first`.
-        int A = kNeg16, B = 0;
-#pragma unroll
-        for (int j = 0; j < S; ++j) {
-          const int dd = high16(record(j).w);
-          A = max(dv[j], A + dd);
-          B = max(B + dd, -(1 << 24));
-        }
-#pragma unroll
-        for (int d = 1; d < 32; d *= 2) {
-          const int A_before = __shfl_up_sync(kAll, A, d);
-          const int B_before = __shfl_up_sync(kAll, B, d);
-          if (lane >= d) {
-            A = max(A, A_before + B);
-            B = max(B_before + B, -(1 << 24));
-          }
-        }
-        int carry = __shfl_up_sync(kAll, A, 1);  // D of the previous lane's last node
-        if (lane == 0) carry = kNeg16;
-#pragma unroll
-        for (int j = 0; j < S; ++j) {
-          dv[j] = max(dv[j], carry + high16(record(j).w));
-          carry = dv[j];
-        }
-      }
-    }
-    if (lane == 0) a.result[item] = overflow ? kViterbiOverflow : xC;
+    const int result =
+        viterbi_strip_target<S>(model, a.target_residues[target], L, a.ncj_move[item]);
+    if (lane == 0) a.result[item] = result;
+  }
+}
+
+// The set's items whose models have strips of S nodes (viterbi_set_warp_kernel's
+// arguments and order), a warp per item.
+template <int S>
+__global__ void __launch_bounds__(kExactBlockThreads) viterbi_set_strip_kernel(ViterbiSetArgs a) {
+  const int lane = threadIdx.x % 32;
+  for (;;) {
+    int next = 0;
+    if (lane == 0) next = atomicAdd(a.next_item, 1);
+    next = __shfl_sync(kAll, next, 0);
+    if (next >= a.count) break;
+    const int item = a.item_order[next];
+    const int target = a.list[item];
+    const ViterbiSetModel& d = a.models[a.item_models[item]];
+    const ViterbiStripModel model{a.strip_emit + d.strip_emit_at,
+                                  a.strip_records + d.strip_records_at,
+                                  d.base,
+                                  d.e_loop,
+                                  d.e_move,
+                                  d.dd_bound};
+    const std::int64_t offset = a.offsets[target];
+    const int L = static_cast<int>(a.offsets[target + 1] - offset);
+    const int result =
+        viterbi_strip_target<S>(model, a.target_residues[target], L, a.ncj_move[item]);
+    if (lane == 0) a.result[item] = result;
   }
 }
 
@@ -436,29 +477,38 @@ __global__ void viterbi_thread_kernel(ViterbiArgs a) {
 }
 
 // Nodes per lane of viterbi_strip_kernel for a model of M nodes: the smallest strip of
-// 4, 8, 16 or 32 that covers the model, 0 past 1024 nodes (viterbi_warp_kernel then).
+// 4, 8, 12, 16, 24 or 32 that covers the model, 0 past 1024 nodes (viterbi_warp_kernel then).
+constexpr int kViterbiStripWidths[] = {4, 8, 12, 16, 24, 32};
 int viterbi_strip_width(int M) {
   static_assert(32 * 32 == kViterbiStripMaxLength);
-  for (int s = 4; s <= 32; s *= 2) {
+  for (int s : kViterbiStripWidths) {
     if (32 * s >= M) return s;
   }
   return 0;
 }
 
+// f(std::integral_constant<int, S>) for the strip width S = `width` (one of
+// kViterbiStripWidths).
 template <typename F>
-void with_strip_kernel(int width, F&& f) {
+void with_strip_width(int width, F&& f) {
   switch (width) {
     case 4:
-      f(viterbi_strip_kernel<4>);
+      f(std::integral_constant<int, 4>{});
       break;
     case 8:
-      f(viterbi_strip_kernel<8>);
+      f(std::integral_constant<int, 8>{});
+      break;
+    case 12:
+      f(std::integral_constant<int, 12>{});
       break;
     case 16:
-      f(viterbi_strip_kernel<16>);
+      f(std::integral_constant<int, 16>{});
+      break;
+    case 24:
+      f(std::integral_constant<int, 24>{});
       break;
     default:
-      f(viterbi_strip_kernel<32>);
+      f(std::integral_constant<int, 32>{});
       break;
   }
 }

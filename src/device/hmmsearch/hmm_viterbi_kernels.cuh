@@ -225,9 +225,10 @@ __global__ void __launch_bounds__(kExactBlockThreads) viterbi_set_warp_kernel(Vi
 //   sum wraps. The upper bound only bites on M after its emission; a row whose M reaches
 //   32767 is the reference's overflow either way, and that row's other values are not used.
 // - Tables interleaved across the lanes (viterbi_strip_emissions, viterbi_strip_records):
-//   a warp's loads coalesce. A lane's S emissions of a row are S/4 16-byte loads; its S
-//   node records (8 int16 each) stay in registers for the whole launch when S <= 16 (one
-//   model per launch) and are read per row past that. A field is one PRMT or shift.
+//   a warp's loads coalesce. A lane's S emissions of a row are S/4 16-byte loads. Its S
+//   node records (8 int16 each) are read once per target and their transition scores held
+//   in registers as ints when S <= 16; past that they are read and unpacked per row (a
+//   field is one PRMT or shift). D->D is read when the lazy-F pass runs.
 // - Nodes past M have emission kViterbiStripPadEmission and the record of node 0 (every
 //   field -32768): their M, I and M->D stay at -32768 and never reach xE or Dmax, and
 //   they only feed nodes past M.
@@ -251,24 +252,33 @@ struct ViterbiStripModel {
   int base, e_loop, e_move, dd_bound;
 };
 
+// A node's transition scores but D->D, as the strip kernel holds them.
+struct ViterbiStripFields {
+  int bm, mm, im, dm, md, mi, ii;
+};
+
 // One target on the calling warp (strips of S nodes): returns xC, or kViterbiOverflow.
 template <int S>
 __device__ __forceinline__ int viterbi_strip_target(const ViterbiStripModel& model,
                                                     const std::uint8_t* dsq, int L, int ncj) {
-  constexpr bool kRecordsInRegisters = S <= 16;
+  constexpr bool kFieldsInRegisters = S <= 16;
   static_assert(S % 4 == 0);
   const int lane = threadIdx.x % 32;
   const uint4* records = model.records + lane;  // node lane * S + j + 1 at records[32 * j]
-  uint4 held[kRecordsInRegisters ? S : 1];
-  if constexpr (kRecordsInRegisters) {
+  const auto fields_of = [](uint4 r) {          // bm mm | im dm | md mi | ii dd_in
+    return ViterbiStripFields{low16(r.x), high16(r.x), low16(r.y), high16(r.y),
+                              low16(r.z), high16(r.z), low16(r.w)};
+  };
+  ViterbiStripFields held[kFieldsInRegisters ? S : 1];
+  if constexpr (kFieldsInRegisters) {
 #pragma unroll
-    for (int j = 0; j < S; ++j) held[j] = __ldg(records + 32 * j);
+    for (int j = 0; j < S; ++j) held[j] = fields_of(__ldg(records + 32 * j));
   }
-  const auto record = [&](int j) -> uint4 {
-    if constexpr (kRecordsInRegisters) {
+  const auto fields = [&](int j) -> ViterbiStripFields {
+    if constexpr (kFieldsInRegisters) {
       return held[j];
     } else {
-      return __ldg(records + 32 * j);
+      return fields_of(__ldg(records + 32 * j));
     }
   };
   int mv[S], iv[S], dv[S];
@@ -302,14 +312,14 @@ __device__ __forceinline__ int viterbi_strip_target(const ViterbiStripModel& mod
     int md_prev = kNeg16;  // M(i, k-1) + md(k-1), within the strip
 #pragma unroll
     for (int j = 0; j < S; ++j) {
-      const uint4 r = record(j);  // bm mm | im dm | md mi | ii dd_in
-      int sv = __viaddmax_s32(xB, low16(r.x), kNeg16);
-      sv = __viaddmax_s32(diag_m, high16(r.x), sv);
-      sv = __viaddmax_s32(diag_i, low16(r.y), sv);
-      sv = __viaddmax_s32(diag_d, high16(r.y), sv);
+      const ViterbiStripFields f = fields(j);
+      int sv = __viaddmax_s32(xB, f.bm, kNeg16);
+      sv = __viaddmax_s32(diag_m, f.mm, sv);
+      sv = __viaddmax_s32(diag_i, f.im, sv);
+      sv = __viaddmax_s32(diag_d, f.dm, sv);
       sv = __viaddmax_s32(sv, emit[j], kNeg16);
-      const int ins = __viaddmax_s32(mv[j], high16(r.z), __viaddmax_s32(iv[j], low16(r.w), kNeg16));
-      const int md = __viaddmax_s32(sv, low16(r.z), kNeg16);
+      const int ins = __viaddmax_s32(mv[j], f.mi, __viaddmax_s32(iv[j], f.ii, kNeg16));
+      const int md = __viaddmax_s32(sv, f.md, kNeg16);
       diag_m = mv[j];
       diag_i = iv[j];
       diag_d = dv[j];
@@ -333,12 +343,14 @@ __device__ __forceinline__ int viterbi_strip_target(const ViterbiStripModel& mod
         __reduce_max_sync(kAll, static_cast<unsigned>(best_delete_entry + 32768)) - 32768;
     if (d_max + model.dd_bound > xB) {
       // The strip's map x -> max(A, x + B), x the D entering the lane's first node.
+      int dd[S];
+#pragma unroll
+      for (int j = 0; j < S; ++j) dd[j] = high16(__ldg(records + 32 * j).w);
       int A = kNeg16, B = 0;
 #pragma unroll
       for (int j = 0; j < S; ++j) {
-        const int dd = high16(record(j).w);
-        A = max(dv[j], A + dd);
-        B = max(B + dd, -(1 << 24));
+        A = max(dv[j], A + dd[j]);
+        B = max(B + dd[j], -(1 << 24));
       }
 #pragma unroll
       for (int d = 1; d < 32; d *= 2) {
@@ -353,7 +365,7 @@ __device__ __forceinline__ int viterbi_strip_target(const ViterbiStripModel& mod
       if (lane == 0) carry = kNeg16;
 #pragma unroll
       for (int j = 0; j < S; ++j) {
-        dv[j] = max(dv[j], carry + high16(record(j).w));
+        dv[j] = max(dv[j], carry + dd[j]);
         carry = dv[j];
       }
     }

@@ -213,7 +213,7 @@ const KernelTableRow& choose_kernels(const KernelTable& table, int M) {
 }
 
 KernelTableRow plan_kernels(const KernelTable* table, int M, const std::string& strategy_option) {
-  KernelTableRow plan{M, 0, "warp", ""};
+  KernelTableRow plan{M, 0, "strip", ""};
   if (table != nullptr) {
     const KernelTableRow& row = choose_kernels(*table, M);
     plan.msv_group_threads = row.msv_group_threads;

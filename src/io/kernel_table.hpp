@@ -74,7 +74,8 @@ KernelTable parse_kernel_table(std::string_view toml_text, const std::string& so
 const KernelTableRow& choose_kernels(const KernelTable& table, int M);
 
 // The kernels for a model of M nodes: the table's row (no table: msv_group_threads 0, the
-// engine's built-in rule by length, and "warp"), with `strategy_option` (--gpu-strategy;
+// engine's built-in rule by length, and "strip", which the engine runs up to 1,024 nodes
+// and replaces with the warp kernel past them), with `strategy_option` (--gpu-strategy;
 // "" = not given) replacing the Viterbi strategy. The result's max_length is M.
 KernelTableRow plan_kernels(const KernelTable* table, int M, const std::string& strategy_option);
 

@@ -8,6 +8,10 @@
 # built outside the project: .device/papara, see tests/data/papara/README.md) against
 # duet --no-gpu on the first PAPARA_READS_T reads, whose alignment files must be identical
 # too. Cells are PaPaRa's count, edges x columns x query residues.
+# SIZES (default "500 5000") picks the references; "500aa" is a 500-taxon protein reference
+# (tests/data/papara/papara_sim.py --protein --seed 507 --taxa 500 --sources 166 --cols 600
+# --reads 4000 --read-min 40 --read-max 60 --bl-min 0.005 --bl-max 0.08 --indel-rate 0.005),
+# run with -a by both tools.
 # Writes times.tsv and logs under $OUT. ROUNDS (default 2); TESTS=no skips the tests.
 set -uo pipefail
 rounds=${ROUNDS:-2}
@@ -41,21 +45,24 @@ time_it() {  # name, folder, command...: wall seconds and the cells duet's summa
 same() {  # two files
   cmp -s "$1" "$2" && echo "identical: $1 $2" || echo "DIFFERENT: $1 $2"
 }
-for t in 500 5000; do
+for t in ${SIZES:-500 5000}; do
   d=$work/papara_$t; mkdir -p $d
   for f in ref.tre ref.phy queries.fa; do zcat .device/papara_bench/papara_$t/$f.gz > $d/$f; done
-  reads=$([ $t = 500 ] && echo ${READS_500:-10000} || echo ${READS_5000:-2000})
-  sub=$([ $t = 500 ] && echo ${PAPARA_READS_500:-2000} || echo ${PAPARA_READS_5000:-200})
+  case $t in
+    500) reads=${READS_500:-10000} sub=${PAPARA_READS_500:-2000} protein="" ;;
+    5000) reads=${READS_5000:-2000} sub=${PAPARA_READS_5000:-200} protein="" ;;
+    *aa) reads=${READS_AA:-4000} sub=${PAPARA_READS_AA:-4000} protein="-a" ;;
+  esac
   awk -v n=$reads '/^>/{k++} k<=n' $d/queries.fa > $d/q_all.fa
   awk -v n=$sub '/^>/{k++} k<=n' $d/queries.fa > $d/q_sub.fa
-  args="-t $d/ref.tre -s $d/ref.phy --quiet"
+  args="-t $d/ref.tre -s $d/ref.phy --quiet $protein"
   for round in $(seq $rounds); do
     time_it "T$t-cpu" $d $duet papara $args -q $d/q_all.fa --no-gpu -o $work/T$t-cpu.sum --alignment $d/cpu.phy --h5 $d/cpu.h5
     time_it "T$t-gpu-only" $d $duet papara $args -q $d/q_all.fa --gpu-only -o $work/T$t-gpu-only.sum --alignment $d/gpu.phy --h5 $d/gpu.h5
     time_it "T$t-hybrid" $d $duet papara $args -q $d/q_all.fa -o $work/T$t-hybrid.sum --alignment $d/hybrid.phy --h5 $d/hybrid.h5
     time_it "T$t-sub-duet-cpu" $d $duet papara $args -q $d/q_sub.fa --no-gpu -o $work/T$t-sub-duet-cpu.sum --alignment $d/sub_duet.phy --h5 $d/sub.h5
     rm -f $d/papara_*.r$round
-    time_it "T$t-sub-papara16" $d $papara -t ref.tre -s ref.phy -q q_sub.fa -j 16 -n r$round
+    time_it "T$t-sub-papara16" $d $papara -t ref.tre -s ref.phy -q q_sub.fa -j 16 -n r$round $protein
   done
   for log in cpu gpu-only hybrid sub-duet-cpu; do cp $work/T$t-$log.log "$out/T$t-$log.txt"; done
   grep -h "gncup\|scoring finished\|SUCCESS" $d/papara_log.r1 > "$out/T$t-papara-log.txt" 2>/dev/null

@@ -22,6 +22,14 @@
 
 namespace duet::app {
 
+// DP cells per block unless --block-cells says: DNA; protein (-a, int32 lanes: about a
+// quarter of DNA's cells a second on a core) a block of about the same CPU time, so that
+// a CPU worker's last block ends near the GPU's (500 taxa x 4,000 protein reads on the H100
+// machine: 2^27 against 2^30, GPU-only 0.50 against 0.60 s, the default mode 0.52 against
+// 0.53 to 0.62 s; bench/RESULTS.md).
+inline constexpr std::int64_t kPaparaBlockCells = std::int64_t{1} << 30;
+inline constexpr std::int64_t kPaparaProteinBlockCells = std::int64_t{1} << 27;
+
 // Blocks per GPU batch unless [scheduler] gpu_batch_blocks says.
 inline constexpr std::size_t kPaparaGpuBatchBlocks = 256;
 
@@ -38,7 +46,7 @@ struct QueryResidues {
 struct PaparaRunOptions : RunOptions {
   int cpu_workers = 0;       // 0: one per core less one per GPU
   std::string isa = "auto";  // CPU kernel: auto, scalar, sse4.1, avx2, avx512
-  std::int64_t block_cells = std::int64_t{1} << 30;
+  std::int64_t block_cells = kPaparaBlockCells;
   int max_block_edges = 4096;  // a multiple of kEdgeAlign
 };
 

@@ -201,7 +201,7 @@ struct HmmGpuEngine::Impl {
   DeviceBuffer<ViterbiSetModel> set_vit_models;
   DeviceBuffer<std::int32_t> set_strip_emit;     // the models' viterbi_strip_emissions
   DeviceBuffer<std::int16_t> set_strip_records;  // and viterbi_strip_records
-  std::vector<int> set_strip_of;                 // per model of the set: ViterbiSetModel::strip
+  std::vector<int> set_strip_of;  // per model of the set: its strip width (0: the warp kernel)
   // Blocks of viterbi_set_strip_kernel resident on the device, per kViterbiStripWidths.
   int set_strip_blocks[std::size(kViterbiStripWidths)] = {};
   int set_viterbi_warps_per_block = 0;  // > 0: rows in shared memory
@@ -767,17 +767,17 @@ void HmmGpuEngine::set_models(const SetModel* models, std::size_t count) {
     v.dd_bound = vit.dd_bound;
     vit_match.insert(vit_match.end(), vit.match.begin(), vit.match.end());
     vit_nodes.insert(vit_nodes.end(), vit.nodes.begin(), vit.nodes.end());
-    if (viterbi_transitions_nonpositive(vit)) v.strip = viterbi_strip_width(vit.M);
-    if (v.strip > 0) {
-      const std::vector<std::int32_t> e = viterbi_strip_emissions(vit, v.strip);
-      const std::vector<std::int16_t> r = viterbi_strip_records(vit, v.strip);
+    const int strip = viterbi_transitions_nonpositive(vit) ? viterbi_strip_width(vit.M) : 0;
+    if (strip > 0) {
+      const std::vector<std::int32_t> e = viterbi_strip_emissions(vit, strip);
+      const std::vector<std::int16_t> r = viterbi_strip_records(vit, strip);
       v.strip_emit_at = static_cast<std::int64_t>(strip_emit.size() / 4);
       v.strip_records_at = static_cast<std::int64_t>(strip_records.size() / kViterbiNodeFields);
       strip_emit.insert(strip_emit.end(), e.begin(), e.end());
       strip_records.insert(strip_records.end(), r.begin(), r.end());
     }
     vit_descriptors.push_back(v);
-    m.set_strip_of.push_back(v.strip);
+    m.set_strip_of.push_back(strip);
     MsvSetModel d;
     // 16-byte aligned starts: the fast kernel reads the words as uint4.
     words.resize((words.size() + 7) / 8 * 8);
@@ -1114,22 +1114,22 @@ void HmmGpuEngine::submit_viterbi_models(int slot_index, const SetItem* items, s
     a.next_item = s.d_vit_counter.get() + (kRuns - 1);
     const int warp_items = a.count;
     const std::size_t row_bytes = static_cast<std::size_t>(a.rows_stride) * sizeof(short4);
-    if (warp_items == 0) {
-    } else if (m.set_viterbi_warps_per_block > 0) {
+    if (warp_items > 0 && m.set_viterbi_warps_per_block > 0) {
       const int per_block = m.set_viterbi_warps_per_block;
       const int blocks =
           std::min(m.set_viterbi_resident_blocks, (warp_items + per_block - 1) / per_block);
       a.rows = nullptr;
       viterbi_set_warp_kernel<<<blocks, per_block * 32, per_block * row_bytes, st>>>(a);
-    } else {
+      check_launch("viterbi_set_warp_kernel");
+    } else if (warp_items > 0) {
       const int blocks = std::min(m.set_viterbi_resident_blocks,
                                   (warp_items * 32 + kExactBlockThreads - 1) / kExactBlockThreads);
       s.d_vit_rows.reserve(static_cast<std::size_t>(blocks) * (kExactBlockThreads / 32) *
                            static_cast<std::size_t>(a.rows_stride));
       a.rows = s.d_vit_rows.get();
       viterbi_set_warp_kernel<<<blocks, kExactBlockThreads, 0, st>>>(a);
+      check_launch("viterbi_set_warp_kernel");
     }
-    check_launch("viterbi_set_warp_kernel");
   }
   s.vit_done.record(st);
   m.queue_viterbi_results(s);

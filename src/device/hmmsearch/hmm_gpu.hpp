@@ -316,8 +316,9 @@ class HmmGpuEngine {
   // m's for target i, equal to the engine's msv() for that model (valid until the slot's
   // next submit). The slot's kernel_times cover the whole set.
   const std::vector<FilterScore>& wait_msv_models(int slot);
-  // The Viterbi filter of pairs (model of the set, target of the slot's last submit) in one
-  // launch, a warp per pair (viterbi_warp_kernel's), longest targets first.
+  // The Viterbi filter of pairs (model of the set, target of the slot's last submit), a warp
+  // per pair: one launch of the strip kernel for each strip width among the models (up to
+  // 1,024 nodes) and one of the warp kernel for longer models, longest targets first in each.
   struct SetItem {
     int model = 0;
     int target = 0;

@@ -164,8 +164,9 @@ __global__ void __launch_bounds__(kExactBlockThreads) viterbi_warp_kernel(Viterb
 struct ViterbiSetModel {
   std::int64_t match_at = 0, nodes_at = 0;
   int M = 0, base = 0, e_loop = 0, e_move = 0, dd_bound = 0;
-  int strip = 0;  // nodes per lane of its strip tables (0: none, the warp kernel runs it)
-  std::int64_t strip_emit_at = 0, strip_records_at = 0;  // in 16-byte units
+  // Its strip tables (viterbi_set_strip_kernel), in 16-byte units; a model without them
+  // (past 1,024 nodes) runs on viterbi_set_warp_kernel.
+  std::int64_t strip_emit_at = 0, strip_records_at = 0;
 };
 
 // Items (a model of the set, a target of the slot's batch), each with its N/C/J move;
@@ -303,7 +304,7 @@ __device__ __forceinline__ int viterbi_strip_target(const ViterbiStripModel& mod
         emit[4 * q + 3] = v.w;
       }
     }
-    // Row i-1's values of node first-1 (the previous lane's last node).
+    // Row i-1's values of the node before the lane's first (the previous lane's last).
     int diag_m = __shfl_up_sync(kAll, mv[S - 1], 1);
     int diag_i = __shfl_up_sync(kAll, iv[S - 1], 1);
     int diag_d = __shfl_up_sync(kAll, dv[S - 1], 1);

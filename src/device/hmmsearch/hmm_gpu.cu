@@ -945,9 +945,10 @@ void HmmGpuEngine::submit_msv_models(int slot_index, const GpuTarget* targets, s
     for (const Launch& l : launches) {
       MsvSetArgs la = a;
       la.entries = a.entries + l.first;
+      la.entry_count = static_cast<int>(l.count);
       const int groups_per_block = kMsvBlockThreads / l.G;
-      const dim3 grid(static_cast<unsigned>((n + groups_per_block - 1) / groups_per_block),
-                      static_cast<unsigned>(l.count));
+      const auto grid = static_cast<unsigned>((n + groups_per_block - 1) / groups_per_block) *
+                        static_cast<unsigned>(l.count);
       with_msv_shape(l.G, l.N, [&](auto g, auto n) {
         msv_set_wavefront_kernel<g(), n()><<<grid, kMsvBlockThreads, l.shared, st>>>(la);
       });

@@ -172,15 +172,16 @@ struct MsvSetModel {
   int base = 0, bias = 0, tec = 0;
 };
 
-// A launch over a set's models: blockIdx.y picks the entry of `entries` (x: the model's
+// A launch over a set's models: each block runs one entry of `entries` (x: the model's
 // index in the set, y: its boundary slot, or -1 for a model of one tile, which never
-// reads or writes the boundary). Per model m, the arrays bjbm, result and exact_list
-// hold n values from m * n, and exact_count one value at m.
+// reads or writes the boundary) on one group of targets. Per model m, the arrays bjbm,
+// result and exact_list hold n values from m * n, and exact_count one value at m.
 struct MsvSetArgs {
   const uint4* words;
   const std::uint8_t* costs;
   const MsvSetModel* models;
   const int2* entries;
+  int entry_count;  // msv_set_wavefront_kernel: entries of the launch
   const std::uint8_t* const* target_residues;
   const std::int64_t* offsets;
   const int* order;
@@ -220,11 +221,16 @@ __device__ __forceinline__ MsvFastArgs msv_set_model_args(const MsvSetArgs& s, i
 }
 
 // The fast kernel for the models of one launch entry list, all of the same G and N: the
-// profile in shared memory is the entry's model's.
+// profile in shared memory is the entry's model's. Block b runs entry b % entry_count on
+// target group b / entry_count: the blocks start in that order, so every model's groups
+// of longest targets run first (entry-major order left the last models' long groups to
+// end the launch).
 template <int G, int N>
 __global__ void __launch_bounds__(kMsvBlockThreads) msv_set_wavefront_kernel(MsvSetArgs s) {
-  const int2 entry = s.entries[blockIdx.y];
-  msv_wavefront<G, N>(msv_set_model_args(s, entry.x, entry.y), static_cast<int>(blockIdx.x));
+  const unsigned entries = static_cast<unsigned>(s.entry_count);
+  const int2 entry = s.entries[blockIdx.x % entries];
+  msv_wavefront<G, N>(msv_set_model_args(s, entry.x, entry.y),
+                      static_cast<int>(blockIdx.x / entries));
 }
 
 // ---------------------------------------------------------------- MSV, exact rows

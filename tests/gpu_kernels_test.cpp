@@ -1084,7 +1084,7 @@ TEST(GpuSearch, KernelTableChoosesByLengthAndIsRecorded) {
   builtin.gpu_devices = std::vector<int>{0};  // (not `= {0}`: g++ 13 -Wnonnull false positive)
   const app::SearchRun run = app::run_hmmsearch(models, db, config, builtin);
   EXPECT_EQ(run.gpu_kernel_table, "built-in rule");
-  EXPECT_EQ(run.queries.at(0).gpu_kernels, "msv_group_threads=16 viterbi=warp");
+  EXPECT_EQ(run.queries.at(0).gpu_kernels, "msv_group_threads=16 viterbi=strip");
 }
 
 // --gpu-jit: the same results, and the query records what NVRTC gave.

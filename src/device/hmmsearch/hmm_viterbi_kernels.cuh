@@ -131,21 +131,6 @@ __device__ __forceinline__ int viterbi_warp_target(const ViterbiModelArgs& a,
   return overflow ? kViterbiOverflow : xC;
 }
 
-// The items of a launch, a warp each: warps take the next entry of item_order from the
-// counter `next_item` (zero at launch) until `count` are taken; body(item) on the whole warp.
-template <typename Body>
-__device__ __forceinline__ void for_each_warp_item(const int* item_order, int count, int* next_item,
-                                                   Body&& body) {
-  const int lane = threadIdx.x % 32;
-  for (;;) {
-    int next = 0;
-    if (lane == 0) next = atomicAdd(next_item, 1);
-    next = __shfl_sync(kAll, next, 0);
-    if (next >= count) break;
-    body(item_order[next]);
-  }
-}
-
 __global__ void __launch_bounds__(kExactBlockThreads) viterbi_warp_kernel(ViterbiArgs a) {
   extern __shared__ short4 shared_rows[];
   const int lane = threadIdx.x % 32;
@@ -157,14 +142,19 @@ __global__ void __launch_bounds__(kExactBlockThreads) viterbi_warp_kernel(Viterb
   const ViterbiModelArgs model{a.match, a.nodes, a.M, a.base, a.e_loop, a.e_move, a.dd_bound};
   // Warps take the next target from a counter, longest targets first: no warp is left
   // with a long tail of fixed work.
-  for_each_warp_item(a.item_order, a.count, a.next_item, [&](int item) {
+  for (;;) {
+    int next = 0;
+    if (lane == 0) next = atomicAdd(a.next_item, 1);
+    next = __shfl_sync(kAll, next, 0);
+    if (next >= a.count) break;
+    const int item = a.item_order[next];
     const int target = a.list[item];
     const std::int64_t offset = a.offsets[target];
     const int L = static_cast<int>(a.offsets[target + 1] - offset);
     const int result =
         viterbi_warp_target(model, a.target_residues[target], L, a.ncj_move[item], row);
     if (lane == 0) a.result[item] = result;
-  });
+  }
 }
 
 // ---------------------------------------------------------------- Viterbi, many models
@@ -207,7 +197,12 @@ __global__ void __launch_bounds__(kExactBlockThreads) viterbi_set_warp_kernel(Vi
   short4* row = a.rows == nullptr
                     ? shared_rows + static_cast<std::size_t>(threadIdx.x / 32) * a.rows_stride
                     : a.rows + static_cast<std::size_t>(warp) * a.rows_stride;
-  for_each_warp_item(a.item_order, a.count, a.next_item, [&](int item) {
+  for (;;) {
+    int next = 0;
+    if (lane == 0) next = atomicAdd(a.next_item, 1);
+    next = __shfl_sync(kAll, next, 0);
+    if (next >= a.count) break;
+    const int item = a.item_order[next];
     const int target = a.list[item];
     const ViterbiSetModel& d = a.models[a.item_models[item]];
     const ViterbiModelArgs model{
@@ -217,7 +212,7 @@ __global__ void __launch_bounds__(kExactBlockThreads) viterbi_set_warp_kernel(Vi
     const int result =
         viterbi_warp_target(model, a.target_residues[target], L, a.ncj_move[item], row);
     if (lane == 0) a.result[item] = result;
-  });
+  }
 }
 
 // Strip kernel (GpuStrategy::warp_strip): a warp per target, lane l owning the S
@@ -385,14 +380,19 @@ __global__ void __launch_bounds__(kExactBlockThreads) viterbi_strip_kernel(Viter
   const int lane = threadIdx.x % 32;
   const ViterbiStripModel model{a.strip_emit, a.strip_records, a.base,
                                 a.e_loop,     a.e_move,        a.dd_bound};
-  for_each_warp_item(a.item_order, a.count, a.next_item, [&](int item) {
+  for (;;) {
+    int next = 0;
+    if (lane == 0) next = atomicAdd(a.next_item, 1);
+    next = __shfl_sync(kAll, next, 0);
+    if (next >= a.count) break;
+    const int item = a.item_order[next];
     const int target = a.list[item];
     const std::int64_t offset = a.offsets[target];
     const int L = static_cast<int>(a.offsets[target + 1] - offset);
     const int result =
         viterbi_strip_target<S>(model, a.target_residues[target], L, a.ncj_move[item]);
     if (lane == 0) a.result[item] = result;
-  });
+  }
 }
 
 // The set's items whose models have strips of S nodes (viterbi_set_warp_kernel's
@@ -400,7 +400,12 @@ __global__ void __launch_bounds__(kExactBlockThreads) viterbi_strip_kernel(Viter
 template <int S>
 __global__ void __launch_bounds__(kExactBlockThreads) viterbi_set_strip_kernel(ViterbiSetArgs a) {
   const int lane = threadIdx.x % 32;
-  for_each_warp_item(a.item_order, a.count, a.next_item, [&](int item) {
+  for (;;) {
+    int next = 0;
+    if (lane == 0) next = atomicAdd(a.next_item, 1);
+    next = __shfl_sync(kAll, next, 0);
+    if (next >= a.count) break;
+    const int item = a.item_order[next];
     const int target = a.list[item];
     const ViterbiSetModel& d = a.models[a.item_models[item]];
     const ViterbiStripModel model{a.strip_emit + d.strip_emit_at,
@@ -414,7 +419,7 @@ __global__ void __launch_bounds__(kExactBlockThreads) viterbi_set_strip_kernel(V
     const int result =
         viterbi_strip_target<S>(model, a.target_residues[target], L, a.ncj_move[item]);
     if (lane == 0) a.result[item] = result;
-  });
+  }
 }
 
 // Walters et al. (2009): one thread per target, the whole row in 32-bit registers and

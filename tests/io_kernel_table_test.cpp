@@ -92,7 +92,8 @@ TEST(IoKernelTable, ChoosesByLengthAtTheBoundaries) {
 
 TEST(IoKernelTable, PlanTakesTheTableThenTheStrategyOption) {
   const KernelTable t = parse_kernel_table(kGood, "k.toml");
-  EXPECT_EQ(plan_kernels(nullptr, 500, ""), (KernelTableRow{500, 0, "strip", ""}));  // built-in rule
+  EXPECT_EQ(plan_kernels(nullptr, 500, ""),
+            (KernelTableRow{500, 0, "strip", ""}));  // built-in rule
   EXPECT_EQ(plan_kernels(nullptr, 500, "thread"), (KernelTableRow{500, 0, "thread", ""}));
   EXPECT_EQ(plan_kernels(&t, 200, ""), (KernelTableRow{200, 16, "thread", ""}));
   EXPECT_EQ(plan_kernels(&t, 200, "warp"),

@@ -1,8 +1,9 @@
 #!/bin/bash
 # The Viterbi filter's strip kernel on the GPU machine, in one call (issue 18, item 5):
 # builds gpu_tests and hmm_gpu_bench, runs the GpuKernels tests (every kernel bit for bit
-# against viterbi_filter_reference) and the GpuLayouts tests (the strip tables), then times the strip and warp kernels alone on the
-# MMseqs2 examples replicated to VIT_RESIDUES (default 3e7) for LENGTHS (model lengths).
+# against viterbi_filter_reference) and the GpuLayouts tests (the strip tables), then
+# times the strip and warp kernels alone on the MMseqs2 examples replicated to
+# VIT_RESIDUES (default 3e7) for LENGTHS (model lengths).
 # Run from the source root with .device carried; logs under $OUT.
 set -uo pipefail
 source bench/device_env.sh

@@ -5,7 +5,8 @@
 //
 // Lane order: "up" means towards higher lanes (higher model nodes in striped order).
 // shift_up_*() moves every element one lane up across the whole vector and puts zero in
-// lane 0 (HMMER's "right shift" of its diagram); callers OR in another fill value.
+// lane 0 (HMMER's "right shift" of its diagram); callers OR in another fill value, or
+// give it to shift_up_u8_fill().
 //
 // This file is the 128-bit variant fully commented; the 256- and 512-bit variants differ
 // only where a whole-vector move crosses 128-bit lanes, and say how.
@@ -101,6 +102,11 @@ static inline bool any_nonzero(IntVector v) {
 // Every byte / 16-bit element one lane up, zero into lane 0 (a byte shift of the register).
 static inline IntVector shift_up_u8(IntVector v) {
   return simde_mm_slli_si128(v, 1);
+}
+// Every byte one lane up, and `fill`'s byte into lane 0 (`fill` is a splat: every byte
+// the same).
+static inline IntVector shift_up_u8_fill(IntVector v, IntVector fill) {
+  return simde_mm_alignr_epi8(v, fill, 15);
 }
 static inline IntVector shift_up_i16(IntVector v) {
   return simde_mm_slli_si128(v, 2);
@@ -235,6 +241,10 @@ static inline IntVector shift_up_bytes(IntVector v) {
 }
 static inline IntVector shift_up_u8(IntVector v) {
   return shift_up_bytes<1>(v);
+}
+static inline IntVector shift_up_u8_fill(IntVector v, IntVector fill) {
+  const IntVector t = simde_mm256_permute2x128_si256(v, fill, 0x03);  // (fill.high, v.low)
+  return simde_mm256_alignr_epi8(v, t, 15);
 }
 static inline IntVector shift_up_i16(IntVector v) {
   return shift_up_bytes<2>(v);
@@ -371,21 +381,18 @@ static inline bool any_gt_i16(IntVector a, IntVector b) {
 static inline bool any_nonzero(IntVector v) {
   return simde_mm512_test_epi8_mask(v, v) != 0;
 }
-// Bytes: the 128-bit lanes moved up one (lane 0 zeroed), then per lane a byte shuffle
-// takes byte 15 of the lane below and bytes 0..14 of its own lane.
+// Two instructions: t's 128-bit lanes are (fill's top lane, v's lanes 0, 1, 2), and alignr
+// takes, per lane, t's top byte followed by v's lane. SIMDe 0.7 has no 512-bit alignr, so
+// these are the compiler's own intrinsics (this width is always built with -mavx512bw).
+#if !defined(SIMDE_X86_AVX512BW_NATIVE)
+#error "the 512-bit kernels need AVX-512BW natively (-mavx512bw)"
+#endif
+static inline IntVector shift_up_u8_fill(IntVector v, IntVector fill) {
+  const IntVector t = _mm512_alignr_epi64(v, fill, 6);
+  return _mm512_alignr_epi8(v, t, 15);
+}
 static inline IntVector shift_up_u8(IntVector v) {
-  alignas(64) static const std::int8_t own[64] = {
-      -128, 0,  1,  2,  3,    4,  5,  6,  7,  8,  9,    10, 11, 12, 13, 14, -128, 0,  1,  2, 3, 4,
-      5,    6,  7,  8,  9,    10, 11, 12, 13, 14, -128, 0,  1,  2,  3,  4,  5,    6,  7,  8, 9, 10,
-      11,   12, 13, 14, -128, 0,  1,  2,  3,  4,  5,    6,  7,  8,  9,  10, 11,   12, 13, 14};
-  alignas(64) static const std::int8_t below[64] = {
-      15, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128,
-      15, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128,
-      15, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128,
-      15, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128};
-  const IntVector lanes_up = simde_mm512_maskz_shuffle_i32x4(0xfff0, v, v, 0x90);
-  return simde_mm512_or_si512(simde_mm512_shuffle_epi8(v, load(own)),
-                              simde_mm512_shuffle_epi8(lanes_up, load(below)));
+  return shift_up_u8_fill(v, zero_int());
 }
 // 16-bit elements: a full-width permute (element j takes element j - 1), lane 0 zeroed.
 static inline IntVector shift_up_i16(IntVector v) {

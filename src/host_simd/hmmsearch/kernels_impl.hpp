@@ -72,14 +72,14 @@ IntVector ssv_sweep(const SsvStripedView& profile, const Residue* dsq, int L, in
   const int Q = profile.Q;
   const std::size_t residue_bytes = vectors_to_bytes(profile.stride);
   const std::int8_t* steps = profile.step;
-  const IntVector begin_lane0 = lane0_u8(0x80);
+  const IntVector begin = splat_u8(0x80);
   IntVector v[W];
-  for (int r = 0; r < W; ++r) v[r] = splat_u8(0x80);
+  for (int r = 0; r < W; ++r) v[r] = begin;
   IntVector best_odd = best;  // two maxima, so that the maxima of a row need not wait in line
 
   // One register on one row; Shifted is the register that wraps on this row (-1: none).
   const auto cell = [&]<int R, int Shifted>(const std::int8_t* step) DUET_ALWAYS_INLINE {
-    if constexpr (R == Shifted) v[R] = bit_or(shift_up_u8(v[R]), begin_lane0);
+    if constexpr (R == Shifted) v[R] = shift_up_u8_fill(v[R], begin);
     v[R] = subs_i8(v[R], load(step + R * kVectorBytes));
     if constexpr (R % 2 == 0) {
       best = max_u8(best, v[R]);

@@ -11,6 +11,7 @@
 #include <random>
 #include <sstream>
 
+#include "app/papara/papara_workload.hpp"
 #include "core/error.hpp"
 #include "core/papara/papara_alignment.hpp"
 #include "core/papara/papara_choice.hpp"
@@ -391,6 +392,29 @@ TEST(PaparaCommand, IdenticalOnEveryKernelAndDevice) {
                   h5.read_int32(std::string("/results/papara/") + d))
             << c.case_dir << " " << options << " " << d;
     }
+  }
+}
+
+// The block size: DNA's and protein's (-a) defaults, or --block-cells, as /run records it.
+TEST(PaparaCommand, BlockSizeByAlphabetUnlessGiven) {
+  const struct {
+    const char* folder;
+    const char* options;
+    std::int64_t block_cells;
+  } runs[] = {{"case01", "", app::kPaparaBlockCells},
+              {"case13", "-a", app::kPaparaProteinBlockCells},
+              {"case13", "-a --block-cells 5000", 5000},
+              {"case01", "--block-cells 3000", 3000}};
+  for (const auto& r : runs) {
+    TempDir dir;
+    const auto result = test::run_command(
+        "cd " + kData + "/" + r.folder +
+        " && " DUET_BINARY " papara -t ref.tre -s ref.phy -q queries.fa --no-gpu --quiet " +
+        r.options + " --alignment " + dir.file("out.txt") + " --h5 " + dir.file("out.h5"));
+    ASSERT_EQ(result.status, 0) << r.folder << " " << r.options << "\n" << result.output;
+    EXPECT_EQ(io::Hdf5Reader(dir.file("out.h5")).attribute_int("/run", "block_cells"),
+              r.block_cells)
+        << r.folder << " " << r.options;
   }
 }
 

@@ -117,6 +117,7 @@ void write_results(io::Hdf5Writer& file, const papara::Reference& ref,
   file.set_attribute("/run", "cpu_kernel", run.cpu_kernel);
   file.set_attribute("/run", "gpu_kernel",
                      run.gpu_kernel.empty() ? std::string("none") : run.gpu_kernel);
+  file.set_attribute("/run", "block_cells", run.block_cells);
   const scheduler::RunSummary& s = run.schedule;
   DeviceTotals totals("DP cells (edges x columns x query residues) in units of 65536",
                       run.test_double_gpus);
@@ -162,13 +163,13 @@ void add_papara_command(CLI::App& app,
   cmd->add_option("--isa", o->isa,
                   "CPU kernel: auto, scalar, sse4.1, avx2, avx512 (default: [run] isa, else auto)")
       ->check(CLI::IsMember(papara_isa_names()));
-  auto* block_cells = cmd->add_option("--block-cells", o->run.block_cells,
-                                      "DP cells per block of queries x edges (default " +
-                                          std::to_string(kPaparaBlockCells) + ", with -a " +
-                                          std::to_string(kPaparaProteinBlockCells) + ")")
-                          ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 50));
+  cmd->add_option("--block-cells", o->run.block_cells,
+                  "DP cells per block of queries x edges (default " +
+                      std::to_string(kPaparaBlockCells) + ", with -a " +
+                      std::to_string(kPaparaProteinBlockCells) + ")")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 50));
   const std::string command_line = join_command_line(argc, argv);
-  commands.emplace_back(cmd, [o, command_line, block_cells]() -> int {
+  commands.emplace_back(cmd, [o, command_line]() -> int {
     install_signal_handlers();
     const std::string started = now_iso8601();
     const papara::Scoring scoring = parse_scoring(o->scoring);
@@ -191,7 +192,6 @@ void add_papara_command(CLI::App& app,
     // The inputs: FASTA queries first, then the alignment's rows that are not tips.
     const papara::Alphabet alphabet =
         o->protein ? papara::Alphabet::protein : papara::Alphabet::dna;
-    if (o->protein && block_cells->count() == 0) o->run.block_cells = kPaparaProteinBlockCells;
     std::vector<papara::Query> queries;
     if (!o->queries.empty()) queries = papara::read_queries(o->queries, alphabet);
     std::vector<papara::Query> extra;

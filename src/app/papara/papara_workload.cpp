@@ -22,7 +22,7 @@ namespace {
 class UnitBlocks final : public BlockSource {
  public:
   UnitBlocks(const papara::ProfileView& profiles, const QueryResidues& queries,
-             const PaparaRunOptions& o) {
+             const PaparaRunOptions& o, std::int64_t block_cells) {
     const std::int64_t columns = profiles.columns;
     const int range =
         std::max(papara::kEdgeAlign, o.max_block_edges / papara::kEdgeAlign * papara::kEdgeAlign);
@@ -33,7 +33,7 @@ class UnitBlocks final : public BlockSource {
       while (q < queries.size()) {
         PaparaUnit u{static_cast<std::int64_t>(q), 0, first, edges};
         std::int64_t cells = 0;
-        while (q < queries.size() && (cells == 0 || cells < o.block_cells)) {
+        while (q < queries.size() && (cells == 0 || cells < block_cells)) {
           cells += static_cast<std::int64_t>(queries.query(q).size()) * columns * edges;
           ++q;
         }
@@ -164,19 +164,25 @@ class PaparaWorkload final : public scheduler::Workload {
 
 }  // namespace
 
+std::int64_t papara_block_cells(std::int64_t block_cells, papara::Alphabet alphabet) {
+  if (block_cells > 0) return block_cells;
+  return alphabet == papara::Alphabet::protein ? kPaparaProteinBlockCells : kPaparaBlockCells;
+}
+
 PaparaRun run_papara(const papara::ProfileView& profiles, const QueryResidues& queries,
                      const papara::Scoring& scoring, const PaparaRunOptions& options,
                      const FinalChoice& final_choice) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   const PaparaCpuKernel& kernel = select_papara_cpu_kernel(options.isa, profiles.alphabet());
-  UnitBlocks blocks(profiles, queries, options);
+  PaparaRun run;
+  run.block_cells = papara_block_cells(options.block_cells, profiles.alphabet());
+  UnitBlocks blocks(profiles, queries, options, run.block_cells);
   ChoiceSlots slots(queries.size(), blocks.edge_ranges(), final_choice);
   const auto deliver = [&slots](const PaparaUnit& u, std::span<const papara::Choice> c) {
     slots.deliver(u, c);
   };
 
-  PaparaRun run;
   std::vector<std::unique_ptr<scheduler::GpuBackend>> devices;
   if (options.gpu != PaparaRunOptions::Gpu::off) {
     if (options.test_gpus > 0) {

@@ -43,16 +43,20 @@ struct QueryResidues {
   }
 };
 
+// The block size run_papara uses: `block_cells` where given (> 0), else the alphabet's.
+std::int64_t papara_block_cells(std::int64_t block_cells, papara::Alphabet alphabet);
+
 struct PaparaRunOptions : RunOptions {
-  int cpu_workers = 0;       // 0: one per core less one per GPU
-  std::string isa = "auto";  // CPU kernel: auto, scalar, sse4.1, avx2, avx512
-  std::int64_t block_cells = kPaparaBlockCells;
-  int max_block_edges = 4096;  // a multiple of kEdgeAlign
+  int cpu_workers = 0;           // 0: one per core less one per GPU
+  std::string isa = "auto";      // CPU kernel: auto, scalar, sse4.1, avx2, avx512
+  std::int64_t block_cells = 0;  // 0: the alphabet's (papara_block_cells)
+  int max_block_edges = 4096;    // a multiple of kEdgeAlign
 };
 
 struct PaparaRun {
   std::vector<papara::Choice> choices;  // per query
   std::int64_t cells = 0;
+  std::int64_t block_cells = 0;        // the block size used
   std::string cpu_kernel, gpu_kernel;  // names of the kernels used ("" : no GPU)
   bool test_double_gpus = false;
   scheduler::RunSummary schedule;

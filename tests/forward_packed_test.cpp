@@ -16,6 +16,7 @@
 #include <iostream>
 #include <memory>
 #include <random>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -205,20 +206,28 @@ TEST_P(PackedForwardTest, SimdFilterKernelsGiveTheCanonicalScores) {
     for (const auto& t : own) batch.push_back({t.data(), static_cast<int>(t.size())});
     batch.push_back({nullptr, 0});
     SimdFilterKernels kernels(model.profile, isa);
-    std::vector<float> got(batch.size()), via_filter_kernels(batch.size());
+    std::vector<float> got(batch.size()), via_filter_kernels(batch.size()), few(batch.size());
     kernels.forward_canonical_many(batch, got);
     static_cast<FilterKernels&>(kernels).forward_many(batch, via_filter_kernels);
+    // Calls of one to five targets, which take narrower ISAs' kernels.
+    for (std::size_t start = 0, size = 1; start < batch.size();
+         start += size, size = size % 5 + 1) {
+      const std::size_t n = std::min(size, batch.size() - start);
+      kernels.forward_canonical_many(std::span(batch).subspan(start, n),
+                                     std::span(few).subspan(start, n));
+    }
     for (std::size_t t = 0; t < batch.size(); ++t) {
       ++targets;
       const float want = forward_canonical(model.profile.forward, batch[t].dsq, batch[t].L);
-      if ((!same_bits(got[t], want) || !same_bits(via_filter_kernels[t], want)) &&
+      if ((!same_bits(got[t], want) || !same_bits(via_filter_kernels[t], want) ||
+           !same_bits(few[t], want)) &&
           failures++ < kMaxReportedFailures) {
         ADD_FAILURE() << isa_name(isa) << " " << model.label << " target " << t
                       << " L=" << batch[t].L << ": packed " << got[t] << " / "
-                      << via_filter_kernels[t] << ", forward_canonical " << want;
+                      << via_filter_kernels[t] << " / " << few[t] << ", forward_canonical " << want;
       }
     }
-    EXPECT_EQ(kernels.forward_canonical_calls(), 2 * static_cast<std::int64_t>(batch.size()));
+    EXPECT_EQ(kernels.forward_canonical_calls(), 3 * static_cast<std::int64_t>(batch.size()));
     rescaled += kernels.canonical_rescaled_rows();
   }
   std::cout << "[ packed   ] " << isa_name(isa) << ": " << targets << " targets on "
@@ -325,8 +334,8 @@ TEST_P(PackedForwardTest, ForwardStagesGiveTheCascadeResults) {
 // The packed Backward parser (domain definition's whole-target Backward) against the one
 // DP it packs, backward_dp through backward_parser_states: every row's special states and
 // the own-scales flag bit for bit, the kernel called directly on random batch cuts and
-// through SimdFilterKernels::backward_parsers; random models of many lengths, both
-// alphabets, targets that make rows rescale.
+// through SimdFilterKernels::backward_parsers (in one call, and in calls of one to three
+// targets); random models of many lengths, both alphabets, targets that make rows rescale.
 TEST_P(PackedForwardTest, BackwardParserEqualsBackwardDpBitForBit) {
   SCOPED_TRACE("DUET_TEST_SEED=" + std::to_string(test_seed()));
   const Isa isa = GetParam();
@@ -378,12 +387,24 @@ TEST_P(PackedForwardTest, BackwardParserEqualsBackwardDpBitForBit) {
     }
     SimdFilterKernels simd(model.profile, isa);
     simd.backward_parsers(through);
+    // Again in calls of one to three targets, which take narrower ISAs' kernels.
+    std::vector<std::vector<float>> few(count);
+    std::unique_ptr<bool[]> few_own(new bool[count]());
+    for (std::size_t t = 0; t < count; ++t) {
+      few[t].assign(want[t].size(), -4.0f);
+      through[t].states = few[t].data();
+      through[t].own_scales = &few_own[t];
+    }
+    for (std::size_t first = 0, size = 1; first < count; first += size, size = size % 3 + 1)
+      simd.backward_parsers(std::span(through).subspan(first, std::min(size, count - first)));
     for (std::size_t t = 0; t < count; ++t) {
       ++targets;
       const std::size_t bytes = want[t].size() * sizeof(float);
       const bool same = std::memcmp(want[t].data(), got[t].data(), bytes) == 0 &&
                         std::memcmp(want[t].data(), via[t].data(), bytes) == 0 &&
-                        want_own[t] == got_own[t] && want_own[t] == via_own[t];
+                        std::memcmp(want[t].data(), few[t].data(), bytes) == 0 &&
+                        want_own[t] == got_own[t] && want_own[t] == via_own[t] &&
+                        want_own[t] == few_own[t];
       if (!same && failures++ < kMaxReportedFailures) {
         std::size_t first = 0;
         while (first < want[t].size() && same_bits(want[t][first], got[t][first])) ++first;

@@ -50,6 +50,20 @@ const IsaKernels* isa_kernels_of(Isa isa) {
   return nullptr;
 }
 
+// The packed canonical Forward and Backward kernels run one target per 128-bit group, so
+// `count` targets leave groups of a wide vector idle: they take the narrowest of `isa` and
+// the ISAs below it with a group for each target (the kernels give the same bits on every
+// ISA). A 512-bit operation costs two 256-bit ones on the Xeons measured (bench/RESULTS.md,
+// "The packed Forward on few targets"), so idle groups are time lost.
+const IsaKernels* packed_kernels_for(Isa isa, std::size_t count) {
+  for (const Isa narrower : {Isa::sse41, Isa::avx2}) {
+    if (narrower >= isa) break;
+    const IsaKernels* kernels = isa_kernels_of(narrower);
+    if (count <= static_cast<std::size_t>(kernels->vector_bytes / 16)) return kernels;
+  }
+  return isa_kernels_of(isa);
+}
+
 // SSV's shortcut can be conclusive only when an overflow implies a possible J state.
 bool ssv_applicable(const MsvScores& msv, int tjb) {
   return tjb + msv.tbm + msv.tec + msv.bias < 127;
@@ -275,9 +289,10 @@ void SimdFilterKernels::forward_canonical_many(std::span<const ForwardTarget> ta
     const ForwardScores::Length ncj = profile_.forward.ncj(t.L);
     canonical_targets_[j] = {t.dsq, t.L, ncj.loop, ncj.move, t.states};
   }
-  striped_->kernels->forward_canonical_packed(striped_->canonical.view(), canonical_targets_.data(),
-                                              static_cast<int>(count), canonical_scores_.data(),
-                                              rows_->canonical.data(), &canonical_rescaled_rows_);
+  packed_kernels_for(isa_, count)
+      ->forward_canonical_packed(striped_->canonical.view(), canonical_targets_.data(),
+                                 static_cast<int>(count), canonical_scores_.data(),
+                                 rows_->canonical.data(), &canonical_rescaled_rows_);
   for (std::size_t j = 0; j < count; ++j) {
     const ForwardTarget& t = targets[canonical_order_[j]];
     scores[canonical_order_[j]] = profile_.forward.ncj(t.L).score(canonical_scores_[j]);
@@ -301,12 +316,12 @@ void SimdFilterKernels::backward_parsers(std::span<const BackwardParserTarget> t
   std::stable_sort(backward_targets_.begin(), backward_targets_.end(),
                    [](const BackwardTarget& a, const BackwardTarget& b) { return a.L > b.L; });
   const ForwardStripedView view = striped_->canonical.view();
-  const std::size_t rows =
-      6 * static_cast<std::size_t>(view.Q) * striped_->kernels->vector_bytes / 4;
+  const IsaKernels* kernels = packed_kernels_for(isa_, backward_targets_.size());
+  const std::size_t rows = 6 * static_cast<std::size_t>(view.Q) * kernels->vector_bytes / 4;
   if (backward_rows_.size() < rows) backward_rows_.resize(rows);
-  striped_->kernels->backward_parser_packed(view, backward_targets_.data(),
-                                            static_cast<int>(backward_targets_.size()),
-                                            backward_rows_.data());
+  kernels->backward_parser_packed(view, backward_targets_.data(),
+                                  static_cast<int>(backward_targets_.size()),
+                                  backward_rows_.data());
 }
 
 }  // namespace duet::simd

@@ -4,6 +4,7 @@
 #include "core/hmmsearch/hmm.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cerrno>
 #include <charconv>
@@ -20,20 +21,35 @@ namespace duet {
 
 namespace {
 
-// The line's words, separated by white space as `>>` separates them in the C locale.
-std::vector<std::string> split(const std::string& line) {
-  const auto space = [](char c) {
-    return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
-  };
-  std::vector<std::string> tokens;
-  std::size_t i = 0;
-  while (i < line.size()) {
-    while (i < line.size() && space(line[i])) ++i;
-    const std::size_t start = i;
-    while (i < line.size() && !space(line[i])) ++i;
-    if (i > start) tokens.emplace_back(line, start, i - start);
+// The C locale's white space, by byte.
+constexpr std::array<bool, 256> kSpace = [] {
+  std::array<bool, 256> space{};
+  for (const unsigned char c : {' ', '\t', '\n', '\v', '\f', '\r'}) space[c] = true;
+  return space;
+}();
+bool is_space(char c) {
+  return kSpace[static_cast<unsigned char>(c)];
+}
+
+// The line's words, separated by white space as `>>` separates them in the C locale, as
+// views into it (the node lines: no allocation once `words` has grown).
+void split_into(std::string_view line, std::vector<std::string_view>& words) {
+  words.clear();
+  const char* p = line.data();
+  const char* const end = p + line.size();
+  while (p != end) {
+    while (p != end && is_space(*p)) ++p;
+    const char* const start = p;
+    while (p != end && !is_space(*p)) ++p;
+    if (p != start) words.emplace_back(start, static_cast<std::size_t>(p - start));
   }
-  return tokens;
+}
+
+// The same as strings (the header's lines).
+std::vector<std::string> split(const std::string& line) {
+  std::vector<std::string_view> words;
+  split_into(line, words);
+  return {words.begin(), words.end()};
 }
 
 // `token` as std::strtod reads it: true when it reads the whole token without a range
@@ -41,7 +57,7 @@ std::vector<std::string> split(const std::string& line) {
 // several times faster: a model file is mostly numbers. What from_chars reads otherwise
 // or not at all (a leading '+', hexadecimal, a value that overflows or underflows) goes
 // to strtod.
-bool read_double(const std::string& token, double& value) {
+bool read_double(std::string_view token, double& value) {
   const char* first = token.data();
   const char* const last = first + token.size();
   if (first != last && *first == '+' && last - first > 1 && first[1] != '-' && first[1] != '+')
@@ -55,10 +71,11 @@ bool read_double(const std::string& token, double& value) {
     while (p != last && *p != 'e' && *p != 'E' && (*p < '1' || *p > '9')) ++p;
     if (value == 0 && (p == last || *p == 'e' || *p == 'E')) return true;
   }
+  const std::string text(token);  // strtod wants the terminating NUL
   char* stop = nullptr;
   errno = 0;
-  value = std::strtod(token.c_str(), &stop);
-  return stop != token.c_str() && *stop == '\0' && errno != ERANGE;
+  value = std::strtod(text.c_str(), &stop);
+  return stop != text.c_str() && *stop == '\0' && errno != ERANGE;
 }
 
 std::string rest_after_tag(const std::string& line) {
@@ -88,18 +105,19 @@ bool HmmReader::next(HmmModel& model) {
     }
   };
   // A probability field: -ln(p) or '*' for p = 0, as HMMER reads it.
-  auto probability = [&](const std::string& token) -> float {
+  auto probability = [&](std::string_view token) -> float {
     if (token == "*") return 0.0f;
     double v = 0;
     if (!read_double(token, v) || !std::isfinite(v) || v < 0) {
-      fail("expected a probability field (a non-negative number or '*'), found '" + token + "'");
+      fail("expected a probability field (a non-negative number or '*'), found '" +
+           std::string(token) + "'");
     }
     return std::exp(static_cast<float>(-1.0 * v));
   };
-  auto number = [&](const std::string& token, const char* what) -> double {
+  auto number = [&](std::string_view token, const char* what) -> double {
     double v = 0;
     if (!read_double(token, v) || !std::isfinite(v)) {
-      fail(std::string("expected a number for ") + what + ", found '" + token + "'");
+      fail(std::string("expected a number for ") + what + ", found '" + std::string(token) + "'");
     }
     return v;
   };
@@ -256,7 +274,7 @@ bool HmmReader::next(HmmModel& model) {
 
   // A line of exactly `count` probability fields after `first` leading tokens: one value
   // too few or too many would shift every later field, so HMMER rejects the line too.
-  auto read_values = [&](const std::vector<std::string>& tokens, std::size_t first, int count,
+  auto read_values = [&](const std::vector<std::string_view>& tokens, std::size_t first, int count,
                          float* out, const char* what) {
     const std::size_t found = tokens.size() > first ? tokens.size() - first : 0;
     if (found != static_cast<std::size_t>(count)) {
@@ -273,7 +291,7 @@ bool HmmReader::next(HmmModel& model) {
   const std::string annotation_names = version >= 'f'   ? "MAP, CONS, RF, MM, CS"
                                        : version >= 'e' ? "MAP, CONS, RF, CS"
                                                         : "MAP, RF, CS";
-  auto check_match_line = [&](const std::vector<std::string>& tokens, int k) {
+  auto check_match_line = [&](const std::vector<std::string_view>& tokens, int k) {
     const std::size_t fields = tokens.size() - 1;
     const std::size_t emissions = static_cast<std::size_t>(K);
     if (fields != emissions && fields != emissions + annotations) {
@@ -284,40 +302,45 @@ bool HmmReader::next(HmmModel& model) {
            " annotation fields (" + annotation_names + ")");
     }
     if (fields == emissions) return;
-    const std::string& map = tokens[emissions + 1];
+    const std::string_view map = tokens[emissions + 1];
     const bool map_ok = map == "-" || std::all_of(map.begin(), map.end(), [](char c) {
                           return std::isdigit(static_cast<unsigned char>(c)) != 0;
                         });
-    if (!map_ok) fail("expected an alignment column or '-' in the MAP field, found '" + map + "'");
+    if (!map_ok) {
+      fail("expected an alignment column or '-' in the MAP field, found '" + std::string(map) +
+           "'");
+    }
     for (std::size_t i = emissions + 2; i < tokens.size(); ++i) {
       if (tokens[i].size() != 1) {
         fail("expected one character in each annotation field (" + annotation_names + "), found '" +
-             tokens[i] + "'");
+             std::string(tokens[i]) + "'");
       }
     }
   };
 
+  std::vector<std::string_view>& tokens = fields_;
   need_line("COMPO or the node-0 insert line");
-  auto tokens = split(line_);
+  split_into(line_, tokens);
   if (!tokens.empty() && tokens[0] == "COMPO") {
     model.composition.assign(K, 0.0f);
     read_values(tokens, 1, K, model.composition.data(), "COMPO");
     need_line("the node-0 insert line");
-    tokens = split(line_);
+    split_into(line_, tokens);
   }
   read_values(tokens, 0, K, model.insert[0].data(), "node 0 insert emission");
   need_line("the node-0 transition line");
-  read_values(split(line_), 0, kNumTransitions, model.t[0].data(), "node 0 transition");
+  split_into(line_, tokens);
+  read_values(tokens, 0, kNumTransitions, model.t[0].data(), "node 0 transition");
 
   for (int k = 1; k <= M; ++k) {
     need_line("a match emission line");
-    tokens = split(line_);
+    split_into(line_, tokens);
     if (tokens.empty() || tokens[0] == "//") {
       fail("model '" + model.name + "' ends after " + std::to_string(k - 1) + " nodes; LENG says " +
            std::to_string(M));
     }
     if (number(tokens[0], "the node number") != k) {
-      fail("expected node " + std::to_string(k) + ", found '" + tokens[0] + "'");
+      fail("expected node " + std::to_string(k) + ", found '" + std::string(tokens[0]) + "'");
     }
     check_match_line(tokens, k);
     for (int x = 0; x < K; ++x) model.match[k][x] = probability(tokens[1 + x]);
@@ -329,12 +352,14 @@ bool HmmReader::next(HmmModel& model) {
       if (has_structure) model.structure[k] = tokens[K + annotations][0];
     }
     need_line("an insert emission line");
-    read_values(split(line_), 0, K, model.insert[k].data(), "insert emission");
+    split_into(line_, tokens);
+    read_values(tokens, 0, K, model.insert[k].data(), "insert emission");
     need_line("a transition line");
-    read_values(split(line_), 0, kNumTransitions, model.t[k].data(), "transition");
+    split_into(line_, tokens);
+    read_values(tokens, 0, kNumTransitions, model.t[k].data(), "transition");
   }
   need_line("'//'");
-  tokens = split(line_);
+  split_into(line_, tokens);
   if (tokens.empty() || tokens[0] != "//") {
     fail("expected '//' after node " + std::to_string(M) + " (is LENG right?)");
   }

@@ -56,6 +56,7 @@ class HmmReader {
  private:
   TextReader text_;
   std::string line_;
+  std::vector<std::string_view> fields_;  // the words of line_ (a node's lines)
 };
 
 // Reads every model of a file; a file with none is an error. A large file is cut between

@@ -29,12 +29,7 @@ std::size_t vectors_to_bytes(int vectors) {
   return static_cast<std::size_t>(vectors) * kVectorBytes;
 }
 
-// A vector with x in lane 0 and zero elsewhere (the fill of the shifts).
-IntVector lane0_u8(std::uint8_t x) {
-  alignas(64) std::uint8_t lanes[kLanesU8] = {};
-  lanes[0] = x;
-  return load(lanes);
-}
+// A vector with x in lane 0 and zero elsewhere (the fill of the 16-bit shifts).
 IntVector lane0_i16(std::int16_t x) {
   alignas(64) std::int16_t lanes[kLanesI16] = {};
   lanes[0] = x;

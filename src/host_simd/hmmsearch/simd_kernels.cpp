@@ -54,7 +54,8 @@ const IsaKernels* isa_kernels_of(Isa isa) {
 // `count` targets leave groups of a wide vector idle: they take the narrowest of `isa` and
 // the ISAs below it with a group for each target (the kernels give the same bits on every
 // ISA). A 512-bit operation costs two 256-bit ones on the Xeons measured (bench/RESULTS.md,
-// "The packed Forward on few targets"), so idle groups are time lost.
+// "Many models on the CPU: the kernels' floor on this hardware"), so idle groups are time
+// lost.
 const IsaKernels* packed_kernels_for(Isa isa, std::size_t count) {
   for (const Isa narrower : {Isa::sse41, Isa::avx2}) {
     if (narrower >= isa) break;

@@ -18,6 +18,7 @@
 #endif
 
 #include "core/pairhmm/pairhmm_model.hpp"
+#include "device/gpu_info.hpp"
 #include "device/pairhmm/pairhmm_gpu_feed.hpp"
 #include "device/pairhmm/pairhmm_gpu_layout.hpp"
 #include "io/hdf5_file.hpp"
@@ -53,7 +54,7 @@ std::string variant_name(const Variant& v) {
 class PairhmmGpuKernel : public ::testing::TestWithParam<Variant> {
  protected:
   void SetUp() override {
-    if (device_count() == 0) GTEST_SKIP() << "no CUDA device";
+    if (::duet::device::list_gpus().gpus.empty()) GTEST_SKIP() << "no CUDA device";
     // Forcing ftz where the device's FTZ differs from x86's would rightly give other sums.
     if (GetParam().arithmetic == Arithmetic::ftz && !ftz_matches_canonical(0))
       GTEST_SKIP()
@@ -256,7 +257,7 @@ TEST(PairhmmGpuArithmetic, ProbeCasesCoverBothSidesOfX86sRule) {
 
 // The probe on the device: prints what it found, and the automatic arithmetic follows it.
 TEST(PairhmmGpuArithmetic, AutomaticFollowsTheProbe) {
-  if (device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  if (::duet::device::list_gpus().gpus.empty()) GTEST_SKIP() << "no CUDA device";
   const FtzProbe probe = probe_ftz_arithmetic(0);
   std::cout << "[ probe    ] " << probe.cases << " cases: " << probe.product_mismatches
             << " products and " << probe.sum_mismatches << " sums differ from the canonical ones\n";
@@ -419,7 +420,7 @@ TEST(PairhmmGpuLayout, PackInPiecesGivesEveryPairTheSameData) {
 // time bit for bit the canonical float sums; the slots refuse a second batch and a finish
 // without one.
 TEST(PairhmmGpuFeed, PartsBitForBit) {
-  if (device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  if (::duet::device::list_gpus().gpus.empty()) GTEST_SKIP() << "no CUDA device";
   std::mt19937_64 rng(test::test_seed());
   const Model model;
   const PairPacker packer(model);
@@ -507,7 +508,7 @@ INSTANTIATE_TEST_SUITE_P(
 // alone below the threshold) give identical likelihoods, and /run names the GPU kernel
 // each used.
 TEST(PairhmmGpuCommand, ModesIdenticalAndSmallInputsStayOnTheCpu) {
-  if (device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  if (::duet::device::list_gpus().gpus.empty()) GTEST_SKIP() << "no CUDA device";
   test::TempDir dir;
   std::ifstream in(test::kPairhmmData + "10s.in");
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

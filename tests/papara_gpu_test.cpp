@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/papara/papara_kernel.hpp"
+#include "device/gpu_info.hpp"
 #include "test_support.hpp"
 
 namespace duet::device::papara {
@@ -173,7 +174,7 @@ std::string variant_name(const ::testing::TestParamInfo<Variant>& info) {
 class PaparaGpuKernel : public ::testing::TestWithParam<Variant> {
  protected:
   void SetUp() override {
-    if (device_count() == 0) GTEST_SKIP() << "no CUDA device";
+    if (::duet::device::list_gpus().gpus.empty()) GTEST_SKIP() << "no CUDA device";
   }
 };
 
@@ -231,7 +232,7 @@ INSTANTIATE_TEST_SUITE_P(Kernels, PaparaGpuKernel, ::testing::ValuesIn(all_varia
 class PaparaGpuBatch : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (device_count() == 0) GTEST_SKIP() << "no CUDA device";
+    if (::duet::device::list_gpus().gpus.empty()) GTEST_SKIP() << "no CUDA device";
   }
 };
 
@@ -460,7 +461,7 @@ std::vector<Variant> protein_variants() {
 class PaparaGpuProteinKernel : public ::testing::TestWithParam<Variant> {
  protected:
   void SetUp() override {
-    if (device_count() == 0) GTEST_SKIP() << "no CUDA device";
+    if (::duet::device::list_gpus().gpus.empty()) GTEST_SKIP() << "no CUDA device";
   }
 };
 
@@ -670,7 +671,7 @@ namespace duet::papara {
 namespace {
 
 TEST(PaparaGpuCommand, GpuOnlyAndHybridMatchTheCpu) {
-  if (device::papara::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  if (::duet::device::list_gpus().gpus.empty()) GTEST_SKIP() << "no CUDA device";
   const std::string data = DUET_PAPARA_DATA;
   for (int c = 1; c <= 12; ++c) {
     char name[16];
@@ -700,7 +701,7 @@ TEST(PaparaGpuCommand, GpuOnlyAndHybridMatchTheCpu) {
 // /run gpu_kernel a GPU's name), hybrid (small blocks, so that the CPU and the GPU share the
 // run) and CPU-only, writes PaPaRa 2.5's file.
 TEST(PaparaGpuCommand, ProteinOnTheGpuWritesPaparasFile) {
-  if (device::papara::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  if (::duet::device::list_gpus().gpus.empty()) GTEST_SKIP() << "no CUDA device";
   const std::string data = DUET_PAPARA_DATA;
   for (int c = 13; c <= 15; ++c) {
     char name[16];

@@ -745,15 +745,6 @@ T* at(char* base, const Section& section) {
 
 }  // namespace
 
-int device_count() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  return n;
-}
-
 // One slot: a stream, its events, and the buffers kept between batches (grown as needed):
 // the pinned host copy of what is staged (the inputs in, the sums out) and the device
 // arena (inputs, sums and the kernels' scratch rows). A slot holds one batch from submit to

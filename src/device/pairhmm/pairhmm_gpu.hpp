@@ -114,9 +114,6 @@ using ParallelFor = std::function<void(std::size_t n, std::size_t chunk,
 IntraShape choose_intra_shape(const PairBatch& batch, Arithmetic arithmetic,
                               const ParallelFor& parallel = {});
 
-// CUDA devices usable (0 without a driver or device).
-int device_count();
-
 // Seconds one batch took: the host's copy into the pinned buffer (staging), the kernel
 // alone (CUDA events), the copies in and out with staging (transfer), and the host's
 // choice of the intra-task shape (choice).

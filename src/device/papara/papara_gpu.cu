@@ -464,15 +464,6 @@ std::size_t round_up8(std::size_t n) {
 
 }  // namespace
 
-int device_count() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  return n;
-}
-
 struct PaparaGpu::State {
   int device = 0;
   std::size_t scratch_bytes = 0;

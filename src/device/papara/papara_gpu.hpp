@@ -33,9 +33,6 @@ struct Scoring;
 
 namespace duet::device::papara {
 
-// CUDA devices usable (0 without a driver or device).
-int device_count();
-
 // The kernels (papara_gpu.cu). The two DNA kernels are alike but for how they form inc(i, j):
 // - base_rows: per column, inc for each of the four bases in registers; a row whose residue
 //   is one base reads its register, others take the max of their bases' (a branch per row,

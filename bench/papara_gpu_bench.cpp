@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "core/papara/papara_kernel.hpp"
+#include "device/gpu_info.hpp"
 #include "device/papara/papara_gpu.hpp"
 
 namespace {
@@ -79,7 +80,7 @@ Options parse(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
-  if (duet::device::papara::device_count() == 0) {
+  if (duet::device::list_gpus().gpus.empty()) {
     std::fprintf(stderr, "papara_gpu_bench: no CUDA device\n");
     return 2;
   }

@@ -50,7 +50,7 @@ namespace {
 
 const std::string kModel = "/usr/share/doc/hmmer/examples/tutorial/globins4.hmm";
 
-// Database and block sizes: DUET_TEST_QUICK (set by the ThreadSanitizer run in CI) divides
+// Database and block sizes: DUET_TEST_QUICK (set by the sanitizer runs in CI) divides
 // them by 8 (the number of blocks stays the same);
 // every case still runs, on fewer sequences.
 int scaled(int count) {

@@ -13,11 +13,11 @@
 // Errors are InputErrors naming the file and line, with the messages made here.
 #pragma once
 
-#include <cctype>
 #include <string>
 #include <string_view>
 
 #include "core/alphabet.hpp"
+#include "core/text_reader.hpp"
 
 namespace duet::fasta {
 
@@ -29,10 +29,7 @@ inline constexpr const char* kPackedDatabaseNotMapped =
     "a packed database (duet makedb) must be given as itself, a regular file: not through a "
     "pipe or FIFO, and not compressed";
 
-// White space, as std::isspace in the C locale.
-inline bool is_space(char c) {
-  return std::isspace(static_cast<unsigned char>(c)) != 0;
-}
+// A line of white space only (is_space, core/text_reader.hpp).
 bool is_blank(std::string_view line);
 
 // A byte of a sequence line that is dropped.

@@ -2,12 +2,24 @@
 // lines for error messages. Streams: memory does not grow with the file.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace duet {
+
+// White space as std::isspace has it in the C locale, the one duet runs in (space, \t,
+// \n, \v, \f, \r), by table: the text readers test every byte.
+inline constexpr std::array<bool, 256> kWhiteSpace = [] {
+  std::array<bool, 256> space{};
+  for (const unsigned char c : {' ', '\t', '\n', '\v', '\f', '\r'}) space[c] = true;
+  return space;
+}();
+inline bool is_space(char c) {
+  return kWhiteSpace[static_cast<unsigned char>(c)];
+}
 
 // The text of zlib's last error on `gz_file` (a gzFile) without the name zlib puts in
 // front of it (`opened_as`: the path given to gzopen, or "<fd:N>" for gzdopen), so that

@@ -4,7 +4,6 @@
 #include "core/hmmsearch/hmm.hpp"
 
 #include <algorithm>
-#include <array>
 #include <cctype>
 #include <cerrno>
 #include <charconv>
@@ -21,18 +20,8 @@ namespace duet {
 
 namespace {
 
-// The C locale's white space, by byte.
-constexpr std::array<bool, 256> kSpace = [] {
-  std::array<bool, 256> space{};
-  for (const unsigned char c : {' ', '\t', '\n', '\v', '\f', '\r'}) space[c] = true;
-  return space;
-}();
-bool is_space(char c) {
-  return kSpace[static_cast<unsigned char>(c)];
-}
-
-// The line's words, separated by white space as `>>` separates them in the C locale, as
-// views into it (the node lines: no allocation once `words` has grown).
+// The line's words, separated by white space (is_space) as `>>` separates them, as views
+// into it (the node lines: no allocation once `words` has grown).
 void split_into(std::string_view line, std::vector<std::string_view>& words) {
   words.clear();
   const char* p = line.data();
@@ -80,10 +69,10 @@ bool read_double(std::string_view token, double& value) {
 
 std::string rest_after_tag(const std::string& line) {
   std::size_t p = 0;
-  while (p < line.size() && !std::isspace(static_cast<unsigned char>(line[p]))) ++p;
-  while (p < line.size() && std::isspace(static_cast<unsigned char>(line[p]))) ++p;
+  while (p < line.size() && !is_space(line[p])) ++p;
+  while (p < line.size() && is_space(line[p])) ++p;
   std::size_t e = line.size();
-  while (e > p && std::isspace(static_cast<unsigned char>(line[e - 1]))) --e;
+  while (e > p && is_space(line[e - 1])) --e;
   return line.substr(p, e - p);
 }
 
@@ -400,8 +389,7 @@ std::vector<ModelText> cut_between_models(std::string_view text, std::size_t par
              (text[next] == '\n' || text[next] == '\r' || text[next] == ' ' || text[next] == '\t'))
         ++next;
       // The first word of the line is "//", as the reader checks.
-      const bool ends_model =
-          terminator.size() == 2 || std::isspace(static_cast<unsigned char>(terminator[2]));
+      const bool ends_model = terminator.size() == 2 || is_space(terminator[2]);
       if (ends_model && text.compare(next, 7, "HMMER3/") == 0) {
         cut = line_end + 1;
         break;

@@ -13,10 +13,6 @@ namespace duet::papara {
 
 namespace {
 
-bool is_space(char c) {
-  return std::isspace(static_cast<unsigned char>(c)) != 0;
-}
-
 // The lines of a text, with their numbers (from 1).
 class Lines {
  public:

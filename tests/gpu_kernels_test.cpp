@@ -15,8 +15,10 @@
 #include <random>
 
 #include "app/hmmsearch/search.hpp"
+#include "core/hmmsearch/cascade.hpp"
 #include "core/hmmsearch/forward_canonical.hpp"
 #include "core/hmmsearch/hmm.hpp"
+#include "core/hmmsearch/length_terms.hpp"
 #include "core/hmmsearch/profile.hpp"
 #include "core/hmmsearch/reference_kernels.hpp"
 #include "core/text_reader.hpp"
@@ -502,6 +504,95 @@ TEST(GpuKernels, ModelSetMatchesReference) {
     if (HasFailure()) return;
     check_set(every, 1, all.size(), alphabet + " every model again, slot 1");
     if (HasFailure()) return;
+  }
+}
+
+// A gated model-set launch (the MSV stage decided on the device, the passing pairs
+// compacted there) returns exactly the pairs whose decide_after_msv on the reference MSV
+// score does not stop them, by model then target, each with the reference's score: every
+// kernel shape, the exact kernel, empty targets and overflows; HMMER's F1, F1 = 1 (every
+// non-empty pair passes: more than the share copied back with the count), and F1 set to
+// one pair's own P-value and the double below it (that pair on the boundary).
+TEST(GpuKernels, ModelSetGatePassesWhatTheCascadePasses) {
+  REQUIRE_GPU();
+  const std::uint64_t seed = test_seed() ^ 0x9a7e;
+  std::mt19937_64 rng(seed);
+  std::vector<HmmModel> hmms;
+  std::vector<device::GpuKernelChoice> choices;
+  for (int M : {1, 31, 100, 129, 257, 513, 1025, 2100, 60, 300}) {
+    hmms.push_back(simd_test::random_hmm(rng, Alphabet::amino(), M, simd_test::random_style(rng)));
+    choices.emplace_back();
+  }
+  choices[8] = device::GpuKernelChoice{8, device::GpuStrategy::warp_groups, 32};
+  choices[9].msv_exact_only = true;
+  std::vector<SearchProfile> profiles;
+  for (const HmmModel& hmm : hmms) profiles.push_back(profile_of(hmm));
+  TargetSet targets;
+  for (std::size_t k : {std::size_t{2}, std::size_t{4}, std::size_t{9}}) {
+    TargetSet some = targets_for(rng, hmms[k], 60);
+    targets.seqs.insert(targets.seqs.end(), some.seqs.begin(), some.seqs.end());
+  }
+  const std::vector<device::GpuTarget> all = targets.view();
+  const std::size_t n = all.size();
+  // The reference's MSV score of every pair.
+  std::vector<FilterScore> ref(profiles.size() * n);
+  for (std::size_t m = 0; m < profiles.size(); ++m) {
+    for (std::size_t i = 0; i < n; ++i)
+      ref[m * n + i] = msv_filter_reference(profiles[m].msv, all[i].residues, all[i].length);
+  }
+  std::vector<float> null_nats(n);
+  for (std::size_t i = 0; i < n; ++i) null_nats[i] = null_score(all[i].length);
+  // One pair's P-value: a model's score on a sampled target.
+  std::vector<double> thresholds = {0.02, 1.0};
+  for (std::size_t i = 0; i < n && thresholds.size() < 4; ++i) {
+    FilterScore score = ref[3 * n + i];
+    TargetScores out;
+    CascadeSettings every;
+    every.F1 = 1.0;
+    if (score.overflow || all[i].length == 0) continue;
+    decide_after_msv(profiles[3], every, all[i].length, score, out);
+    if (out.pvalue > 1e-3) continue;
+    thresholds.push_back(out.pvalue);
+    thresholds.push_back(std::nextafter(out.pvalue, 0.0));
+  }
+  ASSERT_EQ(thresholds.size(), 4u) << "no target scores well against model 3; seed " << seed;
+  device::HmmGpuEngine engine(0, profiles[0]);
+  int slot = 0;
+  for (const double F1 : thresholds) {
+    CascadeSettings settings;
+    settings.F1 = F1;
+    std::vector<device::HmmGpuEngine::SetModel> set;
+    for (std::size_t k = 0; k < profiles.size(); ++k)
+      set.push_back({&profiles[k], choices[k], msv_pass_bits(profiles[k], settings)});
+    engine.set_models(set.data(), set.size());
+    engine.submit_msv_models(slot, all.data(), n, {}, nullptr, 0, null_nats.data());
+    const std::vector<device::HmmGpuEngine::MsvPass> passes = engine.wait_msv_passes(slot);
+    EXPECT_THROW(engine.wait_msv_models(slot), std::logic_error);
+    const std::string what = "F1 " + std::to_string(F1) + " seed " + std::to_string(seed);
+    std::size_t at = 0, want_count = 0;
+    for (std::size_t m = 0; m < profiles.size(); ++m) {
+      for (std::size_t i = 0; i < n; ++i) {
+        FilterScore score = ref[m * n + i];
+        TargetScores out;
+        const bool want =
+            decide_after_msv(profiles[m], settings, all[i].length, score, out) != NextStage::none;
+        const bool got = at < passes.size() && passes[at].model == static_cast<int>(m) &&
+                         passes[at].target == static_cast<int>(i);
+        ASSERT_EQ(got, want) << what << ": model M=" << profiles[m].M << " target " << i
+                             << " length " << all[i].length;
+        if (!got) continue;
+        expect_same(passes[at].score, ref[m * n + i],
+                    what + ": model M=" + std::to_string(profiles[m].M));
+        ++at;
+        ++want_count;
+      }
+    }
+    EXPECT_EQ(at, passes.size()) << what;
+    EXPECT_GT(want_count, 0u) << what;
+    if (F1 < 1.0) {
+      EXPECT_LT(want_count, profiles.size() * n) << what;
+    }
+    slot = 1 - slot;
   }
 }
 

@@ -11,6 +11,7 @@
 #include "app/kit/run_context.hpp"
 #include "app/kit/run_options.hpp"
 #include "core/error.hpp"
+#include "core/hmmsearch/length_terms.hpp"
 #include "device/gpu_info.hpp"
 #include "scheduler/cpu_pool.hpp"
 
@@ -68,7 +69,8 @@ HmmsearchGpuBackend::~HmmsearchGpuBackend() {
       stderr,
       "hmmsearch GPU %d feeder %d: set-up %.3f s, %lld model changes %.3f s; %lld batches "
       "(%lld with the models' MSV at once, model sets uploaded in %.3f s, %lld models moved "
-      "to lanes), %lld targets (%lld Viterbi, %lld Viterbi left to the CPU, %lld "
+      "to lanes, %lld pairs passed MSV there), %lld targets (%lld Viterbi, %lld Viterbi left to "
+      "the CPU, %lld "
       "Forward on the GPU of which %lld finished on the host, %lld Forward on the host in "
       "%.3f s, %lld exact MSV); feeder: "
       "pack+submit %.3f s (engine: copy %.3f s, rest %.3f s), MSV wait %.3f s, phase one "
@@ -77,13 +79,13 @@ HmmsearchGpuBackend::~HmmsearchGpuBackend() {
       "Forward %.3f s; residues: %lld from the resident store, %lld uploaded (%lld kept)\n",
       device_, feeder_ + 1, t.setup, static_cast<long long>(t.model_changes), t.model_change,
       static_cast<long long>(t.batches), static_cast<long long>(t.set_batches), t.set_upload,
-      static_cast<long long>(t.set_to_lanes), static_cast<long long>(t.targets),
-      static_cast<long long>(t.viterbi_targets), static_cast<long long>(t.viterbi_to_cpu),
-      static_cast<long long>(t.forward_targets), static_cast<long long>(t.forward_cpu_targets),
-      static_cast<long long>(t.forward_on_host), t.forward_on_host_s,
-      static_cast<long long>(t.exact_targets), t.submit, t.submit_copy, t.submit_rest, t.wait_msv,
-      t.phase_one, t.wait_viterbi, t.phase_two, t.wait_forward, t.phase_three, t.deliver,
-      t.msv_kernel, t.exact_kernel, t.viterbi_kernel, t.forward_kernel,
+      static_cast<long long>(t.set_to_lanes), static_cast<long long>(t.msv_passes),
+      static_cast<long long>(t.targets), static_cast<long long>(t.viterbi_targets),
+      static_cast<long long>(t.viterbi_to_cpu), static_cast<long long>(t.forward_targets),
+      static_cast<long long>(t.forward_cpu_targets), static_cast<long long>(t.forward_on_host),
+      t.forward_on_host_s, static_cast<long long>(t.exact_targets), t.submit, t.submit_copy,
+      t.submit_rest, t.wait_msv, t.phase_one, t.wait_viterbi, t.phase_two, t.wait_forward,
+      t.phase_three, t.deliver, t.msv_kernel, t.exact_kernel, t.viterbi_kernel, t.forward_kernel,
       static_cast<long long>(t.resident), static_cast<long long>(t.uploaded),
       static_cast<long long>(t.kept));
   // Every feeder's host loops together (scheduler::host_loop_seconds), by who ran them.
@@ -117,6 +119,7 @@ HmmsearchGpuBackend::HmmsearchGpuBackend(int device, int feeder, std::vector<Gpu
     model.id = m.id;
     model.profile = m.profile;
     model.kernels = device::resolve_kernel_choice(m.kernels, m.profile->M);
+    model.msv_pass_bits = msv_pass_bits(*m.profile, settings);
     models_.push_back(std::move(model));
   }
 }
@@ -277,7 +280,7 @@ void HmmsearchGpuBackend::run_set(Half* halves, std::vector<Lane>& done) {
   EngineSlot& slot = (*engines_)[0];
   if (slot.model_set != id_) {
     std::vector<device::HmmGpuEngine::SetModel> set;
-    for (const Model& m : models_) set.push_back({m.profile, m.kernels});
+    for (const Model& m : models_) set.push_back({m.profile, m.kernels, m.msv_pass_bits});
     engine.set_models(set.data(), set.size());
     slot.model_set = id_;
     times.set_upload += since(tick);
@@ -285,16 +288,23 @@ void HmmsearchGpuBackend::run_set(Half* halves, std::vector<Lane>& done) {
   ++times.set_batches;
   const std::size_t models = models_.size();
   for (int s = 0; s < kSlots; ++s) {
+    // The MSV stage's decision on the device (a gated launch): only the pairs that pass
+    // it come back.
     const Half& h = halves[s];
+    std::vector<float> null_nats(h.targets.size());
+    for (std::size_t i = 0; i < h.targets.size(); ++i)
+      null_nats[i] = null_score(h.targets[i].length);
     engine.submit_msv_models(s, h.targets.data(), h.targets.size(), run_host_loop_, h.spans.data(),
-                             h.spans.size());
+                             h.spans.size(), null_nats.data());
     times.targets += static_cast<std::int64_t>(models * h.targets.size());
   }
   times.submit += since(tick);
   for (std::size_t k = 0; k < models; ++k) done[k].model = k;
-  // The MSV scores, the bias filter and the decisions up to the Viterbi filter of every
-  // model and target, spread over the free CPU workers.
-  constexpr std::size_t kChunk = 512;
+  // The bias filter and the decisions up to the Viterbi filter of the pairs that passed MSV,
+  // spread over the free CPU workers. A pair the device stopped keeps TargetScores' defaults:
+  // nothing downstream reads more of a target stopped at MSV than that it did not pass
+  // (add_block counts and records the targets past MSV).
+  constexpr std::size_t kChunk = 64;
   bool to_lanes = false;
   const std::int64_t wave = engine.viterbi_wave_targets();
   const std::int64_t set_wave = std::max(1, engine.set_viterbi_wave_targets());
@@ -302,25 +312,25 @@ void HmmsearchGpuBackend::run_set(Half* halves, std::vector<Lane>& done) {
   for (int s = 0; s < kSlots; ++s) {
     const Half& h = halves[s];
     const std::size_t n = h.targets.size();
-    const std::vector<FilterScore>& msv = engine.wait_msv_models(s);
+    const std::vector<device::HmmGpuEngine::MsvPass>& passes = engine.wait_msv_passes(s);
     times.wait_msv += since(tick);
+    times.msv_passes += static_cast<std::int64_t>(passes.size());
     for (Lane& lane : done) lane.halves[s].scores.resize(n);
-    std::vector<char> wants_viterbi(models * n, 0);
-    run_host_loop_(models * n, kChunk, [&](std::size_t j) {
-      const std::size_t k = j / n, i = j % n;
+    std::vector<char> wants_viterbi(passes.size(), 0);
+    run_host_loop_(passes.size(), kChunk, [&](std::size_t j) {
+      const device::HmmGpuEngine::MsvPass& p = passes[j];
+      const auto k = static_cast<std::size_t>(p.model), i = static_cast<std::size_t>(p.target);
       wants_viterbi[j] = decide_through_bias(*models_[k].profile, settings_, h.targets[i].residues,
-                                             h.targets[i].length, msv[j],
+                                             h.targets[i].length, p.score,
                                              done[k].halves[s].scores[i]) == NextStage::viterbi;
     });
-    for (std::size_t k = 0; k < models; ++k) {
-      Lane::PerHalf& l = done[k].halves[s];
-      for (std::size_t i = 0; i < n; ++i) {
-        if (!wants_viterbi[k * n + i]) continue;
-        l.viterbi.push_back(static_cast<int>(i));
-        items[s].push_back({static_cast<int>(k), static_cast<int>(i)});
-      }
-      to_lanes = to_lanes || std::ssize(l.viterbi) >= wave;
+    for (std::size_t j = 0; j < passes.size(); ++j) {  // by model, then target
+      if (!wants_viterbi[j]) continue;
+      Lane::PerHalf& l = done[static_cast<std::size_t>(passes[j].model)].halves[s];
+      l.viterbi.push_back(passes[j].target);
+      items[s].push_back({passes[j].model, passes[j].target});
     }
+    for (const Lane& lane : done) to_lanes = to_lanes || std::ssize(lane.halves[s].viterbi) >= wave;
     // A pair holds its warp for about L * ceil(M / 32) steps, so one long pair can outlast
     // all the others: pairs above twice a warp's fair share of the half's steps (and above
     // kViterbiAlwaysGpu steps) go to the CPU's post stage instead.

@@ -3,10 +3,13 @@
 #include "core/hmmsearch/cascade.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <vector>
 
+#include "core/hmmsearch/msv_gate.hpp"
 #include "core/hmmsearch/statistics.hpp"
 
 namespace duet {
@@ -44,6 +47,15 @@ double certain_msv_reject_below(const SearchProfile& profile, double F1) {
 
 namespace {
 
+// The MSV stage's test of a sequence score (bits) against F1, and its P-value where
+// computed. Rejected without a P-value below certain_msv_reject_below (no record keeps a
+// target that failed MSV).
+bool msv_passes(const SearchProfile& profile, double F1, float seq_score, double& P) {
+  if (seq_score < certain_msv_reject_below(profile, F1)) return false;
+  P = gumbel_survival(seq_score, profile.msv_mu, profile.msv_lambda);
+  return !(P > F1);
+}
+
 // After the bias filter (or without one): the Viterbi filter, unless the MSV P-value
 // already meets its threshold.
 NextStage viterbi_or_forward(const CascadeSettings& settings, double P, TargetScores& out) {
@@ -65,18 +77,41 @@ NextStage decide_after_msv(const SearchProfile& profile, const CascadeSettings& 
     msv.nats = std::max(msv.nats, floor_nats);
   const float nullsc = null_score(L);
   out.null_nats = nullsc;
-  const float seq_score = (msv.nats - nullsc) / static_cast<float>(kLog2);
+  const float seq_score = msv_sequence_bits(msv.nats, nullsc);
   out.msv_bits = seq_score;
   out.stage = Stage::msv;
-  // Rejected without a P-value (no record keeps a target that failed MSV).
-  if (seq_score < certain_msv_reject_below(profile, settings.F1)) return NextStage::none;
-  const double P = gumbel_survival(seq_score, profile.msv_mu, profile.msv_lambda);
+  double P = 1;  // not computed where the score is rejected without it
+  if (!msv_passes(profile, settings.F1, seq_score, P)) return NextStage::none;
   out.pvalue = P;
-  if (P > settings.F1) return NextStage::none;
   out.stage = Stage::bias;
   if (settings.bias_filter) return NextStage::bias;
   out.filter_nats = nullsc;
   return viterbi_or_forward(settings, P, out);
+}
+
+float msv_pass_bits(const SearchProfile& profile, const CascadeSettings& settings) {
+  const auto passes = [&](float bits) {
+    double P = 1;
+    return msv_passes(profile, settings.F1, bits, P);
+  };
+  constexpr float kInfinity = std::numeric_limits<float>::infinity();
+  if (passes(-kInfinity)) return -kInfinity;
+  if (!passes(std::numeric_limits<float>::max())) return kInfinity;
+  // Floats in order as integers: negative ones from -infinity up, then the others.
+  const auto key = [](float f) {
+    const auto u = std::bit_cast<std::uint32_t>(f);
+    return (u & 0x80000000u) != 0 ? ~u : u | 0x80000000u;
+  };
+  const auto from_key = [](std::uint32_t k) {
+    return std::bit_cast<float>((k & 0x80000000u) != 0 ? k & 0x7fffffffu : ~k);
+  };
+  // Bisection: lo fails, hi passes.
+  std::uint32_t lo = key(-kInfinity), hi = key(std::numeric_limits<float>::max());
+  while (hi - lo > 1) {
+    const std::uint32_t mid = lo + (hi - lo) / 2;
+    (passes(from_key(mid)) ? hi : lo) = mid;
+  }
+  return from_key(hi);
 }
 
 NextStage decide_after_bias(const SearchProfile& profile, const CascadeSettings& settings,

@@ -6,6 +6,8 @@
 #include <limits>
 #include <vector>
 
+#include "core/hmmsearch/msv_gate.hpp"
+
 namespace duet {
 
 namespace {
@@ -55,10 +57,7 @@ FilterScore msv_filter_reference(const MsvScores& msv, const Residue* dsq, int L
     std::swap(previous, current);
   }
   // C -> T, with the -3 nats that stand in for the NN, CC, JJ loops.
-  float score = static_cast<float>(xJ - tjb) - static_cast<float>(msv.base);
-  score /= msv.scale;
-  score -= 3.0f;
-  return {score, false};
+  return {msv_nats_of_xj(xJ, tjb, msv.base, msv.scale), false};
 }
 
 bool ssv_decision(const MsvScores& msv, int tjb, int xE, FilterScore& result) {
@@ -74,10 +73,7 @@ bool ssv_decision(const MsvScores& msv, int tjb, int xE, FilterScore& result) {
   }
   const int xJ = xE - msv.tec;
   if (xJ > msv.base) return false;  // the J state could have been used
-  float score = static_cast<float>(xJ - tjb) - static_cast<float>(msv.base);
-  score /= msv.scale;
-  score -= 3.0f;
-  result = {score, false};
+  result = {msv_nats_of_xj(xJ, tjb, msv.base, msv.scale), false};
   return true;
 }
 
@@ -107,12 +103,11 @@ bool ssv_filter_reference(const MsvScores& msv, const Residue* dsq, int L, Filte
 }
 
 bool msv_ssv_floor(const MsvScores& msv, int L, float& floor_nats) {
-  const int tjb = msv.tjb(L);
-  if (tjb + msv.tbm + msv.tec + msv.bias >= 127) return false;  // SSV does not apply
   // SSV's best cell when no diagonal rises: the begin score, 128 as an unsigned byte.
-  FilterScore floor;
-  if (!ssv_decision(msv, tjb, 128, floor) || floor.overflow) return false;
-  floor_nats = floor.nats;
+  const int tjb = msv.tjb(L);
+  const int xJ = msv_floor_xj(tjb, msv.base, msv.tbm, msv.tec, msv.bias);
+  if (xJ == kNoMsvFloor) return false;
+  floor_nats = msv_nats_of_xj(xJ, tjb, msv.base, msv.scale);
   return true;
 }
 

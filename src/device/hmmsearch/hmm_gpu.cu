@@ -111,22 +111,12 @@ ByLength<T>* table_for_scale(std::vector<std::pair<float, std::unique_ptr<ByLeng
 // exact kernel's kMsvExact + xJ or kMsvOverflow) and its N->B cost `tjb`, finished as
 // msv_filter_reference finishes it.
 FilterScore finish_msv(const MsvScores& msv, int code, int tjb) {
+  bool overflow = false;
   int xJ = 0;
-  if (code == kMsvOverflow || (code >= 0 && code < kMsvExact && code >= 255 - msv.bias)) {
-    return {std::numeric_limits<float>::infinity(), true};
-  }
-  if (code >= kMsvExact) {
-    xJ = code - kMsvExact;
-  } else if (code >= 0) {
-    xJ = std::max(code - int{msv.tec}, 0);
-  } else {
+  if (!msv_code_xj(code, msv.tec, msv.bias, overflow, xJ))
     throw std::logic_error("MSV kernel left a target without a score");
-  }
-  // C -> T with the -3 nats of the loops.
-  float score = static_cast<float>(xJ - tjb) - static_cast<float>(msv.base);
-  score /= msv.scale;
-  score -= 3.0f;
-  return {score, false};
+  if (overflow) return {std::numeric_limits<float>::infinity(), true};
+  return {msv_nats_of_xj(xJ, tjb, msv.base, msv.scale), false};  // C -> T
 }
 
 // A target's Viterbi filter score from the kernel's result (xC, or kViterbiOverflow) and
@@ -210,6 +200,7 @@ struct HmmGpuEngine::Impl {
   DeviceBuffer<std::int16_t> set_words;
   DeviceBuffer<std::uint8_t> set_costs;
   DeviceBuffer<MsvSetModel> set_models;
+  DeviceBuffer<MsvGate> set_gates;  // per model of the set: its MSV stage's pass test
 
   struct Slot {
     Stream stream;
@@ -250,6 +241,18 @@ struct HmmGpuEngine::Impl {
     DeviceBuffer<int2> d_set_entries;
     DeviceBuffer<std::int16_t> d_set_boundary;
     std::vector<FilterScore> set_scores;
+    // A gated submit_msv_models: the targets' null scores, and the pairs that passed
+    // (model, target, code) with their count; `set_passes_copied` of them are queued back
+    // with the count, the rest fetched by wait_msv_passes.
+    bool set_gated = false;
+    PinnedBuffer<float> set_null;
+    DeviceBuffer<float> d_set_null;
+    PinnedBuffer<int3> set_passes;
+    PinnedBuffer<unsigned long long> set_pass_count;
+    DeviceBuffer<int3> d_set_passes;
+    DeviceBuffer<unsigned long long> d_set_pass_count;
+    std::size_t set_passes_copied = 0;
+    std::vector<MsvPass> msv_passes;
     // submit_viterbi_models: each item's model (its target, N/C/J move, order and result
     // are in the Viterbi filter's buffers above).
     PinnedBuffer<int> set_item_models;
@@ -730,6 +733,7 @@ void HmmGpuEngine::set_models(const SetModel* models, std::size_t count) {
   std::vector<std::int16_t> words;
   std::vector<std::uint8_t> costs;
   std::vector<MsvSetModel> descriptors;
+  std::vector<MsvGate> gates;
   std::vector<std::int16_t> vit_match, vit_nodes, strip_records;
   std::vector<std::int32_t> strip_emit;
   std::vector<ViterbiSetModel> vit_descriptors;
@@ -793,6 +797,14 @@ void HmmGpuEngine::set_models(const SetModel* models, std::size_t count) {
     words.insert(words.end(), layout.words.begin(), layout.words.end());
     costs.insert(costs.end(), layout.costs.begin(), layout.costs.end());
     descriptors.push_back(d);
+    MsvGate gate;
+    gate.base = profile.msv.base;
+    gate.tbm = profile.msv.tbm;
+    gate.tec = profile.msv.tec;
+    gate.bias = profile.msv.bias;
+    gate.scale = profile.msv.scale;
+    gate.min_bits = models[i].msv_pass_bits;
+    gates.push_back(gate);
     m.set_longest = std::max(m.set_longest, profile.M);
     m.set.push_back(std::move(model));
   }
@@ -805,6 +817,7 @@ void HmmGpuEngine::set_models(const SetModel* models, std::size_t count) {
   upload(m.set_words, words);
   upload(m.set_costs, costs);
   upload(m.set_models, descriptors);
+  upload(m.set_gates, gates);
   upload(m.set_vit_match, vit_match);
   upload(m.set_vit_nodes, vit_nodes);
   upload(m.set_vit_models, vit_descriptors);
@@ -845,7 +858,7 @@ std::size_t HmmGpuEngine::set_model_count() const {
 
 void HmmGpuEngine::submit_msv_models(int slot_index, const GpuTarget* targets, std::size_t count,
                                      const ParallelFor& parallel, const GpuBlockSpan* blocks,
-                                     std::size_t block_count) {
+                                     std::size_t block_count, const float* null_nats) {
   Impl& m = *impl_;
   Impl::Slot& s = *m.slots[slot_index];
   m.stage(s, targets, count, parallel, blocks, block_count);
@@ -902,6 +915,14 @@ void HmmGpuEngine::submit_msv_models(int slot_index, const GpuTarget* targets, s
   s.d_set_exact_list.reserve(values + 1);
   s.d_set_exact_count.reserve(models + 1);
   s.d_set_entries.reserve(entries + 1);
+  if (null_nats != nullptr) {
+    s.set_null.reserve(static_cast<std::size_t>(n) + 1);
+    s.d_set_null.reserve(static_cast<std::size_t>(n) + 1);
+    s.set_passes.reserve(std::max<std::size_t>(4096, values / 16) + 1);
+    s.d_set_passes.reserve(values + 1);
+    s.set_pass_count.reserve(1);
+    s.d_set_pass_count.reserve(1);
+  }
   s.d_set_boundary.reserve(std::max<std::size_t>(1, slots_used) * boundary_values);
   const int exact_x = std::max(
       2, (m.exact_blocks + static_cast<int>(models) - 1) / std::max(1, static_cast<int>(models)));
@@ -962,9 +983,46 @@ void HmmGpuEngine::submit_msv_models(int slot_index, const GpuTarget* targets, s
     check_launch("msv_set_exact_kernel");
   }
   s.msv_done.record(st);
-  check(cudaMemcpyAsync(s.set_result.get(), s.d_set_result.get(), values * sizeof(int),
-                        cudaMemcpyDeviceToHost, st),
-        "D2H results");
+  s.set_gated = null_nats != nullptr;
+  if (s.set_gated && values > 0) {
+    // The stage's decision on the device: only the passing pairs come back, of which a
+    // first share (a few percent pass at HMMER's F1) with the count.
+    std::memcpy(s.set_null.get(), null_nats, static_cast<std::size_t>(n) * sizeof(float));
+    check(cudaMemcpyAsync(s.d_set_null.get(), s.set_null.get(), n * sizeof(float),
+                          cudaMemcpyHostToDevice, st),
+          "H2D null scores");
+    check(cudaMemsetAsync(s.d_set_pass_count.get(), 0, sizeof(unsigned long long), st),
+          "memset pass count");
+    MsvGateArgs g{};
+    g.result = s.d_set_result.get();
+    g.bjbm = s.d_set_bjbm.get();
+    g.gates = m.set_gates.get();
+    g.null_nats = s.d_set_null.get();
+    g.offsets = s.d_offsets.get();
+    g.n = n;
+    g.pairs = static_cast<std::int64_t>(values);
+    g.passes = s.d_set_passes.get();
+    g.count = s.d_set_pass_count.get();
+    constexpr unsigned kGateThreads = 256;
+    const auto blocks_needed = static_cast<unsigned>(
+        std::min<std::size_t>((values + kGateThreads - 1) / kGateThreads,
+                              static_cast<std::size_t>(m.multiprocessors) * 16));
+    msv_gate_kernel<<<blocks_needed, kGateThreads, 0, st>>>(g);
+    check_launch("msv_gate_kernel");
+  }
+  if (s.set_gated) {
+    s.set_passes_copied = std::min(values, std::max<std::size_t>(4096, values / 16));
+    check(cudaMemcpyAsync(s.set_pass_count.get(), s.d_set_pass_count.get(),
+                          sizeof(unsigned long long), cudaMemcpyDeviceToHost, st),
+          "D2H pass count");
+    check(cudaMemcpyAsync(s.set_passes.get(), s.d_set_passes.get(),
+                          s.set_passes_copied * sizeof(int3), cudaMemcpyDeviceToHost, st),
+          "D2H passes");
+  } else {
+    check(cudaMemcpyAsync(s.set_result.get(), s.d_set_result.get(), values * sizeof(int),
+                          cudaMemcpyDeviceToHost, st),
+          "D2H results");
+  }
   check(cudaMemcpyAsync(s.set_exact_count.get(), s.d_set_exact_count.get(), models * sizeof(int),
                         cudaMemcpyDeviceToHost, st),
         "D2H counts");
@@ -985,6 +1043,7 @@ const std::vector<FilterScore>& HmmGpuEngine::wait_msv_models(int slot_index) {
   s.times.msv_exact_ms = s.msv_done.ms_since(s.msv_fast_done);
   s.times.msv_exact_targets = 0;
   for (std::size_t k = 0; k < models; ++k) s.times.msv_exact_targets += s.set_exact_count[k];
+  if (s.set_gated) throw std::logic_error("wait_msv_models after a gated submit_msv_models");
   s.set_scores.resize(models * n);
   for (std::size_t k = 0; k < models; ++k) {
     Impl::SetModel& model = *m.set[k];
@@ -995,6 +1054,40 @@ const std::vector<FilterScore>& HmmGpuEngine::wait_msv_models(int slot_index) {
     }
   }
   return s.set_scores;
+}
+
+const std::vector<HmmGpuEngine::MsvPass>& HmmGpuEngine::wait_msv_passes(int slot_index) {
+  Impl& m = *impl_;
+  Impl::Slot& s = *m.slots[slot_index];
+  check(cudaSetDevice(m.device), "cudaSetDevice");
+  check(cudaStreamSynchronize(s.stream.get()), "cudaStreamSynchronize msv passes");
+  m.publish_kept(s);
+  if (!s.set_gated) throw std::logic_error("wait_msv_passes after an ungated submit_msv_models");
+  const std::size_t models = m.set.size();
+  s.times.msv_ms = s.msv_fast_done.ms_since(s.msv_start);
+  s.times.msv_exact_ms = s.msv_done.ms_since(s.msv_fast_done);
+  s.times.msv_exact_targets = 0;
+  for (std::size_t k = 0; k < models; ++k) s.times.msv_exact_targets += s.set_exact_count[k];
+  s.msv_passes.clear();
+  const std::size_t count = s.n > 0 && models > 0 ? *s.set_pass_count.get() : 0;
+  if (count > s.set_passes_copied) {  // more than the share queued with the count: all again
+    s.set_passes.reserve(count);
+    check(cudaMemcpy(s.set_passes.get(), s.d_set_passes.get(), count * sizeof(int3),
+                     cudaMemcpyDeviceToHost),
+          "D2H passes");
+  }
+  s.msv_passes.resize(count);
+  for (std::size_t j = 0; j < count; ++j) {
+    const int3 p = s.set_passes[j];
+    const Impl::SetModel& model = *m.set[static_cast<std::size_t>(p.x)];
+    const int L = s.lengths[static_cast<std::size_t>(p.y)];
+    s.msv_passes[j] = {p.x, p.y, finish_msv(model.msv, p.z, (*model.tjb)(L))};
+  }
+  // The device appended them in no particular order.
+  std::sort(s.msv_passes.begin(), s.msv_passes.end(), [](const MsvPass& a, const MsvPass& b) {
+    return a.model != b.model ? a.model < b.model : a.target < b.target;
+  });
+  return s.msv_passes;
 }
 
 void HmmGpuEngine::Impl::queue_viterbi_list(Slot& s) {

@@ -37,10 +37,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "core/hmmsearch/msv_gate.hpp"
 #include "core/hmmsearch/profile.hpp"
 #include "core/hmmsearch/reference_kernels.hpp"
 #include "core/hmmsearch/striping.hpp"
@@ -299,6 +301,9 @@ class HmmGpuEngine {
   struct SetModel {
     const SearchProfile* profile = nullptr;
     GpuKernelChoice choice;
+    // The MSV stage's pass test for a gated submit_msv_models: the smallest sequence score
+    // that passes (MsvGate::min_bits; the cascade's msv_pass_bits).
+    float msv_pass_bits = -std::numeric_limits<float>::infinity();
   };
   // Uploads the MSV and Viterbi score systems of `models` (the model set), kept beside the
   // engine's own model (submit_msv, submit_viterbi and the Forward kernels still run that
@@ -309,13 +314,26 @@ class HmmGpuEngine {
   // way, and stay the slot's uploaded targets), but every model of the set runs against
   // every target: one launch of the fast kernel per kernel shape among the models, then one
   // launch of the exact kernel for the targets of every model that need it.
+  // With `null_nats` (one per target: null_score of its length) the launch is gated: the
+  // device also takes the MSV stage's decision on every pair (msv_gate_passes with the
+  // model's SetModel::msv_pass_bits) and only the pairs that pass come back
+  // (wait_msv_passes), not every score.
   void submit_msv_models(int slot, const GpuTarget* targets, std::size_t count,
                          const ParallelFor& parallel = {}, const GpuBlockSpan* blocks = nullptr,
-                         std::size_t block_count = 0);
-  // Waits for it and returns the scores, model by model: score [m * count + i] is model
-  // m's for target i, equal to the engine's msv() for that model (valid until the slot's
-  // next submit). The slot's kernel_times cover the whole set.
+                         std::size_t block_count = 0, const float* null_nats = nullptr);
+  // Waits for an ungated submit_msv_models and returns the scores, model by model: score
+  // [m * count + i] is model m's for target i, equal to the engine's msv() for that model
+  // (valid until the slot's next submit). The slot's kernel_times cover the whole set.
   const std::vector<FilterScore>& wait_msv_models(int slot);
+  // Waits for a gated submit_msv_models and returns the pairs that passed the MSV stage,
+  // by model then target, with their scores as wait_msv_models would give them: exactly
+  // the pairs that decide_after_msv does not stop (never an empty target). Valid until
+  // the slot's next submit.
+  struct MsvPass {
+    int model = 0, target = 0;
+    FilterScore score;
+  };
+  const std::vector<MsvPass>& wait_msv_passes(int slot);
   // The Viterbi filter of pairs (model of the set, target of the slot's last submit), a warp
   // per pair: one launch of the strip kernel for each strip width among the models (up to
   // 1,024 nodes) and one of the warp kernel for longer models, longest targets first in each.

@@ -266,6 +266,55 @@ __global__ void __launch_bounds__(kExactBlockThreads) msv_set_exact_kernel(MsvSe
   msv_exact::msv_exact_rows<0>(e);
 }
 
+// ---------------------------------------------------------------- MSV, the stage's decision
+
+// A pair's best J value from the kernels' result code (the fast kernel's best cell C, or
+// the exact kernel's kMsvExact + xJ), or overflow: as finish_msv reads it (hmm_gpu.cu).
+// False for a code that is no score (a kernel left the pair unscored).
+__host__ __device__ inline bool msv_code_xj(int code, int tec, int bias, bool& overflow, int& xJ) {
+  overflow = code == kMsvOverflow || (code >= 0 && code < kMsvExact && code >= 255 - bias);
+  if (overflow) return true;
+  if (code < 0) return false;
+  xJ = code >= kMsvExact ? code - kMsvExact : (code > tec ? code - tec : 0);
+  return true;
+}
+
+// The MSV stage's decision on every pair of a set's batch (after both MSV kernels): pair
+// (model m, target i) passes where msv_gate_passes says so with the model's gate, the
+// target's null score and its N->B cost (bjbm less B->M); an empty target never passes,
+// a pair without a score always does (the host then reports it). Passing pairs are
+// appended to `passes` (x model, y target, z code) in no particular order and counted in
+// `count`.
+struct MsvGateArgs {
+  const int* result;  // models * n codes, model-major
+  const std::uint8_t* bjbm;
+  const MsvGate* gates;
+  const float* null_nats;  // per target
+  const std::int64_t* offsets;
+  int n;
+  std::int64_t pairs;  // models * n
+  int3* passes;
+  unsigned long long* count;
+};
+__global__ void msv_gate_kernel(MsvGateArgs a) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t j = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       j < a.pairs; j += stride) {
+    const int model = static_cast<int>(j / a.n);
+    const int target = static_cast<int>(j - static_cast<std::int64_t>(model) * a.n);
+    if (a.offsets[target + 1] == a.offsets[target]) continue;  // empty: HMMER skips it
+    const MsvGate& g = a.gates[model];
+    const int code = a.result[j];
+    bool overflow = false;
+    int xJ = 0;
+    const bool passes =
+        !msv_code_xj(code, g.tec, g.bias, overflow, xJ) ||
+        msv_gate_passes(g, overflow, xJ, (static_cast<int>(a.bjbm[j]) - g.tbm) & 0xff,
+                        a.null_nats[target]);
+    if (passes) a.passes[atomicAdd(a.count, 1ull)] = make_int3(model, target, code);
+  }
+}
+
 // The fast kernels' shapes (G threads per target, N nodes per thread): calls
 // f(std::integral_constant<int, G>, std::integral_constant<int, N>) for the shape (g, n)
 // (g 8, 16 or 32; n 16 or 32), or, for_each_msv_shape, for every shape.

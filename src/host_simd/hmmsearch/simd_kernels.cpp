@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/hmmsearch/msv_gate.hpp"
 #include "core/hmmsearch/statistics.hpp"
 #include "host_simd/hmmsearch/striped_profiles.hpp"
 
@@ -74,10 +75,7 @@ bool ssv_applicable(const MsvScores& msv, int tjb) {
 
 FilterScore msv_score(const MsvScores& msv, int tjb, MsvRaw raw) {
   if (raw.overflow) return {kInf, true};
-  float score = static_cast<float>(raw.xJ - tjb) - static_cast<float>(msv.base);
-  score /= msv.scale;
-  score -= 3.0f;
-  return {score, false};
+  return {msv_nats_of_xj(raw.xJ, tjb, msv.base, msv.scale), false};
 }
 
 FilterScore viterbi_score(const ViterbiScores& vit, int ncj_move, ViterbiRaw raw) {

@@ -508,11 +508,11 @@ TEST(GpuKernels, ModelSetMatchesReference) {
 }
 
 // A gated model-set launch (the MSV stage decided on the device, the passing pairs
-// compacted there) returns exactly the pairs whose decide_after_msv on the reference MSV
-// score does not stop them, by model then target, each with the reference's score: every
-// kernel shape, the exact kernel, empty targets and overflows; HMMER's F1, F1 = 1 (every
-// non-empty pair passes: more than the share copied back with the count), and F1 set to
-// one pair's own P-value and the double below it (that pair on the boundary).
+// compacted there), and a gated launch of one model, return exactly the pairs whose
+// decide_after_msv on the reference MSV score does not stop them, by model then target, each with
+// the reference's score: every kernel shape, the exact kernel, empty targets and overflows; HMMER's
+// F1, F1 = 1 (every non-empty pair passes: more than the share copied back with the count), and F1
+// set to one pair's own P-value and the double below it (that pair on the boundary).
 TEST(GpuKernels, ModelSetGatePassesWhatTheCascadePasses) {
   REQUIRE_GPU();
   const std::uint64_t seed = test_seed() ^ 0x9a7e;
@@ -591,6 +591,28 @@ TEST(GpuKernels, ModelSetGatePassesWhatTheCascadePasses) {
     EXPECT_GT(want_count, 0u) << what;
     if (F1 < 1.0) {
       EXPECT_LT(want_count, profiles.size() * n) << what;
+    }
+    // One model's gated launch (submit_msv): the same test, the targets as model 0's.
+    for (const std::size_t k : {std::size_t{3}, std::size_t{7}}) {
+      engine.set_model(profiles[k], choices[k]);
+      engine.submit_msv(slot, all.data(), n, {}, nullptr, 0, null_nats.data(),
+                        msv_pass_bits(profiles[k], settings));
+      const std::vector<device::HmmGpuEngine::MsvPass> one = engine.wait_msv_passes(slot);
+      EXPECT_THROW(engine.wait_msv(slot), std::logic_error);
+      std::size_t got = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        FilterScore score = ref[k * n + i];
+        TargetScores out;
+        if (decide_after_msv(profiles[k], settings, all[i].length, score, out) == NextStage::none)
+          continue;
+        ASSERT_LT(got, one.size()) << what << ": one model, M=" << profiles[k].M;
+        ASSERT_EQ(one[got].model, 0) << what;
+        ASSERT_EQ(one[got].target, static_cast<int>(i))
+            << what << ": one model, M=" << profiles[k].M;
+        expect_same(one[got].score, ref[k * n + i], what + ": one model");
+        ++got;
+      }
+      EXPECT_EQ(got, one.size()) << what << ": one model, M=" << profiles[k].M;
     }
     slot = 1 - slot;
   }

@@ -27,6 +27,13 @@ std::string gpu_name(int device) {
 }
 
 using Clock = std::chrono::steady_clock;
+
+// The targets' null scores (null_score of each length), for a gated MSV launch.
+std::vector<float> null_scores(const std::vector<device::GpuTarget>& targets) {
+  std::vector<float> out(targets.size());
+  for (std::size_t i = 0; i < targets.size(); ++i) out[i] = null_score(targets[i].length);
+  return out;
+}
 double since(Clock::time_point& t) {
   const Clock::time_point now = Clock::now();
   const double s = std::chrono::duration<double>(now - t).count();
@@ -69,9 +76,8 @@ HmmsearchGpuBackend::~HmmsearchGpuBackend() {
       stderr,
       "hmmsearch GPU %d feeder %d: set-up %.3f s, %lld model changes %.3f s; %lld batches "
       "(%lld with the models' MSV at once, model sets uploaded in %.3f s, %lld models moved "
-      "to lanes, %lld pairs passed MSV there), %lld targets (%lld Viterbi, %lld Viterbi left to "
-      "the CPU, %lld "
-      "Forward on the GPU of which %lld finished on the host, %lld Forward on the host in "
+      "to lanes), %lld targets (%lld passed MSV, %lld Viterbi, %lld Viterbi left to the CPU, "
+      "%lld Forward on the GPU of which %lld finished on the host, %lld Forward on the host in "
       "%.3f s, %lld exact MSV); feeder: "
       "pack+submit %.3f s (engine: copy %.3f s, rest %.3f s), MSV wait %.3f s, phase one "
       "%.3f s, Viterbi wait %.3f s, phase two %.3f s, Forward wait %.3f s, phase three "
@@ -79,8 +85,8 @@ HmmsearchGpuBackend::~HmmsearchGpuBackend() {
       "Forward %.3f s; residues: %lld from the resident store, %lld uploaded (%lld kept)\n",
       device_, feeder_ + 1, t.setup, static_cast<long long>(t.model_changes), t.model_change,
       static_cast<long long>(t.batches), static_cast<long long>(t.set_batches), t.set_upload,
-      static_cast<long long>(t.set_to_lanes), static_cast<long long>(t.msv_passes),
-      static_cast<long long>(t.targets), static_cast<long long>(t.viterbi_targets),
+      static_cast<long long>(t.set_to_lanes), static_cast<long long>(t.targets),
+      static_cast<long long>(t.msv_passes), static_cast<long long>(t.viterbi_targets),
       static_cast<long long>(t.viterbi_to_cpu), static_cast<long long>(t.forward_targets),
       static_cast<long long>(t.forward_cpu_targets), static_cast<long long>(t.forward_on_host),
       t.forward_on_host_s, static_cast<long long>(t.exact_targets), t.submit, t.submit_copy,
@@ -291,11 +297,8 @@ void HmmsearchGpuBackend::run_set(Half* halves, std::vector<Lane>& done) {
     // The MSV stage's decision on the device (a gated launch): only the pairs that pass
     // it come back.
     const Half& h = halves[s];
-    std::vector<float> null_nats(h.targets.size());
-    for (std::size_t i = 0; i < h.targets.size(); ++i)
-      null_nats[i] = null_score(h.targets[i].length);
     engine.submit_msv_models(s, h.targets.data(), h.targets.size(), run_host_loop_, h.spans.data(),
-                             h.spans.size(), null_nats.data());
+                             h.spans.size(), null_scores(h.targets).data());
     times.targets += static_cast<std::int64_t>(models * h.targets.size());
   }
   times.submit += since(tick);
@@ -368,7 +371,7 @@ void HmmsearchGpuBackend::run_set(Half* halves, std::vector<Lane>& done) {
     const std::vector<FilterScore>& vit = engine.wait_viterbi_models(s);
     times.wait_viterbi += since(tick);
     times.viterbi_kernel += engine.kernel_times(s).viterbi_ms / 1e3;
-    run_host_loop_(items[s].size(), kChunk / 4, [&](std::size_t j) {
+    run_host_loop_(items[s].size(), 128, [&](std::size_t j) {
       const device::HmmGpuEngine::SetItem& item = items[s][j];
       const auto k = static_cast<std::size_t>(item.model);
       decide_after_viterbi(*models_[k].profile, settings_, vit[j],
@@ -406,6 +409,10 @@ void HmmsearchGpuBackend::run_lanes(std::vector<Lane>& lanes, Half* halves) {
   FeederTimes& times = times_;
   Clock::time_point tick = Clock::now();
   constexpr int kSlots = device::HmmGpuEngine::kSlots;
+  // Gated MSV launches: the device decides the MSV stage, and only the targets that pass
+  // it come back.
+  std::vector<float> null_nats[kSlots];
+  for (int s = 0; s < kSlots; ++s) null_nats[s] = null_scores(halves[s].targets);
   for (std::size_t k = 0; k < lanes.size(); ++k) {
     lanes[k].engine = &engine(k, lanes[k].model);
     for (int s = 0; s < kSlots; ++s) {
@@ -414,32 +421,37 @@ void HmmsearchGpuBackend::run_lanes(std::vector<Lane>& lanes, Half* halves) {
       // read from the resident store is read on the host from there
       // (wait_canonical_forward).
       lanes[k].engine->submit_msv(s, h.targets.data(), h.targets.size(), run_host_loop_,
-                                  h.spans.data(), h.spans.size());
+                                  h.spans.data(), h.spans.size(), null_nats[s].data(),
+                                  models_[lanes[k].model].msv_pass_bits);
       times.targets += static_cast<std::int64_t>(h.targets.size());
     }
   }
   times.submit += since(tick);
-  // The cascade's host work per target (the bias filter above all) is spread over the CPU
-  // workers that are free (run_host_loop_); each target's scores depend on it alone.
-  constexpr std::size_t kChunk = 256;
-  // Phase one per lane and half (MSV, bias filter, Viterbi decisions) while the others'
+  // The cascade's host work on the targets that passed MSV (the bias filter above all) is
+  // spread over the CPU workers that are free (run_host_loop_); each target's scores
+  // depend on it alone. A target the device stopped keeps TargetScores' defaults (see
+  // run_set).
+  constexpr std::size_t kChunk = 64;
+  // Phase one per lane and half (the bias filter, Viterbi decisions) while the others'
   // kernels run.
   for (Lane& lane : lanes) {
     const SearchProfile& profile = *models_[lane.model].profile;
     for (int s = 0; s < kSlots; ++s) {
       const Half& h = halves[s];
       Lane::PerHalf& l = lane.halves[s];
-      const std::vector<FilterScore>& msv = lane.engine->wait_msv(s);
+      const std::vector<device::HmmGpuEngine::MsvPass>& passes = lane.engine->wait_msv_passes(s);
       times.wait_msv += since(tick);
+      times.msv_passes += static_cast<std::int64_t>(passes.size());
       l.scores.resize(h.targets.size());
-      std::vector<char> wants_viterbi(h.targets.size(), 0);
-      run_host_loop_(h.targets.size(), kChunk, [&](std::size_t i) {
-        wants_viterbi[i] =
+      std::vector<char> wants_viterbi(passes.size(), 0);
+      run_host_loop_(passes.size(), kChunk, [&](std::size_t j) {
+        const auto i = static_cast<std::size_t>(passes[j].target);
+        wants_viterbi[j] =
             decide_through_bias(profile, settings_, h.targets[i].residues, h.targets[i].length,
-                                msv[i], l.scores[i]) == NextStage::viterbi;
+                                passes[j].score, l.scores[i]) == NextStage::viterbi;
       });
-      for (std::size_t i = 0; i < h.targets.size(); ++i) {
-        if (wants_viterbi[i]) l.viterbi.push_back(static_cast<int>(i));
+      for (std::size_t j = 0; j < passes.size(); ++j) {  // in target order
+        if (wants_viterbi[j]) l.viterbi.push_back(passes[j].target);
       }
       // A handful of Viterbi targets (one model against a small batch: a proteome) would
       // hold the GPU for their longest one while most of it idles; the CPU's post stage
@@ -473,7 +485,7 @@ void HmmsearchGpuBackend::run_lanes(std::vector<Lane>& lanes, Half* halves) {
       if (l.to_cpu) continue;
       const std::vector<FilterScore>& vit = lane.engine->wait_viterbi(s);
       times.wait_viterbi += since(tick);
-      run_host_loop_(l.viterbi.size(), kChunk / 4, [&](std::size_t j) {
+      run_host_loop_(l.viterbi.size(), 64, [&](std::size_t j) {
         decide_after_viterbi(profile, settings_, vit[j], l.scores[l.viterbi[j]]);
       });
       const std::int64_t vectors =

@@ -241,17 +241,20 @@ struct HmmGpuEngine::Impl {
     DeviceBuffer<int2> d_set_entries;
     DeviceBuffer<std::int16_t> d_set_boundary;
     std::vector<FilterScore> set_scores;
-    // A gated submit_msv_models: the targets' null scores, and the pairs that passed
-    // (model, target, code) with their count; `set_passes_copied` of them are queued back
-    // with the count, the rest fetched by wait_msv_passes.
-    bool set_gated = false;
-    PinnedBuffer<float> set_null;
-    DeviceBuffer<float> d_set_null;
-    PinnedBuffer<int3> set_passes;
-    PinnedBuffer<unsigned long long> set_pass_count;
-    DeviceBuffer<int3> d_set_passes;
-    DeviceBuffer<unsigned long long> d_set_pass_count;
-    std::size_t set_passes_copied = 0;
+    // A gated submit_msv or submit_msv_models (`gated`; `gated_set`: the latter): the
+    // targets' null scores, the model's gate (submit_msv), and the pairs that passed
+    // (model, target, code) with their count; `passes_copied` of them are queued back with
+    // the count, the rest fetched by wait_msv_passes.
+    bool gated = false, gated_set = false;
+    PinnedBuffer<float> null_nats;
+    DeviceBuffer<float> d_null_nats;
+    PinnedBuffer<MsvGate> gate;
+    DeviceBuffer<MsvGate> d_gate;
+    PinnedBuffer<int3> passes;
+    PinnedBuffer<unsigned long long> pass_count;
+    DeviceBuffer<int3> d_passes;
+    DeviceBuffer<unsigned long long> d_pass_count;
+    std::size_t passes_copied = 0;
     std::vector<MsvPass> msv_passes;
     // submit_viterbi_models: each item's model (its target, N/C/J move, order and result
     // are in the Viterbi filter's buffers above).
@@ -269,6 +272,12 @@ struct HmmGpuEngine::Impl {
   void queue_viterbi_list(Slot& s);
   // Its results back to vit_result.
   void queue_viterbi_results(Slot& s);
+  // A gated MSV launch's end, after both MSV kernels on the slot's stream: the stage's
+  // decision on each of `models` x s.n pairs (result codes and bjbm model-major, `gates`
+  // per model, the targets' `null_nats`), the passing pairs compacted, and their count and
+  // a first share of them queued back (a few percent pass at HMMER's F1).
+  void queue_msv_gate(Slot& s, const int* d_result, const std::uint8_t* d_bjbm,
+                      const MsvGate* d_gates, std::size_t models, const float* null_nats);
 
   // The first part of submit_msv and submit_msv_models: the slot takes the targets (their
   // lengths, offsets, order longest first and residue addresses), uploads the residues not
@@ -600,7 +609,8 @@ void HmmGpuEngine::Impl::stage(Slot& s, const GpuTarget* targets, std::size_t co
 
 void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::size_t count,
                               const ParallelFor& parallel, const GpuBlockSpan* blocks,
-                              std::size_t block_count) {
+                              std::size_t block_count, const float* null_nats,
+                              float msv_pass_bits) {
   Impl& m = *impl_;
   Impl::Slot& s = *m.slots[slot_index];
   m.stage(s, targets, count, parallel, blocks, block_count);
@@ -684,9 +694,27 @@ void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::siz
     }
   }
   s.msv_done.record(st);
-  check(cudaMemcpyAsync(s.result.get(), s.d_result.get(), n * sizeof(int), cudaMemcpyDeviceToHost,
-                        st),
-        "D2H result");
+  s.gated = null_nats != nullptr;
+  s.gated_set = false;
+  if (s.gated) {
+    s.gate.reserve(1);
+    s.d_gate.reserve(1);
+    MsvGate& gate = s.gate[0];
+    gate.base = m.msv.base;
+    gate.tbm = m.msv.tbm;
+    gate.tec = m.msv.tec;
+    gate.bias = m.msv.bias;
+    gate.scale = m.msv.scale;
+    gate.min_bits = msv_pass_bits;
+    check(
+        cudaMemcpyAsync(s.d_gate.get(), s.gate.get(), sizeof(MsvGate), cudaMemcpyHostToDevice, st),
+        "H2D gate");
+    m.queue_msv_gate(s, s.d_result.get(), s.d_bjbm.get(), s.d_gate.get(), 1, null_nats);
+  } else {
+    check(cudaMemcpyAsync(s.result.get(), s.d_result.get(), n * sizeof(int), cudaMemcpyDeviceToHost,
+                          st),
+          "D2H result");
+  }
   check(cudaMemcpyAsync(s.exact_count.get(), s.d_exact_count.get(), sizeof(int),
                         cudaMemcpyDeviceToHost, st),
         "D2H count");
@@ -704,6 +732,7 @@ const std::vector<FilterScore>& HmmGpuEngine::wait_msv(int slot_index) {
   s.times.msv_ms = s.msv_fast_done.ms_since(s.msv_start);
   s.times.msv_exact_ms = s.msv_done.ms_since(s.msv_fast_done);
   s.times.msv_exact_targets = s.exact_count[0];
+  if (s.gated) throw std::logic_error("wait_msv after a gated submit_msv");
   s.msv_scores.resize(s.n);
   for (int i = 0; i < s.n; ++i) {
     s.msv_scores[i] = finish_msv(m.msv, s.result[i], m.msv.tjb(s.lengths[i]));
@@ -915,14 +944,6 @@ void HmmGpuEngine::submit_msv_models(int slot_index, const GpuTarget* targets, s
   s.d_set_exact_list.reserve(values + 1);
   s.d_set_exact_count.reserve(models + 1);
   s.d_set_entries.reserve(entries + 1);
-  if (null_nats != nullptr) {
-    s.set_null.reserve(static_cast<std::size_t>(n) + 1);
-    s.d_set_null.reserve(static_cast<std::size_t>(n) + 1);
-    s.set_passes.reserve(std::max<std::size_t>(4096, values / 16) + 1);
-    s.d_set_passes.reserve(values + 1);
-    s.set_pass_count.reserve(1);
-    s.d_set_pass_count.reserve(1);
-  }
   s.d_set_boundary.reserve(std::max<std::size_t>(1, slots_used) * boundary_values);
   const int exact_x = std::max(
       2, (m.exact_blocks + static_cast<int>(models) - 1) / std::max(1, static_cast<int>(models)));
@@ -983,41 +1004,11 @@ void HmmGpuEngine::submit_msv_models(int slot_index, const GpuTarget* targets, s
     check_launch("msv_set_exact_kernel");
   }
   s.msv_done.record(st);
-  s.set_gated = null_nats != nullptr;
-  if (s.set_gated && values > 0) {
-    // The stage's decision on the device: only the passing pairs come back, of which a
-    // first share (a few percent pass at HMMER's F1) with the count.
-    std::memcpy(s.set_null.get(), null_nats, static_cast<std::size_t>(n) * sizeof(float));
-    check(cudaMemcpyAsync(s.d_set_null.get(), s.set_null.get(), n * sizeof(float),
-                          cudaMemcpyHostToDevice, st),
-          "H2D null scores");
-    check(cudaMemsetAsync(s.d_set_pass_count.get(), 0, sizeof(unsigned long long), st),
-          "memset pass count");
-    MsvGateArgs g{};
-    g.result = s.d_set_result.get();
-    g.bjbm = s.d_set_bjbm.get();
-    g.gates = m.set_gates.get();
-    g.null_nats = s.d_set_null.get();
-    g.offsets = s.d_offsets.get();
-    g.n = n;
-    g.pairs = static_cast<std::int64_t>(values);
-    g.passes = s.d_set_passes.get();
-    g.count = s.d_set_pass_count.get();
-    constexpr unsigned kGateThreads = 256;
-    const auto blocks_needed = static_cast<unsigned>(
-        std::min<std::size_t>((values + kGateThreads - 1) / kGateThreads,
-                              static_cast<std::size_t>(m.multiprocessors) * 16));
-    msv_gate_kernel<<<blocks_needed, kGateThreads, 0, st>>>(g);
-    check_launch("msv_gate_kernel");
-  }
-  if (s.set_gated) {
-    s.set_passes_copied = std::min(values, std::max<std::size_t>(4096, values / 16));
-    check(cudaMemcpyAsync(s.set_pass_count.get(), s.d_set_pass_count.get(),
-                          sizeof(unsigned long long), cudaMemcpyDeviceToHost, st),
-          "D2H pass count");
-    check(cudaMemcpyAsync(s.set_passes.get(), s.d_set_passes.get(),
-                          s.set_passes_copied * sizeof(int3), cudaMemcpyDeviceToHost, st),
-          "D2H passes");
+  s.gated = null_nats != nullptr;
+  s.gated_set = true;
+  if (s.gated) {
+    m.queue_msv_gate(s, s.d_set_result.get(), s.d_set_bjbm.get(), m.set_gates.get(), models,
+                     null_nats);
   } else {
     check(cudaMemcpyAsync(s.set_result.get(), s.d_set_result.get(), values * sizeof(int),
                           cudaMemcpyDeviceToHost, st),
@@ -1043,7 +1034,7 @@ const std::vector<FilterScore>& HmmGpuEngine::wait_msv_models(int slot_index) {
   s.times.msv_exact_ms = s.msv_done.ms_since(s.msv_fast_done);
   s.times.msv_exact_targets = 0;
   for (std::size_t k = 0; k < models; ++k) s.times.msv_exact_targets += s.set_exact_count[k];
-  if (s.set_gated) throw std::logic_error("wait_msv_models after a gated submit_msv_models");
+  if (s.gated) throw std::logic_error("wait_msv_models after a gated submit_msv_models");
   s.set_scores.resize(models * n);
   for (std::size_t k = 0; k < models; ++k) {
     Impl::SetModel& model = *m.set[k];
@@ -1056,32 +1047,81 @@ const std::vector<FilterScore>& HmmGpuEngine::wait_msv_models(int slot_index) {
   return s.set_scores;
 }
 
+void HmmGpuEngine::Impl::queue_msv_gate(Slot& s, const int* d_result, const std::uint8_t* d_bjbm,
+                                        const MsvGate* d_gates, std::size_t models,
+                                        const float* null_nats) {
+  const auto n = static_cast<std::size_t>(s.n);
+  const std::size_t pairs = models * n;
+  s.passes_copied = std::min(pairs, std::max<std::size_t>(4096, pairs / 16));
+  s.null_nats.reserve(n + 1);
+  s.d_null_nats.reserve(n + 1);
+  s.passes.reserve(s.passes_copied + 1);
+  s.d_passes.reserve(pairs + 1);
+  s.pass_count.reserve(1);
+  s.d_pass_count.reserve(1);
+  cudaStream_t st = s.stream.get();
+  std::memcpy(s.null_nats.get(), null_nats, n * sizeof(float));
+  check(cudaMemcpyAsync(s.d_null_nats.get(), s.null_nats.get(), n * sizeof(float),
+                        cudaMemcpyHostToDevice, st),
+        "H2D null scores");
+  check(cudaMemsetAsync(s.d_pass_count.get(), 0, sizeof(unsigned long long), st),
+        "memset pass count");
+  if (pairs > 0) {
+    MsvGateArgs g{};
+    g.result = d_result;
+    g.bjbm = d_bjbm;
+    g.gates = d_gates;
+    g.null_nats = s.d_null_nats.get();
+    g.offsets = s.d_offsets.get();
+    g.n = s.n;
+    g.pairs = static_cast<std::int64_t>(pairs);
+    g.passes = s.d_passes.get();
+    g.count = s.d_pass_count.get();
+    constexpr unsigned kGateThreads = 256;
+    const auto blocks = static_cast<unsigned>(std::min<std::size_t>(
+        (pairs + kGateThreads - 1) / kGateThreads, static_cast<std::size_t>(multiprocessors) * 16));
+    msv_gate_kernel<<<blocks, kGateThreads, 0, st>>>(g);
+    check_launch("msv_gate_kernel");
+  }
+  check(cudaMemcpyAsync(s.pass_count.get(), s.d_pass_count.get(), sizeof(unsigned long long),
+                        cudaMemcpyDeviceToHost, st),
+        "D2H pass count");
+  check(cudaMemcpyAsync(s.passes.get(), s.d_passes.get(), s.passes_copied * sizeof(int3),
+                        cudaMemcpyDeviceToHost, st),
+        "D2H passes");
+}
+
 const std::vector<HmmGpuEngine::MsvPass>& HmmGpuEngine::wait_msv_passes(int slot_index) {
   Impl& m = *impl_;
   Impl::Slot& s = *m.slots[slot_index];
   check(cudaSetDevice(m.device), "cudaSetDevice");
   check(cudaStreamSynchronize(s.stream.get()), "cudaStreamSynchronize msv passes");
   m.publish_kept(s);
-  if (!s.set_gated) throw std::logic_error("wait_msv_passes after an ungated submit_msv_models");
-  const std::size_t models = m.set.size();
+  if (!s.gated) throw std::logic_error("wait_msv_passes after an ungated MSV launch");
   s.times.msv_ms = s.msv_fast_done.ms_since(s.msv_start);
   s.times.msv_exact_ms = s.msv_done.ms_since(s.msv_fast_done);
   s.times.msv_exact_targets = 0;
-  for (std::size_t k = 0; k < models; ++k) s.times.msv_exact_targets += s.set_exact_count[k];
-  s.msv_passes.clear();
-  const std::size_t count = s.n > 0 && models > 0 ? *s.set_pass_count.get() : 0;
-  if (count > s.set_passes_copied) {  // more than the share queued with the count: all again
-    s.set_passes.reserve(count);
-    check(cudaMemcpy(s.set_passes.get(), s.d_set_passes.get(), count * sizeof(int3),
-                     cudaMemcpyDeviceToHost),
-          "D2H passes");
+  if (s.gated_set) {
+    for (std::size_t k = 0; k < m.set.size(); ++k)
+      s.times.msv_exact_targets += s.set_exact_count[k];
+  } else {
+    s.times.msv_exact_targets = s.exact_count[0];
+  }
+  const std::size_t count = *s.pass_count.get();
+  if (count > s.passes_copied) {  // more than the share queued with the count: all again
+    s.passes.reserve(count);
+    check(
+        cudaMemcpy(s.passes.get(), s.d_passes.get(), count * sizeof(int3), cudaMemcpyDeviceToHost),
+        "D2H passes");
   }
   s.msv_passes.resize(count);
   for (std::size_t j = 0; j < count; ++j) {
-    const int3 p = s.set_passes[j];
-    const Impl::SetModel& model = *m.set[static_cast<std::size_t>(p.x)];
+    const int3 p = s.passes[j];
     const int L = s.lengths[static_cast<std::size_t>(p.y)];
-    s.msv_passes[j] = {p.x, p.y, finish_msv(model.msv, p.z, (*model.tjb)(L))};
+    s.msv_passes[j] = {p.x, p.y,
+                       s.gated_set ? finish_msv(m.set[static_cast<std::size_t>(p.x)]->msv, p.z,
+                                                (*m.set[static_cast<std::size_t>(p.x)]->tjb)(L))
+                                   : finish_msv(m.msv, p.z, m.msv.tjb(L))};
   }
   // The device appended them in no particular order.
   std::sort(s.msv_passes.begin(), s.msv_passes.end(), [](const MsvPass& a, const MsvPass& b) {

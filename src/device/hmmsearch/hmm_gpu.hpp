@@ -265,11 +265,16 @@ class HmmGpuEngine {
   // valid until the slot's next submit_msv (wait_canonical_forward may read it).
   using ParallelFor = std::function<void(std::size_t n, std::size_t chunk,
                                          const std::function<void(std::size_t)>& body)>;
+  // With `null_nats` (one per target: null_score of its length) the launch is gated, as
+  // submit_msv_models's: the device also decides the MSV stage with the model's
+  // `msv_pass_bits` (the cascade's msv_pass_bits) and only the targets that pass come
+  // back (wait_msv_passes, model 0), not every score.
   void submit_msv(int slot, const GpuTarget* targets, std::size_t count,
                   const ParallelFor& parallel = {}, const GpuBlockSpan* blocks = nullptr,
-                  std::size_t block_count = 0);
-  // Waits (sleeping) for the slot's MSV and returns one score per target, in order (valid
-  // until the slot's next submit).
+                  std::size_t block_count = 0, const float* null_nats = nullptr,
+                  float msv_pass_bits = 0);
+  // Waits (sleeping) for the slot's ungated MSV and returns one score per target, in
+  // order (valid until the slot's next submit).
   const std::vector<FilterScore>& wait_msv(int slot);
   // Starts the Viterbi filter on some of the slot's uploaded targets (indices into the
   // last submit_msv's list); the residues are already on the device.
@@ -325,7 +330,8 @@ class HmmGpuEngine {
   // [m * count + i] is model m's for target i, equal to the engine's msv() for that model
   // (valid until the slot's next submit). The slot's kernel_times cover the whole set.
   const std::vector<FilterScore>& wait_msv_models(int slot);
-  // Waits for a gated submit_msv_models and returns the pairs that passed the MSV stage,
+  // Waits for a gated submit_msv or submit_msv_models and returns the pairs that passed
+  // the MSV stage,
   // by model then target, with their scores as wait_msv_models would give them: exactly
   // the pairs that decide_after_msv does not stop (never an empty target). Valid until
   // the slot's next submit.

@@ -28,17 +28,18 @@ std::string gpu_name(int device) {
 
 using Clock = std::chrono::steady_clock;
 
-// The targets' null scores (null_score of each length), for a gated MSV launch.
-std::vector<float> null_scores(const std::vector<device::GpuTarget>& targets) {
-  std::vector<float> out(targets.size());
-  for (std::size_t i = 0; i < targets.size(); ++i) out[i] = null_score(targets[i].length);
-  return out;
-}
 double since(Clock::time_point& t) {
   const Clock::time_point now = Clock::now();
   const double s = std::chrono::duration<double>(now - t).count();
   t = now;
   return s;
+}
+
+// The targets' null scores (null_score of each length), for a gated MSV launch.
+std::vector<float> null_scores(const std::vector<device::GpuTarget>& targets) {
+  std::vector<float> out(targets.size());
+  for (std::size_t i = 0; i < targets.size(); ++i) out[i] = null_score(targets[i].length);
+  return out;
 }
 
 }  // namespace

@@ -81,8 +81,9 @@ NextStage decide_after_msv(const SearchProfile& profile, const CascadeSettings& 
   out.msv_bits = seq_score;
   out.stage = Stage::msv;
   double P = 1;  // not computed where the score is rejected without it
-  if (!msv_passes(profile, settings.F1, seq_score, P)) return NextStage::none;
+  const bool passes = msv_passes(profile, settings.F1, seq_score, P);
   out.pvalue = P;
+  if (!passes) return NextStage::none;
   out.stage = Stage::bias;
   if (settings.bias_filter) return NextStage::bias;
   out.filter_nats = nullsc;

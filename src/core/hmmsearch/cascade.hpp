@@ -188,8 +188,10 @@ double certain_msv_reject_below(const SearchProfile& profile, double F1);
 // stage passes with the profile and F1, found by bisection over the floats with the
 // stage's own test: a device that compares a pair's score with it (MsvGate::min_bits,
 // msv_gate.hpp) decides as decide_after_msv. The test is monotone in the score (the
-// P-value is exp and log of it; tests/core_msv_gate_test.cpp checks floats on both
-// sides of the boundary). -infinity where every score passes, +infinity where none does.
+// P-value is 1 - exp(-exp(-lambda (x - mu))), and near any F1 of use one float's step
+// moves it far more than its rounding; tests/core_msv_gate_test.cpp checks floats on
+// both sides of the boundary). -infinity where every score passes, +infinity where none
+// does.
 float msv_pass_bits(const SearchProfile& profile, const CascadeSettings& settings);
 
 // Forward P-value of a bit score, and E-value for a search space of Z targets.

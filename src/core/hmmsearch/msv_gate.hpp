@@ -48,8 +48,8 @@ DUET_MSV_GATE_HD inline float msv_sequence_bits(float msv_nats, float null_nats)
   return (msv_nats - null_nats) / static_cast<float>(kLog2);
 }
 
-// One model's MSV pass test, made on the host (msv_gate in cascade.hpp): its MSV byte
-// constants and the smallest sequence score that passes the F1 threshold.
+// One model's MSV pass test: its MSV byte constants and the smallest sequence score that
+// passes the F1 threshold (msv_pass_bits in cascade.hpp, made on the host).
 struct MsvGate {
   int base = 0, tbm = 0, tec = 0, bias = 0;
   float scale = 1;

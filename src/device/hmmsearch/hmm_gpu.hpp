@@ -331,10 +331,9 @@ class HmmGpuEngine {
   // (valid until the slot's next submit). The slot's kernel_times cover the whole set.
   const std::vector<FilterScore>& wait_msv_models(int slot);
   // Waits for a gated submit_msv or submit_msv_models and returns the pairs that passed
-  // the MSV stage,
-  // by model then target, with their scores as wait_msv_models would give them: exactly
-  // the pairs that decide_after_msv does not stop (never an empty target). Valid until
-  // the slot's next submit.
+  // the MSV stage, by model then target, with their scores as wait_msv_models would give
+  // them: exactly the pairs that decide_after_msv does not stop (never an empty target).
+  // Valid until the slot's next submit.
   struct MsvPass {
     int model = 0, target = 0;
     FilterScore score;

@@ -279,12 +279,12 @@ __host__ __device__ inline bool msv_code_xj(int code, int tec, int bias, bool& o
   return true;
 }
 
-// The MSV stage's decision on every pair of a set's batch (after both MSV kernels): pair
-// (model m, target i) passes where msv_gate_passes says so with the model's gate, the
-// target's null score and its N->B cost (bjbm less B->M); an empty target never passes,
-// a pair without a score always does (the host then reports it). Passing pairs are
-// appended to `passes` (x model, y target, z code) in no particular order and counted in
-// `count`.
+// The MSV stage's decision on every pair of a batch, one model's or a set's (after both
+// MSV kernels): pair (model m, target i) passes where msv_gate_passes says so with the
+// model's gate, the target's null score and its N->B cost (bjbm less B->M); an empty
+// target never passes, a pair without a score always does (the host then reports it).
+// Passing pairs are appended to `passes` (x model, y target, z code) in no particular
+// order and counted in `count`.
 struct MsvGateArgs {
   const int* result;  // models * n codes, model-major
   const std::uint8_t* bjbm;

@@ -22,17 +22,6 @@
 namespace duet {
 namespace {
 
-MsvGate gate_of(const SearchProfile& sp, const CascadeSettings& settings) {
-  MsvGate g;
-  g.base = sp.msv.base;
-  g.tbm = sp.msv.tbm;
-  g.tec = sp.msv.tec;
-  g.bias = sp.msv.bias;
-  g.scale = sp.msv.scale;
-  g.min_bits = msv_pass_bits(sp, settings);
-  return g;
-}
-
 // The host's decision on a target of length L whose MSV filter ended on J value xJ.
 bool host_passes(const SearchProfile& sp, const CascadeSettings& settings, int L, int xJ) {
   FilterScore msv{msv_nats_of_xj(xJ, sp.msv.tjb(L), sp.msv.base, sp.msv.scale), false};
@@ -101,7 +90,7 @@ TEST(MsvGate, DecidesEveryPairAsTheCascade) {
     for (const double F1 : thresholds) {
       CascadeSettings settings;
       settings.F1 = F1;
-      const MsvGate g = gate_of(sp, settings);
+      const MsvGate g = msv_gate_of(sp.msv, msv_pass_bits(sp, settings));
       const std::string what =
           std::string(name) + " F1 " + std::to_string(F1) + " seed " + std::to_string(seed);
       int passed = 0, failed = 0;

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 
+#include "core/hmmsearch/profile.hpp"
 #include "core/hmmsearch/statistics.hpp"
 
 #if defined(__CUDACC__)
@@ -57,6 +58,18 @@ struct MsvGate {
   // none passes but an overflow, -infinity where every score passes.
   float min_bits = 0;
 };
+
+// The gate of a model's MSV scores with its pass bits (host side).
+inline MsvGate msv_gate_of(const MsvScores& msv, float min_bits) {
+  MsvGate g;
+  g.base = msv.base;
+  g.tbm = msv.tbm;
+  g.tec = msv.tec;
+  g.bias = msv.bias;
+  g.scale = msv.scale;
+  g.min_bits = min_bits;
+  return g;
+}
 
 // Whether a target of N->B cost tjb and null score null_nats passes the model's MSV stage
 // with best J value xJ (overflow: the filter saturated, which always passes): the floor,

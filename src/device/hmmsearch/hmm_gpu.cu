@@ -699,13 +699,7 @@ void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::siz
   if (s.gated) {
     s.gate.reserve(1);
     s.d_gate.reserve(1);
-    MsvGate& gate = s.gate[0];
-    gate.base = m.msv.base;
-    gate.tbm = m.msv.tbm;
-    gate.tec = m.msv.tec;
-    gate.bias = m.msv.bias;
-    gate.scale = m.msv.scale;
-    gate.min_bits = msv_pass_bits;
+    s.gate[0] = msv_gate_of(m.msv, msv_pass_bits);
     check(
         cudaMemcpyAsync(s.d_gate.get(), s.gate.get(), sizeof(MsvGate), cudaMemcpyHostToDevice, st),
         "H2D gate");
@@ -826,14 +820,7 @@ void HmmGpuEngine::set_models(const SetModel* models, std::size_t count) {
     words.insert(words.end(), layout.words.begin(), layout.words.end());
     costs.insert(costs.end(), layout.costs.begin(), layout.costs.end());
     descriptors.push_back(d);
-    MsvGate gate;
-    gate.base = profile.msv.base;
-    gate.tbm = profile.msv.tbm;
-    gate.tec = profile.msv.tec;
-    gate.bias = profile.msv.bias;
-    gate.scale = profile.msv.scale;
-    gate.min_bits = models[i].msv_pass_bits;
-    gates.push_back(gate);
+    gates.push_back(msv_gate_of(profile.msv, models[i].msv_pass_bits));
     m.set_longest = std::max(m.set_longest, profile.M);
     m.set.push_back(std::move(model));
   }

@@ -565,7 +565,7 @@ TEST(GpuKernels, ModelSetGatePassesWhatTheCascadePasses) {
     for (std::size_t k = 0; k < profiles.size(); ++k)
       set.push_back({&profiles[k], choices[k], msv_pass_bits(profiles[k], settings)});
     engine.set_models(set.data(), set.size());
-    engine.submit_msv_models(slot, all.data(), n, {}, nullptr, 0, null_nats.data());
+    engine.submit_msv_models(slot, all.data(), n, {}, nullptr, 0, &null_nats);
     const std::vector<device::HmmGpuEngine::MsvPass> passes = engine.wait_msv_passes(slot);
     EXPECT_THROW(engine.wait_msv_models(slot), std::logic_error);
     const std::string what = "F1 " + std::to_string(F1) + " seed " + std::to_string(seed);
@@ -595,7 +595,7 @@ TEST(GpuKernels, ModelSetGatePassesWhatTheCascadePasses) {
     // One model's gated launch (submit_msv): the same test, the targets as model 0's.
     for (const std::size_t k : {std::size_t{3}, std::size_t{7}}) {
       engine.set_model(profiles[k], choices[k]);
-      engine.submit_msv(slot, all.data(), n, {}, nullptr, 0, null_nats.data(),
+      engine.submit_msv(slot, all.data(), n, {}, nullptr, 0, &null_nats,
                         msv_pass_bits(profiles[k], settings));
       const std::vector<device::HmmGpuEngine::MsvPass> one = engine.wait_msv_passes(slot);
       EXPECT_THROW(engine.wait_msv(slot), std::logic_error);
@@ -616,6 +616,19 @@ TEST(GpuKernels, ModelSetGatePassesWhatTheCascadePasses) {
     }
     slot = 1 - slot;
   }
+  // No targets (a batch of one block leaves its second half empty): gated launches that
+  // return no pairs; null scores of another count are refused before anything starts.
+  const std::vector<float> none;
+  engine.submit_msv(0, all.data(), 0, {}, nullptr, 0, &none, 0.0f);
+  EXPECT_TRUE(engine.wait_msv_passes(0).empty());
+  std::vector<device::HmmGpuEngine::SetModel> set = {{&profiles[0], choices[0], 0.0f}};
+  engine.set_models(set.data(), set.size());
+  engine.submit_msv_models(1, all.data(), 0, {}, nullptr, 0, &none);
+  EXPECT_TRUE(engine.wait_msv_passes(1).empty());
+  EXPECT_THROW(engine.submit_msv(0, all.data(), 3, {}, nullptr, 0, &none, 0.0f),
+               std::invalid_argument);
+  EXPECT_THROW(engine.submit_msv_models(1, all.data(), 3, {}, nullptr, 0, &none),
+               std::invalid_argument);
 }
 
 // A batch mixing targets read from the resident store (kept there by another engine, as

@@ -298,8 +298,9 @@ void HmmsearchGpuBackend::run_set(Half* halves, std::vector<Lane>& done) {
     // The MSV stage's decision on the device (a gated launch): only the pairs that pass
     // it come back.
     const Half& h = halves[s];
+    const std::vector<float> null_nats = null_scores(h.targets);
     engine.submit_msv_models(s, h.targets.data(), h.targets.size(), run_host_loop_, h.spans.data(),
-                             h.spans.size(), null_scores(h.targets).data());
+                             h.spans.size(), &null_nats);
     times.targets += static_cast<std::int64_t>(models * h.targets.size());
   }
   times.submit += since(tick);
@@ -422,7 +423,7 @@ void HmmsearchGpuBackend::run_lanes(std::vector<Lane>& lanes, Half* halves) {
       // read from the resident store is read on the host from there
       // (wait_canonical_forward).
       lanes[k].engine->submit_msv(s, h.targets.data(), h.targets.size(), run_host_loop_,
-                                  h.spans.data(), h.spans.size(), null_nats[s].data(),
+                                  h.spans.data(), h.spans.size(), &null_nats[s],
                                   models_[lanes[k].model].msv_pass_bits);
       times.targets += static_cast<std::int64_t>(h.targets.size());
     }

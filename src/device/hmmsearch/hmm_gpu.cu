@@ -119,6 +119,14 @@ FilterScore finish_msv(const MsvScores& msv, int code, int tjb) {
   return {msv_nats_of_xj(xJ, tjb, msv.base, msv.scale), false};  // C -> T
 }
 
+// A gated launch's null scores: one per target.
+void check_null_scores(const std::vector<float>* null_nats, std::size_t targets) {
+  if (null_nats != nullptr && null_nats->size() != targets) {
+    throw std::invalid_argument("gated MSV launch: " + std::to_string(null_nats->size()) +
+                                " null scores for " + std::to_string(targets) + " targets");
+  }
+}
+
 // A target's Viterbi filter score from the kernel's result (xC, or kViterbiOverflow) and
 // its N/C/J move `ncj`, finished as viterbi_filter_reference finishes it.
 FilterScore finish_viterbi(const ViterbiScores& vit, int code, int ncj) {
@@ -277,7 +285,8 @@ struct HmmGpuEngine::Impl {
   // per model, the targets' `null_nats`), the passing pairs compacted, and their count and
   // a first share of them queued back (a few percent pass at HMMER's F1).
   void queue_msv_gate(Slot& s, const int* d_result, const std::uint8_t* d_bjbm,
-                      const MsvGate* d_gates, std::size_t models, const float* null_nats);
+                      const MsvGate* d_gates, std::size_t models,
+                      const std::vector<float>& null_nats);
 
   // The first part of submit_msv and submit_msv_models: the slot takes the targets (their
   // lengths, offsets, order longest first and residue addresses), uploads the residues not
@@ -609,8 +618,9 @@ void HmmGpuEngine::Impl::stage(Slot& s, const GpuTarget* targets, std::size_t co
 
 void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::size_t count,
                               const ParallelFor& parallel, const GpuBlockSpan* blocks,
-                              std::size_t block_count, const float* null_nats,
+                              std::size_t block_count, const std::vector<float>* null_nats,
                               float msv_pass_bits) {
+  check_null_scores(null_nats, count);
   Impl& m = *impl_;
   Impl::Slot& s = *m.slots[slot_index];
   m.stage(s, targets, count, parallel, blocks, block_count);
@@ -703,7 +713,7 @@ void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::siz
     check(
         cudaMemcpyAsync(s.d_gate.get(), s.gate.get(), sizeof(MsvGate), cudaMemcpyHostToDevice, st),
         "H2D gate");
-    m.queue_msv_gate(s, s.d_result.get(), s.d_bjbm.get(), s.d_gate.get(), 1, null_nats);
+    m.queue_msv_gate(s, s.d_result.get(), s.d_bjbm.get(), s.d_gate.get(), 1, *null_nats);
   } else {
     check(cudaMemcpyAsync(s.result.get(), s.d_result.get(), n * sizeof(int), cudaMemcpyDeviceToHost,
                           st),
@@ -874,7 +884,8 @@ std::size_t HmmGpuEngine::set_model_count() const {
 
 void HmmGpuEngine::submit_msv_models(int slot_index, const GpuTarget* targets, std::size_t count,
                                      const ParallelFor& parallel, const GpuBlockSpan* blocks,
-                                     std::size_t block_count, const float* null_nats) {
+                                     std::size_t block_count, const std::vector<float>* null_nats) {
+  check_null_scores(null_nats, count);
   Impl& m = *impl_;
   Impl::Slot& s = *m.slots[slot_index];
   m.stage(s, targets, count, parallel, blocks, block_count);
@@ -995,7 +1006,7 @@ void HmmGpuEngine::submit_msv_models(int slot_index, const GpuTarget* targets, s
   s.gated_set = true;
   if (s.gated) {
     m.queue_msv_gate(s, s.d_set_result.get(), s.d_set_bjbm.get(), m.set_gates.get(), models,
-                     null_nats);
+                     *null_nats);
   } else {
     check(cudaMemcpyAsync(s.set_result.get(), s.d_set_result.get(), values * sizeof(int),
                           cudaMemcpyDeviceToHost, st),
@@ -1036,7 +1047,7 @@ const std::vector<FilterScore>& HmmGpuEngine::wait_msv_models(int slot_index) {
 
 void HmmGpuEngine::Impl::queue_msv_gate(Slot& s, const int* d_result, const std::uint8_t* d_bjbm,
                                         const MsvGate* d_gates, std::size_t models,
-                                        const float* null_nats) {
+                                        const std::vector<float>& null_nats) {
   const auto n = static_cast<std::size_t>(s.n);
   const std::size_t pairs = models * n;
   s.passes_copied = std::min(pairs, std::max<std::size_t>(4096, pairs / 16));
@@ -1047,7 +1058,7 @@ void HmmGpuEngine::Impl::queue_msv_gate(Slot& s, const int* d_result, const std:
   s.pass_count.reserve(1);
   s.d_pass_count.reserve(1);
   cudaStream_t st = s.stream.get();
-  std::memcpy(s.null_nats.get(), null_nats, n * sizeof(float));
+  std::copy(null_nats.begin(), null_nats.end(), s.null_nats.get());
   check(cudaMemcpyAsync(s.d_null_nats.get(), s.null_nats.get(), n * sizeof(float),
                         cudaMemcpyHostToDevice, st),
         "H2D null scores");

@@ -265,13 +265,13 @@ class HmmGpuEngine {
   // valid until the slot's next submit_msv (wait_canonical_forward may read it).
   using ParallelFor = std::function<void(std::size_t n, std::size_t chunk,
                                          const std::function<void(std::size_t)>& body)>;
-  // With `null_nats` (one per target: null_score of its length) the launch is gated, as
-  // submit_msv_models's: the device also decides the MSV stage with the model's
-  // `msv_pass_bits` (the cascade's msv_pass_bits) and only the targets that pass come
-  // back (wait_msv_passes, model 0), not every score.
+  // With `null_nats` (one per target: null_score of its length; given even for no
+  // targets) the launch is gated, as submit_msv_models's: the device also decides the MSV stage
+  // with the model's `msv_pass_bits` (the cascade's msv_pass_bits) and only the targets that pass
+  // come back (wait_msv_passes, model 0), not every score.
   void submit_msv(int slot, const GpuTarget* targets, std::size_t count,
                   const ParallelFor& parallel = {}, const GpuBlockSpan* blocks = nullptr,
-                  std::size_t block_count = 0, const float* null_nats = nullptr,
+                  std::size_t block_count = 0, const std::vector<float>* null_nats = nullptr,
                   float msv_pass_bits = 0);
   // Waits (sleeping) for the slot's ungated MSV and returns one score per target, in
   // order (valid until the slot's next submit).
@@ -319,13 +319,15 @@ class HmmGpuEngine {
   // way, and stay the slot's uploaded targets), but every model of the set runs against
   // every target: one launch of the fast kernel per kernel shape among the models, then one
   // launch of the exact kernel for the targets of every model that need it.
-  // With `null_nats` (one per target: null_score of its length) the launch is gated: the
+  // With `null_nats` (one per target: null_score of its length; given even for no
+  // targets) the launch is gated: the
   // device also takes the MSV stage's decision on every pair (msv_gate_passes with the
   // model's SetModel::msv_pass_bits) and only the pairs that pass come back
   // (wait_msv_passes), not every score.
   void submit_msv_models(int slot, const GpuTarget* targets, std::size_t count,
                          const ParallelFor& parallel = {}, const GpuBlockSpan* blocks = nullptr,
-                         std::size_t block_count = 0, const float* null_nats = nullptr);
+                         std::size_t block_count = 0,
+                         const std::vector<float>* null_nats = nullptr);
   // Waits for an ungated submit_msv_models and returns the scores, model by model: score
   // [m * count + i] is model m's for target i, equal to the engine's msv() for that model
   // (valid until the slot's next submit). The slot's kernel_times cover the whole set.

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <iterator>
 #include <numeric>
 #include <optional>
@@ -420,6 +421,35 @@ TEST(GpuKernels, SetModelScoresAsAFreshEngine) {
   }
 }
 
+// Random models of the given lengths for a model set, each with the default kernel choice
+// but an explicit one (8 threads, 32 nodes per thread) at `explicit_at` and the exact
+// kernel only at `exact_only_at`, and targets drawn for the models at `sources` (so that
+// some pairs pass and some need the exact kernel).
+struct RandomModelSet {
+  std::vector<HmmModel> hmms;
+  std::vector<device::GpuKernelChoice> choices;
+  std::vector<SearchProfile> profiles;
+  TargetSet targets;
+};
+RandomModelSet random_model_set(std::mt19937_64& rng, const Alphabet& abc,
+                                std::initializer_list<int> lengths, std::size_t explicit_at,
+                                std::size_t exact_only_at,
+                                std::initializer_list<std::size_t> sources) {
+  RandomModelSet r;
+  for (int M : lengths) {
+    r.hmms.push_back(simd_test::random_hmm(rng, abc, M, simd_test::random_style(rng)));
+    r.choices.emplace_back();
+  }
+  r.choices[explicit_at] = device::GpuKernelChoice{8, device::GpuStrategy::warp_groups, 32};
+  r.choices[exact_only_at].msv_exact_only = true;
+  for (const HmmModel& hmm : r.hmms) r.profiles.push_back(profile_of(hmm));
+  for (std::size_t k : sources) {
+    TargetSet some = targets_for(rng, r.hmms[k], 60);
+    r.targets.seqs.insert(r.targets.seqs.end(), some.seqs.begin(), some.seqs.end());
+  }
+  return r;
+}
+
 // The MSV filter of a set of models in one go (set_models, submit_msv_models): every
 // model's score of every target equals msv_filter_reference's, bit for bit, for models of
 // every kernel shape, of several tiles (boundary columns), too long for shared memory, and
@@ -431,22 +461,12 @@ TEST(GpuKernels, ModelSetMatchesReference) {
   REQUIRE_GPU();
   std::mt19937_64 rng(test_seed() ^ 0x7a);
   for (const Alphabet* abc : {&Alphabet::amino(), &Alphabet::dna()}) {
-    std::vector<HmmModel> hmms;
-    std::vector<device::GpuKernelChoice> choices;
-    for (int M : {1, 31, 100, 128, 129, 256, 257, 513, 1025, 2100, 4200, 60, 300, 400, 900}) {
-      hmms.push_back(simd_test::random_hmm(rng, *abc, M, simd_test::random_style(rng)));
-      choices.emplace_back();
-    }
-    choices[11] = device::GpuKernelChoice{8, device::GpuStrategy::warp_groups, 32};
-    choices[12].msv_exact_only = true;
-    std::vector<SearchProfile> profiles;
-    for (const HmmModel& hmm : hmms) profiles.push_back(profile_of(hmm));
-    // Targets from several models, so that some pass and some need the exact kernel.
-    TargetSet targets;
-    for (std::size_t k : {std::size_t{2}, std::size_t{6}, std::size_t{11}}) {
-      TargetSet some = targets_for(rng, hmms[k], 60);
-      targets.seqs.insert(targets.seqs.end(), some.seqs.begin(), some.seqs.end());
-    }
+    const RandomModelSet r = random_model_set(
+        rng, *abc, {1, 31, 100, 128, 129, 256, 257, 513, 1025, 2100, 4200, 60, 300, 400, 900}, 11,
+        12, {2, 6, 11});
+    const std::vector<device::GpuKernelChoice>& choices = r.choices;
+    const std::vector<SearchProfile>& profiles = r.profiles;
+    const TargetSet& targets = r.targets;
     const std::vector<device::GpuTarget> all = targets.view();
     device::HmmGpuEngine engine(0, profiles[0]);
     const auto check_set = [&](const std::vector<std::size_t>& members, int slot, std::size_t n,
@@ -495,7 +515,7 @@ TEST(GpuKernels, ModelSetMatchesReference) {
       const device::HmmGpuEngine::SetItem outside{static_cast<int>(members.size()), 0};
       EXPECT_THROW(engine.submit_viterbi_models(slot, &outside, 1), std::invalid_argument);
     };
-    std::vector<std::size_t> every(hmms.size());
+    std::vector<std::size_t> every(profiles.size());
     std::iota(every.begin(), every.end(), std::size_t{0});
     const std::string alphabet = abc == &Alphabet::dna() ? "dna" : "amino";
     check_set(every, 0, all.size(), alphabet + " every model, slot 0");
@@ -517,22 +537,11 @@ TEST(GpuKernels, ModelSetGatePassesWhatTheCascadePasses) {
   REQUIRE_GPU();
   const std::uint64_t seed = test_seed() ^ 0x9a7e;
   std::mt19937_64 rng(seed);
-  std::vector<HmmModel> hmms;
-  std::vector<device::GpuKernelChoice> choices;
-  for (int M : {1, 31, 100, 129, 257, 513, 1025, 2100, 60, 300}) {
-    hmms.push_back(simd_test::random_hmm(rng, Alphabet::amino(), M, simd_test::random_style(rng)));
-    choices.emplace_back();
-  }
-  choices[8] = device::GpuKernelChoice{8, device::GpuStrategy::warp_groups, 32};
-  choices[9].msv_exact_only = true;
-  std::vector<SearchProfile> profiles;
-  for (const HmmModel& hmm : hmms) profiles.push_back(profile_of(hmm));
-  TargetSet targets;
-  for (std::size_t k : {std::size_t{2}, std::size_t{4}, std::size_t{9}}) {
-    TargetSet some = targets_for(rng, hmms[k], 60);
-    targets.seqs.insert(targets.seqs.end(), some.seqs.begin(), some.seqs.end());
-  }
-  const std::vector<device::GpuTarget> all = targets.view();
+  const RandomModelSet r = random_model_set(
+      rng, Alphabet::amino(), {1, 31, 100, 129, 257, 513, 1025, 2100, 60, 300}, 8, 9, {2, 4, 9});
+  const std::vector<device::GpuKernelChoice>& choices = r.choices;
+  const std::vector<SearchProfile>& profiles = r.profiles;
+  const std::vector<device::GpuTarget> all = r.targets.view();
   const std::size_t n = all.size();
   // The reference's MSV score of every pair.
   std::vector<FilterScore> ref(profiles.size() * n);

@@ -61,14 +61,7 @@ struct MsvGate {
 
 // The gate of a model's MSV scores with its pass bits (host side).
 inline MsvGate msv_gate_of(const MsvScores& msv, float min_bits) {
-  MsvGate g;
-  g.base = msv.base;
-  g.tbm = msv.tbm;
-  g.tec = msv.tec;
-  g.bias = msv.bias;
-  g.scale = msv.scale;
-  g.min_bits = min_bits;
-  return g;
+  return {msv.base, msv.tbm, msv.tec, msv.bias, msv.scale, min_bits};
 }
 
 // Whether a target of N->B cost tjb and null score null_nats passes the model's MSV stage

@@ -66,7 +66,7 @@ no_outputs() {
   local extra
   extra=$(ls -A | grep -v -x -e models.hmm -e db.fa -e db.packed -e tiny.fa -e big.fa \
     -e seqs.fa -e single.h5 -e single.tbl -e single.dom -e single_scan.h5 -e pairs_single.h5 \
-    -e tiny_single.h5 -e err.txt -e out.txt -e compare.out -e m30.hmm)
+    -e tiny_single.h5 -e err.txt -e out.txt -e compare.out -e m120.hmm)
   [ -z "$extra" ] || { echo "left behind: $extra"; return 1; }
 }
 
@@ -168,10 +168,13 @@ grep -q "rank 1" err.txt || { cat err.txt; fail "a dead rank: rank 1 not named";
 no_outputs || fail "a dead rank left files"
 
 echo "== Ctrl-C (SIGINT to mpirun): every rank stops, nothing written"
-"$duet" synth-model -L $(seq 100 10 390) --seed "$seed" -o m30.hmm >/dev/null || exit 1
-"$duet" synth-db --model m30.hmm --residues 2e7 --seed "$seed" -o big.fa >/dev/null || exit 1
+# 120 models (two passes), so that the job is still searching when the signal comes on a
+# fast machine (30 models ended before it on a 2-core AMD EPYC).
+"$duet" synth-model $(for _ in 1 2 3 4; do printf -- '-L %s ' $(seq 100 10 390); done) \
+  --seed "$seed" -o m120.hmm >/dev/null || exit 1
+"$duet" synth-db --model m120.hmm --residues 2e7 --seed "$seed" -o big.fa >/dev/null || exit 1
 DUET_TIMES=1 mpirun --oversubscribe -x DUET_TIMES -np 2 "$duet" hmmsearch --cpu 1 \
-  --h5 stopped.h5 --tblout stopped.tbl m30.hmm big.fa >out.txt 2>err.txt &
+  --h5 stopped.h5 --tblout stopped.tbl m120.hmm big.fa >out.txt 2>err.txt &
 job=$!
 for _ in $(seq 1 300); do
   [ "$(grep -c 'search starts' err.txt)" -ge 2 ] && break

@@ -915,8 +915,8 @@ TEST(SchedulerParts, FeederJoinsWhenItsDeviceIsReady) {
   // Ready once the CPU ran `ready_after` blocks (never: -1), or unavailable.
   class LateGpu final : public scheduler::GpuBackend {
    public:
-    LateGpu(Runs& runs, int ready_after, bool unavailable)
-        : runs_(runs), ready_after_(ready_after), unavailable_(unavailable) {}
+    LateGpu(Runs& runs, int ready_after, bool unavailable, int batch_us)
+        : runs_(runs), ready_after_(ready_after), unavailable_(unavailable), batch_us_(batch_us) {}
     std::string name() const override { return "late GPU"; }
     std::string stages() const override { return "all"; }
     Readiness readiness(std::string& problem) override {
@@ -930,6 +930,7 @@ TEST(SchedulerParts, FeederJoinsWhenItsDeviceIsReady) {
     void start(const scheduler::HostLoopRunner&) override { ++starts; }
     std::vector<scheduler::GpuBlockOutcome> run(std::span<const BlockPtr> blocks, int) override {
       EXPECT_EQ(starts, 1) << "run before start";
+      std::this_thread::sleep_for(std::chrono::microseconds(batch_us_));
       std::vector<scheduler::GpuBlockOutcome> outcomes(blocks.size());
       for (const BlockPtr& b : blocks) runs_.ran(*b, runs_.gpu);
       for (auto& o : outcomes) o.survivors = 1;
@@ -941,52 +942,103 @@ TEST(SchedulerParts, FeederJoinsWhenItsDeviceIsReady) {
     Runs& runs_;
     int ready_after_;
     bool unavailable_;
+    int batch_us_;
   };
   struct Case {
     const char* name;
     int ready_after;
     bool unavailable, gpu_only;
     bool gpu_runs, fails;
+    int gpu_batch_us = 0;  // a batch of 4 blocks; a CPU block takes 500 us
   };
-  for (const Case c : {Case{"ready after 20 CPU blocks", 20, false, false, true, false},
-                       Case{"never ready", -1, false, false, false, false},
-                       Case{"unavailable, hybrid", 0, true, false, false, false},
-                       Case{"unavailable, GPU-only", 0, true, true, false, true},
-                       Case{"GPU-only, ready at once", 0, false, true, true, false}}) {
-    SCOPED_TRACE(c.name);
-    Runs runs;
-    TinyBlocks source(kBlocks);
-    SlowCpu cpu(runs);
-    LateGpu gpu(runs, c.ready_after, c.unavailable);
-    std::vector<scheduler::GpuBackend*> gpus{&gpu};
-    scheduler::SchedulerOptions options;
-    options.cpu_workers = 1;
-    options.gpu_batch_blocks = 4;
-    options.gpu_only = c.gpu_only;
-    options.warnings = false;
-    if (c.fails) {
-      try {
-        scheduler::run_blocks(source, cpu, gpus, options);
-        ADD_FAILURE() << "a GPU-only run without its GPU did not fail";
-      } catch (const std::runtime_error& e) {
-        EXPECT_NE(std::string(e.what()).find("late GPU cannot be used (no context)"),
-                  std::string::npos)
-            << e.what();
+  // Each case also with the CPU leaving fresh blocks to the GPU (cpu_leaves_blocks_to_gpus):
+  // a GPU that never starts or cannot be used still leaves every block to the CPU.
+  for (const bool leave : {false, true})
+    for (const Case c : {Case{"ready after 20 CPU blocks", 20, false, false, true, false},
+                         Case{"never ready", -1, false, false, false, false},
+                         Case{"unavailable, hybrid", 0, true, false, false, false},
+                         Case{"unavailable, GPU-only", 0, true, true, false, true},
+                         Case{"GPU-only, ready at once", 0, false, true, true, false},
+                         Case{"hybrid, ready at once", 0, false, false, true, false, 2000}}) {
+      SCOPED_TRACE(std::string(c.name) + (leave ? ", CPU only when faster" : ""));
+      Runs runs;
+      TinyBlocks source(kBlocks);
+      SlowCpu cpu(runs);
+      LateGpu gpu(runs, c.ready_after, c.unavailable, c.gpu_batch_us);
+      std::vector<scheduler::GpuBackend*> gpus{&gpu};
+      scheduler::SchedulerOptions options;
+      options.cpu_workers = 1;
+      options.gpu_batch_blocks = 4;
+      options.gpu_only = c.gpu_only;
+      options.warnings = false;
+      options.cpu_leaves_blocks_to_gpus = leave;
+      if (c.fails) {
+        try {
+          scheduler::run_blocks(source, cpu, gpus, options);
+          ADD_FAILURE() << "a GPU-only run without its GPU did not fail";
+        } catch (const std::runtime_error& e) {
+          EXPECT_NE(std::string(e.what()).find("late GPU cannot be used (no context)"),
+                    std::string::npos)
+              << e.what();
+        }
+        continue;
       }
-      continue;
+      const scheduler::RunSummary s = scheduler::run_blocks(source, cpu, gpus, options);
+      for (int b = 0; b < kBlocks; ++b) EXPECT_EQ(runs.times[static_cast<std::size_t>(b)], 1) << b;
+      EXPECT_EQ(gpu.starts, c.gpu_runs ? 1 : 0);
+      EXPECT_EQ(runs.gpu.load() > 0, c.gpu_runs) << runs.gpu.load() << " blocks on the GPU";
+      if (c.ready_after > 0 && c.gpu_runs) {
+        EXPECT_GE(runs.cpu.load(), c.ready_after);
+      }
+      if (c.gpu_only) {
+        EXPECT_EQ(runs.cpu.load(), 0);
+      }
+      if (leave && c.gpu_batch_us > 0) {
+        // A GPU as fast as the CPU: without the rule the CPU takes blocks too;
+        // with it, none (the device is ready when the pass starts).
+        EXPECT_EQ(runs.cpu.load(), 0);
+      }
+      EXPECT_EQ(s.blocks, kBlocks);
     }
-    const scheduler::RunSummary s = scheduler::run_blocks(source, cpu, gpus, options);
-    for (int b = 0; b < kBlocks; ++b) EXPECT_EQ(runs.times[static_cast<std::size_t>(b)], 1) << b;
-    EXPECT_EQ(gpu.starts, c.gpu_runs ? 1 : 0);
-    EXPECT_EQ(runs.gpu.load() > 0, c.gpu_runs) << runs.gpu.load() << " blocks on the GPU";
-    if (c.ready_after > 0 && c.gpu_runs) {
-      EXPECT_GE(runs.cpu.load(), c.ready_after);
-    }
-    if (c.gpu_only) {
-      EXPECT_EQ(runs.cpu.load(), 0);
-    }
-    EXPECT_EQ(s.blocks, kBlocks);
+}
+
+// A CPU worker that the queue's rule (set_cpu_should_take) keeps off a fresh block parks;
+// a GPU takes the block; resume_cpu_workers wakes the parked worker, which asks again.
+TEST(SchedulerParts, QueueLeavesBlocksToTheGpuByItsRule) {
+  scheduler::BlockQueue queue(8);
+  std::vector<int> resumed;
+  queue.set_resume([&](int w) { resumed.push_back(w); });
+  bool cpu_takes = false;
+  std::vector<std::int64_t> asked;
+  queue.set_cpu_should_take([&](const Block& b) {
+    asked.push_back(b.index);
+    return cpu_takes;
+  });
+  for (std::int64_t i = 0; i < 3; ++i) {
+    auto b = std::make_shared<Block>();
+    b->index = i;
+    ASSERT_TRUE(queue.push(b));
   }
+  scheduler::CpuTask t;
+  EXPECT_EQ(queue.take_for_cpu(2, t), scheduler::BlockQueue::Take::parked);
+  EXPECT_EQ(asked, (std::vector<std::int64_t>{0}));
+  const std::vector<BlockPtr> batch = queue.pop_batch_for_gpu(1, 1 << 20);
+  ASSERT_EQ(batch.size(), 1u);
+  EXPECT_EQ(batch[0]->index, 0);
+  // A requeued block (a failed batch) and a post task are the CPU's whatever the rule says.
+  queue.requeue({batch[0]});
+  EXPECT_EQ(resumed, (std::vector<int>{2}));
+  ASSERT_EQ(queue.take_for_cpu(2, t), scheduler::BlockQueue::Take::task);
+  EXPECT_EQ(t.block->index, 0);
+  queue.end_gpu_batch();
+  EXPECT_EQ(queue.take_for_cpu(2, t), scheduler::BlockQueue::Take::parked);
+  resumed.clear();
+  cpu_takes = true;  // e.g. the GPU stopped taking blocks
+  queue.resume_cpu_workers();
+  EXPECT_EQ(resumed, (std::vector<int>{2}));
+  ASSERT_EQ(queue.take_for_cpu(2, t), scheduler::BlockQueue::Take::task);
+  EXPECT_EQ(t.block->index, 1);
+  EXPECT_EQ(asked, (std::vector<std::int64_t>{0, 1, 1}));
 }
 
 // Many threads putting at once: the consumer sees every block once, in order, one call at
@@ -1123,6 +1175,16 @@ TEST(SchedulerDefaultMode, SmallDatabaseRunsOnTheCpu) {
   const app::SearchRun always = app::run_hmmsearch(models, db, relaxed_config(2), h);
   EXPECT_FALSE(always.gpus_skipped_small_database);
   test::expect_identical(small, always, "gpu_min_database 0");
+  // A search of at least gpu_min_cells (nodes x text bytes) qualifies on a small database.
+  h.gpu_min_database = io::SchedulerConfig{}.gpu_min_database;
+  const auto text = static_cast<std::int64_t>(std::filesystem::file_size(db));
+  std::int64_t nodes = 0;
+  for (const HmmModel& m : models) nodes += m.M;
+  h.gpu_min_cells = nodes * text + 1;
+  EXPECT_TRUE(app::run_hmmsearch(models, db, relaxed_config(2), h).gpus_skipped_small_database);
+  h.gpu_min_cells = nodes * text;
+  EXPECT_FALSE(app::run_hmmsearch(models, db, relaxed_config(2), h).gpus_skipped_small_database);
+  h.gpu_min_cells = -1;
   h.gpu_min_database = 1;
   h.gpu = app::HybridOptions::Gpu::off;
   EXPECT_FALSE(app::run_hmmsearch(models, db, relaxed_config(2), h).gpus_skipped_small_database);

@@ -66,6 +66,16 @@ void BlockQueue::set_resume(std::function<void(int)> resume) {
   resume_ = std::move(resume);
 }
 
+void BlockQueue::set_cpu_should_take(std::function<bool(const Block&)> should_take) {
+  std::lock_guard lock(mutex_);
+  cpu_should_take_ = std::move(should_take);
+}
+
+void BlockQueue::resume_cpu_workers() {
+  std::lock_guard lock(mutex_);
+  resume_parked_locked();
+}
+
 void BlockQueue::resume_parked_locked() {
   if (parked_.empty()) return;
   const auto now = std::chrono::steady_clock::now();
@@ -93,7 +103,7 @@ BlockQueue::Take BlockQueue::take_for_cpu(int worker, CpuTask& task) {
   }
   const auto it = std::find_if(fresh_.begin(), fresh_.end(),
                                [&](const BlockPtr& b) { return cpu_may_take(*b); });
-  if (it != fresh_.end()) {
+  if (it != fresh_.end() && (!cpu_should_take_ || cpu_should_take_(**it))) {
     task = {CpuTask::Kind::block, std::move(*it), nullptr};
     fresh_.erase(it);
     changed_.notify_all();  // room for the reader

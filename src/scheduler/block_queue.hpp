@@ -56,6 +56,13 @@ class BlockQueue {
   // Called, with the queue's lock held, for each parked worker when the queue changes; it
   // must not call back into the queue on this thread.
   void set_resume(std::function<void(int worker)> resume);
+  // Called, with the queue's lock held, on the first fresh block a CPU may take: false
+  // leaves it to the GPUs and parks the worker (SchedulerOptions::cpu_leaves_blocks_to_gpus).
+  // It must not call back into the queue. None: a CPU takes every block it may.
+  void set_cpu_should_take(std::function<bool(const Block&)> should_take);
+  // Resumes the parked CPU workers, so that they ask again (the answer of
+  // set_cpu_should_take's function changed: a GPU stopped taking blocks).
+  void resume_cpu_workers();
   // Empty vector: nothing more for GPUs. A non-empty batch must be ended with
   // end_gpu_batch() after its blocks were requeued or posted or finished.
   // wait = false: returns at once, empty when no block a GPU may take is waiting.
@@ -81,6 +88,7 @@ class BlockQueue {
   std::deque<BlockPtr> fresh_, requeued_;
   std::deque<std::pair<BlockPtr, PostStatePtr>> post_;
   std::function<void(int)> resume_;
+  std::function<bool(const Block&)> cpu_should_take_;
   std::vector<std::pair<int, std::chrono::steady_clock::time_point>> parked_;  // since when
   int gpu_batches_out_ = 0;
   bool closed_ = false, cancelled_ = false;

@@ -54,9 +54,13 @@ struct Shared {
   std::atomic<bool> reader_done{false};
   std::int64_t known_total = 0;
   std::vector<std::atomic<double>> gpu_rates;  // residues per second of each feeder (0: unknown)
+  // Feeders whose device has started and that still take blocks.
+  std::vector<std::atomic<bool>> gpu_taking;
 
   Shared(std::size_t depth, int feeders)
-      : queue(depth), gpu_rates(static_cast<std::size_t>(feeders)) {}
+      : queue(depth),
+        gpu_rates(static_cast<std::size_t>(feeders)),
+        gpu_taking(static_cast<std::size_t>(feeders)) {}
   double now() const { return std::chrono::duration<double>(Clock::now() - start).count(); }
   void fail(std::exception_ptr e) {
     {
@@ -78,6 +82,12 @@ struct Shared {
     return std::max(0.0, total - static_cast<double>(started_residues.load()));
   }
 };
+
+// SchedulerOptions::cpu_leaves_blocks_to_gpus: whether a GPU feeder takes blocks now.
+bool gpus_take_blocks(const Shared& shared) {
+  return std::any_of(shared.gpu_taking.begin(), shared.gpu_taking.end(),
+                     [](const std::atomic<bool>& taking) { return taking.load(); });
+}
 
 bool stop_requested(const SchedulerOptions& options) {
   return options.stop && options.stop->load();
@@ -172,6 +182,16 @@ std::int64_t adaptive_budget(const Shared& shared, std::size_t feeder,
 void gpu_feeder(Shared& shared, CpuPool& pool, GpuBackend& gpu, std::int64_t cells_per_residue,
                 int worker, std::size_t feeder, const SchedulerOptions& options,
                 std::vector<TraceRow>& trace, std::int64_t& faults) {
+  // However the feeder ends, its device takes no more blocks, and the CPU workers that left
+  // blocks to it ask again (SchedulerOptions::cpu_leaves_blocks_to_gpus).
+  struct StopsTaking {
+    Shared& shared;
+    std::size_t feeder;
+    ~StopsTaking() {
+      shared.gpu_taking[feeder] = false;
+      shared.queue.resume_cpu_workers();
+    }
+  } stops_taking{shared, feeder};
   // The device's set-up may still run on another thread: the CPU workers go on meanwhile.
   for (;;) {
     std::string problem;
@@ -193,6 +213,8 @@ void gpu_feeder(Shared& shared, CpuPool& pool, GpuBackend& gpu, std::int64_t cel
       [&pool](std::size_t n, std::size_t chunk, const std::function<void(std::size_t)>& body) {
         pool.run_host_loop(n, chunk, body);
       });
+  // From here until it returns, the device takes blocks (gpus_take_blocks).
+  shared.gpu_taking[feeder] = true;
   std::int64_t batches = 0;
   double busy = 0;
   std::int64_t done = 0;
@@ -396,6 +418,17 @@ RunSummary run_blocks(BlockSource& blocks, Workload& workload, std::span<GpuBack
   Shared shared(depth, feeders);
   shared.known_total = blocks.known_work();
   const std::int64_t cells_per_residue = workload.cells_per_residue();
+  if (options.cpu_leaves_blocks_to_gpus && feeders > 0 && !options.gpu_only &&
+      options.policy != SplitPolicy::static_fraction) {
+    shared.queue.set_cpu_should_take([&shared](const Block&) { return !gpus_take_blocks(shared); });
+    // A device already set up (an earlier pass) takes blocks from the start: the CPU
+    // workers, which start first, leave them to it.
+    for (int g = 0; g < feeders; ++g) {
+      std::string problem;
+      if (gpus[static_cast<std::size_t>(g)]->readiness(problem) == GpuBackend::Readiness::ready)
+        shared.gpu_taking[static_cast<std::size_t>(g)] = true;
+    }
+  }
 
   std::vector<std::vector<TraceRow>> traces(static_cast<std::size_t>(workers + feeders));
   std::vector<std::int64_t> faults(static_cast<std::size_t>(feeders), 0);

@@ -125,9 +125,16 @@ struct SchedulerOptions {
   // static: share of residues given to the CPU up front
   double static_cpu_fraction = defaults::kStaticCpuFraction;
   bool gpu_only = false;  // fresh blocks to GPUs only (CPU: post-queue and faults)
-  int fault_every = 0;    // debug: every Nth GPU batch fails (0 = never)
-  bool progress = false;  // one-line progress on stderr
-  bool warnings = true;   // device faults reported on stderr (off with --quiet)
+  // With GPUs, the dynamic and adaptive policies: while a GPU feeder takes blocks, the CPU
+  // workers take no fresh block; they serve the post-queue and failed batches, and take
+  // fresh blocks only while no GPU is ready (a device already set up counts from the pass's
+  // start) and once none takes blocks any more (so a GPU that never starts leaves every
+  // block to the CPU). For passes whose CPU blocks are long against a GPU batch: many
+  // models at once (bench/RESULTS.md).
+  bool cpu_leaves_blocks_to_gpus = false;
+  int fault_every = 0;                      // debug: every Nth GPU batch fails (0 = never)
+  bool progress = false;                    // one-line progress on stderr
+  bool warnings = true;                     // device faults reported on stderr (off with --quiet)
   const std::atomic<bool>* stop = nullptr;  // set (e.g. by SIGINT) to stop early
   // With GPU feeders, each CPU worker thread raises its nice value by this much (0 to 19;
   // 0 = unchanged), so that a feeder or parser thread that wakes gets a core at once. The

@@ -54,6 +54,7 @@ struct HmmsearchOptions {
   std::int64_t block_residues = 0, gpu_batch_residues = 0;
   std::string reuse_memory;
   std::string gpu_min_database;
+  std::int64_t gpu_min_cells = -1;
   std::string gpu_resident;
   int reader_threads = 0;
   std::unique_ptr<RunFlags> flags;
@@ -187,6 +188,10 @@ void add_profile_command(CLI::App& app,
                       "the default mode uses the GPUs for a database of at least this much text, "
                       "e.g. 512M (gzip counts 3 x its size); 0 = always (default " +
                           io::format_memory_size(d.scheduler.gpu_min_database) + ")");
+  cmd->add_option("--gpu-min-cells", o.gpu_min_cells,
+                  "... or for a search of at least this many DP cells, the models' nodes times "
+                  "the database's text bytes (default: 50 G per CPU worker; 0: always)")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 62));
   auto* reader_threads =
       cmd->add_option("--reader-threads", o.reader_threads,
                       "threads parsing the database (default: one per core, at most 4)");
@@ -308,6 +313,7 @@ void add_profile_command(CLI::App& app,
     if (gpu_strategy->count()) hybrid.gpu_strategy = o.gpu_strategy;
     if (o.gpu_jit) hybrid.gpu_jit = true;
     if (o.gpu_feeders > 0) hybrid.gpu_feeders = o.gpu_feeders;
+    hybrid.gpu_min_cells = o.gpu_min_cells;
     hybrid.gpu_kernel_table = io::resolve_kernel_table_path(
         o.gpu_kernel_table, config.gpu.kernel_table, default_kernel_table_paths());
     // A table the user named is checked even when no GPU will read it: a wrong path or a

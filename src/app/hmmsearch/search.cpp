@@ -166,6 +166,17 @@ constexpr std::size_t kModelsPerPass = 64;
 constexpr std::int64_t kNodesPerPass = 32768;
 // The blocks per worker a many-model pass over a small database aims at.
 constexpr std::size_t kBlocksPerWorker = 8;
+// A pass of at least this many nodes leaves fresh blocks to the GPUs
+// (SchedulerOptions::cpu_leaves_blocks_to_gpus). On the H100 machine the hybrid of CPU
+// blocks and GPU batches beat --gpu-only on ten models (about 2,500 nodes) and lost to it
+// on passes of 64 (about 13,000 nodes), where a CPU block outlasts the GPU's batches and
+// the CPU's post stage waits behind it (bench/RESULTS.md).
+constexpr std::int64_t kNodesLeftToGpus = 8192;
+// The default mode's GPUs join a search of at least this many DP cells per CPU worker
+// (HybridOptions::gpu_min_cells). On the H100 machine (16 cores), 1,000 Pfam-like models
+// ran faster on the CPU alone against 2.26 M residues (0.46 T cells) and faster on the GPU
+// against 5 M (1.0 T cells; bench/RESULTS.md): 50 G per worker is 0.8 T on 16.
+constexpr std::int64_t kGpuMinCellsPerWorker = 50'000'000'000;
 
 // The whole-target parser states (forward_canonical.hpp's layout) of a block's targets that
 // the Forward stage ran on, for the domain definition of those that pass it: the canonical
@@ -598,12 +609,20 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
   // GPUs: the debug test double, or the real ones of a CUDA build (gpu_backend.hpp).
   std::vector<int> devices;
   std::optional<io::KernelTable> kernel_table;
-  // The default mode on a small database: the CPU alone (not even listing the GPUs, which
-  // starts CUDA). A FIFO's size is unknown: the GPUs may join.
+  // The default mode on a small search, a small database that few models' nodes cross: the
+  // CPU alone (not even listing the GPUs, which starts CUDA). A FIFO's size is unknown: the
+  // GPUs may join.
   const std::uint64_t text = database.estimated_text_bytes();
-  const bool small_database = hybrid.gpu == HybridOptions::Gpu::auto_detect &&
-                              hybrid.test_gpus == 0 && hybrid.gpu_devices.empty() &&
-                              database.rereadable() && text < hybrid.gpu_min_database;
+  std::int64_t nodes = 0;
+  for (const HmmModel& m : models) nodes += m.M;
+  const std::int64_t min_cells =
+      hybrid.gpu_min_cells >= 0
+          ? hybrid.gpu_min_cells
+          : kGpuMinCellsPerWorker * (config.run.cpu > 0 ? config.run.cpu : usable_cores());
+  const bool small_database =
+      hybrid.gpu == HybridOptions::Gpu::auto_detect && hybrid.test_gpus == 0 &&
+      hybrid.gpu_devices.empty() && database.rereadable() && text < hybrid.gpu_min_database &&
+      static_cast<double>(nodes) * static_cast<double>(text) < static_cast<double>(min_cells);
   if (hybrid.gpu != HybridOptions::Gpu::off && hybrid.test_gpus == 0 && !small_database) {
 #ifdef DUET_HAVE_CUDA
     devices = resolve_gpu_devices(hybrid.gpu_devices);
@@ -840,6 +859,11 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
     }
     ++pass_number;
     BlockSource& source = share ? static_cast<BlockSource&>(*share) : pass;
+    // A pass of many nodes: the CPU workers leave fresh blocks to the GPUs while these take
+    // them and run the post stage (the GPUs' survivors) instead. (A rank of a job keeps the
+    // plain rule: its chunks come by request.)
+    options.cpu_leaves_blocks_to_gpus =
+        hybrid.cluster == nullptr && workload.cells_per_residue() >= kNodesLeftToGpus;
     query.schedule = scheduler::run_blocks(source, workload, backends, options);
     phase_time("pass ended");
 #ifdef DUET_HAVE_CUDA

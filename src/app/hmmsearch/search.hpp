@@ -130,6 +130,11 @@ struct HybridOptions : RunOptions {
   // (InputFile::estimated_text_bytes) at this many bytes or more; 0: always. Below it, the
   // GPUs' start-up and small batches cost more than they give (bench/RESULTS.md).
   std::uint64_t gpu_min_database = io::SchedulerConfig{}.gpu_min_database;
+  // ... or for a search of at least this many DP cells (the models' nodes times the
+  // database's estimated text bytes, which bound its residues): many models make a small
+  // database a large search. -1: kGpuMinCellsPerWorker per CPU worker of a CPU-only run;
+  // 0: always.
+  std::int64_t gpu_min_cells = -1;
   // Real GPUs (CUDA builds): the devices of --gpus (empty: every GPU found), the
   // kernel-choice table (io/kernel_table.hpp; "" = the engine's built-in rule by model
   // length) and the Viterbi strategy of --gpu-strategy ("warp" or "thread"; "" = the

@@ -18,6 +18,7 @@
 set -uo pipefail
 models=${MODELS:-1000}; rounds=${ROUNDS:-2}
 source bench/device_env.sh
+source bench/many_models_common.sh
 t0=$(date +%s)
 cmake -S . -B build-dev -G Ninja -DCMAKE_BUILD_TYPE=Release -DDUET_BUILD_BENCH=OFF \
   ${DUET_SHARED_DATA:+-DDUET_SHARED_DATA=$DUET_SHARED_DATA} > "$out/cmake.log" 2>&1 || { tail -30 "$out/cmake.log"; exit 1; }
@@ -29,10 +30,7 @@ if [ "${TESTS:-yes}" = yes ]; then
   ctest --test-dir build-dev -L gpu -j4 > "$out/ctest_gpu.txt" 2>&1; tail -3 "$out/ctest_gpu.txt"
 fi
 work=/tmp/many; mkdir -p $work
-lengths=$(python3 -c "
-import random; random.seed(7)
-print(' '.join('-L %d' % max(20, min(1200, int(random.lognormvariate(5.14, 0.6)))) for _ in range($models)))")
-$duet synth-model $lengths --seed 7 -o $work/models.hmm > /dev/null
+synth_models $duet $work $models
 if [ "${PROTEOME:-real}" = synth ]; then
   # A synthetic proteome of the same size (duet synth-db: few homologs, as in a search
   # whose cost is the filters).
@@ -41,22 +39,8 @@ if [ "${PROTEOME:-real}" = synth ]; then
 else
   zcat /usr/share/doc/mmseqs2/example-data/DB.fasta.gz | awk '/^>/{n++} n<=5000' > $work/proteome.fa
 fi
-# The models split 16 ways for the HMMER processes.
-python3 - "$work" <<'PY'
-import sys
-w = sys.argv[1]
-models = [m for m in open(w + "/models.hmm").read().split("//\n") if m.strip()]
-for i in range(16):
-    open(f"{w}/part{i}.hmm", "w").write("".join(m + "//\n" for m in models[i::16]))
-PY
+split_models $work
 printf "case\tround\tseconds\n" > "$out/times.tsv"
-time_it() {  # name, command...
-  local name=$1; shift
-  local s=$(date +%s%N)
-  "$@" > "$work/$name.log" 2>&1 || echo "$name failed: $(tail -2 "$work/$name.log")"
-  local ms=$(( ($(date +%s%N) - s) / 1000000 ))
-  printf "%s\t%s\t%d.%03d\n" "$name" "$round" $((ms / 1000)) $((ms % 1000)) | tee -a "$out/times.tsv"
-}
 hmmer16() {  # database: the models split 16 ways
   for i in $(seq 0 15); do
     hmmsearch --cpu 1 -o /dev/null --tblout $work/hmmer$i.tbl $work/part$i.hmm "$1" &

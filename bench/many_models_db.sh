@@ -12,26 +12,11 @@
 set -uo pipefail
 models=${MODELS:-1000}; rounds=${ROUNDS:-2}
 source bench/device_env.sh
+source bench/many_models_common.sh
 duet=./build-dev/duet; work=/tmp/many_db; mkdir -p $work
-lengths=$(python3 -c "
-import random; random.seed(7)
-print(' '.join('-L %d' % max(20, min(1200, int(random.lognormvariate(5.14, 0.6)))) for _ in range($models)))")
-$duet synth-model $lengths --seed 7 -o $work/models.hmm > /dev/null
-python3 - "$work" <<'PY'
-import sys
-w = sys.argv[1]
-models = [m for m in open(w + "/models.hmm").read().split("//\n") if m.strip()]
-for i in range(16):
-    open(f"{w}/part{i}.hmm", "w").write("".join(m + "//\n" for m in models[i::16]))
-PY
+synth_models $duet $work $models
+split_models $work
 printf "case\tround\tseconds\n" > "$out/times.tsv"
-time_it() {  # name, command...
-  local name=$1; shift
-  local s=$(date +%s%N)
-  "$@" > "$work/$name.log" 2>&1 || echo "$name failed: $(tail -2 "$work/$name.log")"
-  local ms=$(( ($(date +%s%N) - s) / 1000000 ))
-  printf "%s\t%s\t%d.%03d\n" "$name" "$round" $((ms / 1000)) $((ms % 1000)) | tee -a "$out/times.tsv"
-}
 hmmer16() {
   for i in $(seq 0 15); do
     hmmsearch --cpu 1 -o /dev/null --tblout $work/hmmer$i.tbl $work/part$i.hmm "$1" &

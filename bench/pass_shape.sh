@@ -9,27 +9,19 @@
 set -uo pipefail
 rounds=${ROUNDS:-2}
 source bench/device_env.sh
+source bench/many_models_common.sh
 cmake -S . -B build-dev -G Ninja -DCMAKE_BUILD_TYPE=Release -DDUET_BUILD_BENCH=OFF > "$out/cmake.log" 2>&1 || { tail -30 "$out/cmake.log"; exit 1; }
 cmake --build build-dev -j16 --target duet > "$out/build.log" 2>&1 || { grep -B2 -A8 error "$out/build.log" | head -60; exit 1; }
 duet=./build-dev/duet
 work=/tmp/shape; mkdir -p $work
-lengths=$(python3 -c "
-import random; random.seed(7)
-print(' '.join('-L %d' % max(20, min(1200, int(random.lognormvariate(5.14, 0.6)))) for _ in range(${MODELS:-1000})))")
-$duet synth-model $lengths --seed 7 -o $work/models.hmm > /dev/null
+synth_models $duet $work ${MODELS:-1000}
 if [ "${DB:-synth}" = big ]; then
   zcat /usr/share/doc/mmseqs2/example-data/DB.fasta.gz > $work/db1.fa
   for i in $(seq 10); do cat $work/db1.fa; done > $work/proteome.fa
 else
   $duet synth-db --residues 2.26e6 --homologs 0.002 --model $work/models.hmm --seed 7 -o $work/proteome.fa > /dev/null
 fi
-python3 - "$work" <<'PY'
-import sys
-w = sys.argv[1]
-models = [m for m in open(w + "/models.hmm").read().split("//\n") if m.strip()]
-for i in range(16):
-    open(f"{w}/part{i}.hmm", "w").write("".join(m + "//\n" for m in models[i::16]))
-PY
+split_models $work
 printf "variant\tround\tseconds\n" > "$out/times.tsv"
 variant() {  # name, models per pass (0: default), duet options...
   local name=$1 per_pass=$2; shift 2

@@ -66,7 +66,7 @@ void BlockQueue::set_resume(std::function<void(int)> resume) {
   resume_ = std::move(resume);
 }
 
-void BlockQueue::set_cpu_should_take(std::function<bool(const Block&)> should_take) {
+void BlockQueue::set_cpu_should_take(std::function<bool()> should_take) {
   std::lock_guard lock(mutex_);
   cpu_should_take_ = std::move(should_take);
 }
@@ -103,7 +103,7 @@ BlockQueue::Take BlockQueue::take_for_cpu(int worker, CpuTask& task) {
   }
   const auto it = std::find_if(fresh_.begin(), fresh_.end(),
                                [&](const BlockPtr& b) { return cpu_may_take(*b); });
-  if (it != fresh_.end() && (!cpu_should_take_ || cpu_should_take_(**it))) {
+  if (it != fresh_.end() && (!cpu_should_take_ || cpu_should_take_())) {
     task = {CpuTask::Kind::block, std::move(*it), nullptr};
     fresh_.erase(it);
     changed_.notify_all();  // room for the reader

@@ -56,10 +56,11 @@ class BlockQueue {
   // Called, with the queue's lock held, for each parked worker when the queue changes; it
   // must not call back into the queue on this thread.
   void set_resume(std::function<void(int worker)> resume);
-  // Called, with the queue's lock held, on the first fresh block a CPU may take: false
-  // leaves it to the GPUs and parks the worker (SchedulerOptions::cpu_leaves_blocks_to_gpus).
-  // It must not call back into the queue. None: a CPU takes every block it may.
-  void set_cpu_should_take(std::function<bool(const Block&)> should_take);
+  // Called, with the queue's lock held, when a CPU worker finds a fresh block it may take:
+  // false leaves the block to the GPUs and parks the worker
+  // (SchedulerOptions::cpu_leaves_blocks_to_gpus). It must not call back into the queue.
+  // None: a CPU takes every block it may.
+  void set_cpu_should_take(std::function<bool()> should_take);
   // Resumes the parked CPU workers, so that they ask again (the answer of
   // set_cpu_should_take's function changed: a GPU stopped taking blocks).
   void resume_cpu_workers();
@@ -88,7 +89,7 @@ class BlockQueue {
   std::deque<BlockPtr> fresh_, requeued_;
   std::deque<std::pair<BlockPtr, PostStatePtr>> post_;
   std::function<void(int)> resume_;
-  std::function<bool(const Block&)> cpu_should_take_;
+  std::function<bool()> cpu_should_take_;
   std::vector<std::pair<int, std::chrono::steady_clock::time_point>> parked_;  // since when
   int gpu_batches_out_ = 0;
   bool closed_ = false, cancelled_ = false;

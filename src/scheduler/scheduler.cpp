@@ -420,7 +420,7 @@ RunSummary run_blocks(BlockSource& blocks, Workload& workload, std::span<GpuBack
   const std::int64_t cells_per_residue = workload.cells_per_residue();
   if (options.cpu_leaves_blocks_to_gpus && feeders > 0 && !options.gpu_only &&
       options.policy != SplitPolicy::static_fraction) {
-    shared.queue.set_cpu_should_take([&shared](const Block&) { return !gpus_take_blocks(shared); });
+    shared.queue.set_cpu_should_take([&shared] { return !gpus_take_blocks(shared); });
     // A device already set up (an earlier pass) takes blocks from the start: the CPU
     // workers, which start first, leave them to it.
     for (int g = 0; g < feeders; ++g) {

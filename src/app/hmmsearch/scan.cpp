@@ -27,8 +27,7 @@ SearchRun scan_results(SearchRun& search, const std::vector<HmmModel>& models,
   scan.seconds = search.seconds;
   scan.stopped = search.stopped;
   scan.queries.resize(sequences.size());
-  std::int64_t nodes = 0;
-  for (const HmmModel& m : models) nodes += m.M;
+  const std::int64_t nodes = total_nodes(models);
   for (std::size_t s = 0; s < sequences.size(); ++s) {
     QueryResult& q = scan.queries[s];
     q.name = sequences[s].name;

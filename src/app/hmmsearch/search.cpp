@@ -613,12 +613,12 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
   // CPU alone (not even listing the GPUs, which starts CUDA). A FIFO's size is unknown: the
   // GPUs may join.
   const std::uint64_t text = database.estimated_text_bytes();
-  std::int64_t nodes = 0;
-  for (const HmmModel& m : models) nodes += m.M;
+  const std::int64_t nodes = total_nodes(models);
+  const int cores = usable_cores();
   const std::int64_t min_cells =
       hybrid.gpu_min_cells >= 0
           ? hybrid.gpu_min_cells
-          : kGpuMinCellsPerWorker * (config.run.cpu > 0 ? config.run.cpu : usable_cores());
+          : kGpuMinCellsPerWorker * (config.run.cpu > 0 ? config.run.cpu : cores);
   const bool small_database =
       hybrid.gpu == HybridOptions::Gpu::auto_detect && hybrid.test_gpus == 0 &&
       hybrid.gpu_devices.empty() && database.rereadable() && text < hybrid.gpu_min_database &&
@@ -652,7 +652,6 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
     throw UsageError("--gpu-only: no GPU available (this build has no CUDA support)");
 #endif
   }
-  const int cores = usable_cores();
   scheduler::SchedulerOptions options =
       scheduler_options(hybrid, config.run.cpu > 0 ? config.run.cpu : std::max(1, cores - gpus),
                         kHmmsearchGpuBatchBlocks);

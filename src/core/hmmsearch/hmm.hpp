@@ -64,4 +64,11 @@ class HmmReader {
 // as reading it in one go.
 std::vector<HmmModel> read_hmm_file(const std::string& path);
 
+// The models' nodes (M) summed.
+inline std::int64_t total_nodes(const std::vector<HmmModel>& models) {
+  std::int64_t nodes = 0;
+  for (const HmmModel& m : models) nodes += m.M;
+  return nodes;
+}
+
 }  // namespace duet

@@ -152,8 +152,11 @@ __device__ __forceinline__ void write_sum(const DevicePairs& d, int p, bool has_
   if (lane == 0 && has_pair) d.sums[p] = sum;
 }
 
-// The parameters and bases of a lane's K rows, from 0-based row `first` of the read (rows
-// beyond the read get zeros: they compute zeros).
+// The parameters and bases of a lane's K rows, from 0-based row `first` of the read. Rows
+// beyond the read get zeros: they compute zeros. Rows before it (negative; only
+// intra_ftz_kernel has them) are pad rows that hand row 0 down unchanged: no transition to
+// a match or an insertion (M and X stay zero) and a gap extension of 1, so that a pad row
+// whose left value starts at K / C keeps Y = K / C in every column.
 template <int K>
 __device__ __forceinline__ void load_lane_rows(const DevicePairs& d, std::int64_t row_offset,
                                                int first, int R, float (&mm)[K], float (&gm)[K],
@@ -165,7 +168,8 @@ __device__ __forceinline__ void load_lane_rows(const DevicePairs& d, std::int64_
     const int r = first + j;
     mm[j] = gm[j] = mi[j] = md[j] = ge[j] = em[j] = ex[j] = 0.0f;
     read_base[j] = 0;
-    if (r < R) {
+    if (r < 0) ge[j] = 1.0f;
+    if (r >= 0 && r < R) {
       const float* q = d.parameters + 7 * (row_offset + r);
       mm[j] = q[0], gm[j] = q[1], mi[j] = q[2], md[j] = q[3], ge[j] = q[4], em[j] = q[5],
       ex[j] = q[6];
@@ -203,13 +207,12 @@ __device__ __forceinline__ void hand_down(float M_last_row, float X_last_row, fl
   }
 }
 
-// After row j of a lane computed its cell of this step: the row below takes this row's
+// After a row of a lane computed its cell of this step: the row below takes this row's
 // previous values as its diagonal and the new ones as its up; the new ones become the
-// row's left; the strip's last row (last_j) keeps them for the row buffer and the sum.
-__device__ __forceinline__ void next_row(int j, int last_j, float M_new, float X_new, float Y_new,
-                                         float& M_left, float& X_left, float& Y_left, float& Md,
-                                         float& Xd, float& Yd, float& Mu, float& Xu, float& M_last,
-                                         float& X_last, float& Y_last) {
+// row's left.
+__device__ __forceinline__ void next_row(float M_new, float X_new, float Y_new, float& M_left,
+                                         float& X_left, float& Y_left, float& Md, float& Xd,
+                                         float& Yd, float& Mu, float& Xu) {
   Md = M_left;
   Xd = X_left;
   Yd = Y_left;
@@ -218,11 +221,6 @@ __device__ __forceinline__ void next_row(int j, int last_j, float M_new, float X
   M_left = M_new;
   X_left = X_new;
   Y_left = Y_new;
-  if (j == last_j) {
-    M_last = M_new;
-    X_last = X_new;
-    Y_last = Y_new;
-  }
 }
 
 // One warp per pair. Strips of 32 rows: lane t owns row strip_start + t and at step s
@@ -433,8 +431,13 @@ __global__ void intra_task_kernel(DevicePairs d) {
             Y_new = __fadd_rn(__fmul_rn(M_left[j], md[j]), __fmul_rn(Y_left[j], ge[j]));
           }
           flagged = flagged || below(M_new, safe) || below(X_new, safe) || below(Y_new, safe);
-          next_row(j, last_j, M_new, X_new, Y_new, M_left[j], X_left[j], Y_left[j], Md, Xd, Yd, Mu,
-                   Xu, M_last, X_last, Y_last);
+          next_row(M_new, X_new, Y_new, M_left[j], X_left[j], Y_left[j], Md, Xd, Yd, Mu, Xu);
+          // The strip's last row (last_j) keeps its values for the row buffer and the sum.
+          if (j == last_j) {
+            M_last = M_new;
+            X_last = X_new;
+            Y_last = Y_new;
+          }
         }
         if (lane == last_lane) {
           M[c] = M_last;
@@ -460,7 +463,21 @@ __global__ void intra_task_kernel(DevicePairs d) {
 // - lane 0 loads the row above and the haplotype base one column ahead of use (loading the
 //   bases 16 at a time, 16 columns ahead, was measured slower: bench/RESULTS.md);
 // - later strips start from a zero diagonal (column 0 of rows >= 1 is zero), so the row
-//   buffer holds columns 1..C only.
+//   buffer holds columns 1..C only;
+// - the read's rows are shifted down by (K - R % K) % K pad rows (load_lane_rows), so that
+//   row R is the last row of its lane: the row the buffer and the sum take is always a
+//   lane's row K - 1, and no row of the step has to test whether it is that row. The pad
+//   rows replace the rows beyond R that a lane of the last strip would compute otherwise:
+//   the strips and steps are the same;
+// - a step has no branch that its lanes take apart other than `active` (the ramps): lane
+//   0's loads, the last lane's stores and the sum are predicated;
+// - the step loop is unrolled twice where that measured faster on the H100 (10s.in x64,
+//   2026-11-27, bench/RESULTS.md: 8x4 605 -> 722 GCUPS, 16x4 545 -> 717); with fewer lanes
+//   per pair, or 8 rows per lane, it was slower (8x8 732 -> 723, 4x4 340 -> 285).
+__host__ __device__ constexpr int ftz_step_unroll(int G, int K) {
+  return (G >= 16 || (G == 8 && K == 4)) ? 2 : 1;
+}
+
 template <int G, int K>
 __global__ void intra_ftz_kernel(DevicePairs d) {
   constexpr unsigned kAll = 0xffffffffu;
@@ -468,58 +485,60 @@ __global__ void intra_ftz_kernel(DevicePairs d) {
   const int thread = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
   if ((thread / 32) * (32 / G) >= d.pairs) return;  // the whole warp has no pair
   const auto [p, lane, has_pair, R, C, M, X, Y, row_offset] = LanePair<G>(d, thread);
+  const int pad = (K - R % K) % K;
+  const int rows = R + pad;  // the read's rows after the pad rows
   const float initial = has_pair ? d.initial_deletion[p] : 0.0f;
   const std::uint8_t* hap = has_pair ? d.haplotype_bases + d.column_offset[p] : nullptr;
   float sum = 0.0f;
-  const int max_rows = static_cast<int>(__reduce_max_sync(kAll, static_cast<unsigned>(R)));
+  const int max_rows = static_cast<int>(__reduce_max_sync(kAll, static_cast<unsigned>(rows)));
   for (int strip = 0; strip < max_rows; strip += kStrip) {
     const bool first = strip == 0;
     const auto [has_strip, stores, last_lane, last_j, holds_sum, has_rows] =
-        LaneStrip<G, K>(strip, R, lane);
+        LaneStrip<G, K>(strip, rows, lane);
     float mm[K], gm[K], mi[K], md[K], ge[K], em[K], ex[K];
     unsigned read_base[K];
-    load_lane_rows<K>(d, row_offset, strip + lane * K, R, mm, gm, mi, md, ge, em, ex, read_base);
+    const int first_row = strip + lane * K - pad;  // negative: pad rows first
+    load_lane_rows<K>(d, row_offset, first_row, R, mm, gm, mi, md, ge, em, ex, read_base);
     float M_left[K], X_left[K], Y_left[K];
 #pragma unroll
-    for (int j = 0; j < K; ++j) M_left[j] = X_left[j] = Y_left[j] = 0.0f;
+    for (int j = 0; j < K; ++j) {
+      M_left[j] = X_left[j] = 0.0f;
+      Y_left[j] = first_row + j < 0 ? initial : 0.0f;  // column 0: row 0's for a pad row
+    }
     // The row above at column 0 (the diagonal of column 1): row 0's in the first strip.
-    float M_diagonal = 0, X_diagonal = 0, Y_diagonal = (lane == 0 && first) ? initial : 0.0f;
-    float M_up = 0, X_up = 0, Y_up = 0;
-    unsigned base = 0;  // the haplotype base of this step's column
-    // Lane 0: the row above and the base at the next column.
+    const bool top = lane == 0;
+    float M_diagonal = 0, X_diagonal = 0, Y_diagonal = (top && first) ? initial : 0.0f;
+    // The row above and the haplotype base at this step's column (lane 0: column 1, from
+    // row 0 or the row buffer; the other lanes take theirs from the lane above).
+    float M_up = 0, X_up = 0, Y_up = (top && first) ? initial : 0.0f;
+    unsigned base = 0;
+    // Lane 0: the same at its next column, loaded one step ahead of use.
     float M_next = 0, X_next = 0, Y_next = first ? initial : 0.0f;
     unsigned base_next = 0;
-    if (lane == 0 && has_strip) {
+    if (top && has_strip) {
       if (!first) {
-        M_next = M[1];
-        X_next = X[1];
-        Y_next = Y[1];
+        M_up = M[1];
+        X_up = X[1];
+        Y_up = Y[1];
+        if (C > 1) {
+          M_next = M[2];
+          X_next = X[2];
+          Y_next = Y[2];
+        }
       }
-      base_next = hap[0];
+      base = hap[0];
+      if (C > 1) base_next = hap[1];
     }
     // Steps beyond last_lane's last column compute nothing.
     const int steps = static_cast<int>(
         __reduce_max_sync(kAll, static_cast<unsigned>(has_strip ? C + last_lane : 0)));
+    constexpr int kStepUnroll = ftz_step_unroll(G, K);
+#pragma unroll kStepUnroll
     for (int step = 0; step < steps; ++step) {
       const int c = step - lane + 1;
       const bool active = has_rows && c >= 1 && c <= C;
-      if (lane == 0) {
-        M_up = M_next;
-        X_up = X_next;
-        Y_up = Y_next;
-        base = base_next;
-        if (has_rows && c < C) {  // lane 0's c is step + 1
-          if (!first) {
-            M_next = M[c + 1];
-            X_next = X[c + 1];
-            Y_next = Y[c + 1];
-          }
-          base_next = hap[c];
-        }
-      }
       if (active) {
         float Md = M_diagonal, Xd = X_diagonal, Yd = Y_diagonal, Mu = M_up, Xu = X_up;
-        float M_last = 0, X_last = 0, Y_last = 0;
 #pragma unroll
         for (int j = 0; j < K; ++j) {
           const float e = (read_base[j] & base) ? em[j] : ex[j];
@@ -527,24 +546,44 @@ __global__ void intra_ftz_kernel(DevicePairs d) {
               add_ftz(add_ftz(mul_ftz(Md, mm[j]), mul_ftz(Xd, gm[j])), mul_ftz(Yd, gm[j])), e);
           const float X_new = add_ftz(mul_ftz(Mu, mi[j]), mul_ftz(Xu, ge[j]));
           const float Y_new = add_ftz(mul_ftz(M_left[j], md[j]), mul_ftz(Y_left[j], ge[j]));
-          next_row(j, last_j, M_new, X_new, Y_new, M_left[j], X_left[j], Y_left[j], Md, Xd, Yd, Mu,
-                   Xu, M_last, X_last, Y_last);
-        }
-        if (lane == last_lane) {
-          if (stores) {
-            M[c] = M_last;
-            X[c] = X_last;
-            Y[c] = Y_last;
-          }
-          if (holds_sum) sum = add_ftz(sum, add_ftz(M_last, X_last));
+          next_row(M_new, X_new, Y_new, M_left[j], X_left[j], Y_left[j], Md, Xd, Yd, Mu, Xu);
         }
       }
-      hand_down<G>(M_left[K - 1], X_left[K - 1], Y_left[K - 1], lane, active, M_diagonal,
-                   X_diagonal, Y_diagonal, M_up, X_up, Y_up, base);
+      // The last lane's row K - 1 is the strip's last row: the row buffer's, or the sum's.
+      const bool last = active && lane == last_lane;
+      if (last && stores) {
+        M[c] = M_left[K - 1];
+        X[c] = X_left[K - 1];
+        Y[c] = Y_left[K - 1];
+      }
+      const float sum_next = add_ftz(sum, add_ftz(M_left[K - 1], X_left[K - 1]));
+      sum = (last && holds_sum) ? sum_next : sum;
+      // This step's last row goes to the lane below: its up at its next column, and its
+      // diagonal one step later. Lane 0 takes the row above from what it loaded instead
+      // (its values past column C are never used, so it moves them unconditionally).
+      const float M_above = __shfl_up_sync(kAll, M_left[K - 1], 1, G);
+      const float X_above = __shfl_up_sync(kAll, X_left[K - 1], 1, G);
+      const float Y_above = __shfl_up_sync(kAll, Y_left[K - 1], 1, G);
+      const unsigned base_above = __shfl_up_sync(kAll, base, 1, G);
+      M_diagonal = M_up;
+      X_diagonal = X_up;
+      Y_diagonal = Y_up;
+      M_up = top ? M_next : M_above;
+      X_up = top ? X_next : X_above;
+      Y_up = top ? Y_next : Y_above;
+      base = top ? base_next : base_above;
+      if (top && has_rows && c + 2 <= C) {  // lane 0's column after next
+        if (!first) {
+          M_next = M[c + 2];
+          X_next = X[c + 2];
+          Y_next = Y[c + 2];
+        }
+        base_next = hap[c + 1];
+      }
     }
     __syncwarp();
   }
-  write_sum<G, K>(d, p, has_pair, R, lane, sum);
+  write_sum<G, K>(d, p, has_pair, rows, lane, sum);
 }
 
 // Each row's seven parameters from its quality word (expand_row, pairhmm_gpu.hpp).
@@ -563,33 +602,38 @@ __global__ void ftz_probe_kernel(const float* a, const float* b, float* products
   sums[i] = add_ftz(a[i], b[i]);
 }
 
-// The intra-task shapes compiled (lanes per pair, rows per lane), each with two costs
-// measured on the H100 (2026-11-22, bench/RESULTS.md), in cycles:
-// - per warp step when the GPU is full: 132 SMs x 4 schedulers x 1.98 GHz divided by the
-//   warp steps per second the shape ran 10s.in x64 at (stalls, the checked path and the
-//   memory instructions of up to 8 pairs per warp included);
+// The intra-task shapes compiled (lanes per pair, rows per lane), each with its costs
+// measured on the H100 (bench/RESULTS.md), in cycles:
+// - per warp step and per warp when the GPU is full: a batch's warp steps times the first
+//   plus its warps times the second, over 132 SMs x 4 schedulers at 1.98 GHz, is the
+//   kernel's time (stalls, the checked path and the memory instructions of up to 8 pairs per
+//   warp included; the second is a warp's own start: its pairs' sizes, rows and the end);
 // - per step of one warp when the batch is too small to fill the GPU (10s.in once: the
 //   kernel took about this times the longest warp's steps; lane 0's load of the row
 //   buffer at every step, an L2 round trip after the previous strip's stores, dominates).
 struct ShapeCost {
   IntraShape shape;
-  double cycles_per_warp_step, latency_per_step;
+  double cycles_per_warp_step, cycles_per_warp, latency_per_step;
 };
-constexpr ShapeCost kShapes[] = {{{32, 1}, 140, 700}, {{16, 1}, 142, 700}, {{8, 1}, 202, 700},
-                                 {{16, 2}, 243, 900}, {{8, 2}, 256, 900},  {{4, 2}, 417, 900},
-                                 {{8, 4}, 544, 1500}, {{4, 4}, 600, 1500}};
-// The shapes of intra_ftz_kernel and their costs in the same units, fitted to its first
-// run on the H100 (2026-11-24, bench/RESULTS.md).
-constexpr ShapeCost kFtzShapes[] = {{{32, 1}, 92, 394},  {{16, 1}, 100, 309}, {{8, 1}, 182, 363},
-                                    {{32, 2}, 132, 538}, {{16, 2}, 155, 410}, {{8, 2}, 175, 427},
-                                    {{4, 2}, 362, 423},  {{32, 4}, 189, 726}, {{16, 4}, 213, 632},
-                                    {{8, 4}, 226, 533},  {{4, 4}, 342, 495},  {{8, 8}, 337, 702}};
+// intra_task_kernel, 2026-11-22: per warp step from 10s.in x64, per step of one warp from
+// 10s.in once (no per-warp cost measured).
+constexpr ShapeCost kShapes[] = {
+    {{32, 1}, 140, 0, 700}, {{16, 1}, 142, 0, 700}, {{8, 1}, 202, 0, 700},  {{16, 2}, 243, 0, 900},
+    {{8, 2}, 256, 0, 900},  {{4, 2}, 417, 0, 900},  {{8, 4}, 544, 0, 1500}, {{4, 4}, 600, 0, 1500}};
+// intra_ftz_kernel with pad rows and predicated steps, 2026-11-27: the first two solved from
+// 10s.in x64 and 300,000 pairs of short reads (up to 8 bases) together (4x2 and 8x1 gave a
+// negative per-warp cost there: 0, and the first from x64 alone), the third from 10s.in once.
+constexpr ShapeCost kFtzShapes[] = {
+    {{32, 1}, 66, 298, 275}, {{16, 1}, 85, 313, 206},  {{8, 1}, 186, 0, 281},
+    {{32, 2}, 82, 389, 347}, {{16, 2}, 91, 500, 248},  {{8, 2}, 170, 359, 271},
+    {{4, 2}, 363, 0, 281},   {{32, 4}, 117, 597, 529}, {{16, 4}, 124, 595, 384},
+    {{8, 4}, 146, 689, 278}, {{4, 4}, 340, 213, 319},  {{8, 8}, 246, 1092, 496}};
 
-// Warp steps of a batch in a shape, in all and of the longest warp: the pairs of a warp
-// (32 / G consecutive ones) run each strip to the longest of them (C + last_lane steps),
-// as the kernel does.
+// Warp steps of a batch in a shape, in all and of the longest warp, and its warps: the pairs of a
+// warp (32 / G consecutive ones) run each strip to the longest of them (C + last_lane steps), as
+// the kernel does.
 struct WarpSteps {
-  double total = 0, longest = 0;
+  double total = 0, longest = 0, warps = 0;
 };
 template <std::size_t N>
 constexpr bool rows_per_lane_powers_of_two(const ShapeCost (&shapes)[N]) {
@@ -640,6 +684,7 @@ WarpSteps warp_steps(const PairBatch& b, IntraShape shape) {
     }
   }
   steps.total *= static_cast<double>(every);
+  steps.warps = static_cast<double>((b.pairs() + per_warp - 1) / per_warp);
   return steps;
 }
 
@@ -661,8 +706,9 @@ IntraShape choose_intra_shape(const PairBatch& b, Arithmetic arithmetic,
   const auto cost_of = [&](std::size_t k) {
     const ShapeCost& s = shapes[k];
     const WarpSteps steps = warp_steps(b, s.shape);
-    costs[k] = std::max(steps.total * s.cycles_per_warp_step / kSchedulers,
-                        steps.longest * s.latency_per_step);
+    costs[k] = std::max(
+        (steps.total * s.cycles_per_warp_step + steps.warps * s.cycles_per_warp) / kSchedulers,
+        steps.longest * s.latency_per_step);
   };
   if (parallel) {
     parallel(kCount, 1, cost_of);

@@ -59,12 +59,13 @@ TEST(IoKernelTable, ReadsAGoodFile) {
   const KernelTable tuned =
       parse_kernel_table(std::string(kGood) +
                              "[tuning]\nforward_max_steps = 5000\nmax_lanes = 4\n"
-                             "pairhmm_cores_per_feeder = 0\n",
+                             "pairhmm_cores_per_feeder = 0\npairhmm_feeders_per_gpu = 2\n",
                          "k.toml");
   GpuTuning want;
   want.forward_max_steps = 5000;
   want.max_lanes = 4;
   want.pairhmm_cores_per_feeder = 0;
+  want.pairhmm_feeders_per_gpu = 2;
   EXPECT_EQ(tuned.tuning, want);
 }
 

@@ -78,6 +78,8 @@ GpuTuning read_tuning(const Reader& reader, const toml::node& node, std::int64_t
       t.pairhmm_gpu_only_workers = reader.integer(k, value, 1, 1024);
     } else if (k == "pairhmm_cores_per_feeder") {
       t.pairhmm_cores_per_feeder = reader.integer(k, value, 0, 64);
+    } else if (k == "pairhmm_feeders_per_gpu") {
+      t.pairhmm_feeders_per_gpu = reader.integer(k, value, 1, 8);
     } else if (k == "pairhmm_gpu_min_cells_per_worker") {
       t.pairhmm_gpu_min_cells_per_worker = reader.integer64(k, value, 0, kMax);
     } else {
@@ -85,7 +87,7 @@ GpuTuning read_tuning(const Reader& reader, const toml::node& node, std::int64_t
                   "unknown key '" + std::string(k) +
                       "' in [tuning] (the keys are forward_max_steps, lane_residues, max_lanes, "
                       "pairhmm_gpu_only_workers, pairhmm_cores_per_feeder, "
-                      "pairhmm_gpu_min_cells_per_worker)");
+                      "pairhmm_feeders_per_gpu, pairhmm_gpu_min_cells_per_worker)");
     }
   }
   return t;
@@ -249,6 +251,7 @@ std::string to_toml(const KernelTable& table) {
   text << "max_lanes = " << t.max_lanes << '\n';
   text << "pairhmm_gpu_only_workers = " << t.pairhmm_gpu_only_workers << '\n';
   text << "pairhmm_cores_per_feeder = " << t.pairhmm_cores_per_feeder << '\n';
+  text << "pairhmm_feeders_per_gpu = " << t.pairhmm_feeders_per_gpu << '\n';
   text << "pairhmm_gpu_min_cells_per_worker = " << t.pairhmm_gpu_min_cells_per_worker << '\n';
   return text.str();
 }

@@ -17,7 +17,8 @@
 //                                         #   residues runs several models at once
 //   max_lanes = 16                        # 1 to 64: ... at most this many
 //   pairhmm_gpu_only_workers = 8          # 1 to 1024: pairhmm --gpu-only, CPU workers
-//   pairhmm_cores_per_feeder = 4          # 0 to 64: pairhmm hybrid, cores left per GPU
+//   pairhmm_cores_per_feeder = 4          # 0 to 64: pairhmm hybrid, cores left per feeder
+//   pairhmm_feeders_per_gpu = 3           # 1 to 8: pairhmm, feeder threads per GPU
 //   pairhmm_gpu_min_cells_per_worker = 2000000000  # pairhmm's default mode: CPU only below
 //                                          # this many cells per CPU worker
 //
@@ -54,6 +55,7 @@ struct GpuTuning {
   int max_lanes = 16;
   int pairhmm_gpu_only_workers = 8;
   int pairhmm_cores_per_feeder = 4;
+  int pairhmm_feeders_per_gpu = 3;
   std::int64_t pairhmm_gpu_min_cells_per_worker = 2'000'000'000;
 
   friend bool operator==(const GpuTuning&, const GpuTuning&) = default;

@@ -147,6 +147,12 @@ void add_pairhmm_command(CLI::App& app,
                   "(default " +
                       std::to_string(o->run.gpu_parts) + "; 1: no overlap)")
       ->check(CLI::Range(1, 1024));
+  cmd->add_option("--gpu-feeders", o->run.gpu_feeders,
+                  "feeder threads per GPU, each packing and submitting its own batches, so that "
+                  "one's host work overlaps another's kernels (default: the kernel table's "
+                  "pairhmm_feeders_per_gpu, " +
+                      std::to_string(io::GpuTuning{}.pairhmm_feeders_per_gpu) + " in its absence)")
+      ->check(CLI::Range(1, 8));
   cmd->add_option("--gpu-min-cells", o->run.gpu_min_cells,
                   "the default mode runs on the CPU alone below this many DP cells (default: "
                   "2 G per CPU worker, the kernel table's pairhmm_gpu_min_cells_per_worker; "

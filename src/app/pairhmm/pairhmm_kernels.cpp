@@ -184,7 +184,7 @@ class PairhmmGpuBackend final : public scheduler::GpuBackend {
 }  // namespace
 
 GpuBackends make_gpu_backends(const pairhmm::Model& model, const std::string& kernel, int parts,
-                              int helpers, bool required, SumsConsumer consumer,
+                              int feeders, int helpers, bool required, SumsConsumer consumer,
                               std::span<const pairhmm::Pair> pairs) {
   // The GPUs the driver shows, without starting CUDA on this thread: their set-up runs on
   // the warm-up thread while the CPU workers start.
@@ -207,10 +207,12 @@ GpuBackends make_gpu_backends(const pairhmm::Model& model, const std::string& ke
   std::vector<int> all(static_cast<std::size_t>(devices));
   for (int d = 0; d < devices; ++d) all[static_cast<std::size_t>(d)] = d;
   for (const int d : rank_gpus(all)) {
-    auto backend = std::make_unique<PairhmmGpuBackend>(model, k, arithmetic, d, parts, helpers,
-                                                       consumer, pairs);
-    made.push_back(backend.get());
-    found.backends.push_back(std::move(backend));
+    for (int f = 0; f < feeders; ++f) {
+      auto backend = std::make_unique<PairhmmGpuBackend>(model, k, arithmetic, d, parts, helpers,
+                                                         consumer, pairs);
+      made.push_back(backend.get());
+      found.backends.push_back(std::move(backend));
+    }
   }
   // Named after the run: the arithmetic is known once a device started.
   found.kernel = [k, made] {
@@ -226,8 +228,8 @@ GpuBackends make_gpu_backends(const pairhmm::Model& model, const std::string& ke
   return found;
 }
 #else
-GpuBackends make_gpu_backends(const pairhmm::Model&, const std::string&, int, int, bool required,
-                              SumsConsumer, std::span<const pairhmm::Pair>) {
+GpuBackends make_gpu_backends(const pairhmm::Model&, const std::string&, int, int, int,
+                              bool required, SumsConsumer, std::span<const pairhmm::Pair>) {
   if (required) throw UsageError("--gpu-only: no GPU available (this build has no CUDA backend)");
   return {};
 }

@@ -240,7 +240,9 @@ PairhmmRun run_pairhmm(const pairhmm::Input& input, const pairhmm::Model& model,
       const bool gpu_only = options.gpu == PairhmmRunOptions::Gpu::only;
       const int helpers = gpu_only ? 0 : std::max(0, options.tuning.pairhmm_cores_per_feeder - 1);
       GpuBackends found = make_gpu_backends(
-          model, options.gpu_kernel, options.gpu_parts, helpers, gpu_only,
+          model, options.gpu_kernel, options.gpu_parts,
+          options.gpu_feeders > 0 ? options.gpu_feeders : options.tuning.pairhmm_feeders_per_gpu,
+          helpers, gpu_only,
           [&slots](std::int64_t first, std::span<const float> sums) { slots.finish(first, sums); },
           pairs);
       devices = std::move(found.backends);
@@ -253,7 +255,7 @@ PairhmmRun run_pairhmm(const pairhmm::Input& input, const pairhmm::Model& model,
   const int gpus = static_cast<int>(devices.size());
 
   // GPU-only: the CPU workers only help the feeders' host loops and redo failed batches;
-  // more of them made the run slower. Hybrid: cores per GPU left to its feeder's packing.
+  // more of them made the run slower. Hybrid: cores left to each feeder for its packing.
   // Both from the tuning table (configs/gpu-kernels.toml, measured: bench/RESULTS.md).
   const io::GpuTuning& t = options.tuning;
   const int default_workers = options.gpu == PairhmmRunOptions::Gpu::only

@@ -38,6 +38,9 @@ struct PairhmmRunOptions : RunOptions {
   std::string gpu_kernel = "auto";  // auto, inter (a thread per pair), intra (a warp per pair)
   std::int64_t block_cells = 1 << 22;
   int gpu_parts = 2;  // parts per GPU batch, overlapped on two streams (1: none)
+  // Feeder threads per GPU, each with its own batches and streams; 0: the tuning's
+  // pairhmm_feeders_per_gpu.
+  int gpu_feeders = 0;
   // The default mode runs on the CPU alone below this many DP cells; -1: the tuning's
   // pairhmm_gpu_min_cells_per_worker per CPU worker of a CPU-only run.
   std::int64_t gpu_min_cells = -1;

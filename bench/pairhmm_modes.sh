@@ -6,7 +6,8 @@
 # (/run cells_per_second), the GPU's busy fraction (its trace rows over the scheduler's
 # seconds) and its share of cells; every /results is compared with the first run's.
 #   OUT=$OUT ROUNDS=3 INPUTS="x64 x1024 x160 small" [BASE=.device/base.tar] [TESTS=0] \
-#     [EXTRA="name|/tmp/b/duet|options;..."] bash bench/pairhmm_modes.sh
+#     [EXTRA="name|/tmp/b/duet|options;..."] [DUET=build-dev/duet] bash bench/pairhmm_modes.sh
+# DUET: a duet already built (then nothing is built for this tree, and TESTS must be 0).
 # Inputs (bench/pairhmm_inputs.py): xN = 10s.in N times; small = 100,000 small batches.
 set -uo pipefail
 source bench/device_env.sh
@@ -23,7 +24,8 @@ if [ -n "${BASE:-}" ]; then
   build /tmp/base-src /tmp/base duet &
   base_pid=$!
 fi
-build . /tmp/b duet pairhmm_gpu_tests ||
+duet=${DUET:-/tmp/b/duet}
+[ -n "${DUET:-}" ] || build . /tmp/b duet pairhmm_gpu_tests ||
   { grep -B2 -A8 error /tmp/b.log | head -60 | tee -a "$log"; exit 1; }
 if [ -n "${BASE:-}" ]; then
   wait "$base_pid" || { echo "base build failed" | tee -a "$log"; tail -20 /tmp/base.log | tee -a "$log"; }
@@ -43,7 +45,7 @@ for i in $inputs; do
     small) python3 bench/pairhmm_inputs.py small "$data/pairhmm/10s.in" 100000 /tmp/small.in ;;
   esac
 done
-runs=("cpu|/tmp/b/duet|--no-gpu" "gpu|/tmp/b/duet|--gpu-only" "hybrid|/tmp/b/duet|")
+runs=("cpu|$duet|--no-gpu" "gpu|$duet|--gpu-only" "hybrid|$duet|")
 [ -n "${BASE:-}" ] && runs+=("base_cpu|/tmp/base/duet|--no-gpu" "base_gpu|/tmp/base/duet|--gpu-only"
                              "base_hybrid|/tmp/base/duet|")
 [ -n "${EXTRA:-}" ] && IFS=';' read -ra extra <<< "$EXTRA" && runs+=("${extra[@]}")

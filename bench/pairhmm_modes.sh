@@ -7,7 +7,7 @@
 # seconds) and its share of cells; every /results is compared with the first run's.
 #   OUT=$OUT ROUNDS=3 INPUTS="x64 x1024 x160 small" [BASE=.device/base.tar] [TESTS=0] \
 #     [EXTRA="name|/tmp/b/duet|options;..."] [DUET=build-dev/duet] bash bench/pairhmm_modes.sh
-# DUET: a duet already built (then nothing is built for this tree, and TESTS must be 0).
+# DUET: a duet already built (then nothing is built for this tree, and TESTS is 0).
 # Inputs (bench/pairhmm_inputs.py): xN = 10s.in N times; small = 100,000 small batches.
 set -uo pipefail
 source bench/device_env.sh
@@ -25,6 +25,7 @@ if [ -n "${BASE:-}" ]; then
   base_pid=$!
 fi
 duet=${DUET:-/tmp/b/duet}
+[ -n "${DUET:-}" ] && TESTS=0  # no test binary was built
 [ -n "${DUET:-}" ] || build . /tmp/b duet pairhmm_gpu_tests ||
   { grep -B2 -A8 error /tmp/b.log | head -60 | tee -a "$log"; exit 1; }
 if [ -n "${BASE:-}" ]; then

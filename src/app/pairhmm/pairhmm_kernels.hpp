@@ -37,9 +37,9 @@ struct GpuBackends {
 
 // `feeders` backends per GPU the driver shows (device::gpus_shown_by_driver; each its own
 // feeder thread, batches and streams) with the kernel named by `kernel` ("auto", "inter",
-// "intra"), each batch cut into `parts` parts overlapped on the
-// GPU's two streams (1: none), packed by the feeder and `helpers` threads of its own (0: by
-// the CPU workers that are free). The devices start on the warm-up thread
+// "intra"), each batch cut into `parts` parts overlapped on the GPU's two streams (1:
+// none), packed by the feeder and `helpers` threads of its own (0: by the CPU workers that
+// are free). The devices start on the warm-up thread
 // (device::start_gpu_warmup), started here: no CUDA call on this thread.
 // No GPU (or a build without CUDA): no backend, or a UsageError when `required`.
 GpuBackends make_gpu_backends(const pairhmm::Model& model, const std::string& kernel, int parts,

@@ -284,16 +284,29 @@ void write_dataset(hid_t group, const std::string& name, const std::string& file
   const hsize_t dimensions[1] = {count};
   const Id space(check(H5Screate_simple(1, dimensions, nullptr), file_name, action, object),
                  H5Sclose);
-  const Id creation(check(H5Pcreate(H5P_DATASET_CREATE), file_name, action, object), H5Pclose);
-  if (count > kChunkThreshold) {
+  // A small dataset's properties are made once per process (the same for every one).
+  static const hid_t compact = [] {
+    const hid_t p = H5Pcreate(H5P_DATASET_CREATE);
+    if (p >= 0 && H5Pset_layout(p, H5D_COMPACT) < 0) {
+      H5Pclose(p);
+      return hid_t{-1};
+    }
+    return p;
+  }();
+  const auto chunked = [&] {
+    Id creation(check(H5Pcreate(H5P_DATASET_CREATE), file_name, action, object), H5Pclose);
     const hsize_t chunk[1] = {std::min(count, kChunkElements)};
     check(H5Pset_chunk(creation.get(), 1, chunk), file_name, action, object);
     check(H5Pset_deflate(creation.get(), 1), file_name, action, object);
-  } else if (count <= kCompactElements) {
-    check(H5Pset_layout(creation.get(), H5D_COMPACT), file_name, action, object);
-  }
+    return creation;
+  };
+  const Id creation =
+      count > kChunkThreshold ? chunked() : Id(H5P_DEFAULT, [](hid_t) -> herr_t { return 0; });
+  const hid_t properties = count > kChunkThreshold     ? creation.get()
+                           : count <= kCompactElements ? check(compact, file_name, action, object)
+                                                       : H5P_DEFAULT;
   const Id dataset(check(H5Dcreate2(group, name.c_str(), file_type, space.get(), H5P_DEFAULT,
-                                    creation.get(), H5P_DEFAULT),
+                                    properties, H5P_DEFAULT),
                          file_name, action, object),
                    H5Dclose);
   // Fixed-size elements whose memory layout is the file's: compressed here, on every core.
@@ -499,21 +512,32 @@ std::int64_t Hdf5Writer::open_group(const std::string& group, const std::string&
                                     const std::string& object) {
   if (group_ >= 0 && group == group_path_) return group_;
   close_group();
-  if (group != "/") {
-    require_group_parents(file_, final_path_, action, object);
-    if (object_exists(file_, group)) {
-      if (!is_group(file_, final_path_, group))
-        fail(final_path_, action, object, "'" + group + "' is a dataset, not a group");
-    } else {
-      const Id links = creating_intermediate_groups(final_path_, group);
-      const Id created(
-          check(H5Gcreate2(file_, group.c_str(), links.get(), H5P_DEFAULT, H5P_DEFAULT),
-                final_path_, action, object),
-          H5Gclose);
-    }
+  if (group == "/" || groups_.contains(group)) {
+    group_ = check(H5Gopen2(file_, group.c_str(), H5P_DEFAULT), final_path_, action, object);
+    group_path_ = group;
+    return group_;
   }
-  group_ = check(H5Gopen2(file_, group.c_str(), H5P_DEFAULT), final_path_, action, object);
+  // Below a known group only the last link needs looking up.
+  const bool parent_known = groups_.contains(parent_and_name(group).first);
+  if (!parent_known) require_group_parents(file_, final_path_, action, object);
+  const bool exists = parent_known ? H5Lexists(file_, group.c_str(), H5P_DEFAULT) > 0 &&
+                                         H5Oexists_by_name(file_, group.c_str(), H5P_DEFAULT) > 0
+                                   : object_exists(file_, group);
+  if (exists) {
+    if (!is_group(file_, final_path_, group))
+      fail(final_path_, action, object, "'" + group + "' is a dataset, not a group");
+    group_ = check(H5Gopen2(file_, group.c_str(), H5P_DEFAULT), final_path_, action, object);
+  } else {
+    const Id links = creating_intermediate_groups(final_path_, group);
+    group_ = check(H5Gcreate2(file_, group.c_str(), links.get(), H5P_DEFAULT, H5P_DEFAULT),
+                   final_path_, action, object);
+  }
   group_path_ = group;
+  // The group and every group above it are groups from here on (nothing is unlinked).
+  for (std::size_t end = group.find('/', 1); end != std::string::npos;
+       end = group.find('/', end + 1))
+    groups_.insert(group.substr(0, end));
+  groups_.insert(group);
   return group_;
 }
 

@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <unordered_set>
 #include <vector>
 
 #include "io/output_file.hpp"
@@ -130,7 +131,8 @@ class Hdf5Writer {
   // it once every existing object above it is checked to be a group; `object`, being
   // created in it, is named in errors. The last group stays open (a query's columns and
   // attributes go to one group, one after another), so they are not looked up by path
-  // each time.
+  // each time; and a group this writer has created or checked is not checked again (a
+  // many-model run makes two groups per query below the same two parents).
   std::int64_t open_group(const std::string& group, const std::string& action,
                           const std::string& object);
   void close_group();
@@ -145,6 +147,7 @@ class Hdf5Writer {
   std::int64_t file_ = -1;   // HDF5 file id (hid_t); -1 once closed
   std::int64_t group_ = -1;  // the open group of open_group, at group_path_
   std::string group_path_;
+  std::unordered_set<std::string> groups_;  // absolute paths known to be groups
   bool committed_ = false;
 };
 

@@ -148,6 +148,10 @@ void PairPacker::pack(std::span<const duet::pairhmm::Pair> pairs, PairBatch& b) 
   b.tables = tables_;
 }
 
+namespace {
+constexpr std::size_t kPrefetchAhead = 16;  // pairs
+}  // namespace
+
 void PairPacker::pack_records(std::span<const duet::pairhmm::Pair> pairs, PairBatch& b) const {
   b.qualities.clear();
   b.tables.clear();
@@ -173,7 +177,16 @@ void PairPacker::pack_records(std::span<const duet::pairhmm::Pair> pairs, PairBa
   std::unordered_map<const duet::pairhmm::Haplotype*, std::int64_t> haplotype_at;
   const duet::pairhmm::Read* last_read = nullptr;
   std::int64_t last_read_at = 0;
-  for (const auto& p : pairs) {
+  for (std::size_t k = 0; k < n; ++k) {
+    const duet::pairhmm::Pair& p = pairs[k];
+    // A read's bases and qualities are five allocations the parser made long before: ask
+    // for those of a pair a few ahead, so that they are in cache when it comes.
+    if (k + kPrefetchAhead < n) {
+      const duet::pairhmm::Read& ahead = *pairs[k + kPrefetchAhead].read;
+      for (const auto* v : {&ahead.bases, &ahead.base_quality, &ahead.insertion_quality,
+                            &ahead.deletion_quality, &ahead.gcp_quality})
+        __builtin_prefetch(v->data());
+    }
     if (p.read != last_read) {
       const duet::pairhmm::Read& r = *p.read;
       auto [read, new_read] =

@@ -41,12 +41,6 @@ else
 fi
 split_models $work
 printf "case\tround\tseconds\n" > "$out/times.tsv"
-hmmer16() {  # database: the models split 16 ways
-  for i in $(seq 0 15); do
-    hmmsearch --cpu 1 -o /dev/null --tblout $work/hmmer$i.tbl $work/part$i.hmm "$1" &
-  done
-  wait
-}
 hmmer16_db() {  # model, database prefix: the database split 16 ways
   for i in $(seq 0 15); do
     hmmsearch --cpu 1 -o /dev/null --tblout $work/hmmer$i.tbl "$1" "$2.$i" &

@@ -1,5 +1,5 @@
 # Sourced by bench/many_models.sh, bench/many_models_db.sh and bench/pass_shape.sh (after
-# bench/device_env.sh, which sets $out).
+# bench/device_env.sh, which sets $out; hmmer16 and time_it use $work).
 # synth_models DUET WORK COUNT: WORK/models.hmm, COUNT duet synth-model models with a
 #   Pfam-like length spread (log-normal, median about 170, 20 to 1200; seed 7).
 synth_models() {
@@ -19,6 +19,13 @@ models = [m for m in open(w + "/models.hmm").read().split("//\n") if m.strip()]
 for i in range(16):
     open(f"{w}/part{i}.hmm", "w").write("".join(m + "//\n" for m in models[i::16]))
 PY
+}
+# hmmer16 DATABASE: 16 single-thread hmmsearch processes, one per WORK/part*.hmm, at once.
+hmmer16() {
+  for i in $(seq 0 15); do
+    hmmsearch --cpu 1 -o /dev/null --tblout $work/hmmer$i.tbl $work/part$i.hmm "$1" &
+  done
+  wait
 }
 # time_it NAME COMMAND...: runs COMMAND (its output in $work/NAME.log) and adds
 #   "NAME <tab> $round <tab> seconds" to $out/times.tsv, printing it too.

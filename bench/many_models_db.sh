@@ -17,12 +17,6 @@ duet=./build-dev/duet; work=/tmp/many_db; mkdir -p $work
 synth_models $duet $work $models
 split_models $work
 printf "case\tround\tseconds\n" > "$out/times.tsv"
-hmmer16() {
-  for i in $(seq 0 15); do
-    hmmsearch --cpu 1 -o /dev/null --tblout $work/hmmer$i.tbl $work/part$i.hmm "$1" &
-  done
-  wait
-}
 for size in ${SIZES:-5e6 2e7}; do
   $duet synth-db --residues $size --homologs 0.002 --model $work/models.hmm --seed 7 \
     -o $work/db.fa > /dev/null

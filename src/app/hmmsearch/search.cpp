@@ -619,11 +619,11 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
       hybrid.gpu_min_cells >= 0
           ? hybrid.gpu_min_cells
           : kGpuMinCellsPerWorker * (config.run.cpu > 0 ? config.run.cpu : cores);
-  const bool small_database =
+  const bool small_search =
       hybrid.gpu == HybridOptions::Gpu::auto_detect && hybrid.test_gpus == 0 &&
       hybrid.gpu_devices.empty() && database.rereadable() && text < hybrid.gpu_min_database &&
       static_cast<double>(nodes) * static_cast<double>(text) < static_cast<double>(min_cells);
-  if (hybrid.gpu != HybridOptions::Gpu::off && hybrid.test_gpus == 0 && !small_database) {
+  if (hybrid.gpu != HybridOptions::Gpu::off && hybrid.test_gpus == 0 && !small_search) {
 #ifdef DUET_HAVE_CUDA
     devices = resolve_gpu_devices(hybrid.gpu_devices);
     // A rank of a job shares its host's GPUs with the host's other ranks, unless --gpus
@@ -640,8 +640,8 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
       throw UsageError("--gpus: this build has no CUDA support (no GPU can be used)");
 #endif
   }
-  const int gpus = hybrid.gpu == HybridOptions::Gpu::off || small_database ? 0
-                   : hybrid.test_gpus > 0                                  ? hybrid.test_gpus
+  const int gpus = hybrid.gpu == HybridOptions::Gpu::off || small_search ? 0
+                   : hybrid.test_gpus > 0                                ? hybrid.test_gpus
                                           : static_cast<int>(devices.size());
   // Feeder threads: one per test double, hybrid.gpu_feeders per real GPU.
   const int feeders = hybrid.test_gpus > 0 ? gpus : gpus * std::max(1, hybrid.gpu_feeders);
@@ -699,7 +699,7 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
   const CascadeSettings settings = cascade_settings(config.search);
   const simd::Isa isa = simd::isa_from_name(config.run.isa);  // UsageError if the CPU lacks it
   SearchRun run;
-  run.gpus_skipped_small_database = small_database;
+  run.gpus_skipped_small_database = small_search;
   run.test_double_gpus = hybrid.test_gpus > 0 && gpus > 0;
   [[maybe_unused]] bool jit_failure_said = false;  // CUDA builds only
   if (!devices.empty())

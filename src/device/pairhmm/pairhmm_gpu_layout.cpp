@@ -180,8 +180,10 @@ void PairPacker::pack_records(std::span<const duet::pairhmm::Pair> pairs, PairBa
   for (std::size_t k = 0; k < n; ++k) {
     const duet::pairhmm::Pair& p = pairs[k];
     // A read's bases and qualities are five allocations the parser made long before: ask
-    // for those of a pair a few ahead, so that they are in cache when it comes.
-    if (k + kPrefetchAhead < n) {
+    // for those of the read kPrefetchAhead pairs ahead, once per read, so that they are in
+    // cache when it comes.
+    if (k + kPrefetchAhead < n &&
+        pairs[k + kPrefetchAhead].read != pairs[k + kPrefetchAhead - 1].read) {
       const duet::pairhmm::Read& ahead = *pairs[k + kPrefetchAhead].read;
       for (const auto* v : {&ahead.bases, &ahead.base_quality, &ahead.insertion_quality,
                             &ahead.deletion_quality, &ahead.gcp_quality})

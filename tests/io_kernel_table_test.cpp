@@ -69,6 +69,34 @@ TEST(IoKernelTable, ReadsAGoodFile) {
   EXPECT_EQ(tuned.tuning, want);
 }
 
+// [pairhmm_shapes]: the pair-HMM intra-task kernel's shapes and costs by arithmetic, each
+// with its line; integers and floats alike.
+TEST(IoKernelTable, ReadsPairhmmShapes) {
+  const KernelTable none = parse_kernel_table(kGood, "k.toml");
+  EXPECT_TRUE(none.pairhmm_shapes.empty());  // the built-in costs
+  const KernelTable t = parse_kernel_table(
+      std::string(kGood) +  // 24 lines
+          "[pairhmm_shapes]\n"
+          "ftz = [\n"
+          "  { shape = \"8x4\", cycles_per_warp_step = 146, cycles_per_warp = 689, "
+          "latency_per_step = 278 },\n"
+          "  { shape = \"32x1\", cycles_per_warp_step = 66.5, cycles_per_warp = 0, "
+          "latency_per_step = 2.75e2 },\n"
+          "]\n"
+          "ieee = [ { shape = \"4x4\", cycles_per_warp_step = 600, cycles_per_warp = 0, "
+          "latency_per_step = 1500 } ]\n",
+      "k.toml");
+  ASSERT_EQ(t.pairhmm_shapes.ftz.size(), 2u);
+  ASSERT_EQ(t.pairhmm_shapes.ieee.size(), 1u);
+  EXPECT_EQ(t.pairhmm_shapes.ftz[0], (PairhmmShapeRow{8, 4, 146, 689, 278}));
+  EXPECT_EQ(t.pairhmm_shapes.ftz[1], (PairhmmShapeRow{32, 1, 66.5, 0, 275}));
+  EXPECT_EQ(t.pairhmm_shapes.ieee[0], (PairhmmShapeRow{4, 4, 600, 0, 1500}));
+  EXPECT_EQ(t.pairhmm_shapes.ftz[0].line, 27);
+  EXPECT_EQ(t.pairhmm_shapes.ftz[1].line, 28);
+  EXPECT_EQ(t.pairhmm_shapes.ieee[0].line, 30);
+  EXPECT_EQ(parse_kernel_table(to_toml(t), "again.toml"), t);
+}
+
 // The committed table (measured by `duet tune`) reads and round-trips.
 TEST(IoKernelTable, CommittedTableIsValid) {
   const auto path =
@@ -134,6 +162,14 @@ std::string row(const std::string& body) {
 const std::string kRow =
     row("max_length = 100\nmsv_group_threads = 8\nviterbi_strategy = \"warp\"\n");  // 4 lines
 
+// A [pairhmm_shapes] section (from line 7, after kHead and kRow) with `entry` as ftz's one
+// shape (line 8) and a good ieee list.
+const std::string kShape =
+    "{ shape = \"8x4\", cycles_per_warp_step = 1, cycles_per_warp = 0, latency_per_step = 1 }";
+std::string shapes(const std::string& entry) {
+  return "[pairhmm_shapes]\nftz = [" + entry + "]\nieee = [" + kShape + "]\n";
+}
+
 const TableErrorCase kTableErrors[] = {
     {"Syntax", kHead + "device = \n", 3, "TOML syntax error"},
     {"UnknownTopKey", kHead + "colour = \"red\"\n" + kRow, 3, "unknown key 'colour'"},
@@ -175,6 +211,42 @@ const TableErrorCase kTableErrors[] = {
      "'max_lanes' must be in [1, 64], not 0"},
     {"TuningStepsNotInteger", kHead + kRow + "[tuning]\nforward_max_steps = \"many\"\n", 8,
      "'forward_max_steps' must be an integer"},
+    {"ShapesNotTable", kHead + "pairhmm_shapes = 3\n" + kRow, 3,
+     "'pairhmm_shapes' must be a table"},
+    {"ShapesUnknownArithmetic", kHead + kRow + "[pairhmm_shapes]\nfast = []\n", 8,
+     "unknown key 'fast' in [pairhmm_shapes] (the keys are ftz and ieee)"},
+    {"ShapesOneArithmetic", kHead + kRow + "[pairhmm_shapes]\nftz = [" + kShape + "]\n", 7,
+     "[pairhmm_shapes] lacks 'ieee'"},
+    {"ShapesEmptyList", kHead + kRow + "[pairhmm_shapes]\nftz = []\n", 8,
+     "'ftz' must be a list of shapes"},
+    {"ShapesNotTables", kHead + kRow + "[pairhmm_shapes]\nieee = [1, 2]\n", 8,
+     "'ieee' must be a list of shapes"},
+    {"ShapeUnknownKey", kHead + kRow + shapes("{ shape = \"8x4\", speed = 1 }"), 8,
+     "unknown key 'speed' in a pair-HMM shape"},
+    {"ShapeMissingCost", kHead + kRow + shapes("{ shape = \"8x4\", cycles_per_warp_step = 1 }"), 8,
+     "a pair-HMM shape lacks 'cycles_per_warp'"},
+    {"ShapeMissingShape", kHead + kRow + shapes("{ cycles_per_warp_step = 1 }"), 8,
+     "a pair-HMM shape lacks 'shape'"},
+    {"ShapeLanes", kHead + kRow + shapes("{ shape = \"6x4\" }"), 8,
+     "'shape' must be lanes x rows per lane (lanes 4, 8, 16 or 32; rows 1, 2, 4 or 8), as "
+     "\"8x4\", not '6x4'"},
+    {"ShapeRows", kHead + kRow + shapes("{ shape = \"8x16\" }"), 8, "'shape' must be lanes x"},
+    {"ShapeNoX", kHead + kRow + shapes("{ shape = \"84\" }"), 8, "'shape' must be lanes x"},
+    {"ShapeNotString", kHead + kRow + shapes("{ shape = 84 }"), 8,
+     "'shape' must be a string, not an integer"},
+    {"ShapeNegativeWarp",
+     kHead + kRow + shapes("{ shape = \"8x4\", cycles_per_warp_step = 1, cycles_per_warp = -1 }"),
+     8, "'cycles_per_warp' must be in [0, 1e9], not -1"},
+    {"ShapeZeroStep", kHead + kRow + shapes("{ shape = \"8x4\", cycles_per_warp_step = 0 }"), 8,
+     "'cycles_per_warp_step' must be in (0, 1e9], not 0"},
+    {"ShapeInfiniteLatency", kHead + kRow + shapes("{ shape = \"8x4\", latency_per_step = inf }"),
+     8, "'latency_per_step' must be in (0, 1e9], not inf"},
+    {"ShapeCostNotNumber", kHead + kRow + shapes("{ shape = \"8x4\", cycles_per_warp = \"1\" }"), 8,
+     "'cycles_per_warp' must be a number, not a string"},
+    {"ShapeTwice",
+     kHead + kRow + "[pairhmm_shapes]\nieee = [" + kShape + "]\nftz = [\n" + kShape + ",\n" +
+         kShape + "]\n",
+     11, "shape 8x4 given twice in 'ftz' (line 10 first)"},
     {"LengthsNotIncreasing",
      kHead + kRow + row("max_length = 100\nmsv_group_threads = 8\nviterbi_strategy = \"warp\"\n"),
      8, "'max_length' must increase from row to row (100 follows 100)"},

@@ -21,6 +21,7 @@
 #include "device/gpu_info.hpp"
 #include "device/pairhmm/pairhmm_gpu_feed.hpp"
 #include "device/pairhmm/pairhmm_gpu_layout.hpp"
+#include "device/pairhmm/pairhmm_shapes.hpp"
 #include "io/hdf5_file.hpp"
 #include "pairhmm_test_support.hpp"
 #include "test_support.hpp"
@@ -227,19 +228,21 @@ TEST(PairhmmGpuShape, ChoosesTheMeasuredBest) {
     EXPECT_EQ(shape.lanes, lanes) << what;
     EXPECT_EQ(shape.rows_per_lane, rows) << what;
   };
-  expect_shape(choose_intra_shape(once, Arithmetic::ieee), 32, 1, "ieee, x1");
-  expect_shape(choose_intra_shape(many, Arithmetic::ieee), 8, 2, "ieee, x64");
-  expect_shape(choose_intra_shape(once, Arithmetic::ftz), 32, 4, "ftz, x1");
+  const auto& ieee = measured_shape_costs(Arithmetic::ieee);
+  const auto& ftz = measured_shape_costs(Arithmetic::ftz);
+  expect_shape(choose_intra_shape(once, ieee), 32, 1, "ieee, x1");
+  expect_shape(choose_intra_shape(many, ieee), 8, 2, "ieee, x64");
+  expect_shape(choose_intra_shape(once, ftz), 32, 4, "ftz, x1");
   // x64 in the flush-to-zero kernel: 8x8 and 8x4 ran within 1% of each other (732 and 728
   // GCUPS, bench/RESULTS.md, 2026-11-27; then 16x4 at 719, 32x4 at 573).
-  const IntraShape ftz_many = choose_intra_shape(many, Arithmetic::ftz);
+  const IntraShape ftz_many = choose_intra_shape(many, ftz);
   EXPECT_TRUE(ftz_many.lanes == 8 && (ftz_many.rows_per_lane == 8 || ftz_many.rows_per_lane == 4))
       << "ftz, x64: " << ftz_many.lanes << "x" << ftz_many.rows_per_lane;
   std::mt19937_64 rng(test::test_seed());
   const auto short_reads = test::random_input(rng, 2000, 8, 4, 4);
   for (const Arithmetic a : {Arithmetic::ieee, Arithmetic::ftz}) {
     const IntraShape short_shape =
-        choose_intra_shape(pack_pairs(Model{}, short_reads.pair_list()), a);
+        choose_intra_shape(pack_pairs(Model{}, short_reads.pair_list()), measured_shape_costs(a));
     EXPECT_LE(short_shape.lanes * short_shape.rows_per_lane, 16) << arithmetic_name(a);
   }
 }

@@ -341,6 +341,40 @@ TEST(PairhmmCommand, WorkersBesideGpusFromTheTuningTable) {
   }
 }
 
+// The intra-task kernel's shape costs come from the same table ([pairhmm_shapes]): a shape
+// this build does not compile for its arithmetic is an error naming the table and the line,
+// before anything is written.
+TEST(PairhmmCommand, ShapeCostsFromTheKernelTable) {
+  TempDir dir, files;
+  test::write_file(dir.file("ok.in"), "1 1\nACG III III III +++\nACGT\n");
+  const std::string head =
+      "device = \"gpu\"\nmeasured = \"today\"\n[[row]]\nmax_length = 100\n"
+      "msv_group_threads = 8\nviterbi_strategy = \"warp\"\n[pairhmm_shapes]\n";  // 7 lines
+  const auto shape = [](const char* s) {
+    return std::string("{ shape = \"") + s +
+           "\", cycles_per_warp_step = 1, cycles_per_warp = 0, latency_per_step = 1 }";
+  };
+  test::write_file(files.file("c.toml"),
+                   "[gpu]\nkernel_table = \"" + files.file("k.toml") + "\"\n");
+  const std::string args = "pairhmm --config " + files.file("c.toml") + " --h5 " +
+                           dir.file("o.h5") + " " + dir.file("ok.in");
+  test::write_file(files.file("k.toml"), head + "ftz = [\n" + shape("8x4") + ",\n" + shape("16x8") +
+                                             "]\nieee = [" + shape("8x4") + "]\n");
+  expect_command_failure(
+      dir, args,
+      files.file("k.toml") + ":10: pair-HMM shape 16x8 is not compiled for ftz arithmetic");
+  test::write_file(files.file("k.toml"),
+                   head + "ftz = [" + shape("8x8") + "]\nieee = [" + shape("8x8") + "]\n");
+  expect_command_failure(
+      dir, args,
+      files.file("k.toml") + ":9: pair-HMM shape 8x8 is not compiled for ieee arithmetic");
+  // Shapes it compiles: the run goes on (on the CPU here when no GPU is found).
+  test::write_file(files.file("k.toml"),
+                   head + "ftz = [" + shape("8x8") + "]\nieee = [" + shape("8x2") + "]\n");
+  const auto r = test::run_command(kDuet + " " + args);
+  EXPECT_EQ(r.status, 0) << r.output;
+}
+
 // The default mode asked to start GPUs (--gpu-min-cells 0) where none is usable runs on the
 // CPU and records no GPU kernel.
 TEST(PairhmmCommand, DefaultModeWithoutAGpu) {

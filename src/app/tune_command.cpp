@@ -17,6 +17,7 @@
 #include <string>
 
 #include "app/kit/run_context.hpp"
+#include "app/pairhmm/pairhmm_kernels.hpp"
 #include "core/error.hpp"
 #include "core/fasta_reader.hpp"
 #include "core/hmmsearch/hmm.hpp"
@@ -141,6 +142,7 @@ int run_tune(const TuneOptions& o, const std::string& command_line) {
   table.measured = now_iso8601();
   table.command = command_line;
   table.rows = io::rows_from_timings(points);
+  table.pairhmm_shapes = measured_pairhmm_shapes();
   const std::string tmp = o.out + ".tmp-" + std::to_string(::getpid());
   {
     std::ofstream out(tmp);

@@ -93,6 +93,128 @@ GpuTuning read_tuning(const Reader& reader, const toml::node& node, std::int64_t
   return t;
 }
 
+double cost(const Reader& reader, std::string_view key, const toml::node& node, bool zero_allowed) {
+  double v = 0;
+  if (const auto* i = node.as_integer()) {
+    v = static_cast<double>(i->get());
+  } else if (const auto* f = node.as_floating_point()) {
+    v = f->get();
+  } else {
+    reader.fail(line_of(node), "'" + std::string(key) + "' must be a number, not " +
+                                   std::string(describe_type(node.type())));
+  }
+  if (!std::isfinite(v) || v > 1e9 || (zero_allowed ? v < 0 : v <= 0)) {
+    std::ostringstream text;
+    text << "'" << key << "' must be " << (zero_allowed ? "in [0, 1e9]" : "in (0, 1e9]") << ", not "
+         << v;
+    reader.fail(line_of(node), text.str());
+  }
+  return v;
+}
+
+// "GxK": lanes G (4, 8, 16 or 32) by K rows per lane (1, 2, 4 or 8).
+void read_shape(const Reader& reader, const toml::node& node, PairhmmShapeRow& row) {
+  const std::string text = reader.string("shape", node);
+  const std::size_t x = text.find('x');
+  const auto number = [](const std::string& digits) {
+    if (digits.empty() || digits.size() > 2 ||
+        !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      return -1;
+    return std::stoi(digits);
+  };
+  const int lanes = x == std::string::npos ? -1 : number(text.substr(0, x));
+  const int rows = x == std::string::npos ? -1 : number(text.substr(x + 1));
+  if ((lanes != 4 && lanes != 8 && lanes != 16 && lanes != 32) ||
+      (rows != 1 && rows != 2 && rows != 4 && rows != 8)) {
+    reader.fail(line_of(node),
+                "'shape' must be lanes x rows per lane (lanes 4, 8, 16 or 32; "
+                "rows 1, 2, 4 or 8), as \"8x4\", not '" +
+                    text + "'");
+  }
+  row.lanes = lanes;
+  row.rows_per_lane = rows;
+}
+
+std::vector<PairhmmShapeRow> read_shapes(const Reader& reader, std::string_view arithmetic,
+                                         const toml::node& node) {
+  const auto* list = node.as_array();
+  if (list == nullptr || !list->is_array_of_tables() || list->empty()) {
+    reader.fail(line_of(node), "'" + std::string(arithmetic) +
+                                   "' must be a list of shapes ({ shape = \"8x4\", ... }), not " +
+                                   std::string(describe_type(node.type())) +
+                                   (list != nullptr && list->empty() ? " (empty)" : ""));
+  }
+  std::vector<PairhmmShapeRow> rows;
+  for (const toml::node& entry : *list) {
+    const toml::table& t = *entry.as_table();
+    PairhmmShapeRow row;
+    row.line = line_of(entry);
+    bool has_shape = false, has_step = false, has_warp = false, has_latency = false;
+    for (auto&& [key, value] : t) {
+      const std::string_view k = key.str();
+      if (k == "shape") {
+        read_shape(reader, value, row);
+        has_shape = true;
+      } else if (k == "cycles_per_warp_step") {
+        row.cycles_per_warp_step = cost(reader, k, value, false);
+        has_step = true;
+      } else if (k == "cycles_per_warp") {
+        row.cycles_per_warp = cost(reader, k, value, true);
+        has_warp = true;
+      } else if (k == "latency_per_step") {
+        row.latency_per_step = cost(reader, k, value, false);
+        has_latency = true;
+      } else {
+        reader.fail(line_of(value), "unknown key '" + std::string(k) +
+                                        "' in a pair-HMM shape (the keys are shape, "
+                                        "cycles_per_warp_step, cycles_per_warp, latency_per_step)");
+      }
+    }
+    const char* missing = !has_shape     ? "shape"
+                          : !has_step    ? "cycles_per_warp_step"
+                          : !has_warp    ? "cycles_per_warp"
+                          : !has_latency ? "latency_per_step"
+                                         : nullptr;
+    if (missing != nullptr)
+      reader.fail(row.line, std::string("a pair-HMM shape lacks '") + missing + "'");
+    for (const PairhmmShapeRow& earlier : rows) {
+      if (earlier.lanes == row.lanes && earlier.rows_per_lane == row.rows_per_lane) {
+        reader.fail(row.line, "shape " + std::to_string(row.lanes) + "x" +
+                                  std::to_string(row.rows_per_lane) + " given twice in '" +
+                                  std::string(arithmetic) + "' (line " +
+                                  std::to_string(earlier.line) + " first)");
+      }
+    }
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+PairhmmShapeTable read_pairhmm_shapes(const Reader& reader, const toml::node& node,
+                                      std::int64_t line) {
+  const auto* table = node.as_table();
+  if (table == nullptr)
+    reader.fail(line, "'pairhmm_shapes' must be a table ([pairhmm_shapes]), not " +
+                          std::string(describe_type(node.type())));
+  PairhmmShapeTable shapes;
+  for (auto&& [key, value] : *table) {
+    const std::string_view k = key.str();
+    if (k == "ftz") {
+      shapes.ftz = read_shapes(reader, k, value);
+    } else if (k == "ieee") {
+      shapes.ieee = read_shapes(reader, k, value);
+    } else {
+      reader.fail(line_of(value), "unknown key '" + std::string(k) +
+                                      "' in [pairhmm_shapes] (the keys are ftz and ieee)");
+    }
+  }
+  if (shapes.ftz.empty() || shapes.ieee.empty()) {
+    reader.fail(line, std::string("[pairhmm_shapes] lacks '") +
+                          (shapes.ftz.empty() ? "ftz" : "ieee") + "' (give both arithmetics)");
+  }
+  return shapes;
+}
+
 KernelTableRow read_row(const Reader& reader, const toml::table& row, std::int64_t row_line) {
   KernelTableRow r;
   bool has_length = false, has_group = false, has_strategy = false;
@@ -194,9 +316,12 @@ KernelTable parse_kernel_table(std::string_view toml_text, const std::string& so
       has_rows = true;
     } else if (key == "tuning") {
       table.tuning = read_tuning(reader, value, line);
+    } else if (key == "pairhmm_shapes") {
+      table.pairhmm_shapes = read_pairhmm_shapes(reader, value, line);
     } else {
       reader.fail(line, "unknown key '" + std::string(key) +
-                            "' (the keys are device, measured, command, [[row]] and [tuning])");
+                            "' (the keys are device, measured, command, [[row]], [tuning] and "
+                            "[pairhmm_shapes])");
     }
   }
   if (table.device.empty())
@@ -253,6 +378,24 @@ std::string to_toml(const KernelTable& table) {
   text << "pairhmm_cores_per_feeder = " << t.pairhmm_cores_per_feeder << '\n';
   text << "pairhmm_feeders_per_gpu = " << t.pairhmm_feeders_per_gpu << '\n';
   text << "pairhmm_gpu_min_cells_per_worker = " << t.pairhmm_gpu_min_cells_per_worker << '\n';
+  const PairhmmShapeTable& shapes = table.pairhmm_shapes;
+  if (!shapes.empty()) {
+    text << "\n# The pair-HMM intra-task kernel's shapes (lanes x rows per lane) and their costs "
+            "in\n"
+            "# cycles (see src/io/kernel_table.hpp).\n[pairhmm_shapes]\n";
+    text.precision(17);
+    for (const auto& [name, rows] :
+         {std::pair{"ftz", &shapes.ftz}, std::pair{"ieee", &shapes.ieee}}) {
+      text << name << " = [\n";
+      for (const PairhmmShapeRow& r : *rows) {
+        text << "  { shape = \"" << r.lanes << 'x' << r.rows_per_lane
+             << "\", cycles_per_warp_step = " << r.cycles_per_warp_step
+             << ", cycles_per_warp = " << r.cycles_per_warp
+             << ", latency_per_step = " << r.latency_per_step << " },\n";
+      }
+      text << "]\n";
+    }
+  }
   return text.str();
 }
 

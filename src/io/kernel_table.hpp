@@ -22,6 +22,15 @@
 //   pairhmm_gpu_min_cells_per_worker = 2000000000  # pairhmm's default mode: CPU only below
 //                                          # this many cells per CPU worker
 //
+//   [pairhmm_shapes]                      # optional: the pair-HMM intra-task kernel's
+//   ftz = [                               #   shapes by arithmetic (ftz, ieee; both or
+//     { shape = "8x4", cycles_per_warp_step = 146, cycles_per_warp = 689,
+//       latency_per_step = 278 },         #   neither), lanes x rows per lane (lanes 4, 8,
+//   ]                                     #   16 or 32; rows 1, 2, 4 or 8; each shape once),
+//   ieee = [ ... ]                        #   costs in cycles (device/pairhmm/pairhmm_gpu.hpp,
+//                                         #   ShapeCost: per warp step and latency per step
+//                                         #   > 0, per warp >= 0); none: the built-in costs
+//
 // A model longer than the last row's max_length takes the last row. Reading is strict as
 // for the configuration (io/config.hpp): any unknown key, wrong type, value out of range,
 // missing key or syntax error throws duet::InputError naming the file and the line.
@@ -61,10 +70,32 @@ struct GpuTuning {
   friend bool operator==(const GpuTuning&, const GpuTuning&) = default;
 };
 
+// A pair-HMM intra-task shape with its measured costs ([pairhmm_shapes]).
+struct PairhmmShapeRow {
+  int lanes = 0, rows_per_lane = 0;
+  double cycles_per_warp_step = 0, cycles_per_warp = 0, latency_per_step = 0;
+  std::int64_t line = 0;  // the row's line in its file (0: not read from one); not compared
+
+  friend bool operator==(const PairhmmShapeRow& a, const PairhmmShapeRow& b) {
+    return a.lanes == b.lanes && a.rows_per_lane == b.rows_per_lane &&
+           a.cycles_per_warp_step == b.cycles_per_warp_step &&
+           a.cycles_per_warp == b.cycles_per_warp && a.latency_per_step == b.latency_per_step;
+  }
+};
+
+// The shapes of each arithmetic; both empty: the table has none (the built-in costs).
+struct PairhmmShapeTable {
+  std::vector<PairhmmShapeRow> ftz, ieee;
+  bool empty() const { return ftz.empty() && ieee.empty(); }
+
+  friend bool operator==(const PairhmmShapeTable&, const PairhmmShapeTable&) = default;
+};
+
 struct KernelTable {
   std::string device, measured, command;
   std::vector<KernelTableRow> rows;
   GpuTuning tuning;
+  PairhmmShapeTable pairhmm_shapes;
 
   friend bool operator==(const KernelTable&, const KernelTable&) = default;
 };

@@ -25,6 +25,7 @@
 #include "app/kit/run_options.hpp"
 #include "app/kit/run_record.hpp"
 #include "app/kit/trace_output.hpp"
+#include "app/pairhmm/pairhmm_kernels.hpp"
 #include "app/pairhmm/pairhmm_workload.hpp"
 #include "core/error.hpp"
 #include "core/pairhmm/pairhmm_input.hpp"
@@ -204,12 +205,18 @@ void add_pairhmm_command(CLI::App& app,
     phase_time("read input");
     const auto t1 = Clock::now();
     const pairhmm::Model model(pairhmm::ModelOptions{o->min_base_quality});
-    // The tuning constants of the kernel-choice table ([gpu] kernel_table, else the
-    // installed or source tree's configs/gpu-kernels.toml), where GPUs may run.
+    // The tuning constants and the intra-task kernel's shape costs of the kernel-choice
+    // table ([gpu] kernel_table, else the installed or source tree's
+    // configs/gpu-kernels.toml), where GPUs may run.
     if (r.gpu != RunOptions::Gpu::off) {
       const std::string table =
           io::resolve_kernel_table_path("", config.gpu.kernel_table, default_kernel_table_paths());
-      if (!table.empty()) r.tuning = io::load_kernel_table(table).tuning;
+      if (!table.empty()) {
+        io::KernelTable loaded = io::load_kernel_table(table);
+        check_pairhmm_shapes(loaded.pairhmm_shapes, table);
+        r.tuning = loaded.tuning;
+        r.shapes = std::move(loaded.pairhmm_shapes);
+      }
     }
     // Every rank's checks passed: the run starts on all of them.
     agree_on_checks(nullptr);

@@ -13,6 +13,7 @@
 #include "app/kit/run_context.hpp"
 #include "app/kit/run_options.hpp"
 #include "core/error.hpp"
+#include "device/pairhmm/pairhmm_shapes.hpp"
 #include "host_simd/pairhmm/pairhmm_simd.hpp"
 #include "scheduler/helper_team.hpp"
 #ifdef DUET_HAVE_CUDA
@@ -37,8 +38,47 @@ const CpuKernel& select_cpu_kernel(const std::string& isa) {
   return it->second;
 }
 
+void check_pairhmm_shapes(const io::PairhmmShapeTable& shapes, const std::string& file) {
+  using device::pairhmm::Arithmetic;
+  for (const auto& [arithmetic, rows] :
+       {std::pair{Arithmetic::ftz, &shapes.ftz}, std::pair{Arithmetic::ieee, &shapes.ieee}}) {
+    for (const io::PairhmmShapeRow& r : *rows) {
+      if (!device::pairhmm::intra_shape_compiled({r.lanes, r.rows_per_lane}, arithmetic)) {
+        throw InputError(file, r.line,
+                         "pair-HMM shape " + std::to_string(r.lanes) + "x" +
+                             std::to_string(r.rows_per_lane) + " is not compiled for " +
+                             device::pairhmm::arithmetic_name(arithmetic) + " arithmetic");
+      }
+    }
+  }
+}
+
+io::PairhmmShapeTable measured_pairhmm_shapes() {
+  using device::pairhmm::Arithmetic;
+  io::PairhmmShapeTable table;
+  for (const auto& [arithmetic, rows] :
+       {std::pair{Arithmetic::ftz, &table.ftz}, std::pair{Arithmetic::ieee, &table.ieee}}) {
+    for (const device::pairhmm::ShapeCost& c : device::pairhmm::measured_shape_costs(arithmetic)) {
+      rows->push_back({c.shape.lanes, c.shape.rows_per_lane, c.cycles_per_warp_step,
+                       c.cycles_per_warp, c.latency_per_step, 0});
+    }
+  }
+  return table;
+}
+
 #ifdef DUET_HAVE_CUDA
 namespace {
+
+std::vector<device::pairhmm::ShapeCost> shape_costs(const std::vector<io::PairhmmShapeRow>& rows) {
+  std::vector<device::pairhmm::ShapeCost> costs;
+  for (const io::PairhmmShapeRow& r : rows) {
+    costs.push_back({{r.lanes, r.rows_per_lane},
+                     r.cycles_per_warp_step,
+                     r.cycles_per_warp,
+                     r.latency_per_step});
+  }
+  return costs;
+}
 
 // A GPU as a scheduler backend: the pairs of all blocks of a batch, cut into parts of about
 // equal cells that go round the GPU's slots, two batches in flight (the host packs and
@@ -49,7 +89,8 @@ class PairhmmGpuBackend final : public scheduler::GpuBackend {
   // Touches no CUDA: the device is set up by the warm-up thread and start().
   PairhmmGpuBackend(const pairhmm::Model& model, device::pairhmm::Kernel kernel,
                     device::pairhmm::Arithmetic arithmetic, int device, int parts, int helpers,
-                    SumsConsumer consumer, std::span<const pairhmm::Pair> pairs)
+                    SumsConsumer consumer, std::span<const pairhmm::Pair> pairs,
+                    const io::PairhmmShapeTable& shapes)
       : packer_(model),
         kernel_(kernel),
         arithmetic_(arithmetic),
@@ -57,7 +98,8 @@ class PairhmmGpuBackend final : public scheduler::GpuBackend {
         parts_(parts),
         helpers_(helpers),
         consumer_(std::move(consumer)),
-        pairs_(pairs) {}
+        pairs_(pairs),
+        shapes_(shapes) {}
   // The intra-task kernel's arithmetic on this GPU, once started (it probes the device).
   std::optional<device::pairhmm::Arithmetic> arithmetic() const {
     if (!gpu_) return std::nullopt;
@@ -75,6 +117,10 @@ class PairhmmGpuBackend final : public scheduler::GpuBackend {
     // Two slots a batch for two batches in flight (at most 8).
     gpu_ = std::make_unique<device::pairhmm::PairhmmGpu>(device_, std::min(8, 2 * parts_));
     gpu_->set_arithmetic(arithmetic_);
+    if (!shapes_.empty()) {
+      gpu_->set_shape_costs(device::pairhmm::Arithmetic::ftz, shape_costs(shapes_.ftz));
+      gpu_->set_shape_costs(device::pairhmm::Arithmetic::ieee, shape_costs(shapes_.ieee));
+    }
     if (kernel_ == device::pairhmm::Kernel::intra_task) (void)gpu_->arithmetic_used();
     pipeline_ = std::make_unique<device::pairhmm::PartPipeline>(*gpu_, packer_, kernel_);
     if (helpers_ > 0) {
@@ -165,6 +211,7 @@ class PairhmmGpuBackend final : public scheduler::GpuBackend {
   std::unique_ptr<scheduler::HelperTeam> team_;  // the feeder's helper threads, if any
   SumsConsumer consumer_;
   std::span<const pairhmm::Pair> pairs_;
+  io::PairhmmShapeTable shapes_;  // empty: the built-in costs
   // A batch submitted and not yet finished: its blocks and their pairs (which the
   // pipeline reads until then).
   struct InFlight {
@@ -185,7 +232,8 @@ class PairhmmGpuBackend final : public scheduler::GpuBackend {
 
 GpuBackends make_gpu_backends(const pairhmm::Model& model, const std::string& kernel, int parts,
                               int feeders, int helpers, bool required, SumsConsumer consumer,
-                              std::span<const pairhmm::Pair> pairs) {
+                              std::span<const pairhmm::Pair> pairs,
+                              const io::PairhmmShapeTable& shapes) {
   // The GPUs the driver shows, without starting CUDA on this thread: their set-up runs on
   // the warm-up thread while the CPU workers start.
   int devices = device::gpus_shown_by_driver();
@@ -209,7 +257,7 @@ GpuBackends make_gpu_backends(const pairhmm::Model& model, const std::string& ke
   for (const int d : rank_gpus(all)) {
     for (int f = 0; f < feeders; ++f) {
       auto backend = std::make_unique<PairhmmGpuBackend>(model, k, arithmetic, d, parts, helpers,
-                                                         consumer, pairs);
+                                                         consumer, pairs, shapes);
       made.push_back(backend.get());
       found.backends.push_back(std::move(backend));
     }
@@ -229,7 +277,8 @@ GpuBackends make_gpu_backends(const pairhmm::Model& model, const std::string& ke
 }
 #else
 GpuBackends make_gpu_backends(const pairhmm::Model&, const std::string&, int, int, int,
-                              bool required, SumsConsumer, std::span<const pairhmm::Pair>) {
+                              bool required, SumsConsumer, std::span<const pairhmm::Pair>,
+                              const io::PairhmmShapeTable&) {
   if (required) throw UsageError("--gpu-only: no GPU available (this build has no CUDA backend)");
   return {};
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/pairhmm/pairhmm_model.hpp"
+#include "io/kernel_table.hpp"
 #include "scheduler/scheduler.hpp"
 
 namespace duet::app {
@@ -42,8 +43,20 @@ struct GpuBackends {
 // are free). The devices start on the warm-up thread
 // (device::start_gpu_warmup), started here: no CUDA call on this thread.
 // No GPU (or a build without CUDA): no backend, or a UsageError when `required`.
+// `shapes`: the intra-task kernel's shape costs (checked by check_pairhmm_shapes); empty:
+// the built-in ones.
 GpuBackends make_gpu_backends(const pairhmm::Model& model, const std::string& kernel, int parts,
                               int feeders, int helpers, bool required, SumsConsumer consumer,
-                              std::span<const pairhmm::Pair> pairs);
+                              std::span<const pairhmm::Pair> pairs,
+                              const io::PairhmmShapeTable& shapes = {});
+
+// Checks a kernel table's [pairhmm_shapes] (read from `file`) against the shapes this build
+// compiles (every build knows them): duet::InputError naming the file and the line of the
+// first shape that is not compiled for its arithmetic.
+void check_pairhmm_shapes(const io::PairhmmShapeTable& shapes, const std::string& file);
+
+// The built-in shape costs (device::pairhmm::measured_shape_costs, measured on the H100) as
+// a kernel table's [pairhmm_shapes]: what `duet tune` writes (it does not measure them).
+io::PairhmmShapeTable measured_pairhmm_shapes();
 
 }  // namespace duet::app

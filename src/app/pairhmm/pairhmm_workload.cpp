@@ -244,7 +244,7 @@ PairhmmRun run_pairhmm(const pairhmm::Input& input, const pairhmm::Model& model,
           options.gpu_feeders > 0 ? options.gpu_feeders : options.tuning.pairhmm_feeders_per_gpu,
           helpers, gpu_only,
           [&slots](std::int64_t first, std::span<const float> sums) { slots.finish(first, sums); },
-          pairs);
+          pairs, options.shapes);
       devices = std::move(found.backends);
       if (found.kernel) gpu_kernel = std::move(found.kernel);  // none without a GPU
     }

@@ -47,6 +47,9 @@ struct PairhmmRunOptions : RunOptions {
   // Workers beside the GPUs (pairhmm_gpu_only_workers, pairhmm_cores_per_feeder): the
   // kernel-choice table's [tuning], else its defaults.
   io::GpuTuning tuning;
+  // The intra-task kernel's shape costs: the table's [pairhmm_shapes] (checked by
+  // check_pairhmm_shapes); empty: the built-in ones.
+  io::PairhmmShapeTable shapes;
 };
 
 struct PairhmmRun {

@@ -22,6 +22,7 @@
 #include "device/cuda_raii.cuh"
 #include "device/ftz_arithmetic.cuh"
 #include "device/pairhmm/pairhmm_gpu.hpp"
+#include "device/pairhmm/pairhmm_shapes.hpp"
 
 namespace duet::device::pairhmm {
 
@@ -602,129 +603,6 @@ __global__ void ftz_probe_kernel(const float* a, const float* b, float* products
   sums[i] = add_ftz(a[i], b[i]);
 }
 
-// The intra-task shapes compiled (lanes per pair, rows per lane), each with its costs
-// measured on the H100 (bench/RESULTS.md), in cycles:
-// - per warp step and per warp when the GPU is full: a batch's warp steps times the first
-//   plus its warps times the second, over 132 SMs x 4 schedulers at 1.98 GHz, is the
-//   kernel's time (stalls, the checked path and the memory instructions of up to 8 pairs per
-//   warp included; the second is a warp's own start: its pairs' sizes, rows and the end);
-// - per step of one warp when the batch is too small to fill the GPU (10s.in once: the
-//   kernel took about this times the longest warp's steps; lane 0's load of the row
-//   buffer at every step, an L2 round trip after the previous strip's stores, dominates).
-struct ShapeCost {
-  IntraShape shape;
-  double cycles_per_warp_step, cycles_per_warp, latency_per_step;
-};
-// intra_task_kernel, 2026-11-22: per warp step from 10s.in x64, per step of one warp from
-// 10s.in once (no per-warp cost measured).
-constexpr ShapeCost kShapes[] = {
-    {{32, 1}, 140, 0, 700}, {{16, 1}, 142, 0, 700}, {{8, 1}, 202, 0, 700},  {{16, 2}, 243, 0, 900},
-    {{8, 2}, 256, 0, 900},  {{4, 2}, 417, 0, 900},  {{8, 4}, 544, 0, 1500}, {{4, 4}, 600, 0, 1500}};
-// intra_ftz_kernel with pad rows and predicated steps, 2026-11-27: the first two solved from
-// 10s.in x64 and 300,000 pairs of short reads (up to 8 bases) together (4x2 and 8x1 gave a
-// negative per-warp cost there: 0, and the first from x64 alone), the third from 10s.in once.
-constexpr ShapeCost kFtzShapes[] = {
-    {{32, 1}, 66, 298, 275}, {{16, 1}, 85, 313, 206},  {{8, 1}, 186, 0, 281},
-    {{32, 2}, 82, 389, 347}, {{16, 2}, 91, 500, 248},  {{8, 2}, 170, 359, 271},
-    {{4, 2}, 363, 0, 281},   {{32, 4}, 117, 597, 529}, {{16, 4}, 124, 595, 384},
-    {{8, 4}, 146, 689, 278}, {{4, 4}, 340, 213, 319},  {{8, 8}, 246, 1092, 496}};
-
-// Warp steps of a batch in a shape, in all and of the longest warp, and its warps: the pairs of a
-// warp (32 / G consecutive ones) run each strip to the longest of them (C + last_lane steps), as
-// the kernel does.
-struct WarpSteps {
-  double total = 0, longest = 0, warps = 0;
-};
-template <std::size_t N>
-constexpr bool rows_per_lane_powers_of_two(const ShapeCost (&shapes)[N]) {
-  for (const ShapeCost& s : shapes) {
-    if (s.shape.rows_per_lane < 1 || (s.shape.rows_per_lane & (s.shape.rows_per_lane - 1)) != 0)
-      return false;
-  }
-  return true;
-}
-static_assert(rows_per_lane_powers_of_two(kShapes) && rows_per_lane_powers_of_two(kFtzShapes),
-              "warp_steps divides by K with a shift");
-
-// Runs for every shape on every batch the feeder sends, so kept cheap: 32-bit values and K
-// (a power of two) as a shift (with a 64-bit division by K it took about 3.5 ms per batch of
-// 7,640 pairs on the development machine, more than packing the batch); and a batch of more
-// than kSampledPairs pairs is sampled: one run of 32 consecutive pairs (whole warps for
-// every shape) in `every`, the total scaled by `every`. The longest warp only matters for
-// batches too small to fill the GPU, which are counted whole.
-constexpr std::size_t kSampledPairs = 2048;
-WarpSteps warp_steps(const PairBatch& b, IntraShape shape) {
-  const std::size_t per_warp = static_cast<std::size_t>(32 / shape.lanes);
-  const std::int32_t strip = shape.lanes * shape.rows_per_lane;
-  int shift = 0;
-  while ((1 << shift) < shape.rows_per_lane) ++shift;
-  const std::int32_t* const rows = b.rows.data();
-  const std::int32_t* const columns = b.columns.data();
-  const std::size_t every = std::max<std::size_t>(1, b.pairs() / kSampledPairs);
-  WarpSteps steps;
-  for (std::size_t run = 0; run < b.pairs(); run += 32 * every) {
-    const std::size_t run_end = std::min(b.pairs(), run + 32);
-    for (std::size_t first = run; first < run_end; first += per_warp) {
-      const std::size_t end = std::min(run_end, first + per_warp);
-      std::int32_t max_rows = 0;
-      std::int64_t warp = 0;
-      for (std::size_t i = first; i < end; ++i) max_rows = std::max(max_rows, rows[i]);
-      for (std::int32_t start = 0; start < max_rows; start += strip) {
-        std::int32_t longest = 0;  // pairs without rows in this strip add nothing
-        for (std::size_t i = first; i < end; ++i) {
-          const std::int32_t left = rows[i] - start;
-          const std::int32_t here = std::min(std::max(left, 1), strip);
-          const std::int32_t pair_steps = left > 0 ? columns[i] + ((here - 1) >> shift) : 0;
-          longest = std::max(longest, pair_steps);
-        }
-        warp += longest;
-      }
-      steps.total += static_cast<double>(warp);
-      steps.longest = std::max(steps.longest, static_cast<double>(warp));
-    }
-  }
-  steps.total *= static_cast<double>(every);
-  steps.warps = static_cast<double>((b.pairs() + per_warp - 1) / per_warp);
-  return steps;
-}
-
-}  // namespace
-
-// The shape with the fewest estimated cycles for the batch: the larger of the full-GPU
-// issue time and the longest warp's latency. Every compiled shape competes: those with
-// K > 1 (and the same-step rule above) passed every bit-for-bit test on the H100
-// (2026-11-22, 08:15 UTC, bench/RESULTS.md), where 8x2 ran 10s.in x64 at 219 GCUPS against
-// 196.6 for 16x1.
-IntraShape choose_intra_shape(const PairBatch& b, Arithmetic arithmetic,
-                              const ParallelFor& parallel) {
-  constexpr double kSchedulers = 132 * 4;
-  const bool ftz = arithmetic == Arithmetic::ftz;
-  const ShapeCost* const shapes = ftz ? kFtzShapes : kShapes;
-  const std::size_t kCount = ftz ? std::size(kFtzShapes) : std::size(kShapes);
-  constexpr std::size_t kMost = std::max(std::size(kFtzShapes), std::size(kShapes));
-  double costs[kMost];
-  const auto cost_of = [&](std::size_t k) {
-    const ShapeCost& s = shapes[k];
-    const WarpSteps steps = warp_steps(b, s.shape);
-    costs[k] = std::max(
-        (steps.total * s.cycles_per_warp_step + steps.warps * s.cycles_per_warp) / kSchedulers,
-        steps.longest * s.latency_per_step);
-  };
-  if (parallel) {
-    parallel(kCount, 1, cost_of);
-  } else {
-    for (std::size_t k = 0; k < kCount; ++k) cost_of(k);
-  }
-  // The first shape of least cost, as in table order.
-  std::size_t best = 0;
-  for (std::size_t k = 1; k < kCount; ++k) {
-    if (costs[k] < costs[best]) best = k;
-  }
-  return shapes[best].shape;
-}
-
-namespace {
-
 // Launches the G x K kernel of the arithmetic (kFtz: intra_ftz_kernel) when the shape is
 // G x K.
 template <int G, int K, bool kFtz = false>
@@ -807,6 +685,7 @@ struct Slot {
 
 struct PairhmmGpu::State {
   int device = 0;
+  int sms = kMeasuredSms;  // the device's, for the shape choice
   std::vector<std::unique_ptr<Slot>> slots;
 };
 
@@ -820,9 +699,13 @@ void release(std::vector<std::unique_ptr<Slot>>& slots) {
 
 PairhmmGpu::PairhmmGpu(int device, int slots) : state_(new State) {
   state_->device = device;
+  ftz_costs_ = measured_shape_costs(Arithmetic::ftz);
+  ieee_costs_ = measured_shape_costs(Arithmetic::ieee);
   try {
     if (slots < 1) throw std::invalid_argument("PairhmmGpu: at least one slot");
     check(cudaSetDevice(device), "cudaSetDevice");
+    check(cudaDeviceGetAttribute(&state_->sms, cudaDevAttrMultiProcessorCount, device),
+          "cudaDeviceGetAttribute");
     for (int i = 0; i < slots; ++i) state_->slots.push_back(std::make_unique<Slot>());
   } catch (...) {
     release(state_->slots);
@@ -835,6 +718,17 @@ PairhmmGpu::~PairhmmGpu() {
   cudaSetDevice(state_->device);
   release(state_->slots);
   delete state_;
+}
+
+void PairhmmGpu::set_shape_costs(Arithmetic arithmetic, std::vector<ShapeCost> costs) {
+  if (arithmetic != Arithmetic::ftz && arithmetic != Arithmetic::ieee)
+    throw std::invalid_argument("PairhmmGpu::set_shape_costs: ftz or ieee");
+  if (costs.empty()) throw std::invalid_argument("PairhmmGpu::set_shape_costs: no shapes");
+  for (const ShapeCost& c : costs) {
+    if (!intra_shape_compiled(c.shape, arithmetic))
+      not_compiled(c.shape, arithmetic_name(arithmetic));
+  }
+  (arithmetic == Arithmetic::ftz ? ftz_costs_ : ieee_costs_) = std::move(costs);
 }
 
 std::string PairhmmGpu::name() const {
@@ -895,7 +789,8 @@ void PairhmmGpu::submit(int slot, const PairBatch& b, Kernel kernel, const Paral
   IntraShape shape = shape_;
   const auto choice_start = std::chrono::steady_clock::now();
   if (kernel == Kernel::intra_task && shape.lanes <= 0 && n > 0)
-    shape = choose_intra_shape(b, arithmetic, parallel);
+    shape = choose_intra_shape(b, arithmetic == Arithmetic::ftz ? ftz_costs_ : ieee_costs_,
+                               state_->sms, parallel);
   if (kernel == Kernel::intra_task && n > 0) last_shape_ = shape;
   sl.choice =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - choice_start).count();

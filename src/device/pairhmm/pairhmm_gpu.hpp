@@ -91,6 +91,19 @@ struct IntraShape {
   int lanes = 0, rows_per_lane = 0;
 };
 
+// A shape's costs for the per-batch choice (pairhmm_shapes.hpp), in cycles of one warp
+// scheduler, measured kernel-only on one GPU model:
+// - per warp step and per warp when the GPU is full: a batch's warp steps times the first
+//   plus its warps times the second, over the GPU's schedulers (4 per SM), is the kernel's
+//   time (stalls, the checked path and the memory instructions included; the second is a
+//   warp's own start: its pairs' sizes, rows and the end);
+// - per step of one warp when the batch is too small to fill the GPU (the kernel took about
+//   this times the longest warp's steps).
+struct ShapeCost {
+  IntraShape shape;
+  double cycles_per_warp_step = 0, cycles_per_warp = 0, latency_per_step = 0;
+};
+
 // The intra-task kernel's float arithmetic (see above); automatic: ftz where the device
 // passes the probe, else ieee.
 enum class Arithmetic { automatic, ftz, ieee };
@@ -107,12 +120,6 @@ void device_ftz_operations(int device, const std::vector<float>& a, const std::v
 // Runs body(i) for i < n, in chunks, on several threads (a scheduler's host-loop runner).
 using ParallelFor = std::function<void(std::size_t n, std::size_t chunk,
                                        const std::function<void(std::size_t)>& body)>;
-
-// The intra-task shape with the fewest estimated cycles for a batch (a table of measured
-// costs per warp step, see pairhmm_gpu.cu); host code, needs no device. With `parallel`,
-// the shapes are costed on several threads (the same choice).
-IntraShape choose_intra_shape(const PairBatch& batch, Arithmetic arithmetic,
-                              const ParallelFor& parallel = {});
 
 // Seconds one batch took: the host's copy into the pinned buffer (staging), the kernel
 // alone (CUDA events), the copies in and out with staging (transfer), and the host's
@@ -137,6 +144,10 @@ class PairhmmGpu {
   // intra_task: its shape; {0, 0} (the default) picks one per batch. Throws
   // std::invalid_argument (at the next submit) for a shape not compiled.
   void set_intra_shape(IntraShape shape) { shape_ = shape; }
+  // intra_task: the costs the per-batch choice weighs for an arithmetic (ftz or ieee);
+  // by default measured_shape_costs (pairhmm_shapes.hpp). Throws std::invalid_argument for
+  // no costs or a shape not compiled for the arithmetic.
+  void set_shape_costs(Arithmetic arithmetic, std::vector<ShapeCost> costs);
   IntraShape last_intra_shape() const { return last_shape_; }
   // intra_task: its arithmetic (automatic by default). Forcing ftz on a device that fails
   // the probe gives sums that may differ from the canonical ones (for studies and tests).
@@ -167,6 +178,7 @@ class PairhmmGpu {
   struct State;
   State* state_;
   IntraShape shape_{}, last_shape_{};
+  std::vector<ShapeCost> ftz_costs_, ieee_costs_;
   Arithmetic arithmetic_ = Arithmetic::automatic;
 };
 

@@ -24,18 +24,6 @@ const char* kernel_name(Kernel kernel) {
   return "?";
 }
 
-const char* arithmetic_name(Arithmetic arithmetic) {
-  switch (arithmetic) {
-    case Arithmetic::automatic:
-      return "auto";
-    case Arithmetic::ftz:
-      return "ftz";
-    case Arithmetic::ieee:
-      return "ieee";
-  }
-  return "?";
-}
-
 FtzCases ftz_probe_cases() {
   constexpr double kMin = 0x1p-126, kWindowLow = kMin - 0x1p-150;
   constexpr double kTiny = kMin * (1.0 - 0x1p-25);  // the canonical rule's boundary

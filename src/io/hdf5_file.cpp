@@ -120,6 +120,13 @@ std::string absolute_path(const std::string& path) {
   return result.empty() ? "/" : result;
 }
 
+// Whether the last link of `absolute` exists and leads to an object (the groups above it
+// must exist).
+bool last_link_resolves(hid_t file, const std::string& absolute) {
+  return H5Lexists(file, absolute.c_str(), H5P_DEFAULT) > 0 &&
+         H5Oexists_by_name(file, absolute.c_str(), H5P_DEFAULT) > 0;
+}
+
 // Whether a group or dataset exists at `absolute` (an absolute_path), checking each
 // group above it first so that a missing one answers false rather than failing.
 bool object_exists(hid_t file, const std::string& absolute) {
@@ -128,8 +135,7 @@ bool object_exists(hid_t file, const std::string& absolute) {
     end = absolute.find('/', end + 1);
     const std::string prefix = absolute.substr(0, end);
     if (prefix == "/") return true;
-    if (H5Lexists(file, prefix.c_str(), H5P_DEFAULT) <= 0) return false;
-    if (H5Oexists_by_name(file, prefix.c_str(), H5P_DEFAULT) <= 0) return false;
+    if (!last_link_resolves(file, prefix)) return false;
   }
   return true;
 }
@@ -520,9 +526,7 @@ std::int64_t Hdf5Writer::open_group(const std::string& group, const std::string&
   // Below a known group only the last link needs looking up.
   const bool parent_known = groups_.contains(parent_and_name(group).first);
   if (!parent_known) require_group_parents(file_, final_path_, action, object);
-  const bool exists = parent_known ? H5Lexists(file_, group.c_str(), H5P_DEFAULT) > 0 &&
-                                         H5Oexists_by_name(file_, group.c_str(), H5P_DEFAULT) > 0
-                                   : object_exists(file_, group);
+  const bool exists = parent_known ? last_link_resolves(file_, group) : object_exists(file_, group);
   if (exists) {
     if (!is_group(file_, final_path_, group))
       fail(final_path_, action, object, "'" + group + "' is a dataset, not a group");

@@ -88,13 +88,14 @@ class PairhmmGpuBackend final : public scheduler::GpuBackend {
  public:
   // Touches no CUDA: the device is set up by the warm-up thread and start().
   PairhmmGpuBackend(const pairhmm::Model& model, device::pairhmm::Kernel kernel,
-                    device::pairhmm::Arithmetic arithmetic, int device, int parts, int helpers,
-                    SumsConsumer consumer, std::span<const pairhmm::Pair> pairs,
+                    device::pairhmm::Arithmetic arithmetic, int device, int feeder, int parts,
+                    int helpers, SumsConsumer consumer, std::span<const pairhmm::Pair> pairs,
                     const io::PairhmmShapeTable& shapes)
       : packer_(model),
         kernel_(kernel),
         arithmetic_(arithmetic),
         device_(device),
+        feeder_(feeder),
         parts_(parts),
         helpers_(helpers),
         consumer_(std::move(consumer)),
@@ -191,13 +192,15 @@ class PairhmmGpuBackend final : public scheduler::GpuBackend {
   ~PairhmmGpuBackend() override {
     if (!timings_wanted()) return;
     std::fprintf(stderr,
-                 "pairhmm GPU %d: %lld batches, %lld parts; feeder %.3f s: pack %.3f s, submit "
+                 "pairhmm GPU %d feeder %d: %lld batches, %lld parts; feeder %.3f s: pack %.3f s, "
+                 "submit "
                  "%.3f s (shape choice %.3f s, staging %.3f s), waiting for the GPU %.3f s, "
                  "rest %.3f s; results "
                  "%.3f s; GPU events: kernels %.3f s, copies and staging %.3f s; %.1f MB "
                  "uploaded\n",
-                 device_, static_cast<long long>(batches_), static_cast<long long>(feed_.parts),
-                 forward_, feed_.pack, feed_.submit, feed_.choice, feed_.staging, feed_.wait,
+                 device_, feeder_, static_cast<long long>(batches_),
+                 static_cast<long long>(feed_.parts), forward_, feed_.pack, feed_.submit,
+                 feed_.choice, feed_.staging, feed_.wait,
                  forward_ - feed_.pack - feed_.submit - feed_.wait, results_, feed_.kernel,
                  feed_.transfer, static_cast<double>(feed_.upload_bytes) / 1e6);
   }
@@ -207,8 +210,8 @@ class PairhmmGpuBackend final : public scheduler::GpuBackend {
   device::pairhmm::Kernel kernel_;
   device::pairhmm::Arithmetic arithmetic_;
   std::unique_ptr<device::pairhmm::PairhmmGpu> gpu_;  // made by start()
-  int device_, parts_, helpers_;
-  std::unique_ptr<scheduler::HelperTeam> team_;  // the feeder's helper threads, if any
+  int device_, feeder_, parts_, helpers_;             // feeder_: this backend's number on its GPU
+  std::unique_ptr<scheduler::HelperTeam> team_;       // the feeder's helper threads, if any
   SumsConsumer consumer_;
   std::span<const pairhmm::Pair> pairs_;
   io::PairhmmShapeTable shapes_;  // empty: the built-in costs
@@ -256,7 +259,7 @@ GpuBackends make_gpu_backends(const pairhmm::Model& model, const std::string& ke
   for (int d = 0; d < devices; ++d) all[static_cast<std::size_t>(d)] = d;
   for (const int d : rank_gpus(all)) {
     for (int f = 0; f < feeders; ++f) {
-      auto backend = std::make_unique<PairhmmGpuBackend>(model, k, arithmetic, d, parts, helpers,
+      auto backend = std::make_unique<PairhmmGpuBackend>(model, k, arithmetic, d, f, parts, helpers,
                                                          consumer, pairs, shapes);
       made.push_back(backend.get());
       found.backends.push_back(std::move(backend));

@@ -375,6 +375,32 @@ TEST(PairhmmCommand, ShapeCostsFromTheKernelTable) {
   EXPECT_EQ(r.status, 0) << r.output;
 }
 
+// Feeder threads per GPU: --gpu-feeders, else [gpu] feeders (as hmmsearch reads it), else
+// the kernel table's pairhmm_feeders_per_gpu; /run records the number, GPU or not.
+TEST(PairhmmCommand, FeedersPerGpuFromFlagConfigOrTable) {
+  TempDir dir, files;
+  test::write_file(dir.file("ok.in"), "1 1\nACG III III III +++\nACGT\n");
+  test::write_file(files.file("k.toml"),
+                   "device = \"gpu\"\nmeasured = \"today\"\n[[row]]\nmax_length = 100\n"
+                   "msv_group_threads = 8\nviterbi_strategy = \"warp\"\n[tuning]\n"
+                   "pairhmm_feeders_per_gpu = 4\n");
+  test::write_file(files.file("table.toml"),
+                   "[gpu]\nkernel_table = \"" + files.file("k.toml") + "\"\n");
+  test::write_file(files.file("both.toml"),
+                   "[gpu]\nfeeders = 6\nkernel_table = \"" + files.file("k.toml") + "\"\n");
+  for (const auto& [args, feeders] : std::vector<std::pair<std::string, int>>{
+           {"--config " + files.file("table.toml"), 4},
+           {"--config " + files.file("both.toml"), 6},
+           {"--config " + files.file("both.toml") + " --gpu-feeders 2", 2}}) {
+    const auto r =
+        test::run_command("CUDA_VISIBLE_DEVICES=-1 " + kDuet + " pairhmm --quiet " + args +
+                          " --h5 " + files.file("f.h5") + " " + dir.file("ok.in"));
+    ASSERT_EQ(r.status, 0) << r.output;
+    const io::Hdf5Reader h5(files.file("f.h5"));
+    EXPECT_EQ(h5.attribute_int("/run", "gpu_feeders_per_gpu"), feeders) << args;
+  }
+}
+
 // The default mode asked to start GPUs (--gpu-min-cells 0) where none is usable runs on the
 // CPU and records no GPU kernel.
 TEST(PairhmmCommand, DefaultModeWithoutAGpu) {

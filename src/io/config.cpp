@@ -521,7 +521,7 @@ std::string to_toml(const Config& config) {
   text << "\n[gpu]\n";
   text << "kernel_table = " << toml_string(config.gpu.kernel_table) << '\n';
   text << "jit = " << boolean(config.gpu.jit) << '\n';
-  text << "feeders = " << config.gpu.feeders << '\n';
+  if (config.gpu.feeders) text << "feeders = " << *config.gpu.feeders << '\n';
   text << "resident = "
        << toml_string(config.gpu.resident ? format_memory_size(*config.gpu.resident) : "auto")
        << '\n';

@@ -52,7 +52,9 @@
 //                               # the working directory
 //   jit = false                 # run-time specialised GPU kernels (NVRTC) where one exists
 //   feeders = 2                 # 1 to 8: feeder threads per GPU, each with its own engine
-//                               # and batches, so one's host work overlaps another's kernels
+//                               # and batches, so one's host work overlaps another's kernels;
+//                               # absent: hmmsearch 2, pairhmm the kernel table's
+//                               # pairhmm_feeders_per_gpu
 //   resident = "auto"           # per GPU, database blocks kept on it across the models of
 //                               # a multi-model search: "auto" (half the free GPU memory),
 //                               # bytes as an integer or a size string ("8G"); 0 = off
@@ -137,7 +139,9 @@ struct SchedulerConfig {
 struct GpuConfig {
   std::string kernel_table;  // empty = default (see above)
   bool jit = false;
-  int feeders = 2;                        // [1, 8]
+  // [1, 8]; none: the command's own default (hmmsearch kHmmsearchGpuFeeders, pairhmm the
+  // kernel table's pairhmm_feeders_per_gpu).
+  std::optional<int> feeders;
   std::optional<std::uint64_t> resident;  // bytes; none = "auto" (see above)
   int sms = 0;  // [0, 4096]; SMs per GPU for duet's kernels (device::set_gpu_sm_limit); 0 = all
 

@@ -169,7 +169,7 @@ void add_profile_command(CLI::App& app,
       cmd->add_option("--gpu-feeders", o.gpu_feeders,
                       "feeder threads per GPU, each with its own batches in flight, so that one's "
                       "host work overlaps another's kernels (default: [gpu] feeders, else " +
-                          std::to_string(d.gpu.feeders) + ")");
+                          std::to_string(kHmmsearchGpuFeeders) + ")");
   // hmmsearch's settings of [scheduler]; these override it.
   auto* block_residues = cmd->add_option(
       "--block-residues", o.block_residues,

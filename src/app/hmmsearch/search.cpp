@@ -78,7 +78,7 @@ HybridOptions hybrid_options(const io::Config& config) {
   h.reuse_memory = c.reuse_memory;
   h.gpu_min_database = c.gpu_min_database;
   h.gpu_jit = config.gpu.jit;
-  h.gpu_feeders = config.gpu.feeders;
+  h.gpu_feeders = config.gpu.feeders.value_or(kHmmsearchGpuFeeders);
   h.gpu_resident = config.gpu.resident;
   return h;
 }

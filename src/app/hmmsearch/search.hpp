@@ -114,6 +114,8 @@ struct SearchRun {
 // Blocks per GPU batch unless [scheduler] gpu_batch_blocks says (blocks of up to
 // block_residues residues).
 inline constexpr std::size_t kHmmsearchGpuBatchBlocks = defaults::kGpuBatchBlocks;
+// Feeder threads per GPU unless --gpu-feeders or [gpu] feeders says.
+inline constexpr int kHmmsearchGpuFeeders = 2;
 
 // How the scheduler runs the search: the settings every workload shares (RunOptions:
 // devices, split policy, queue, debug settings) and hmmsearch's own. Defaults of settings
@@ -146,7 +148,7 @@ struct HybridOptions : RunOptions {
   bool gpu_jit = io::GpuConfig{}.jit;
   // Feeder threads per real GPU (--gpu-feeders, [gpu] feeders), each with its own engine
   // (streams, buffers) and batches: one feeder's host work overlaps another's kernels.
-  int gpu_feeders = io::GpuConfig{}.feeders;
+  int gpu_feeders = kHmmsearchGpuFeeders;
   // Device memory per GPU for database blocks kept on the GPU across the queries of a
   // multi-model search (--gpu-resident, [gpu] resident; device::GpuResidentStore): bytes,
   // 0 = off, none = half the GPU's free memory.

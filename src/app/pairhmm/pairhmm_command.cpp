@@ -99,6 +99,8 @@ void write_results(io::Hdf5Writer& file, const pairhmm::Input& input, const Pair
   file.set_attribute("/run", "cpu_kernel", run.cpu_kernel);
   file.set_attribute("/run", "gpu_kernel",
                      run.gpu_kernel.empty() ? std::string("none") : run.gpu_kernel);
+  file.set_attribute("/run", "gpu_feeders_per_gpu",
+                     static_cast<std::int64_t>(run.gpu_feeders_per_gpu));
   const scheduler::RunSummary& s = run.schedule;
   DeviceTotals totals(
       "DP cells in units of " + std::to_string(kCellsPerUnit) + " per pair (at least one)",
@@ -150,8 +152,8 @@ void add_pairhmm_command(CLI::App& app,
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--gpu-feeders", o->run.gpu_feeders,
                   "feeder threads per GPU, each packing and submitting its own batches, so that "
-                  "one's host work overlaps another's kernels (default: the kernel table's "
-                  "pairhmm_feeders_per_gpu, " +
+                  "one's host work overlaps another's kernels (default: [gpu] feeders, else the "
+                  "kernel table's pairhmm_feeders_per_gpu, " +
                       std::to_string(io::GpuTuning{}.pairhmm_feeders_per_gpu) + " in its absence)")
       ->check(CLI::Range(1, 8));
   cmd->add_option("--gpu-min-cells", o->run.gpu_min_cells,
@@ -192,6 +194,7 @@ void add_pairhmm_command(CLI::App& app,
     PairhmmRunOptions r = o->run;
     static_cast<RunOptions&>(r) = run_options(config);
     r.cpu_workers = config.run.cpu;
+    if (r.gpu_feeders == 0 && config.gpu.feeders) r.gpu_feeders = *config.gpu.feeders;
     add_process_settings(r, config.run.quiet);
     // A large input: the GPUs start on the warm-up thread while it is read, in case the run
     // uses them (run_pairhmm decides from its cells).

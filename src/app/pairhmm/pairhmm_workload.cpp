@@ -201,6 +201,8 @@ PairhmmRun run_pairhmm(const pairhmm::Input& input, const pairhmm::Model& model,
   ResultSlots slots{model, pairs, blocks.input_index(), std::vector<double>(pairs.size()),
                     std::vector<std::uint8_t>(pairs.size())};
   const int cores = usable_cores();
+  const int feeders_per_gpu =
+      options.gpu_feeders > 0 ? options.gpu_feeders : options.tuning.pairhmm_feeders_per_gpu;
   // The default mode leaves the GPUs alone when the CPU alone would end about as soon as a
   // GPU starts (0.2 to 0.3 s; bench/RESULTS.md): a run must not be slower because a GPU exists.
   const std::int64_t gpu_min_cells =
@@ -240,9 +242,7 @@ PairhmmRun run_pairhmm(const pairhmm::Input& input, const pairhmm::Model& model,
       const bool gpu_only = options.gpu == PairhmmRunOptions::Gpu::only;
       const int helpers = gpu_only ? 0 : std::max(0, options.tuning.pairhmm_cores_per_feeder - 1);
       GpuBackends found = make_gpu_backends(
-          model, options.gpu_kernel, options.gpu_parts,
-          options.gpu_feeders > 0 ? options.gpu_feeders : options.tuning.pairhmm_feeders_per_gpu,
-          helpers, gpu_only,
+          model, options.gpu_kernel, options.gpu_parts, feeders_per_gpu, helpers, gpu_only,
           [&slots](std::int64_t first, std::span<const float> sums) { slots.finish(first, sums); },
           pairs, options.shapes);
       devices = std::move(found.backends);
@@ -270,6 +270,7 @@ PairhmmRun run_pairhmm(const pairhmm::Input& input, const pairhmm::Model& model,
   run.pairs = static_cast<std::int64_t>(pairs.size());
   run.cells = input.cells();
   run.cpu_kernel = kernel.name;
+  run.gpu_feeders_per_gpu = feeders_per_gpu;
   run.test_double_gpus = options.test_gpus > 0 && !devices.empty();
   PairhmmWorkload workload(slots, kernel, s.cpu_workers + gpus);
   std::vector<scheduler::GpuBackend*> backends;

@@ -61,6 +61,8 @@ struct PairhmmRun {
   std::int64_t pairs = 0, cells = 0, pairs_in_double = 0;
   std::string cpu_kernel, gpu_kernel;  // names of the kernels used (GPU: "" or "none (why)")
   bool test_double_gpus = false;       // the GPUs were test doubles (DUET_DEBUG_TEST_GPU)
+  // Feeder threads a real GPU gets (gpu_feeders, else the tuning's), whether or not one ran.
+  int gpu_feeders_per_gpu = 0;
   scheduler::RunSummary schedule;
   double seconds = 0;
   double grouping_seconds = 0;  // grouping the pairs for the CPU kernel, before the scheduler

@@ -42,6 +42,17 @@ TEST(HmmerRandom, DrawsAsEaselsFastGenerator) {
   EXPECT_DOUBLE_EQ(r.uniform(), 0.10076649952679873) << "reseeding starts the draws again";
 }
 
+// The Forward's probabilities are HMMER's floats: MADE1's local entries into nodes 3 and 63
+// as HMMER 3.3.2's optimised profile holds them (its striped B->M vector 2, lanes 0 and 3,
+// printed by a build of HMMER 3.3.2 and Easel 0.48 outside this repository). The C
+// library's expf of the same log scores gives 0.000313624187 and 0.000309372641.
+TEST(PosteriorDp, ProbabilitiesAreHmmersFloats) {
+  const SearchProfile p = tutorial_profile("MADE1");
+  EXPECT_EQ(p.forward.bm[3], 0.000313624216f);
+  EXPECT_EQ(p.forward.bm[63], 0.000309372612f);
+  EXPECT_EQ(p.forward.bm[1], 0.000320021936f);  // the same in both
+}
+
 // Forward and Backward give one score; every residue is emitted by exactly one state, so
 // each row's posteriors sum to 1; the parser's score is the full matrix's. Random targets
 // around a model's emissions, multihit and unihit.
@@ -74,6 +85,23 @@ TEST(PosteriorDp, ForwardBackwardAgreeAndPosteriorsSumToOne) {
           CanonicalForward canonical(p.forward);
           EXPECT_EQ(f, canonical.score(dsq.data(), L)) << what;
         }
+        {
+          // HMMER's order of the D->D paths: the same scores up to the last bits, and
+          // posteriors that sum to 1 as well (below).
+          DpMatrix hf, hb;
+          hf.reset(p.M, L, true);
+          hb.reset(p.M, L, true);
+          const float hf_score = forward_dp(dp, mv, dsq.data(), L, hf, DeletePaths::passes);
+          const float hb_score = backward_dp(dp, mv, dsq.data(), L, hf, hb, DeletePaths::passes);
+          EXPECT_NEAR(hf_score, f, 1e-5 * std::fabs(f) + 1e-5) << what;
+          EXPECT_NEAR(hb_score, b, 1e-5 * std::fabs(b) + 1e-5) << what;
+          ASSERT_TRUE(decode_posteriors(mv, hf, hb, hb)) << what;
+          for (int i = 1; i <= L; ++i) {
+            double sum = hb.x(i, DpMatrix::kN) + hb.x(i, DpMatrix::kJ) + hb.x(i, DpMatrix::kC);
+            for (int k = 1; k <= p.M; ++k) sum += hb.mrow(i)[hb.at(k)] + hb.irow(i)[hb.at(k)];
+            ASSERT_NEAR(sum, 1.0, 2e-3) << what << " row " << i << ", HMMER's order";
+          }
+        }
         ASSERT_TRUE(decode_posteriors(mv, fwd, bck, bck)) << what;
         for (int i = 1; i <= L; ++i) {
           double sum = bck.x(i, DpMatrix::kN) + bck.x(i, DpMatrix::kJ) + bck.x(i, DpMatrix::kC);
@@ -86,7 +114,8 @@ TEST(PosteriorDp, ForwardBackwardAgreeAndPosteriorsSumToOne) {
 }
 
 // The canonical Forward's parser states (what the Forward filter keeps for domain
-// definition) are forward_dp's special states bit for bit, rescaled rows included: random
+// definition) are forward_dp's special states (in the canonical order, DeletePaths::scan)
+// bit for bit, rescaled rows included: random
 // targets and the model's consensus repeated between random flanks.
 TEST(PosteriorDp, ParserStatesAreTheCanonicalForwards) {
   const auto seed = static_cast<unsigned>(test::test_seed());

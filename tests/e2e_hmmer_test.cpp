@@ -228,18 +228,17 @@ std::vector<std::string> lists_without(const std::vector<std::string>& lists,
 }
 
 // Domain definition's float edges. duet's domain definition follows HMMER's algorithm and,
-// but for the D->D paths of its Forward and Backward (the canonical Forward's scan,
-// posterior_dp.hpp), HMMER's order of operations, so its posteriors are HMMER's up to the
-// last bits of a float. Where one lies on a threshold of domain definition, a region,
-// envelope or sampled trace differs, and with it the target's bias and score by a tenth of
-// a bit or so (seed 4149286596 of DnaModelAndEveryResidueCode: a region ends where
-// mocc - E < 0.10, and at residue 479 of piece163 that was 0.0999999642 in HMMER and
-// 0.100000024 in duet; the region ended one residue later, the score was 2.0 bits against
-// 2.2). One target a comparison may so differ beyond the fields' tolerance, and only one
-// that neither output includes, within 1 bit of score and a factor 2 of E-value: it is
-// printed and left out of the comparisons that follow. Such a target may also keep its
-// fields within their tolerance but move in the order (seed 299920804: piece132's E-value
-// 3.9 in HMMER, 4.1 in duet, past two targets of 4). Returns its "query target" key.
+// but for the D->D paths of its Forward and Backward in sampled regions and envelopes (the
+// canonical Forward's scan, posterior_dp.hpp), HMMER's order of operations, so its
+// posteriors are HMMER's up to the last bits of a float. Where one of those lies on a
+// threshold (a sampled step, an envelope's), the target's bias and score can differ by a
+// tenth of a bit or so. (The region loop's own thresholds are decided in HMMER's order
+// where near, domain_definition.cpp: before that, seeds 4149286596 and 299920804 had a
+// region end one residue later than HMMER's, a score 0.1 to 0.2 bits lower and a target
+// moved in the order.) One target a comparison may so differ beyond the fields' tolerance,
+// or move in the order, and only one that neither output includes, within 1 bit of score
+// and a factor 2 of E-value: it is printed and left out of the comparisons that follow.
+// Returns its "query target" key.
 std::set<std::string> float_edges(const TableRows& ht, const TableRows& dt) {
   std::map<std::string, const std::vector<std::string>*> duet;
   for (const auto& row : dt) duet.emplace(row_key(row), &row);

@@ -1,9 +1,10 @@
 // Domain definition's dynamic programming (posterior_dp.hpp). The recursions follow
 // HMMER 3.3.2's SSE code (impl_sse/fwdback.c, decoding.c, optacc.c) vector for vector on
 // 4-lane vectors of the compiler's vector extension; the D->D paths of the Forward and of
-// the Backward use the canonical Forward's scan (forward_canonical.cpp: within each
-// lane, then across the lanes) instead of HMMER's repeated passes, and the
-// optimal-accuracy DP the same scan with max, which gives the passes' values exactly.
+// the Backward either in HMMER's repeated passes or in the canonical Forward's scan
+// (forward_canonical.cpp: within each lane, then across the lanes; DeletePaths in
+// posterior_dp.hpp), and the optimal-accuracy DP in the same scan with max, which gives
+// the passes' values exactly.
 // The tracebacks are scalar and read the striped rows through DpMatrix::at.
 #include "core/hmmsearch/posterior_dp.hpp"
 
@@ -119,6 +120,117 @@ void backward_exits_and_deletes(const View& v, DpRow cur, Lanes xEv) {
     put(cur.m, q, (at(cur.m, q) + xEv) + next * v.t(q, kVitMD));
     next = d;
   }
+}
+
+// HMMER's Backward (impl_sse/fwdback.c, backward_engine) for a row below L: M and D to E and
+// one step of the D->D paths over the row (D(k) adds t(k) D(k+1) from the D already
+// updated, and E), three more passes carrying only the D->D terms across the lanes, then
+// M->D. The row's D hold their paths to M(i+1,k+1) alone.
+void backward_exits_and_deletes_in_passes(const View& v, DpRow cur, Lanes xEv) {
+  const int Q = v.Q;
+  Lanes dpv = shift_down(at(cur.d, 0) + xEv);
+  Lanes dcv = splat(0.0f);
+  for (int q = Q - 1; q >= 0; --q) {
+    dcv = dpv * v.d_to_d(q);
+    const Lanes d = at(cur.d, q) + (dcv + xEv);
+    put(cur.d, q, d);
+    dpv = d;
+    put(cur.m, q, at(cur.m, q) + xEv);
+  }
+  for (int pass = 1; pass < 4; ++pass) {
+    dcv = shift_down(dcv);
+    for (int q = Q - 1; q >= 0; --q) {
+      dcv = dcv * v.d_to_d(q);
+      put(cur.d, q, at(cur.d, q) + dcv);
+    }
+  }
+  dcv = shift_down(at(cur.d, 0));
+  for (int q = Q - 1; q >= 0; --q) {
+    put(cur.m, q, at(cur.m, q) + dcv * v.t(q, kVitMD));
+    dcv = at(cur.d, q);
+  }
+}
+
+// HMMER's Backward for row L: every M and D starts at E, I at 0; the D->D paths in four
+// passes (the first from each D, the others carrying D->D terms across the lanes), then
+// M->D.
+void backward_last_row_in_passes(const View& v, DpRow cur, Lanes xEv) {
+  const int Q = v.Q;
+  for (int q = 0; q < Q; ++q) {
+    put(cur.m, q, xEv);
+    put(cur.d, q, xEv);
+    put(cur.i, q, splat(0.0f));
+  }
+  Lanes dpv = shift_down(at(cur.d, Q - 1));
+  Lanes dcv = splat(0.0f);
+  for (int q = Q - 1; q >= 0; --q) {
+    dcv = dpv * v.d_to_d(q);
+    const Lanes d = at(cur.d, q) + dcv;
+    put(cur.d, q, d);
+    dpv = d;
+  }
+  for (int pass = 1; pass < 4; ++pass) {
+    dcv = shift_down(dcv);
+    for (int q = Q - 1; q >= 0; --q) {
+      dcv = dcv * v.d_to_d(q);
+      put(cur.d, q, at(cur.d, q) + dcv);
+    }
+  }
+  dcv = shift_down(at(cur.d, 0));
+  for (int q = Q - 1; q >= 0; --q) {
+    put(cur.m, q, at(cur.m, q) + dcv * v.t(q, kVitMD));
+    dcv = at(cur.d, q);
+  }
+}
+
+// HMMER's Forward (forward_engine) for one row: M, I, and each vector's D holding the M->D
+// paths of the vector before it; the D->D paths in passes over the row (all four for models
+// of fewer than 100 nodes; for larger ones until a pass changes no D); E the sum of the
+// row's M, then D, lane by lane, then across the lanes.
+float forward_row_in_passes(const View& v, int M, DpRow prev, DpRow cur, const float* match,
+                            float xB) {
+  const int Q = v.Q;
+  const Lanes begin = splat(xB);
+  Lanes xEv = splat(0.0f), dcv = splat(0.0f);
+  Lanes mpv = shift_up(at(prev.m, Q - 1));
+  Lanes dpv = shift_up(at(prev.d, Q - 1));
+  Lanes ipv = shift_up(at(prev.i, Q - 1));
+  for (int q = 0; q < Q; ++q) {
+    Lanes sv = begin * v.t(q, kVitBM);
+    sv = sv + mpv * v.t(q, kVitMM);
+    sv = sv + ipv * v.t(q, kVitIM);
+    sv = sv + dpv * v.t(q, kVitDM);
+    sv = sv * at(match, q);
+    xEv = xEv + sv;
+    mpv = at(prev.m, q);
+    dpv = at(prev.d, q);
+    ipv = at(prev.i, q);
+    put(cur.m, q, sv);
+    put(cur.d, q, dcv);
+    dcv = sv * v.t(q, kVitMD);
+    put(cur.i, q, mpv * v.t(q, kVitMI) + ipv * v.t(q, kVitII));  // insert odds are 1
+  }
+  dcv = shift_up(dcv);
+  for (int q = 0; q < Q; ++q) {
+    const Lanes d = dcv + at(cur.d, q);
+    put(cur.d, q, d);
+    dcv = d * v.d_to_d(q);
+  }
+  const bool until_unchanged = M >= 100;
+  for (int pass = 1; pass < 4; ++pass) {
+    dcv = shift_up(dcv);
+    Mask changed{};
+    for (int q = 0; q < Q; ++q) {
+      const Lanes before = at(cur.d, q);
+      const Lanes d = dcv + before;
+      changed |= d > before;
+      put(cur.d, q, d);
+      dcv = dcv * v.d_to_d(q);
+    }
+    if (until_unchanged && (changed[0] | changed[1] | changed[2] | changed[3]) == 0) break;
+  }
+  for (int q = 0; q < Q; ++q) xEv = at(cur.d, q) + xEv;
+  return horizontal_sum(xEv);
 }
 
 void scale_row(DpRow row, std::size_t width, float factor) {
@@ -271,8 +383,11 @@ void DpMatrix::set_parser_states(const float* states) {
     if (x(i, kScale) != 1.0f) total_scale = canonical_forward_rescaled(total_scale, x(i, kScale));
 }
 
-float forward_dp(const DpProfile& profile, const SpecialMoves& mv, const Residue* dsq, int L,
-                 DpMatrix& mx) {
+namespace {
+
+template <DeletePaths paths>
+float forward_dp_in(const DpProfile& profile, const SpecialMoves& mv, const Residue* dsq, int L,
+                    DpMatrix& mx) {
   const FlushDenormals flush_denormals;
   const View v(profile);
   const int Q = v.Q;
@@ -298,40 +413,45 @@ float forward_dp(const DpProfile& profile, const SpecialMoves& mv, const Residue
     const auto prev = mx.row(i - 1);
     const auto cur = mx.row(i);
     const float* match = v.odds(dsq[i - 1]);
-    const Lanes begin = splat(xB);
-    Lanes sum = zero;        // M and D of the row (D as computed within lanes)
-    Lanes delete_in = zero;  // D within the lane at vector q
-    Lanes mpv = shift_up(at(prev.m, Q - 1));
-    Lanes ipv = shift_up(at(prev.i, Q - 1));
-    Lanes dpv = shift_up(at(prev.d, Q - 1));
-    for (int q = 0; q < Q; ++q) {
-      Lanes sv = begin * v.t(q, kVitBM);
-      sv = sv + mpv * v.t(q, kVitMM);
-      sv = sv + ipv * v.t(q, kVitIM);
-      sv = sv + dpv * v.t(q, kVitDM);
-      sv = sv * at(match, q);
-      sum = sum + (sv + delete_in);
-      mpv = at(prev.m, q);
-      ipv = at(prev.i, q);
-      dpv = at(prev.d, q);
-      put(cur.m, q, sv);
-      put(cur.d, q, delete_in);
-      put(cur.i, q, mpv * v.t(q, kVitMI) + ipv * v.t(q, kVitII));  // insert odds are 1
-      delete_in = sv * v.t(q, kVitMD) + delete_in * v.d_to_d(q);
+    float xE = 0.0f;
+    if constexpr (paths == DeletePaths::passes) {
+      xE = forward_row_in_passes(v, profile.scores.M, prev, cur, match, xB);
+    } else {
+      const Lanes begin = splat(xB);
+      Lanes sum = zero;        // M and D of the row (D as computed within lanes)
+      Lanes delete_in = zero;  // D within the lane at vector q
+      Lanes mpv = shift_up(at(prev.m, Q - 1));
+      Lanes ipv = shift_up(at(prev.i, Q - 1));
+      Lanes dpv = shift_up(at(prev.d, Q - 1));
+      for (int q = 0; q < Q; ++q) {
+        Lanes sv = begin * v.t(q, kVitBM);
+        sv = sv + mpv * v.t(q, kVitMM);
+        sv = sv + ipv * v.t(q, kVitIM);
+        sv = sv + dpv * v.t(q, kVitDM);
+        sv = sv * at(match, q);
+        sum = sum + (sv + delete_in);
+        mpv = at(prev.m, q);
+        ipv = at(prev.i, q);
+        dpv = at(prev.d, q);
+        put(cur.m, q, sv);
+        put(cur.d, q, delete_in);
+        put(cur.i, q, mpv * v.t(q, kVitMI) + ipv * v.t(q, kVitII));  // insert odds are 1
+        delete_in = sv * v.t(q, kVitMD) + delete_in * v.d_to_d(q);
+      }
+      // D entering each lane's segment from the lane below (the inclusive scan
+      // C[j] = X[j] + U[j] * C[j-1] in two steps), and what it adds to every D.
+      Lanes carry = shift_up(delete_in);
+      Lanes through = lane_through;
+      carry = carry + through * shift_up(carry);
+      through = through * shift_up(through);
+      carry = carry + through * __builtin_shufflevector(carry, Lanes{}, 4, 5, 0, 1);
+      for (int q = 0; q < Q; ++q) {
+        const Lanes added = carry * at(v.dd_prefix, q);
+        put(cur.d, q, at(cur.d, q) + added);
+        sum = sum + added;
+      }
+      xE = canonical_sum(sum);
     }
-    // D entering each lane's segment from the lane below (the inclusive scan
-    // C[j] = X[j] + U[j] * C[j-1] in two steps), and what it adds to every D.
-    Lanes carry = shift_up(delete_in);
-    Lanes through = lane_through;
-    carry = carry + through * shift_up(carry);
-    through = through * shift_up(through);
-    carry = carry + through * __builtin_shufflevector(carry, Lanes{}, 4, 5, 0, 1);
-    for (int q = 0; q < Q; ++q) {
-      const Lanes added = carry * at(v.dd_prefix, q);
-      put(cur.d, q, at(cur.d, q) + added);
-      sum = sum + added;
-    }
-    float xE = canonical_sum(sum);
     xN = xN * mv.n_loop;
     xC = xC * mv.c_loop + xE * mv.e_move;
     xJ = xJ * mv.j_loop + xE * mv.e_loop;
@@ -358,8 +478,9 @@ float forward_dp(const DpProfile& profile, const SpecialMoves& mv, const Residue
   return static_cast<float>(total_scale + std::log(static_cast<double>(xC * mv.c_move)));
 }
 
-float backward_dp(const DpProfile& profile, const SpecialMoves& mv, const Residue* dsq, int L,
-                  const DpMatrix& fwd, DpMatrix& bck) {
+template <DeletePaths paths>
+float backward_dp_in(const DpProfile& profile, const SpecialMoves& mv, const Residue* dsq, int L,
+                     const DpMatrix& fwd, DpMatrix& bck) {
   const FlushDenormals flush_denormals;
   const View v(profile);
   const int Q = v.Q;
@@ -373,12 +494,16 @@ float backward_dp(const DpProfile& profile, const SpecialMoves& mv, const Residu
   float xJ = 0.0f, xB = 0.0f, xN = 0.0f;
   {
     const auto cur = bck.row(L);
-    for (int q = 0; q < Q; ++q) {
-      put(cur.m, q, zero);
-      put(cur.d, q, zero);
-      put(cur.i, q, zero);
+    if constexpr (paths == DeletePaths::passes) {
+      backward_last_row_in_passes(v, cur, splat(xE));
+    } else {
+      for (int q = 0; q < Q; ++q) {
+        put(cur.m, q, zero);
+        put(cur.d, q, zero);
+        put(cur.i, q, zero);
+      }
+      backward_exits_and_deletes(v, cur, splat(xE));
     }
-    backward_exits_and_deletes(v, cur, splat(xE));
     const float scale = fwd.x(L, DpMatrix::kScale);
     if (scale > 1.0f) {
       xE /= scale;
@@ -406,11 +531,16 @@ float backward_dp(const DpProfile& profile, const SpecialMoves& mv, const Residu
     Lanes tdm = shift_down(v.t(0, kVitDM));
     Lanes mpv = shift_down(at(next.m, 0) * at(match, 0));  // M(i+1, k+1) e(k+1)
     Lanes xBv = zero;
-    Lanes din = zero;  // D(i,k): to M(i+1,k+1), and D->D within the lane
+    // D(i,k): to M(i+1,k+1), and in the scan's order D->D within the lane.
+    Lanes din = zero;
     for (int q = Q - 1; q >= 0; --q) {
       const Lanes ipv = at(next.i, q);
       put(cur.i, q, ipv * v.t(q, kVitII) + mpv * tim);
-      din = mpv * tdm + din * v.d_to_d(q);
+      if constexpr (paths == DeletePaths::scan) {
+        din = mpv * tdm + din * v.d_to_d(q);
+      } else {
+        din = mpv * tdm;
+      }
       put(cur.d, q, din);
       const Lanes mcv = ipv * v.t(q, kVitMI) + mpv * tmm;
       mpv = at(next.m, q) * at(match, q);
@@ -427,7 +557,11 @@ float backward_dp(const DpProfile& profile, const SpecialMoves& mv, const Residu
     xN = xB * mv.n_move + xN * mv.n_loop;
     xE = xC * mv.e_move + xJ * mv.e_loop;
     // 3: M and D to E, the D->D paths, and M->D.
-    backward_exits_and_deletes(v, cur, splat(xE));
+    if constexpr (paths == DeletePaths::passes) {
+      backward_exits_and_deletes_in_passes(v, cur, splat(xE));
+    } else {
+      backward_exits_and_deletes(v, cur, splat(xE));
+    }
     if (xB > kBackwardOwnScalesAbove) bck.own_scales = true;
     const float scale =
         bck.own_scales ? (xB > kParserRescaleAbove ? xB : 1.0f) : fwd.x(i, DpMatrix::kScale);
@@ -470,13 +604,29 @@ float backward_dp(const DpProfile& profile, const SpecialMoves& mv, const Residu
   return static_cast<float>(total_scale + std::log(static_cast<double>(xN)));
 }
 
+}  // namespace
+
+float forward_dp(const DpProfile& profile, const SpecialMoves& mv, const Residue* dsq, int L,
+                 DpMatrix& mx, DeletePaths paths) {
+  return paths == DeletePaths::passes ? forward_dp_in<DeletePaths::passes>(profile, mv, dsq, L, mx)
+                                      : forward_dp_in<DeletePaths::scan>(profile, mv, dsq, L, mx);
+}
+
+float backward_dp(const DpProfile& profile, const SpecialMoves& mv, const Residue* dsq, int L,
+                  const DpMatrix& fwd, DpMatrix& bck, DeletePaths paths) {
+  return paths == DeletePaths::passes
+             ? backward_dp_in<DeletePaths::passes>(profile, mv, dsq, L, fwd, bck)
+             : backward_dp_in<DeletePaths::scan>(profile, mv, dsq, L, fwd, bck);
+}
+
 void backward_parser_states(const DpProfile& profile, const Residue* dsq, int L,
                             const float* forward_states, float* states, bool& own_scales) {
   thread_local DpMatrix fwd, bck;
   fwd.reset(profile.scores.M, L, false);
   fwd.set_parser_states(forward_states);
   bck.reset(profile.scores.M, L, false);
-  backward_dp(profile, SpecialMoves::multihit(profile.scores, L), dsq, L, fwd, bck);
+  backward_dp(profile, SpecialMoves::multihit(profile.scores, L), dsq, L, fwd, bck,
+              DeletePaths::scan);
   for (int i = 0; i <= L; ++i)
     for (int x = 0; x < kParserStates; ++x)
       states[static_cast<std::size_t>(i) * kParserStates + x] =

@@ -110,15 +110,27 @@ class DpMatrix {
   std::vector<std::uint32_t> node_at_;  // at(k), k = 0..M (0 unused)
 };
 
+// How the Forward and Backward add the D->D paths of a row, which decides their floats' last
+// bits: `scan`, the canonical Forward's order (forward_canonical.hpp: within each lane's
+// segment, then across the lanes), whose parser states the Forward filter leaves, and the
+// faster; `passes`, HMMER's order (impl_sse/fwdback.c: a pass over the row, then up to
+// three more carrying the paths across the lanes; in the Forward of a model of 100 nodes or
+// more, until a pass changes no D), HMMER's floats bit for bit, for the whole-target
+// parsers where a decision of domain definition lies within their difference of its
+// threshold (domain_definition.cpp). With every DP of domain definition in passes, 1,000
+// models against 5,000 proteins took 12 to 17% longer (bench/RESULTS.md).
+enum class DeletePaths { passes, scan };
+
 // Forward over dsq[0..L-1] into `mx` (full or parser as reset): the score in nats.
 float forward_dp(const DpProfile& profile, const SpecialMoves& moves, const Residue* dsq, int L,
-                 DpMatrix& mx);
+                 DpMatrix& mx, DeletePaths paths = DeletePaths::scan);
 // Backward with the Forward matrix's rescaling factors: the score in nats.
 float backward_dp(const DpProfile& profile, const SpecialMoves& moves, const Residue* dsq, int L,
-                  const DpMatrix& fwd, DpMatrix& bck);
+                  const DpMatrix& fwd, DpMatrix& bck, DeletePaths paths = DeletePaths::scan);
 // The whole-target Backward parser of domain definition (multihit) from the canonical
-// Forward's parser states `forward_states` of rows 0..L: its own states into `states`
-// (forward_canonical.hpp's layout) and whether it took rescaling factors of its own.
+// Forward's parser states `forward_states` of rows 0..L, in the canonical order
+// (DeletePaths::scan): its own states into `states` (forward_canonical.hpp's layout) and
+// whether it took rescaling factors of its own.
 void backward_parser_states(const DpProfile& profile, const Residue* dsq, int L,
                             const float* forward_states, float* states, bool& own_scales);
 // Posterior probabilities of every emitting cell (M, I; N, J, C per row; D is 0) from two

@@ -7,7 +7,11 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
+
+#include "core/hmmsearch/denormals.hpp"
 
 namespace duet {
 
@@ -214,15 +218,58 @@ ViterbiScores viterbi_scores(const Profile& gm) {
   return om;
 }
 
+namespace {
+
+// e^x as HMMER turns its profile's log scores into the Forward's probabilities (Easel's
+// SSE exponential, esl_sse_expf): 2^k e^f with k = floor(x / log 2 + 1/2), f = x - k log 2
+// in two float steps, e^f from a degree-6 polynomial in float operations, 2^k built as a
+// float's exponent field; 0 at or below -88.376, infinity above 88.376. Not the C library's
+// expf, which differs from it in the last bit for some x: with it, duet's Forward differed
+// from HMMER's (the local entry of MADE1's node 41, 0.000313624187 against 0.000313624216).
+// In HMMER's denormal mode (the caller's FlushDenormals), as HMMER runs it.
+float hmmer_expf(float x) {
+  constexpr float kMaxLog = 88.3762626647949f;
+  constexpr float kMinLog = -88.3762626647949f;
+  if (std::isnan(x)) return x;
+  if (x > kMaxLog) return std::numeric_limits<float>::infinity();
+  if (x <= kMinLog) return 0.0f;
+  float fx = x * static_cast<float>(1.44269504088896341) + 0.5f;
+  float floor_fx = static_cast<float>(static_cast<int>(fx));  // truncated, then one less
+  if (floor_fx > fx) floor_fx = floor_fx - 1.0f;              // where that rounded up
+  fx = floor_fx;
+  const int k = static_cast<int>(fx);
+  const float high = fx * 0.693359375f;
+  const float low = fx * -2.12194440e-4f;
+  float f = x - high;
+  f = f - low;
+  const float f2 = f * f;
+  float y = 1.9875691500E-4f;
+  for (const float c :
+       {1.3981999507E-3f, 8.3334519073E-3f, 4.1665795894E-2f, 1.6666665459E-1f, 5.0000001201E-1f}) {
+    y = y * f;
+    y = y + c;
+  }
+  y = y * f2;
+  y = y + f;
+  y = y + 1.0f;
+  const std::uint32_t exponent = static_cast<std::uint32_t>(k + 127) << 23;
+  float two_k = 0.0f;
+  std::memcpy(&two_k, &exponent, sizeof two_k);
+  return y * two_k;
+}
+
+}  // namespace
+
 ForwardScores forward_scores(const Profile& gm) {
+  const FlushDenormals flush_denormals;
   const int M = gm.M;
   const int Kp = gm.alphabet->Kp();
   ForwardScores om;
   om.M = M;
   om.match.assign(Kp, std::vector<float>(M + 1, 0.0f));
   for (int x = 0; x < Kp; ++x)
-    for (int k = 1; k <= M; ++k) om.match[x][k] = std::exp(gm.match_score[x][k]);
-  const auto p = [&](int k, int t) { return std::exp(gm.tsc[k][t]); };
+    for (int k = 1; k <= M; ++k) om.match[x][k] = hmmer_expf(gm.match_score[x][k]);
+  const auto p = [&](int k, int t) { return hmmer_expf(gm.tsc[k][t]); };
   fill_node_transitions<float>(M, 0.0f, p, om.bm, om.mm, om.im, om.dm, om.md, om.mi, om.ii, om.dd);
   om.e_loop = std::exp(gm.e_loop);
   om.e_move = std::exp(gm.e_move);

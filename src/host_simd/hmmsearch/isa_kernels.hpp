@@ -68,7 +68,8 @@ struct CanonicalTarget {
 };
 
 // One target of the packed Backward parser: domain definition's whole-target Backward
-// (core/hmmsearch/posterior_dp.hpp's backward_dp on a parser matrix, multihit), bit for bit.
+// (core/hmmsearch/posterior_dp.hpp's backward_dp on a parser matrix, multihit, in the
+// canonical order: DeletePaths::scan), bit for bit.
 // Its residues (L >= 1), the N/C/J loop and move probabilities of its length, the canonical
 // Forward's parser states of its rows (their rescaling factors are the Backward's, until
 // it takes factors of its own, as HMMER's does on overflow), where its own parser states

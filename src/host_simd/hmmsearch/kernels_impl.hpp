@@ -642,7 +642,8 @@ void forward_canonical_packed(const ForwardStripedView& profile, const Canonical
 
 // ============================================================================
 // Domain definition's whole-target Backward parser for several targets at once
-// (core/hmmsearch/posterior_dp.cpp's backward_dp on a parser matrix, multihit), as
+// (core/hmmsearch/posterior_dp.cpp's backward_dp on a parser matrix, multihit, in the
+// canonical order: DeletePaths::scan), as
 // forward_canonical_packed runs the canonical Forward: each 128-bit group holds one
 // target's 4 lanes and does backward_dp's float operations in its order; transitions are
 // broadcast, match odds loaded per group; the special states, the rescaling and the last

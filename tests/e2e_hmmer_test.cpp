@@ -228,17 +228,16 @@ std::vector<std::string> lists_without(const std::vector<std::string>& lists,
 }
 
 // Domain definition's float edges. duet's domain definition follows HMMER's algorithm and,
-// but for the D->D paths of its Forward and Backward in sampled regions and envelopes (the
-// canonical Forward's scan, posterior_dp.hpp), HMMER's order of operations, so its
-// posteriors are HMMER's up to the last bits of a float. Where one of those lies on a
-// threshold (a sampled step, an envelope's), the target's bias and score can differ by a
-// tenth of a bit or so. (The region loop's own thresholds are decided in HMMER's order
-// where near, domain_definition.cpp: before that, seeds 4149286596 and 299920804 had a
-// region end one residue later than HMMER's, a score 0.1 to 0.2 bits lower and a target
-// moved in the order.) One target a comparison may so differ beyond the fields' tolerance,
-// or move in the order, and only one that neither output includes, within 1 bit of score
-// and a factor 2 of E-value: it is printed and left out of the comparisons that follow.
-// Returns its "query target" key.
+// but for the D->D paths of the envelopes' Forward and Backward (the canonical Forward's
+// scan, posterior_dp.hpp), HMMER's order of operations, so its posteriors are HMMER's up to
+// the last bits of a float. Where one of those lies on a threshold, the target's bias and
+// score could differ by a tenth of a bit or so. (Before the region loop's decisions were
+// checked and sampled regions ran in HMMER's order, domain_definition.cpp, seeds 4149286596,
+// 299920804 and 183767226 had a region end one residue later than HMMER's or other sampled
+// traces, a score 0.1 to 0.2 bits off and a target moved in the order; none is known now.) One
+// target a comparison may so differ beyond the fields' tolerance, or move in the order, and only
+// one that neither output includes, within 1 bit of score and a factor 2 of E-value: it is printed
+// and left out of the comparisons that follow. Returns its "query target" key.
 std::set<std::string> float_edges(const TableRows& ht, const TableRows& dt) {
   std::map<std::string, const std::vector<std::string>*> duet;
   for (const auto& row : dt) duet.emplace(row_key(row), &row);

@@ -424,7 +424,7 @@ class Definer {
     std::vector<float>& n2 = ws_.null2_per_residue;
     std::fill(n2.begin() + ireg, n2.begin() + jreg + 1, 0.0f);
     ws_.forward.reset(s_.M, Lr, true);
-    forward_dp(dp_, multihit_, region, Lr, ws_.forward);
+    forward_dp(dp_, multihit_, region, Lr, ws_.forward, DeletePaths::passes);
     ws_.random.reseed(settings_.seed);
     std::vector<SampledDomain> sampled;
     std::vector<float> odds;

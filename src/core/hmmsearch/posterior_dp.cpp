@@ -122,21 +122,11 @@ void backward_exits_and_deletes(const View& v, DpRow cur, Lanes xEv) {
   }
 }
 
-// HMMER's Backward (impl_sse/fwdback.c, backward_engine) for a row below L: M and D to E and
-// one step of the D->D paths over the row (D(k) adds t(k) D(k+1) from the D already
-// updated, and E), three more passes carrying only the D->D terms across the lanes, then
-// M->D. The row's D hold their paths to M(i+1,k+1) alone.
-void backward_exits_and_deletes_in_passes(const View& v, DpRow cur, Lanes xEv) {
+// The end of HMMER's Backward row (impl_sse/fwdback.c, backward_engine), once a first pass
+// over the row left `dcv`, the D->D terms leaving its vector 0: three more passes carrying
+// only those terms across the lanes, then M->D.
+void backward_last_passes_and_md(const View& v, DpRow cur, Lanes dcv) {
   const int Q = v.Q;
-  Lanes dpv = shift_down(at(cur.d, 0) + xEv);
-  Lanes dcv = splat(0.0f);
-  for (int q = Q - 1; q >= 0; --q) {
-    dcv = dpv * v.d_to_d(q);
-    const Lanes d = at(cur.d, q) + (dcv + xEv);
-    put(cur.d, q, d);
-    dpv = d;
-    put(cur.m, q, at(cur.m, q) + xEv);
-  }
   for (int pass = 1; pass < 4; ++pass) {
     dcv = shift_down(dcv);
     for (int q = Q - 1; q >= 0; --q) {
@@ -151,9 +141,24 @@ void backward_exits_and_deletes_in_passes(const View& v, DpRow cur, Lanes xEv) {
   }
 }
 
-// HMMER's Backward for row L: every M and D starts at E, I at 0; the D->D paths in four
-// passes (the first from each D, the others carrying D->D terms across the lanes), then
-// M->D.
+// HMMER's Backward for a row below L: M and D to E and one step of the D->D paths over the
+// row (D(k) adds t(k) D(k+1) from the D already updated, and E), then the other passes and
+// M->D. The row's D hold their paths to M(i+1,k+1) alone.
+void backward_exits_and_deletes_in_passes(const View& v, DpRow cur, Lanes xEv) {
+  Lanes dpv = shift_down(at(cur.d, 0) + xEv);
+  Lanes dcv = splat(0.0f);
+  for (int q = v.Q - 1; q >= 0; --q) {
+    dcv = dpv * v.d_to_d(q);
+    const Lanes d = at(cur.d, q) + (dcv + xEv);
+    put(cur.d, q, d);
+    dpv = d;
+    put(cur.m, q, at(cur.m, q) + xEv);
+  }
+  backward_last_passes_and_md(v, cur, dcv);
+}
+
+// HMMER's Backward for row L: every M and D starts at E, I at 0; a first D->D pass from each
+// D, then the other passes and M->D.
 void backward_last_row_in_passes(const View& v, DpRow cur, Lanes xEv) {
   const int Q = v.Q;
   for (int q = 0; q < Q; ++q) {
@@ -169,18 +174,7 @@ void backward_last_row_in_passes(const View& v, DpRow cur, Lanes xEv) {
     put(cur.d, q, d);
     dpv = d;
   }
-  for (int pass = 1; pass < 4; ++pass) {
-    dcv = shift_down(dcv);
-    for (int q = Q - 1; q >= 0; --q) {
-      dcv = dcv * v.d_to_d(q);
-      put(cur.d, q, at(cur.d, q) + dcv);
-    }
-  }
-  dcv = shift_down(at(cur.d, 0));
-  for (int q = Q - 1; q >= 0; --q) {
-    put(cur.m, q, at(cur.m, q) + dcv * v.t(q, kVitMD));
-    dcv = at(cur.d, q);
-  }
+  backward_last_passes_and_md(v, cur, dcv);
 }
 
 // HMMER's Forward (forward_engine) for one row: M, I, and each vector's D holding the M->D

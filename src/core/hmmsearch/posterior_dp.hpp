@@ -115,10 +115,11 @@ class DpMatrix {
 // segment, then across the lanes), whose parser states the Forward filter leaves, and the
 // faster; `passes`, HMMER's order (impl_sse/fwdback.c: a pass over the row, then up to
 // three more carrying the paths across the lanes; in the Forward of a model of 100 nodes or
-// more, until a pass changes no D), HMMER's floats bit for bit, for the whole-target
-// parsers where a decision of domain definition lies within their difference of its
-// threshold (domain_definition.cpp). With every DP of domain definition in passes, 1,000
-// models against 5,000 proteins took 12 to 17% longer (bench/RESULTS.md).
+// more, until a pass changes no D), HMMER's floats bit for bit, for the Forward of a region
+// whose traces are sampled and for the whole-target parsers where a decision of domain
+// definition lies within their difference of its threshold (domain_definition.cpp). With
+// every DP of domain definition in passes, 1,000 models against 5,000 proteins took 12 to
+// 17% longer (bench/RESULTS.md).
 enum class DeletePaths { passes, scan };
 
 // Forward over dsq[0..L-1] into `mx` (full or parser as reset): the score in nats.

@@ -193,11 +193,9 @@ class PairhmmGpuBackend final : public scheduler::GpuBackend {
     if (!timings_wanted()) return;
     std::fprintf(stderr,
                  "pairhmm GPU %d feeder %d: %lld batches, %lld parts; feeder %.3f s: pack %.3f s, "
-                 "submit "
-                 "%.3f s (shape choice %.3f s, staging %.3f s), waiting for the GPU %.3f s, "
-                 "rest %.3f s; results "
-                 "%.3f s; GPU events: kernels %.3f s, copies and staging %.3f s; %.1f MB "
-                 "uploaded\n",
+                 "submit %.3f s (shape choice %.3f s, staging %.3f s), waiting for the GPU "
+                 "%.3f s, rest %.3f s; results %.3f s; GPU events: kernels %.3f s, copies and "
+                 "staging %.3f s; %.1f MB uploaded\n",
                  device_, feeder_, static_cast<long long>(batches_),
                  static_cast<long long>(feed_.parts), forward_, feed_.pack, feed_.submit,
                  feed_.choice, feed_.staging, feed_.wait,

@@ -177,6 +177,17 @@ void backward_last_row_in_passes(const View& v, DpRow cur, Lanes xEv) {
   backward_last_passes_and_md(v, cur, dcv);
 }
 
+// A Forward row's M at vector q: B, and M, I and D of the row before (`mpv`, `ipv`, `dpv`,
+// already shifted to this vector's nodes), into it, times the match odds; in HMMER's order.
+inline Lanes match_cell(const View& v, int q, Lanes begin, Lanes mpv, Lanes ipv, Lanes dpv,
+                        const float* match) {
+  Lanes sv = begin * v.t(q, kVitBM);
+  sv = sv + mpv * v.t(q, kVitMM);
+  sv = sv + ipv * v.t(q, kVitIM);
+  sv = sv + dpv * v.t(q, kVitDM);
+  return sv * at(match, q);
+}
+
 // HMMER's Forward (forward_engine) for one row: M, I, and each vector's D holding the M->D
 // paths of the vector before it; the D->D paths in passes over the row (all four for models
 // of fewer than 100 nodes; for larger ones until a pass changes no D); E the sum of the
@@ -190,11 +201,7 @@ float forward_row_in_passes(const View& v, int M, DpRow prev, DpRow cur, const f
   Lanes dpv = shift_up(at(prev.d, Q - 1));
   Lanes ipv = shift_up(at(prev.i, Q - 1));
   for (int q = 0; q < Q; ++q) {
-    Lanes sv = begin * v.t(q, kVitBM);
-    sv = sv + mpv * v.t(q, kVitMM);
-    sv = sv + ipv * v.t(q, kVitIM);
-    sv = sv + dpv * v.t(q, kVitDM);
-    sv = sv * at(match, q);
+    const Lanes sv = match_cell(v, q, begin, mpv, ipv, dpv, match);
     xEv = xEv + sv;
     mpv = at(prev.m, q);
     dpv = at(prev.d, q);
@@ -418,11 +425,7 @@ float forward_dp_in(const DpProfile& profile, const SpecialMoves& mv, const Resi
       Lanes ipv = shift_up(at(prev.i, Q - 1));
       Lanes dpv = shift_up(at(prev.d, Q - 1));
       for (int q = 0; q < Q; ++q) {
-        Lanes sv = begin * v.t(q, kVitBM);
-        sv = sv + mpv * v.t(q, kVitMM);
-        sv = sv + ipv * v.t(q, kVitIM);
-        sv = sv + dpv * v.t(q, kVitDM);
-        sv = sv * at(match, q);
+        const Lanes sv = match_cell(v, q, begin, mpv, ipv, dpv, match);
         sum = sum + (sv + delete_in);
         mpv = at(prev.m, q);
         ipv = at(prev.i, q);

@@ -176,8 +176,8 @@ TEST(PairhmmGrouping, FullGroupsOfOneSizeFirst) {
   };
   resize(big, 5);
   resize(small, 3);
-  duet::pairhmm::Haplotype wide{std::vector<std::uint8_t>(7, duet::pairhmm::kA)};
-  duet::pairhmm::Haplotype narrow{std::vector<std::uint8_t>(2, duet::pairhmm::kC)};
+  duet::pairhmm::Haplotype wide{duet::pairhmm::Bytes(7, duet::pairhmm::kA)};
+  duet::pairhmm::Haplotype narrow{duet::pairhmm::Bytes(2, duet::pairhmm::kC)};
   std::vector<Pair> pairs;
   for (int k = 0; k < 32; ++k)
     pairs.push_back(k % 8 < 5 ? Pair{&big, &wide} : Pair{&small, &narrow});

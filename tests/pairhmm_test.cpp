@@ -169,6 +169,39 @@ TEST(PairhmmReaders, GklRoundTripsThroughBatchText) {
   }
 }
 
+// The reader scans fields eight bytes at a time: a separator (runs of spaces and tabs) and
+// a bad character must be found at every offset, in fields of every length around 8.
+TEST(PairhmmReaders, SeparatorsAndBadCharactersAtEveryOffset) {
+  const std::string bases = "ACGTNACGTNACGTNACGTNACGTN";
+  const std::string quals = "!+5?I~!+5?I~!+5?I~!+5?I~!";
+  TempDir dir;
+  for (std::size_t n = 1; n <= 20; ++n) {
+    const std::string b = bases.substr(0, n), q = quals.substr(0, n);
+    const std::string seps[] = {" ", "\t", " \t ", "\t\t"};
+    const std::string& sep = seps[n % 4];
+    test::write_file(dir.file("ok.in"), "1 1\n" + sep + b + sep + q + sep + q + sep + q + sep + q +
+                                            sep + "\n" + b + "\n");
+    const Input in = read_input(dir.file("ok.in"));
+    ASSERT_EQ(in.pairs(), 1) << "length " << n;
+    const Read& r = in.batches[0].reads[0];
+    ASSERT_EQ(r.bases.size(), n);
+    for (std::size_t i = 0; i < n; ++i) {
+      EXPECT_EQ(base_symbol(r.bases[i]), b[i]) << "length " << n << " base " << i;
+      EXPECT_EQ(r.gcp_quality[i], q[i] - 33) << "length " << n << " quality " << i;
+    }
+    EXPECT_EQ(in.batches[0].haplotypes[0].bases, r.bases);
+    for (std::size_t at = 0; at < n; ++at) {
+      std::string bad_bases = b, bad_quals = q;
+      bad_bases[at] = 'x';
+      bad_quals[at] = '\x7f';
+      expect_input_error("1 1\n" + bad_bases + " " + q + " " + q + " " + q + " " + q + "\nA\n",
+                         "2: illegal base 'x' in read");
+      expect_input_error("1 1\n" + b + " " + q + " " + q + " " + bad_quals + " " + q + "\nA\n",
+                         "2: illegal quality character in deletion qualities");
+    }
+  }
+}
+
 TEST(PairhmmReaders, BadInputNamesFileAndLine) {
   const std::string ok_gkl = "ACGT ACG III III III +++ -1.5\n";
   expect_input_error("", "", Format::gkl);  // empty: file named, no line

@@ -79,12 +79,12 @@ inline pairhmm::Input random_input(std::mt19937_64& rng, int batches, int max_le
 // The batch-format text of an input (for command-line tests).
 inline std::string batch_text(const pairhmm::Input& input) {
   std::string text;
-  auto bases = [](const std::vector<std::uint8_t>& b) {
+  auto bases = [](const pairhmm::Bytes& b) {
     std::string s;
     for (auto x : b) s += pairhmm::base_symbol(x);
     return s;
   };
-  auto quals = [](const std::vector<std::uint8_t>& q) {
+  auto quals = [](const pairhmm::Bytes& q) {
     std::string s;
     for (auto x : q) s += static_cast<char>(x + 33);
     return s;

@@ -11,6 +11,7 @@
 #include <new>
 
 #include "core/error.hpp"
+#include "core/huge_pages.hpp"
 
 namespace duet {
 
@@ -22,6 +23,8 @@ namespace {
 // them page faults and mmap calls under AddressSanitizer).
 constexpr std::size_t kInitialBuffer = std::size_t{1} << 16;
 constexpr unsigned kZlibBuffer = 1u << 16;
+// A whole text at least this large has its buffer's pages touched in parallel.
+constexpr std::uint64_t kPrefaultBytes = std::uint64_t{32} << 20;
 
 }  // namespace
 
@@ -59,8 +62,9 @@ WholeText::WholeText(const std::string& path) {
   TextReader reader(path);
   gzFile f = static_cast<gzFile>(reader.gz_);
   // Sized from the file (a compressed one grows as it inflates): for a plain file one
-  // allocation, read into directly.
+  // allocation, read into directly, its pages zeroed on every core first.
   grow(std::max<std::uint64_t>(reader.file_size_ + 1, kInitialBuffer));
+  if (reader.file_size_ >= kPrefaultBytes) prefault_in_parallel(data_, capacity_);
   for (;;) {
     if (size_ == capacity_) grow(2 * capacity_);
     const std::size_t room = std::min<std::size_t>(capacity_ - size_, 1u << 30);

@@ -2,13 +2,19 @@
 #include "core/pairhmm/pairhmm_input.hpp"
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <exception>
 #include <limits>
+#include <memory>
+#include <memory_resource>
 #include <string_view>
 
 #include "core/error.hpp"
+#include "core/huge_pages.hpp"
 #include "core/parallel_parts.hpp"
 #include "core/text_reader.hpp"
 
@@ -16,84 +22,111 @@ namespace duet::pairhmm {
 
 namespace {
 
+bool is_separator(char c) {
+  return c == ' ' || c == '\t';
+}
+
+// The first space or tab in [p, end), or end. Eight bytes at a time on a little-endian
+// machine (reads and quality strings are a hundred characters or more): a byte of x is
+// zero where (x - 0x01..) & ~x has its high bit, and the lowest such byte is exact.
+const char* find_separator(const char* p, const char* end) {
+  if constexpr (std::endian::native == std::endian::little) {
+    constexpr std::uint64_t kOnes = 0x0101010101010101u, kHighs = 0x8080808080808080u;
+    const auto zero_bytes = [](std::uint64_t v) { return (v - kOnes) & ~v & kHighs; };
+    for (; end - p >= 8; p += 8) {
+      std::uint64_t x;
+      std::memcpy(&x, p, sizeof x);
+      const std::uint64_t found = zero_bytes(x ^ (kOnes * ' ')) | zero_bytes(x ^ (kOnes * '\t'));
+      if (found != 0) return p + std::countr_zero(found) / 8;
+    }
+  }
+  while (p < end && !is_separator(*p)) ++p;
+  return p;
+}
+
 // The fields of a line (separated by spaces and tabs), into `fields`: its capacity is
 // reused from line to line.
 void split_fields(std::string_view line, std::vector<std::string_view>& fields) {
   fields.clear();
-  std::size_t i = 0;
-  while (i < line.size()) {
-    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
-    if (i == line.size()) break;
-    const std::size_t start = i;
-    while (i < line.size() && line[i] != ' ' && line[i] != '\t') ++i;
-    fields.push_back(line.substr(start, i - start));
+  const char* p = line.data();
+  const char* const end = p + line.size();
+  while (p < end) {
+    while (p < end && is_separator(*p)) ++p;
+    if (p == end) break;
+    const char* const start = p;
+    p = find_separator(p, end);
+    fields.emplace_back(start, static_cast<std::size_t>(p - start));
   }
 }
+
+// BaseCode by character; 0: not a base.
+constexpr std::array<std::uint8_t, 256> kBaseCodes = [] {
+  std::array<std::uint8_t, 256> codes{};
+  codes['A'] = kA;
+  codes['C'] = kC;
+  codes['G'] = kG;
+  codes['T'] = kT;
+  codes['N'] = kN;
+  return codes;
+}();
 
 bool is_blank(std::string_view line) {
   return line.find_first_not_of(" \t") == line.npos;
 }
 
+// Reads and haplotypes are allocated from `arena`.
 class Parser {
  public:
-  explicit Parser(const TextReader& text) : text_(text) {}
+  Parser(const TextReader& text, std::pmr::memory_resource* arena) : text_(text), arena_(arena) {}
 
   [[noreturn]] void fail(const std::string& message) const {
     throw InputError(text_.path(), text_.line_number(), message);
   }
 
-  std::vector<std::uint8_t> bases(std::string_view field, const char* what) const {
+  // Every character is converted before any is checked (no branch per base); the first
+  // bad one, if any, is then found for the message.
+  Bytes bases(std::string_view field, const char* what) const {
     if (field.empty()) fail(std::string("empty ") + what);
-    std::vector<std::uint8_t> codes(field.size());
+    Bytes codes(field.size(), arena_);
+    bool bad = false;
     for (std::size_t i = 0; i < field.size(); ++i) {
-      switch (field[i]) {
-        case 'A':
-          codes[i] = kA;
-          break;
-        case 'C':
-          codes[i] = kC;
-          break;
-        case 'G':
-          codes[i] = kG;
-          break;
-        case 'T':
-          codes[i] = kT;
-          break;
-        case 'N':
-          codes[i] = kN;
-          break;
-        default:
-          fail(std::string("illegal base '") + field[i] + "' in " + what + " (A, C, G, T or N)");
-      }
+      codes[i] = kBaseCodes[static_cast<unsigned char>(field[i])];
+      bad |= codes[i] == 0;
+    }
+    if (bad) {
+      const std::size_t i = static_cast<std::size_t>(
+          std::find(codes.begin(), codes.end(), std::uint8_t{0}) - codes.begin());
+      fail(std::string("illegal base '") + field[i] + "' in " + what + " (A, C, G, T or N)");
     }
     return codes;
   }
 
-  std::vector<std::uint8_t> qualities(std::string_view field, std::size_t length,
-                                      const char* what) const {
+  Bytes qualities(std::string_view field, std::size_t length, const char* what) const {
     if (field.size() != length) {
       fail(std::string(what) + " has " + std::to_string(field.size()) +
            " characters for a read of " + std::to_string(length) + " bases");
     }
-    std::vector<std::uint8_t> q(field.size());
+    Bytes q(field.size(), arena_);
+    bool bad = false;
     for (std::size_t i = 0; i < field.size(); ++i) {
-      const int c = static_cast<unsigned char>(field[i]);
-      if (c < 33 || c > 126)
-        fail(std::string("illegal quality character in ") + what + " (Phred+33: '!' to '~')");
-      q[i] = static_cast<std::uint8_t>(c - 33);
+      // Phred+33: '!' (33) to '~' (126); anything else wraps past 93.
+      const auto phred = static_cast<std::uint8_t>(static_cast<unsigned char>(field[i]) - 33u);
+      q[i] = phred;
+      bad |= phred > 93;
     }
+    if (bad) fail(std::string("illegal quality character in ") + what + " (Phred+33: '!' to '~')");
     return q;
   }
 
   // The five read columns starting at fields[first]: bases and four quality strings.
+  // (Built in place: assigning an arena's vector to a default one would copy it.)
   Read read(const std::vector<std::string_view>& fields, std::size_t first) const {
-    Read r;
-    r.bases = bases(fields[first], "read");
-    r.base_quality = qualities(fields[first + 1], r.bases.size(), "base qualities");
-    r.insertion_quality = qualities(fields[first + 2], r.bases.size(), "insertion qualities");
-    r.deletion_quality = qualities(fields[first + 3], r.bases.size(), "deletion qualities");
-    r.gcp_quality = qualities(fields[first + 4], r.bases.size(), "gap-continuation qualities");
-    return r;
+    Bytes read_bases = bases(fields[first], "read");
+    const std::size_t n = read_bases.size();
+    return Read{std::move(read_bases), qualities(fields[first + 1], n, "base qualities"),
+                qualities(fields[first + 2], n, "insertion qualities"),
+                qualities(fields[first + 3], n, "deletion qualities"),
+                qualities(fields[first + 4], n, "gap-continuation qualities")};
   }
 
   std::int64_t count(std::string_view field, const char* what) const {
@@ -117,10 +150,11 @@ class Parser {
 
  private:
   const TextReader& text_;
+  std::pmr::memory_resource* arena_;
 };
 
 void read_gkl(TextReader& text, Input& input, std::string& line, bool have_line) {
-  Parser parse(text);
+  Parser parse(text, input.arenas.back().get());
   std::vector<std::string_view> fields;
   for (; have_line || text.next_line(line); have_line = false) {
     if (is_blank(line) || line[0] == '#') continue;
@@ -142,7 +176,7 @@ void read_gkl(TextReader& text, Input& input, std::string& line, bool have_line)
 }
 
 void read_batches(TextReader& text, Input& input, std::string& line, bool have_line) {
-  Parser parse(text);
+  Parser parse(text, input.arenas.back().get());
   auto next_content_line = [&](const char* expecting) {
     while (text.next_line(line))
       if (!is_blank(line)) return;
@@ -255,9 +289,16 @@ namespace {
 
 // Reads `text` (the whole file, or a part of it) from its first line on: leading blank and
 // comment lines skipped, the format detected when automatic. A part may hold no pair.
-Input read_text(TextReader& text, Format format, bool part = false) {
+// `text_bytes`: the text's size where known (0: not), for the arena's first allocation
+// (the reads' bytes take at most the text's).
+Input read_text(TextReader& text, Format format, std::size_t text_bytes, bool part = false) {
   Input input;
   input.path = text.path();
+  // Large text: the arena's blocks in huge pages.
+  constexpr std::size_t kArenaMinimum = std::size_t{64} << 10, kHugeArena = std::size_t{4} << 20;
+  input.arenas.push_back(std::make_shared<std::pmr::monotonic_buffer_resource>(
+      std::max(kArenaMinimum, text_bytes),
+      text_bytes >= kHugeArena ? huge_page_resource() : std::pmr::get_default_resource()));
   std::string line;
   bool have_line = false;
   while (text.next_line(line)) {
@@ -323,7 +364,7 @@ Input read_input(const std::string& path, Format format) {
   const unsigned threads = part_threads(path, kParallelBytes);
   if (threads == 0) {
     TextReader text(path);
-    return read_text(text, format);
+    return read_text(text, format, text.file_size());
   }
   // A large file: its text in memory, cut between batches, the parts parsed at once.
   const WholeText whole(path);
@@ -349,7 +390,7 @@ Input read_input(const std::string& path, Format format) {
   for_each_part(parts.size(), [&](std::size_t i) {
     try {
       TextReader reader(path, parts[i], lines_before[i]);
-      parsed[i] = read_text(reader, format, i > 0);
+      parsed[i] = read_text(reader, format, parts[i].size(), i > 0);
     } catch (...) {
       failures[i] = std::current_exception();
     }
@@ -359,7 +400,7 @@ Input read_input(const std::string& path, Format format) {
   for (const std::exception_ptr& failure : failures) {
     if (!failure) continue;
     TextReader reader(path, text, 0);
-    (void)read_text(reader, format);
+    (void)read_text(reader, format, text.size());
     std::rethrow_exception(failure);  // not reached: the whole text fails too
   }
   Input input;
@@ -373,6 +414,7 @@ Input read_input(const std::string& path, Format format) {
       input.batches.push_back(std::move(b));
     }
     input.expected.insert(input.expected.end(), part.expected.begin(), part.expected.end());
+    input.arenas.insert(input.arenas.end(), part.arenas.begin(), part.arenas.end());
   }
   return input;
 }

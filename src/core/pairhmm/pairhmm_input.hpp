@@ -15,6 +15,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <memory_resource>
 #include <string>
 #include <vector>
 
@@ -28,15 +30,19 @@ inline bool bases_match(std::uint8_t a, std::uint8_t b) {
 }
 char base_symbol(std::uint8_t code);
 
+// A read's or haplotype's bytes. Those read from a file sit in an arena of their Input
+// (one allocation for many reads: a file of millions of small batches was mostly malloc,
+// page faults and free); those made otherwise, or copied, on the heap.
+using Bytes = std::pmr::vector<std::uint8_t>;
+
 struct Read {
-  std::vector<std::uint8_t> bases;  // BaseCode
-  std::vector<std::uint8_t> base_quality, insertion_quality, deletion_quality,
-      gcp_quality;  // Phred
+  Bytes bases;                                                           // BaseCode
+  Bytes base_quality, insertion_quality, deletion_quality, gcp_quality;  // Phred
   int length() const { return static_cast<int>(bases.size()); }
 };
 
 struct Haplotype {
-  std::vector<std::uint8_t> bases;  // BaseCode
+  Bytes bases;  // BaseCode
   int length() const { return static_cast<int>(bases.size()); }
 };
 
@@ -66,6 +72,10 @@ const char* format_name(Format format);
 struct Input {
   std::string path;
   Format format = Format::gkl;  // the format actually read
+  // The arenas the reads and haplotypes read from the file were allocated from: released
+  // with the Input, after its batches (declared before them). Its batches must not outlive
+  // it, nor move to another Input without these.
+  std::vector<std::shared_ptr<std::pmr::memory_resource>> arenas;
   std::vector<Batch> batches;
   std::vector<double> expected;  // gkl only: per pair, NaN where the column is absent
 

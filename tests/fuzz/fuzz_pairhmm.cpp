@@ -15,13 +15,13 @@ namespace {
 using duet::pairhmm::Format;
 
 bool holds_promises(const duet::pairhmm::Input& input) {
-  auto bases_ok = [](const std::vector<std::uint8_t>& bases) {
+  auto bases_ok = [](const duet::pairhmm::Bytes& bases) {
     if (bases.empty()) return false;
     for (const std::uint8_t b : bases)
       if (duet::pairhmm::base_symbol(b) == '?') return false;
     return true;
   };
-  auto qualities_ok = [](const std::vector<std::uint8_t>& q, std::size_t n) {
+  auto qualities_ok = [](const duet::pairhmm::Bytes& q, std::size_t n) {
     if (q.size() != n) return false;
     for (const std::uint8_t x : q)
       if (x > 93) return false;

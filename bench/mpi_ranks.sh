@@ -11,9 +11,11 @@
 #   between them), Pkinase and the ten models.
 #   Run from the source root on the GPU machine with .device carried (its debs hold
 #   Debian's Open MPI: libopenmpi-dev, openmpi-bin and their libraries), or on any machine
-#   where `mpirun` runs. OUT: where times.tsv and the logs go. ROUNDS (default 2).
+#   where `mpirun` runs. OUT: where times.tsv and the logs go. ROUNDS (default 2). CASES
+#   (CPU only; default "one fasta ten"): Pkinase on the packed database, Pkinase on the
+#   FASTA, the ten models.
 set -uo pipefail
-rounds=${ROUNDS:-2}; residues=${RESIDUES:-1.8e9}; gpus=${GPUS:-0}
+rounds=${ROUNDS:-2}; residues=${RESIDUES:-1.8e9}; gpus=${GPUS:-0}; cases=${CASES:-one fasta ten}
 if [ -f .device/setup.sh ]; then
   source bench/device_env.sh
   # Open MPI unpacked under /opt/deps: its tools find their files from OPAL_PREFIX.
@@ -95,11 +97,15 @@ if [ "$gpus" -gt 0 ]; then
   exit 0
 fi
 for round in $(seq 1 "$rounds"); do
-  plain $one $work/db.packed
-  plain $work/ten.hmm $work/db.packed
-  for np in 1 2 4 8; do run $one $work/db.packed $np; done
-  for np in 1 8; do run $one $work/db.fa $np; done
-  for np in 1 2 4 8; do run $work/ten.hmm $work/db.packed $np; done
+  if [[ $cases == *one* ]]; then
+    plain $one $work/db.packed
+    for np in 1 2 4 8; do run $one $work/db.packed $np; done
+  fi
+  if [[ $cases == *fasta* ]]; then for np in 1 8; do run $one $work/db.fa $np; done; fi
+  if [[ $cases == *ten* ]]; then
+    plain $work/ten.hmm $work/db.packed
+    for np in 1 2 4 8; do run $work/ten.hmm $work/db.packed $np; done
+  fi
 done
 for f in $work/r_*.h5; do
   base=$work/r_$(basename "$f" | cut -d_ -f2)_packed_1.h5

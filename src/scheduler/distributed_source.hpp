@@ -75,6 +75,8 @@ class DistributedSource final : public BlockSource {
   std::int64_t known_work() const override { return 0; }
 
   std::int64_t blocks_taken() const { return taken_; }
+  // Blocks of the pass read so far (all of them once next() has returned null).
+  std::int64_t blocks_read() const { return seen_; }
   std::int64_t chunks_taken() const { return chunks_; }
 
  private:

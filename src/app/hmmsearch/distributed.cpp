@@ -1,4 +1,4 @@
-// pack_rank_run and merge_rank_runs: see distributed.hpp.
+// The streamed blocks, pack_rank_run and merge_rank_runs: see distributed.hpp.
 #include "app/hmmsearch/distributed.hpp"
 
 #include <oneapi/tbb/parallel_for.h>
@@ -139,6 +139,57 @@ RankRun own_share(SearchRun& own) {
 }
 
 }  // namespace
+
+std::string pack_streamed_block(int pass, std::size_t query, std::int64_t block,
+                                const PipelineCounts& counts,
+                                const std::vector<TargetRecord>& targets) {
+  WireWriter out;
+  out.value(pass);
+  out.value(static_cast<std::uint64_t>(query));
+  out.value(block);
+  out.value(counts);
+  out.value(static_cast<std::uint64_t>(targets.size()));
+  for (const TargetRecord& t : targets) write_target(out, t);
+  return out.take();
+}
+
+void RemoteBlocks::receive(std::string&& bytes) {
+  WireReader in(bytes);
+  StreamedBlock b;
+  b.pass = in.value<int>();
+  b.query = static_cast<std::size_t>(in.value<std::uint64_t>());
+  b.block = in.value<std::int64_t>();
+  b.counts = in.value<PipelineCounts>();
+  b.targets.resize(static_cast<std::size_t>(in.value<std::uint64_t>()));
+  for (TargetRecord& t : b.targets) t = read_target(in);
+  if (!in.done()) throw std::runtime_error("a streamed block has bytes left over");
+  std::lock_guard lock(mutex_);
+  if (b.pass == open_) {
+    put_(std::move(b));
+  } else if (b.pass > closed_) {
+    early_[b.pass].push_back(std::move(b));
+  } else {
+    throw std::runtime_error("a rank sent results of pass " + std::to_string(b.pass) +
+                             ", which has ended");
+  }
+}
+
+void RemoteBlocks::open_pass(int pass, Put put) {
+  std::lock_guard lock(mutex_);
+  open_ = pass;
+  put_ = std::move(put);
+  const auto early = early_.find(pass);
+  if (early == early_.end()) return;
+  for (StreamedBlock& b : early->second) put_(std::move(b));
+  early_.erase(early);
+}
+
+void RemoteBlocks::close_pass() {
+  std::lock_guard lock(mutex_);
+  closed_ = std::max(closed_, open_);
+  open_ = -1;
+  put_ = nullptr;
+}
 
 std::string pack_rank_run(const SearchRun& run) {
   WireWriter out;

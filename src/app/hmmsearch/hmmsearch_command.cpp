@@ -335,13 +335,16 @@ void add_profile_command(CLI::App& app,
     // Every rank's checks passed: the search starts on all of them.
     agree_on_checks(nullptr);
     phase_time("search starts");
-    SearchRun run;
-    if (scan || job != nullptr) {
-      run = run_hmmsearch(models, database, config, hybrid, nullptr);
-    } else {
-      ResultStream stream(*h5, groups);
-      run = run_hmmsearch(models, database, config, hybrid, &stream);
+    // In a job, the other ranks' targets come to rank 0 during the search (distributed.hpp)
+    // and its stream writes them as they come; the /trace groups wait for every rank's
+    // summaries (the gather below).
+    std::optional<ResultStream> stream;
+    if (!scan && writer) {
+      stream.emplace(
+          *h5, groups,
+          job != nullptr ? ResultStream::Traces::later : ResultStream::Traces::with_queries);
     }
+    SearchRun run = run_hmmsearch(models, database, config, hybrid, stream ? &*stream : nullptr);
     phase_time("search returned");
     if (run.stopped || g_interrupted.load()) throw Interrupted{};
     if (job != nullptr) {
@@ -351,11 +354,9 @@ void add_profile_command(CLI::App& app,
       if (!writer) return 0;
       run = merge_rank_runs(std::move(run), ranks, config.search);
       phase_time("merged the ranks' results");
-      if (!scan) {
-        ResultStream stream(*h5, groups);
-        for (std::size_t q = 0; q < run.queries.size(); ++q) stream.whole_query(q, run.queries[q]);
-      }
+      if (stream) stream->write_traces(run.queries);
     }
+    stream.reset();  // its thread is done: the file is this thread's again
     // The text outputs (no HDF5 call in them) are written by a thread of their own while
     // this one writes the HDF5 file.
     const auto write_text_outputs = [&](const SearchRun& r) {

@@ -23,9 +23,8 @@ class QueryColumns {
  public:
   QueryColumns(io::Hdf5Writer& file, const std::string& group) : file_(file), group_(group) {}
 
-  // Takes the job's own copy of the records: their strings move into the columns. With
-  // `append` false, the rows wait for finish() however many they are.
-  void add(std::vector<TargetRecord>&& records, bool append_now = true) {
+  // Takes the job's own copy of the records: their strings move into the columns.
+  void add(std::vector<TargetRecord>&& records) {
     for (TargetRecord& t : records) {
       index_rows_.push_back(t.index);
       names_.push_back(std::move(t.name));
@@ -37,7 +36,7 @@ class QueryColumns {
       pvalues_.push_back(t.scores.pvalue);
       stages_.push_back(static_cast<std::uint8_t>(t.scores.stage));
     }
-    if (append_now && index_rows_.size() >= kRowsPerAppend) append();
+    if (index_rows_.size() >= kRowsPerAppend) append();
   }
 
   // Writes what is gathered: the query is complete.
@@ -105,8 +104,9 @@ const std::vector<std::string>& ResultStream::column_names() {
   return names;
 }
 
-ResultStream::ResultStream(io::Hdf5Writer& file, const std::vector<std::string>& group_names)
-    : file_(file) {
+ResultStream::ResultStream(io::Hdf5Writer& file, const std::vector<std::string>& group_names,
+                           Traces traces)
+    : file_(file), traces_(traces) {
   for (const std::string& name : group_names) {
     groups_.push_back("/results/hmmsearch/" + name);
     trace_groups_.push_back("/trace/" + name);
@@ -146,19 +146,9 @@ void ResultStream::targets(std::size_t query, const std::vector<TargetRecord>& b
   work_.notify_one();
 }
 
-void ResultStream::whole_query(std::size_t query, const QueryResult& result) {
-  auto finished = std::make_unique<QueryEnd>(query_end(result, result.pass_first == query));
-  {
-    std::lock_guard lock(mutex_);
-    if (error_) std::rethrow_exception(error_);
-    jobs_.push_back(Job{Job::Kind::whole, query, result.targets, std::move(finished)});
-  }
-  work_.notify_one();
-  if (query + 1 == groups_.size()) wait_idle();
-}
-
 void ResultStream::end_query(std::size_t query, const QueryResult& result) {
-  auto finished = std::make_unique<QueryEnd>(query_end(result, result.pass_first == query));
+  auto finished = std::make_unique<QueryEnd>(
+      query_end(result, traces_ == Traces::with_queries && result.pass_first == query));
   {
     std::lock_guard lock(mutex_);
     if (error_) std::rethrow_exception(error_);
@@ -167,6 +157,16 @@ void ResultStream::end_query(std::size_t query, const QueryResult& result) {
   work_.notify_one();
   // The writer goes on with this query while the next pass runs; the last query waits.
   if (query + 1 == groups_.size()) wait_idle();
+}
+
+void ResultStream::write_trace(std::size_t query, const QuerySummary& summary) {
+  write_query_trace(file_, trace_groups_.at(query), trace_groups_.at(summary.pass_first), summary,
+                    summary.pass_first == query);
+}
+
+void ResultStream::write_traces(const std::vector<QueryResult>& queries) {
+  wait_idle();
+  for (std::size_t q = 0; q < queries.size(); ++q) write_trace(q, queries[q]);
 }
 
 void ResultStream::wait_idle() {
@@ -200,20 +200,13 @@ void ResultStream::run() {
           if (auto it = open.find(job.query); it != open.end())
             it->second->add(std::move(job.records));
           break;
-        case Job::Kind::whole:
         case Job::Kind::end:
-          if (job.kind == Job::Kind::whole) {
-            QueryColumns columns(file_, groups_.at(job.query));
-            columns.add(std::move(job.records), false);
-            columns.finish();
-          } else if (auto it = open.find(job.query); it != open.end()) {
+          if (auto it = open.find(job.query); it != open.end()) {
             it->second->finish();
             open.erase(it);
           }
           write_query_summary(file_, groups_.at(job.query), *job.result);
-          write_query_trace(file_, trace_groups_.at(job.query),
-                            trace_groups_.at(job.result->summary.pass_first), job.result->summary,
-                            job.result->summary.pass_first == job.query);
+          if (traces_ == Traces::with_queries) write_trace(job.query, job.result->summary);
           break;
       }
     } catch (...) {

@@ -29,9 +29,14 @@ namespace duet::app {
 
 class ResultStream final : public TargetStream {
  public:
+  // Where the queries' /trace groups come from: each query's end, or write_traces once
+  // every query has ended (a job of ranks: the pass's summary of every rank is known only
+  // after the search; distributed.hpp).
+  enum class Traces { with_queries, later };
   // group_names[q]: query q's group under /results/hmmsearch and /trace
   // (query_group_names, report.hpp).
-  ResultStream(io::Hdf5Writer& file, const std::vector<std::string>& group_names);
+  ResultStream(io::Hdf5Writer& file, const std::vector<std::string>& group_names,
+               Traces traces = Traces::with_queries);
   ~ResultStream() override;  // stops the writer thread; what it did not write is dropped
   ResultStream(const ResultStream&) = delete;
   ResultStream& operator=(const ResultStream&) = delete;
@@ -39,23 +44,21 @@ class ResultStream final : public TargetStream {
   void begin_query(std::size_t query) override;
   // Copies the records; returns without waiting for the write.
   void targets(std::size_t query, const std::vector<TargetRecord>& block) override;
-  // A query whose records are all known (a run of several ranks, merged after the search:
-  // app/hmmsearch/distributed.hpp): begin_query, targets and end_query at once, its
-  // columns written whole, their chunks compressed on every core (io::Hdf5Writer::write)
-  // rather than appended as blocks come. Queries in order; the last waits as end_query's.
-  void whole_query(std::size_t query, const QueryResult& result);
   // Queues the closing of the query's columns and the writing of what needs the whole
-  // pass (write_query_summary: evalue, reported, the attributes; write_query_trace); for
-  // the last query (of group_names), waits until everything is written. Rethrows a write
-  // error met so far (begin_query too).
+  // pass (write_query_summary: evalue, reported, the attributes; write_query_trace unless
+  // Traces::later); for the last query (of group_names), waits until everything is
+  // written. Rethrows a write error met so far (begin_query too).
   void end_query(std::size_t query, const QueryResult& result) override;
+  // Traces::later, once every query has ended: every query's /trace group, on the calling
+  // thread.
+  void write_traces(const std::vector<QueryResult>& queries);
 
   // The columns it writes (the rest of a query's group is write_hdf5's).
   static const std::vector<std::string>& column_names();
 
  private:
   struct Job {
-    enum class Kind { begin, targets, end, whole } kind;
+    enum class Kind { begin, targets, end } kind;
     std::size_t query = 0;
     std::vector<TargetRecord> records;
     // end: the finished query without its records (query_end, report.hpp)
@@ -63,8 +66,10 @@ class ResultStream final : public TargetStream {
   };
   void run();
   void wait_idle();
+  void write_trace(std::size_t query, const QuerySummary& summary);
 
   io::Hdf5Writer& file_;
+  Traces traces_;
   std::vector<std::string> groups_, trace_groups_;  // per query: /results/hmmsearch/..., /trace/...
   std::mutex mutex_;
   std::condition_variable work_, idle_;

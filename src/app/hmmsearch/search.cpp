@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -14,6 +15,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "app/hmmsearch/distributed.hpp"
 #include "app/kit/cluster.hpp"
 #include "app/kit/run_context.hpp"
 #include "app/kit/test_double_gpu.hpp"
@@ -219,6 +221,21 @@ struct BlockRecords {
   std::vector<TargetRecord> targets;
   PipelineCounts counts;
 };
+
+// Waits, with short sleeps, until every sink has handed over `blocks` blocks (rank 0 of a
+// job: the other ranks' blocks come from its message thread); a stop request (`stop`)
+// ends the wait with Interrupted.
+void wait_for_blocks(const std::vector<std::unique_ptr<scheduler::ResultSink<BlockRecords>>>& sinks,
+                     std::int64_t blocks, const std::atomic<bool>* stop) {
+  auto pause = std::chrono::microseconds(50);
+  for (const auto& sink : sinks) {
+    while (sink->delivered() < blocks) {
+      if (stop != nullptr && stop->load()) throw Interrupted{};
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::microseconds(2000));
+    }
+  }
+}
 
 // Turns the scores of one block into its records, defining the domains of the targets
 // that passed every filter on the calling thread, a CPU worker (a device's block with such
@@ -698,6 +715,18 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
 
   const CascadeSettings settings = cascade_settings(config.search);
   const simd::Isa isa = simd::isa_from_name(config.run.isa);  // UsageError if the CPU lacks it
+  // A job of ranks (distributed.hpp): the others' blocks come to rank 0 as they end.
+  Cluster* const job = hybrid.cluster;
+  const bool to_root = job != nullptr && job->rank() != 0;
+  RemoteBlocks remote;
+  struct Receiving {  // rank 0 takes the others' messages while the search runs
+    Cluster* job;
+    ~Receiving() {
+      if (job != nullptr) job->receive_at_root(nullptr);
+    }
+  } receiving{job != nullptr && !to_root ? job : nullptr};
+  if (receiving.job != nullptr)
+    job->receive_at_root([&remote](std::string&& bytes) { remote.receive(std::move(bytes)); });
   SearchRun run;
   run.gpus_skipped_small_database = small_search;
   run.test_double_gpus = hybrid.test_gpus > 0 && gpus > 0;
@@ -772,12 +801,19 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
       query.pass_models = group;
       const std::size_t query_index = run.queries.size() + j;
       if (stream != nullptr) stream->begin_query(query_index);
-      sinks.push_back(std::make_unique<scheduler::ResultSink<BlockRecords>>(
+      scheduler::ResultSink<BlockRecords>::Consumer consume =
           [&query, stream, query_index](std::int64_t, BlockRecords&& block) {
             if (stream != nullptr) stream->targets(query_index, block.targets);
             query.counts += block.counts;
             for (auto& t : block.targets) query.targets.push_back(std::move(t));
-          }));
+          };
+      if (to_root) {
+        consume = [job, pass = pass_number, query_index](std::int64_t index, BlockRecords&& block) {
+          job->send_to_root(
+              pack_streamed_block(pass, query_index, index, block.counts, block.targets));
+        };
+      }
+      sinks.push_back(std::make_unique<scheduler::ResultSink<BlockRecords>>(std::move(consume)));
     }
     for (std::size_t j = 0; j < group; ++j)
       in_pass.push_back({&profiles[j], sinks[j].get(), {}, std::move(striped[j])});
@@ -841,9 +877,10 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
 #endif
     phase_time("pass starts");
     io::BlockStore::Pass pass = store->begin_pass();
-    // A rank of a job runs the chunks it is handed; the others' blocks pass its sinks by.
+    // A rank of a job runs the chunks it is handed; the others' blocks pass its sinks by,
+    // except on rank 0, where they come from their ranks (RemoteBlocks).
     std::optional<scheduler::DistributedSource> share;
-    if (hybrid.cluster != nullptr) {
+    if (job != nullptr) {
       // The pass's blocks, from the database's residues where known (a packed database,
       // or after a first pass), else from the file's size.
       std::int64_t residues = store->total_residues();
@@ -851,10 +888,19 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
       if (residues == 0) residues = static_cast<std::int64_t>(database.estimated_text_bytes());
       const auto expected =
           residues / static_cast<std::int64_t>(std::max<std::size_t>(1, reader.block_residues));
-      share.emplace(pass, hybrid.cluster->chunks(), pass_number, expected,
-                    [&sinks](const Block& block) {
-                      for (auto& sink : sinks) sink->skip(block.index);
-                    });
+      std::function<void(const Block&)> skipped;
+      if (to_root) {
+        skipped = [&sinks](const Block& block) {
+          for (auto& sink : sinks) sink->skip(block.index);
+        };
+      } else {
+        const std::size_t first_query = run.queries.size();
+        remote.open_pass(pass_number, [&sinks, first_query](StreamedBlock&& b) {
+          sinks.at(b.query - first_query)
+              ->put(b.block, BlockRecords{std::move(b.targets), b.counts});
+        });
+      }
+      share.emplace(pass, job->chunks(), pass_number, expected, std::move(skipped));
     }
     ++pass_number;
     BlockSource& source = share ? static_cast<BlockSource&>(*share) : pass;
@@ -864,6 +910,11 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
     options.cpu_leaves_blocks_to_gpus =
         hybrid.cluster == nullptr && workload.cells_per_residue() >= kNodesLeftToGpus;
     query.schedule = scheduler::run_blocks(source, workload, backends, options);
+    if (job != nullptr && !to_root && !query.schedule.stopped) {
+      // Rank 0: the pass ends when every block's records are in, the others' too.
+      wait_for_blocks(sinks, share->blocks_read(), hybrid.stop);
+      remote.close_pass();
+    }
     phase_time("pass ended");
 #ifdef DUET_HAVE_CUDA
     for (std::size_t j = 0; j < group; ++j) {

@@ -13,8 +13,13 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <mutex>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -82,7 +87,8 @@ void wait_all(std::span<MPI_Request> requests) {
   for (MPI_Request& r : requests) wait_for(r);
 }
 
-constexpr int kRequestTag = 1, kChunkTag = 2, kSizeTag = 3, kBytesTag = 4, kGoTag = 5;
+constexpr int kRequestTag = 1, kChunkTag = 2, kSizeTag = 3, kBytesTag = 4, kGoTag = 5,
+              kStreamTag = 6;
 constexpr std::int64_t kMaxMessage = std::int64_t{1} << 30;
 
 class MpiCluster final : public Cluster, public scheduler::ChunkClient {
@@ -90,6 +96,7 @@ class MpiCluster final : public Cluster, public scheduler::ChunkClient {
   MpiCluster() {
     check(MPI_Comm_dup(MPI_COMM_WORLD, &chunk_comm_), "MPI_Comm_dup");
     check(MPI_Comm_dup(MPI_COMM_WORLD, &data_comm_), "MPI_Comm_dup");
+    check(MPI_Comm_dup(MPI_COMM_WORLD, &stream_comm_), "MPI_Comm_dup");
     check(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
     check(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");
     MPI_Comm local;
@@ -113,17 +120,20 @@ class MpiCluster final : public Cluster, public scheduler::ChunkClient {
   ~MpiCluster() override {
     stop_service_ = true;
     if (service_.joinable()) service_.join();
+    stop_sender();
     // DUET_TIMES: what the job's messages cost this rank (bench/RESULTS.md's model of
     // cluster scaling).
     if (timings_wanted()) {
       std::fprintf(stderr,
                    "duet: rank %d: %lld chunk requests, %.6f s asking; gather %lld bytes in "
-                   "%.6f s\n",
+                   "%.6f s; streamed %lld bytes in %lld messages\n",
                    rank_, static_cast<long long>(requests_), request_seconds_,
-                   static_cast<long long>(gathered_bytes_), gather_seconds_);
+                   static_cast<long long>(gathered_bytes_), gather_seconds_,
+                   static_cast<long long>(streamed_bytes_), static_cast<long long>(streamed_));
     }
     MPI_Comm_free(&chunk_comm_);
     MPI_Comm_free(&data_comm_);
+    MPI_Comm_free(&stream_comm_);
   }
 
   int rank() const override { return rank_; }
@@ -165,6 +175,7 @@ class MpiCluster final : public Cluster, public scheduler::ChunkClient {
   }
 
   std::vector<std::string> gather(std::string bytes) override {
+    if (rank_ != 0) flush_sender();
     const auto started = Clock::now();
     struct Note {  // the gather's time and bytes, for the DUET_TIMES line
       MpiCluster& c;
@@ -222,6 +233,19 @@ class MpiCluster final : public Cluster, public scheduler::ChunkClient {
     return all;
   }
 
+  void send_to_root(std::string bytes) override {
+    if (rank_ == 0) throw std::logic_error("send_to_root on rank 0");
+    std::lock_guard lock(outbox_mutex_);
+    if (!sender_.joinable()) sender_ = std::thread([this] { send_queued(); });
+    outbox_.push_back(std::move(bytes));
+    outbox_changed_.notify_all();
+  }
+
+  void receive_at_root(std::function<void(std::string&&)> receiver) override {
+    std::lock_guard lock(receiver_mutex_);
+    receiver_ = std::move(receiver);
+  }
+
   [[noreturn]] void abort(int status) override {
     std::fflush(nullptr);
     MPI_Abort(MPI_COMM_WORLD, status);
@@ -244,6 +268,10 @@ class MpiCluster final : public Cluster, public scheduler::ChunkClient {
         while (!done) {
           check(MPI_Test(&received, &done, &status), "MPI_Test");
           if (done) break;
+          if (receive_streamed()) {
+            pause = std::chrono::microseconds(20);
+            continue;
+          }
           if (stop_service_.load()) {
             MPI_Cancel(&received);
             MPI_Wait(&received, MPI_STATUS_IGNORE);
@@ -265,7 +293,92 @@ class MpiCluster final : public Cluster, public scheduler::ChunkClient {
     }
   }
 
-  MPI_Comm chunk_comm_, data_comm_;
+  // Rank 0: one message of send_to_root's, if one has come, to the receiver. A message is
+  // a batch: items of (size, bytes).
+  bool receive_streamed() {
+    int waiting = 0;
+    MPI_Message message;
+    MPI_Status status;
+    check(MPI_Improbe(MPI_ANY_SOURCE, kStreamTag, stream_comm_, &waiting, &message, &status),
+          "MPI_Improbe");
+    if (!waiting) return false;
+    int count = 0;
+    check(MPI_Get_count(&status, MPI_BYTE, &count), "MPI_Get_count");
+    std::string batch(static_cast<std::size_t>(count), '\0');
+    check(MPI_Mrecv(batch.data(), count, MPI_BYTE, &message, MPI_STATUS_IGNORE), "MPI_Mrecv");
+    std::lock_guard lock(receiver_mutex_);
+    if (!receiver_) throw std::runtime_error("results came from a rank when none were expected");
+    for (std::size_t at = 0; at < batch.size();) {
+      std::uint64_t size = 0;
+      if (batch.size() - at < sizeof size)
+        throw std::runtime_error("a streamed batch is cut short");
+      std::memcpy(&size, batch.data() + at, sizeof size);
+      at += sizeof size;
+      if (batch.size() - at < size) throw std::runtime_error("a streamed batch is cut short");
+      receiver_(batch.substr(at, size));
+      at += size;
+    }
+    return true;
+  }
+
+  // A rank other than 0: sends what send_to_root queued, everything queued at once as one
+  // message, in order, until stopped; waits with short sleeps (wait_for).
+  void send_queued() {
+    try {
+      for (;;) {
+        std::deque<std::string> items;
+        {
+          std::unique_lock lock(outbox_mutex_);
+          outbox_changed_.wait(lock, [&] { return !outbox_.empty() || stop_sender_; });
+          if (outbox_.empty()) return;
+          items.swap(outbox_);
+          sending_ = true;
+        }
+        std::string batch;
+        for (const std::string& item : items) {
+          const std::uint64_t size = item.size();
+          batch.append(reinterpret_cast<const char*>(&size), sizeof size);
+          batch.append(item);
+        }
+        if (batch.size() > static_cast<std::size_t>(kMaxMessage))
+          throw std::runtime_error("a streamed batch over 1 GiB");
+        MPI_Request request;
+        check(MPI_Isend(batch.data(), static_cast<int>(batch.size()), MPI_BYTE, 0, kStreamTag,
+                        stream_comm_, &request),
+              "MPI_Isend");
+        wait_for(request, nullptr);
+        std::lock_guard lock(outbox_mutex_);
+        streamed_bytes_ += static_cast<std::int64_t>(batch.size());
+        ++streamed_;
+        sending_ = false;
+        outbox_changed_.notify_all();
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "%serror: sending results to rank 0 failed: %s\n",
+                   message_prefix().c_str(), e.what());
+      abort(1);
+    }
+  }
+
+  // Waits until everything queued has been sent.
+  void flush_sender() {
+    std::unique_lock lock(outbox_mutex_);
+    while (!outbox_.empty() || sending_) {
+      if (g_interrupted.load()) throw Interrupted{};
+      outbox_changed_.wait_for(lock, std::chrono::milliseconds(1));
+    }
+  }
+
+  void stop_sender() {
+    {
+      std::lock_guard lock(outbox_mutex_);
+      stop_sender_ = true;
+      outbox_changed_.notify_all();
+    }
+    if (sender_.joinable()) sender_.join();
+  }
+
+  MPI_Comm chunk_comm_, data_comm_, stream_comm_;
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   std::vector<std::string> hosts_;
   std::unique_ptr<scheduler::ChunkCoordinator> coordinator_;
@@ -275,6 +388,16 @@ class MpiCluster final : public Cluster, public scheduler::ChunkClient {
   std::int64_t requests_ = 0, gathered_bytes_ = 0;
   double request_seconds_ = 0, gather_seconds_ = 0;
   std::thread service_;
+  // send_to_root's queue and thread (ranks other than 0).
+  std::mutex outbox_mutex_;
+  std::condition_variable outbox_changed_;
+  std::deque<std::string> outbox_;
+  bool sending_ = false, stop_sender_ = false;
+  std::int64_t streamed_bytes_ = 0, streamed_ = 0;
+  std::thread sender_;
+  // receive_at_root's receiver (rank 0).
+  std::mutex receiver_mutex_;
+  std::function<void(std::string&&)> receiver_;
 };
 
 std::unique_ptr<MpiCluster> g_mpi;

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -40,8 +41,18 @@ class Cluster {
   // Every rank's value (collective).
   virtual std::vector<int> all_values(int value) = 0;
   // Rank 0 gets every rank's bytes (its own first); the others an empty vector
-  // (collective). Throws Interrupted if a signal comes meanwhile.
+  // (collective). Throws Interrupted if a signal comes meanwhile. Everything a rank sent
+  // with send_to_root before has reached rank 0's receiver by then.
   virtual std::vector<std::string> gather(std::string bytes) = 0;
+  // Results on their way to rank 0 during the search, so that rank 0 writes them as one
+  // process would, while the others still search. On a rank other than 0: queues `bytes`
+  // and returns (a thread of its own sends what is queued, several at once, in order).
+  virtual void send_to_root(std::string bytes) = 0;
+  // Rank 0: every message sent with send_to_root goes to `receiver` (on the thread that
+  // answers chunk requests), in the order each rank sent them; an empty function stops
+  // that (it returns once a call under way has ended). A message that comes with no
+  // receiver set ends the job with an error.
+  virtual void receive_at_root(std::function<void(std::string&&)> receiver) = 0;
   // Ends every rank of the job with `status` (after this rank said why).
   [[noreturn]] virtual void abort(int status) = 0;
 };

@@ -12,8 +12,8 @@
 #   Run from the source root on the GPU machine with .device carried (its debs hold
 #   Debian's Open MPI: libopenmpi-dev, openmpi-bin and their libraries), or on any machine
 #   where `mpirun` runs. OUT: where times.tsv and the logs go. ROUNDS (default 2). CASES
-#   (CPU only; default "one fasta ten"): Pkinase on the packed database, Pkinase on the
-#   FASTA, the ten models.
+#   (default "one fasta ten"): Pkinase on the packed database, Pkinase on the FASTA (CPU
+#   only), the ten models, and "long": LONG models of 1,000 nodes (GPUS=2 only).
 set -uo pipefail
 rounds=${ROUNDS:-2}; residues=${RESIDUES:-1.8e9}; gpus=${GPUS:-0}; cases=${CASES:-one fasta ten}
 if [ -f .device/setup.sh ]; then
@@ -44,6 +44,12 @@ work=/tmp/mpi-ranks; mkdir -p $work
 one=/usr/share/doc/hmmer/examples/tutorial/Pkinase.hmm
 [ -f $one ] || { $duet synth-model -L 260 --seed 5 -o $work/one.hmm >/dev/null; one=$work/one.hmm; }
 $duet synth-model -L 90 120 150 180 210 240 270 300 350 420 --seed 5 -o $work/ten.hmm >/dev/null
+# GPUS=2 with "long" in CASES: LONG models of 1,000 nodes (default 80), a job whose GPU work
+# (MSV and the Viterbi filter) outweighs the fixed costs of a run many times over.
+if [[ $cases == *long* ]]; then
+  $duet synth-model $(for _ in $(seq 1 "${LONG:-80}"); do echo -n "-L 1000 "; done) --seed 6 \
+    -o $work/long.hmm >/dev/null
+fi
 # The database: duet synth-db's 200 M residues (at most), repeated up to RESIDUES (names
 # repeat; the search does not mind), packed once.
 if [ ! -f $work/db.packed ]; then
@@ -80,14 +86,19 @@ plain() {  # models database [label extra...]: one process, no mpirun
     $((ms / 1000)) $((ms % 1000)) | tee -a "$out/times.tsv"
 }
 if [ "$gpus" -gt 0 ]; then
+  sets=()
+  [[ $cases == *one* ]] && sets+=("$one")
+  [[ $cases == *ten* ]] && sets+=("$work/ten.hmm")
+  [[ $cases == *long* ]] && sets+=("$work/long.hmm")
   for round in $(seq 1 "$rounds"); do
-    for models in $one $work/ten.hmm; do
+    for models in "${sets[@]}"; do
       plain $models $work/db.packed one_gpu --gpus 0
       plain $models $work/db.packed both_gpus
       run $models $work/db.packed 2
     done
   done
-  for m in $(basename $one .hmm) ten; do
+  for m in "${sets[@]}"; do
+    m=$(basename "$m" .hmm)
     for f in $work/r_${m}_packed_2.h5 $work/plain_both_gpus_$m.h5; do
       printf "%s: " "$(basename "$f")"
       ${PYTHON:-python3} bench/compare_results.py $work/plain_one_gpu_$m.h5 "$f" | tail -1

@@ -20,6 +20,7 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
 #include <mutex>
 #include <numeric>
@@ -569,6 +570,24 @@ class TinyBlocks final : public BlockSource {
  private:
   int count_, made_ = 0;
 };
+
+// delivered() counts a block once the consumer's call for it has returned: rank 0 of a
+// job waits on it before it reads what the consumer built (search.cpp).
+TEST(SchedulerParts, ResultSinkCountsABlockOnceItsConsumerReturned) {
+  std::promise<void> entered, release;
+  std::shared_future<void> go = release.get_future().share();
+  scheduler::ResultSink<int> sink([&](std::int64_t, int&&) {
+    entered.set_value();
+    go.wait();
+  });
+  sink.skip(0);
+  std::thread putter([&] { sink.put(1, 10); });
+  entered.get_future().wait();
+  EXPECT_EQ(sink.delivered(), 1);  // the skipped block, not the one being consumed
+  release.set_value();
+  putter.join();
+  EXPECT_EQ(sink.delivered(), 2);
+}
 
 TEST(SchedulerParts, ResultSinkPassesSkippedBlocks) {
   std::vector<std::int64_t> seen;

@@ -56,10 +56,11 @@ class ResultSink {
     drain(lock, consuming);
   }
 
-  // Blocks handed to the consumer (or skipped) so far, and results still held back.
+  // Blocks handed to the consumer, whose call has returned, or skipped, so far; and
+  // results still held back.
   std::int64_t delivered() const {
     std::lock_guard lock(mutex_);
-    return next_;
+    return done_;
   }
   std::size_t held_back() const {
     std::lock_guard lock(mutex_);
@@ -80,6 +81,7 @@ class ResultSink {
       ~EndDraining() { draining = false; }
     } end{draining_};
     for (;;) {
+      done_ = next_;  // the consumer's last call, if any, has returned
       if (skipped_.erase(next_)) {
         ++next_;
         continue;
@@ -108,6 +110,7 @@ class ResultSink {
   std::map<std::int64_t, Result> waiting_;
   std::set<std::int64_t> skipped_;
   std::int64_t next_ = 0;
+  std::int64_t done_ = 0;  // delivered(): next_ but for a consumer call under way
   bool draining_ = false;  // a put() is handing results to the consumer
 };
 

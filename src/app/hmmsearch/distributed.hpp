@@ -39,7 +39,8 @@ class RemoteBlocks {
   void receive(std::string&& bytes);
   // Blocks of `pass` go to `put` from now on, those that came early first.
   void open_pass(int pass, Put put);
-  // No pass is open; a block that comes for a pass already closed is an error.
+  // No pass is open; a block that comes for a pass already closed is dropped (only a
+  // stopped pass closes before all its blocks are in).
   void close_pass();
 
  private:

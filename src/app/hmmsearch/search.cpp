@@ -815,6 +815,12 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
       }
       sinks.push_back(std::make_unique<scheduler::ResultSink<BlockRecords>>(std::move(consume)));
     }
+    // Rank 0 of a job: the pass's remote blocks stop coming into `sinks` before they go,
+    // however the pass ends (declared after them).
+    struct ClosesPass {
+      RemoteBlocks& remote;
+      ~ClosesPass() { remote.close_pass(); }
+    } closes_pass{remote};
     for (std::size_t j = 0; j < group; ++j)
       in_pass.push_back({&profiles[j], sinks[j].get(), {}, std::move(striped[j])});
     QueryResult& query = queries.front();
@@ -913,7 +919,6 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
     if (job != nullptr && !to_root && !query.schedule.stopped) {
       // Rank 0: the pass ends when every block's records are in, the others' too.
       wait_for_blocks(sinks, share->blocks_read(), hybrid.stop);
-      remote.close_pass();
     }
     phase_time("pass ended");
 #ifdef DUET_HAVE_CUDA

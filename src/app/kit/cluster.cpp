@@ -307,7 +307,8 @@ class MpiCluster final : public Cluster, public scheduler::ChunkClient {
     std::string batch(static_cast<std::size_t>(count), '\0');
     check(MPI_Mrecv(batch.data(), count, MPI_BYTE, &message, MPI_STATUS_IGNORE), "MPI_Mrecv");
     std::lock_guard lock(receiver_mutex_);
-    if (!receiver_) throw std::runtime_error("results came from a rank when none were expected");
+    // None set: the search has ended, stopped (a rank's last batch may still come); dropped.
+    if (!receiver_) return true;
     for (std::size_t at = 0; at < batch.size();) {
       std::uint64_t size = 0;
       if (batch.size() - at < sizeof size)

@@ -50,8 +50,8 @@ class Cluster {
   virtual void send_to_root(std::string bytes) = 0;
   // Rank 0: every message sent with send_to_root goes to `receiver` (on the thread that
   // answers chunk requests), in the order each rank sent them; an empty function stops
-  // that (it returns once a call under way has ended). A message that comes with no
-  // receiver set ends the job with an error.
+  // that (it returns once a call under way has ended), and a message that comes then is
+  // dropped (a stopped job's last ones).
   virtual void receive_at_root(std::function<void(std::string&&)> receiver) = 0;
   // Ends every rank of the job with `status` (after this rank said why).
   [[noreturn]] virtual void abort(int status) = 0;

@@ -914,7 +914,7 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
     // them and run the post stage (the GPUs' survivors) instead. (A rank of a job keeps the
     // plain rule: its chunks come by request.)
     options.cpu_leaves_blocks_to_gpus =
-        hybrid.cluster == nullptr && workload.cells_per_residue() >= kNodesLeftToGpus;
+        job == nullptr && workload.cells_per_residue() >= kNodesLeftToGpus;
     query.schedule = scheduler::run_blocks(source, workload, backends, options);
     if (job != nullptr && !to_root && !query.schedule.stopped) {
       // Rank 0: the pass ends when every block's records are in, the others' too.

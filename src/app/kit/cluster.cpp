@@ -2,7 +2,9 @@
 //
 // Messages: chunk requests (pass, estimated blocks) from any rank to rank 0 and the
 // chunks back, on a communicator of their own that rank 0's service thread answers; the
-// final gather of results, and the few collectives, on another. MPI is initialised with
+// results streamed to rank 0 during the search (send_to_root: a sender thread per rank),
+// which the same service thread takes between requests, on a second; the final gather of
+// results, and the few collectives, on a third. MPI is initialised with
 // MPI_THREAD_MULTIPLE: the scheduler's reader thread asks for chunks while the main thread
 // waits.
 #include "app/kit/cluster.hpp"

@@ -12,24 +12,13 @@ namespace duet {
 
 namespace {
 
-constexpr std::size_t kHugePage = std::size_t{2} << 20;
-
-std::size_t rounded(std::size_t bytes) {
-  return (std::max<std::size_t>(bytes, 1) + kHugePage - 1) / kHugePage * kHugePage;
-}
-
 class HugePageResource final : public std::pmr::memory_resource {
   void* do_allocate(std::size_t bytes, std::size_t alignment) override {
-    if (alignment > kHugePage) throw std::bad_alloc();
-    void* memory =
-        ::mmap(nullptr, rounded(bytes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (memory == MAP_FAILED) throw std::bad_alloc();
-    // Advice only: without transparent huge pages the memory comes in 4 KiB pages.
-    (void)::madvise(memory, rounded(bytes), MADV_HUGEPAGE);
-    return memory;
+    if (alignment > huge_page_bytes(1)) throw std::bad_alloc();
+    return map_huge_pages(bytes);
   }
   void do_deallocate(void* memory, std::size_t bytes, std::size_t) override {
-    ::munmap(memory, rounded(bytes));
+    ::munmap(memory, huge_page_bytes(bytes));
   }
   bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
     return this == &other;
@@ -37,6 +26,22 @@ class HugePageResource final : public std::pmr::memory_resource {
 };
 
 }  // namespace
+
+std::size_t huge_page_bytes(std::size_t bytes) {
+  constexpr std::size_t kHugePage = std::size_t{2} << 20;
+  return (std::max<std::size_t>(bytes, 1) + kHugePage - 1) / kHugePage * kHugePage;
+}
+
+void* map_huge_pages(std::size_t bytes, void* old, std::size_t old_bytes) {
+  const std::size_t size = huge_page_bytes(bytes);
+  void* memory = old == nullptr ? ::mmap(nullptr, size, PROT_READ | PROT_WRITE,
+                                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+                                : ::mremap(old, huge_page_bytes(old_bytes), size, MREMAP_MAYMOVE);
+  if (memory == MAP_FAILED) throw std::bad_alloc();
+  // Advice only: without transparent huge pages the memory comes in 4 KiB pages.
+  (void)::madvise(memory, size, MADV_HUGEPAGE);
+  return memory;
+}
 
 std::pmr::memory_resource* huge_page_resource() {
   static HugePageResource resource;

@@ -8,6 +8,14 @@
 
 namespace duet {
 
+// `bytes` rounded up to whole huge pages (2 MiB; at least one).
+std::size_t huge_page_bytes(std::size_t bytes);
+
+// A mapping of huge_page_bytes(bytes), advised to take huge pages: new, or `old` (a mapping
+// of `old_bytes` from here) grown with mremap, its contents kept. Throws std::bad_alloc.
+// Unmap it with munmap(memory, huge_page_bytes(bytes)).
+void* map_huge_pages(std::size_t bytes, void* old = nullptr, std::size_t old_bytes = 0);
+
 // A memory resource of such mappings, one per allocation, for the few large blocks of an
 // arena (std::pmr::monotonic_buffer_resource's upstream). Sizes are rounded up to 2 MiB.
 // Throws std::bad_alloc when the system has no memory.

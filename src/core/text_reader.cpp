@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <new>
 
 #include "core/error.hpp"
 #include "core/huge_pages.hpp"
@@ -86,15 +85,8 @@ WholeText::~WholeText() {
 }
 
 void WholeText::grow(std::size_t capacity) {
-  constexpr std::size_t kHugePage = std::size_t{2} << 20;
-  capacity = (capacity + kHugePage - 1) / kHugePage * kHugePage;
-  void* memory = data_ == nullptr ? ::mmap(nullptr, capacity, PROT_READ | PROT_WRITE,
-                                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
-                                  : ::mremap(data_, capacity_, capacity, MREMAP_MAYMOVE);
-  if (memory == MAP_FAILED) throw std::bad_alloc();
-  // Advice only: without transparent huge pages the text is read into 4 KiB pages.
-  (void)::madvise(memory, capacity, MADV_HUGEPAGE);
-  data_ = static_cast<char*>(memory);
+  capacity = huge_page_bytes(capacity);
+  data_ = static_cast<char*>(map_huge_pages(capacity, data_, capacity_));
   capacity_ = capacity;
 }
 

@@ -431,16 +431,11 @@ TEST(SchedulerParts, HostLoopsAreSharedWithIdleWorkers) {
 }
 
 // The adaptive policy's batch size: about half of what the device does in the time the
-// whole machine needs for what is left; a quarter of the maximum before any measure, and
-// an eighth of a pass whose size is known.
+// whole machine needs for what is left; a quarter of the maximum before any measure.
 TEST(SchedulerParts, AdaptiveBatchShrinksAsWorkRunsOut) {
   using scheduler::adaptive_batch_residues;
   const std::int64_t max = 1000000;
-  EXPECT_EQ(adaptive_batch_residues(0, 0, 5e9, max), max / 4);            // nothing measured yet
-  EXPECT_EQ(adaptive_batch_residues(0, 0, 5e9, max, true), max / 4);      // a large pass
-  EXPECT_EQ(adaptive_batch_residues(0, 0, 800000, max, true), 100000);    // a small one: an eighth
-  EXPECT_EQ(adaptive_batch_residues(0, 0, 800000, max, false), max / 4);  // its size a guess
-  EXPECT_EQ(adaptive_batch_residues(0, 0, 4, max, true), 1);              // at least one residue
+  EXPECT_EQ(adaptive_batch_residues(0, 0, 5e9, max), max / 4);        // nothing measured yet
   EXPECT_EQ(adaptive_batch_residues(1e6, 1e6, 5e9, max), max);        // plenty left: the maximum
   EXPECT_EQ(adaptive_batch_residues(1e6, 1e6, 600000, max), 300000);  // alone: half of what is left
   EXPECT_EQ(adaptive_batch_residues(1e6, 4e6, 800000, max), 100000);  // a quarter of the machine
@@ -558,11 +553,7 @@ TEST(SchedulerParts, WorkerNiceOnlyWithFeeders) {
 // `count` blocks of one sequence of 10 residues each (block i: sequence i).
 class TinyBlocks final : public BlockSource {
  public:
-  // `known`: the pass's size is known before it is read (known_work), as a packed
-  // database's or a kept pass's.
-  explicit TinyBlocks(int count, bool known = false) : count_(count), known_(known) {}
-  std::int64_t known_work() const override { return known_ ? std::int64_t{10} * count_ : 0; }
-  bool all_made() const { return made_.load() == count_; }
+  explicit TinyBlocks(int count) : count_(count) {}
   BlockPtr next() override {
     if (made_ == count_) return nullptr;
     auto b = std::make_shared<Block>();
@@ -577,9 +568,7 @@ class TinyBlocks final : public BlockSource {
   double fraction_done() const override { return made_ / double(count_); }
 
  private:
-  int count_;
-  bool known_;
-  std::atomic<int> made_{0};
+  int count_, made_ = 0;
 };
 
 // delivered() counts a block once the consumer's call for it has returned: rank 0 of a
@@ -886,72 +875,6 @@ TEST(SchedulerParts, PipelinedDeviceRunsEveryBlockOnce) {
       EXPECT_GE(row.start, last_end);
       last_end = row.end;
     }
-  }
-}
-
-// The adaptive policy's first batch of a pass: an eighth of a pass of known size when the
-// device's rate is not known (so that a pass smaller than one batch comes in several,
-// their post stages overlapping the device's next batches), and half of what is left (one
-// device alone) when an earlier pass measured its rate; the summary gives the rate.
-TEST(SchedulerParts, AdaptiveFirstBatchFromThePassSizeOrAnEarlierRate) {
-  constexpr int kBlocks = 64;  // of 10 residues each
-  class Cpu final : public scheduler::Workload {
-   public:
-    std::int64_t cells_per_residue() const override { return 3; }
-    std::int64_t run_block(const Block&, int) override { return 0; }
-    std::int64_t run_post(const Block&, PostState&, int) override { return 0; }
-  };
-  // Ready once every block is in the queue, so that its first batch could take them all.
-  class Gpu final : public scheduler::GpuBackend {
-   public:
-    explicit Gpu(const TinyBlocks& source) : source_(source) {}
-    std::string name() const override { return "recording GPU"; }
-    std::string stages() const override { return "all"; }
-    Readiness readiness(std::string&) override {
-      return source_.all_made() ? Readiness::ready : Readiness::pending;
-    }
-    std::vector<scheduler::GpuBlockOutcome> run(std::span<const BlockPtr> blocks, int) override {
-      batches.push_back(blocks.size());
-      return std::vector<scheduler::GpuBlockOutcome>(blocks.size());
-    }
-    std::vector<std::size_t> batches;
-
-   private:
-    const TinyBlocks& source_;
-  };
-  struct Case {
-    bool known;
-    double rate;  // an earlier pass's cells per second (0: none)
-    std::size_t first_batch;
-  };
-  // (Unknown size, no rate: a quarter of the maximum, every block, or an eighth if the
-  // reader has ended by then: 0 stands for either.)
-  for (const Case& c : {Case{true, 0, kBlocks / 8}, Case{false, 0, 0}, Case{true, 1e9, kBlocks / 2},
-                        Case{false, 1e9, kBlocks / 2}}) {
-    SCOPED_TRACE(std::string(c.known ? "known size" : "unknown size") +
-                 (c.rate > 0 ? ", rate known" : ", no rate"));
-    TinyBlocks source(kBlocks, c.known);
-    Cpu cpu;
-    Gpu gpu(source);
-    std::vector<scheduler::GpuBackend*> gpus{&gpu};
-    scheduler::SchedulerOptions options;
-    options.cpu_workers = 1;
-    options.gpu_only = true;
-    options.policy = scheduler::SplitPolicy::adaptive;
-    options.queue_depth = 2 * kBlocks;
-    options.gpu_batch_blocks = 2 * kBlocks;
-    options.gpu_batch_residues = 40 * kBlocks;  // a quarter: every block
-    if (c.rate > 0) options.feeder_cells_per_second = {c.rate};
-    const scheduler::RunSummary s = scheduler::run_blocks(source, cpu, gpus, options);
-    ASSERT_FALSE(gpu.batches.empty());
-    if (c.first_batch > 0) {
-      EXPECT_EQ(gpu.batches.front(), c.first_batch);
-    } else {
-      EXPECT_TRUE(gpu.batches.front() == kBlocks || gpu.batches.front() == kBlocks / 8)
-          << gpu.batches.front();
-    }
-    ASSERT_EQ(s.feeder_cells_per_second.size(), std::size_t{1});
-    EXPECT_GT(s.feeder_cells_per_second[0], 0);
   }
 }
 

@@ -176,8 +176,7 @@ std::int64_t adaptive_budget(const Shared& shared, std::size_t feeder,
   double machine = elapsed > 0 ? static_cast<double>(shared.cpu_residues.load()) / elapsed : 0;
   for (const auto& rate : shared.gpu_rates) machine += rate.load();
   return adaptive_batch_residues(shared.gpu_rates[feeder].load(), machine,
-                                 shared.remaining_residues(), options.gpu_batch_residues,
-                                 shared.known_total > 0 || shared.reader_done.load());
+                                 shared.remaining_residues(), options.gpu_batch_residues);
 }
 
 void gpu_feeder(Shared& shared, CpuPool& pool, GpuBackend& gpu, std::int64_t cells_per_residue,
@@ -401,12 +400,8 @@ void run_host_loop_serially(std::size_t n, std::size_t,
 }
 
 std::int64_t adaptive_batch_residues(double own_rate, double machine_rate, double remaining,
-                                     std::int64_t max_residues, bool remaining_known) {
-  if (own_rate <= 0) {  // first batch: measure
-    std::int64_t budget = max_residues / 4;
-    if (remaining_known) budget = std::min(budget, static_cast<std::int64_t>(remaining / 8));
-    return std::max<std::int64_t>(1, budget);
-  }
+                                     std::int64_t max_residues) {
+  if (own_rate <= 0) return std::max<std::int64_t>(1, max_residues / 4);  // first batch: measure
   const double seconds_left = remaining / std::max(machine_rate, own_rate);
   const double budget = 0.5 * own_rate * seconds_left;
   return static_cast<std::int64_t>(std::clamp(budget, 1.0, static_cast<double>(max_residues)));
@@ -423,11 +418,6 @@ RunSummary run_blocks(BlockSource& blocks, Workload& workload, std::span<GpuBack
   Shared shared(depth, feeders);
   shared.known_total = blocks.known_work();
   const std::int64_t cells_per_residue = workload.cells_per_residue();
-  for (std::size_t g = 0; g < options.feeder_cells_per_second.size() && g < shared.gpu_rates.size();
-       ++g) {
-    shared.gpu_rates[g] = options.feeder_cells_per_second[g] /
-                          static_cast<double>(std::max<std::int64_t>(1, cells_per_residue));
-  }
   if (options.cpu_leaves_blocks_to_gpus && feeders > 0 && !options.gpu_only &&
       options.policy != SplitPolicy::static_fraction) {
     shared.queue.set_cpu_should_take([&shared] { return !gpus_take_blocks(shared); });
@@ -524,18 +514,9 @@ RunSummary run_blocks(BlockSource& blocks, Workload& workload, std::span<GpuBack
   s.reused_blocks = reused;
   // Idle tails: when each worker, and each device, ended its last row.
   double cpu_last = 0, first_worker_idle = s.seconds, first_device_idle = s.seconds;
-  s.feeder_cells_per_second.assign(static_cast<std::size_t>(feeders), 0.0);
   for (std::size_t w = 0; w < traces.size(); ++w) {
-    double last = 0, busy = 0, cells = 0;
-    for (const TraceRow& r : traces[w]) {
-      last = std::max(last, r.end);
-      if (r.device == Device::gpu && !r.failed) {
-        busy += r.end - r.start;
-        cells += static_cast<double>(r.cells);
-      }
-    }
-    if (static_cast<int>(w) >= workers && busy > 0)
-      s.feeder_cells_per_second[w - static_cast<std::size_t>(workers)] = cells / busy;
+    double last = 0;
+    for (const TraceRow& r : traces[w]) last = std::max(last, r.end);
     first_worker_idle = std::min(first_worker_idle, last);
     if (static_cast<int>(w) < workers) {
       cpu_last = std::max(cpu_last, last);

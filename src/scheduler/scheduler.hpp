@@ -132,10 +132,6 @@ struct SchedulerOptions {
   // block to the CPU). For passes whose CPU blocks are long against a GPU batch: many
   // models at once (bench/RESULTS.md).
   bool cpu_leaves_blocks_to_gpus = false;
-  // The adaptive policy: each feeder's rate in DP cells per second, measured on an earlier
-  // pass (RunSummary::feeder_cells_per_second; empty or 0: not known), so that a pass's
-  // first batches are sized from it instead of from a guess.
-  std::vector<double> feeder_cells_per_second;
   int fault_every = 0;                      // debug: every Nth GPU batch fails (0 = never)
   bool progress = false;                    // one-line progress on stderr
   bool warnings = true;                     // device faults reported on stderr (off with --quiet)
@@ -181,9 +177,6 @@ struct RunSummary {
   // every CPU worker and GPU feeder counted on its own.
   double idle_tail_seconds = 0;
   double worker_idle_tail_seconds = 0;
-  // Each feeder's cells per second of busy time on its device-stage rows (0: none ran),
-  // for the next pass's SchedulerOptions::feeder_cells_per_second.
-  std::vector<double> feeder_cells_per_second;
   std::int64_t gpu_faults = 0;
   std::int64_t reused_blocks = 0;  // blocks this pass took from the BlockStore's memory
   int cpu_workers = 0, gpu_feeders = 0;
@@ -201,12 +194,10 @@ RunSummary merge_run_summaries(std::vector<RunSummary> ranks);
 
 // The adaptive policy's residue budget for a device's next batch: half of what the device
 // (own_rate residues/s) does in the time the machine (machine_rate residues/s, every
-// device together) needs for `remaining` residues, within [1, max_residues]. While
-// own_rate is not yet measured (0): max/4, and at most an eighth of `remaining` where the
-// pass's size is known (`remaining_known`), so that a pass smaller than one batch still
-// comes in several, whose post stages overlap the device's next batches.
+// device together) needs for `remaining` residues, within [1, max_residues]; max/4 while
+// own_rate is not yet measured (0).
 std::int64_t adaptive_batch_residues(double own_rate, double machine_rate, double remaining,
-                                     std::int64_t max_residues, bool remaining_known = false);
+                                     std::int64_t max_residues);
 
 // Runs one pass of `blocks` (one query). `gpus` may be empty. Blocks reach the Workload or
 // a GpuBackend exactly once each (a failed GPU batch delivers nothing and is redone by a

@@ -916,8 +916,6 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
     options.cpu_leaves_blocks_to_gpus =
         job == nullptr && workload.cells_per_residue() >= kNodesLeftToGpus;
     query.schedule = scheduler::run_blocks(source, workload, backends, options);
-    // The next pass's first batches are sized from this pass's rates (the adaptive policy).
-    options.feeder_cells_per_second = query.schedule.feeder_cells_per_second;
     if (job != nullptr && !to_root && !query.schedule.stopped) {
       // Rank 0: the pass ends when every block's records are in, the others' too.
       wait_for_blocks(sinks, share->blocks_read(), hybrid.stop);

@@ -198,8 +198,12 @@ std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(std::span<const
   const std::size_t lanes = std::clamp<std::size_t>(
       static_cast<std::size_t>(tuning_.lane_residues / std::max<std::int64_t>(1, total)), 1,
       std::min(models_.size(), static_cast<std::size_t>(tuning_.max_lanes)));
+  // Each model's scores of the batch, block by block, with what remains of each target:
+  // dense arrays of every target (about 40 bytes a pair: 110 MB for 64 models of a
+  // 20 M-residue pass), so the models are assembled on the free CPU workers too.
   const auto assemble = [&](const std::vector<Lane>& running) {
-    for (const Lane& lane : running) {
+    run_host_loop_(running.size(), 1, [&](std::size_t k) {
+      const Lane& lane = running[k];
       std::size_t block = 0;
       for (int s = 0; s < device::HmmGpuEngine::kSlots; ++s) {
         const Half& h = halves[s];
@@ -219,7 +223,7 @@ std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(std::span<const
           at += b->sequences();
         }
       }
-    }
+    });
   };
   if (lanes > 1 && models_.size() > 1) {
     // A batch small enough that one model's kernels would not fill the GPU: every model's
@@ -244,21 +248,19 @@ std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(std::span<const
       times.deliver += since(tick);
     }
   }
-  // Every kernel succeeded for every model: deliver, block by block.
-  std::vector<scheduler::GpuBlockOutcome> outcomes;
-  std::size_t block = 0;
-  for (Half& h : halves) {
-    for (const Block* b : h.blocks) {
-      scheduler::GpuBlockOutcome outcome;
-      for (const DeviceBlockScores& m : per_block[block]) {
-        outcome.survivors += static_cast<std::int64_t>(
-            m.remains.size() - std::count(m.remains.begin(), m.remains.end(), Remains::nothing));
-      }
-      outcome.post = deliver_(*b, std::move(per_block[block]));
-      outcomes.push_back(std::move(outcome));
-      ++block;
+  // Every kernel succeeded for every model: deliver, block by block (on the free CPU
+  // workers too: the sinks put each model's blocks in order).
+  std::vector<const Block*> in_order;
+  for (const Half& h : halves) in_order.insert(in_order.end(), h.blocks.begin(), h.blocks.end());
+  std::vector<scheduler::GpuBlockOutcome> outcomes(in_order.size());
+  run_host_loop_(in_order.size(), 1, [&](std::size_t block) {
+    scheduler::GpuBlockOutcome& outcome = outcomes[block];
+    for (const DeviceBlockScores& m : per_block[block]) {
+      outcome.survivors += static_cast<std::int64_t>(
+          m.remains.size() - std::count(m.remains.begin(), m.remains.end(), Remains::nothing));
     }
-  }
+    outcome.post = deliver_(*in_order[block], std::move(per_block[block]));
+  });
   times.deliver += since(tick);
   return outcomes;
 }
@@ -320,7 +322,7 @@ void HmmsearchGpuBackend::run_set(Half* halves, std::vector<Lane>& done) {
     const std::vector<device::HmmGpuEngine::MsvPass>& passes = engine.wait_msv_passes(s);
     times.wait_msv += since(tick);
     times.msv_passes += static_cast<std::int64_t>(passes.size());
-    for (Lane& lane : done) lane.halves[s].scores.resize(n);
+    run_host_loop_(done.size(), 4, [&](std::size_t k) { done[k].halves[s].scores.resize(n); });
     std::vector<char> wants_viterbi(passes.size(), 0);
     run_host_loop_(passes.size(), kChunk, [&](std::size_t j) {
       const device::HmmGpuEngine::MsvPass& p = passes[j];

@@ -36,6 +36,11 @@ constexpr std::size_t kChunkThreshold = 4096;
 // columns are mostly this small; a contiguous dataset of its own costs each of them a
 // file allocation and a write (bench/result_writer_bench).
 constexpr std::size_t kCompactElements = 1024;
+// The metadata cache of a file written: fixed at this size. With HDF5's default (2 MiB,
+// growing with use) the writer of a result file of 1,000 queries (about 20,000 small
+// datasets) took a fifth more CPU time; larger caches cost more still (bench/RESULTS.md,
+// 2026-12-07).
+constexpr std::size_t kMetadataCacheBytes = 256 * 1024;
 // Elements per chunk: 32 KiB of uint8 to 512 KiB of variable-length string references,
 // within HDF5's default 1 MiB chunk cache.
 constexpr std::size_t kChunkElements = 32768;
@@ -501,6 +506,15 @@ void Hdf5Writer::open_temporary() {
                   H5Pclose);
   check(H5Pset_fclose_degree(access.get(), H5F_CLOSE_STRONG), final_path_, "create",
         temporary_path_);
+  H5AC_cache_config_t cache{};
+  cache.version = H5AC__CURR_CACHE_CONFIG_VERSION;
+  check(H5Pget_mdc_config(access.get(), &cache), final_path_, "create", temporary_path_);
+  cache.set_initial_size = true;
+  cache.initial_size = cache.min_size = cache.max_size = kMetadataCacheBytes;
+  cache.incr_mode = H5C_incr__off;
+  cache.flash_incr_mode = H5C_flash_incr__off;
+  cache.decr_mode = H5C_decr__off;
+  check(H5Pset_mdc_config(access.get(), &cache), final_path_, "create", temporary_path_);
   file_ = H5Fcreate(temporary_path_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access.get());
   if (file_ < 0) {
     throw InputError(final_path_, 0, "cannot create output file: " + hdf5_error_detail());

@@ -154,8 +154,9 @@ struct HybridOptions : RunOptions {
   // 0 = off, none = half the GPU's free memory.
   std::optional<std::uint64_t> gpu_resident = io::GpuConfig{}.resident;
   // A pass runs a group of models (a CPU worker runs each block, a GPU feeder each batch,
-  // against all of them): at most this many (0: the default, 64) and nodes_per_pass nodes
-  // in all (0: the default, 32,768). Results do not depend on them; 1 is one pass per model.
+  // against all of them): at most this many (0: the default, 64 on the CPU alone and 128
+  // with GPUs) and nodes_per_pass nodes in all (0: the default, 32,768 and 65,536). Results
+  // do not depend on them; 1 is one pass per model.
   std::size_t models_per_pass = 0;
   std::int64_t nodes_per_pass = 0;
 };

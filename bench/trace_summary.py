@@ -36,6 +36,8 @@ for path in [a for a in sys.argv[1:] if not a.startswith("--")]:
             # Where a hybrid pass went: the CPU's own blocks, its post-queue work, each GPU batch.
             for query in f["/trace"]:
                 t = f["/trace"][query]
+                if "trace_in" in t.attrs:  # rows with the pass's first model
+                    continue
                 start, end, device = t["start"][:], t["end"][:], t["device"][:]
                 stage = t["stage"].asstr()[:]
                 own = (device == 0) & (stage == "all")
@@ -49,6 +51,8 @@ for path in [a for a in sys.argv[1:] if not a.startswith("--")]:
             # Busy CPU workers per twentieth of the pass: a ramp at the start, a tail at the end.
             for query in f["/trace"]:
                 t = f["/trace"][query]
+                if "trace_in" in t.attrs:
+                    continue
                 start, end, device = t["start"][:], t["end"][:], t["device"][:]
                 cpu = device == 0
                 workers = len(set(t["worker"][:][cpu]))

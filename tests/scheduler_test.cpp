@@ -35,6 +35,7 @@
 #include "core/error.hpp"
 #include "core/hmmsearch/hmm.hpp"
 #include "core/text_reader.hpp"
+#include "core/thread_cpu.hpp"
 #include "device/gpu_info.hpp"
 #include "io/block_store.hpp"
 #include "io/hdf5_file.hpp"
@@ -379,9 +380,18 @@ TEST(SchedulerParts, PoolRunsEveryTaskOnceOneTaskPerWorkerAtATime) {
   EXPECT_GE(failures.load(), 1);
 }
 
+// The CPU seconds counted so far under `kind` (thread_cpu_seconds; 0 before any).
+double counted_cpu_seconds(const std::string& kind) {
+  for (const auto& [name, seconds] : thread_cpu_seconds())
+    if (name == kind) return seconds;
+  return 0;
+}
+
 // A GPU feeder's host loop is shared with CPU workers that have nothing else to do; every
-// index runs once; an exception in a body reaches the feeder.
+// index runs once; an exception in a body reaches the feeder. What the workers ran of it
+// counts under "CPU workers (host loops)" (DUET_TIMES).
 TEST(SchedulerParts, HostLoopsAreSharedWithIdleWorkers) {
+  const double counted_before = counted_cpu_seconds("CPU workers (host loops)");
   scheduler::BlockQueue queue(4);
   ASSERT_TRUE(queue.push(std::make_shared<Block>()));
   ASSERT_EQ(queue.pop_batch_for_gpu(1, 1 << 20).size(), 1u);  // a batch out: workers park
@@ -417,6 +427,7 @@ TEST(SchedulerParts, HostLoopsAreSharedWithIdleWorkers) {
   for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], 3 * i + 1) << "index " << i;
   EXPECT_TRUE(helped.load());
   EXPECT_GE(ran.size(), 2u);
+  EXPECT_GT(counted_cpu_seconds("CPU workers (host loops)"), counted_before);
   EXPECT_THROW(pool.run_host_loop(100, 4,
                                   [](std::size_t i) {
                                     if (i == 37) throw std::runtime_error("body failed");

@@ -51,11 +51,19 @@ std::atomic<std::int64_t> sink_waiting_ns{0}, sink_consuming_ns{0}, queue_waitin
 
 }  // namespace
 
-ThreadCpuMark thread_cpu_mark() {
+double thread_cpu_now() {
   timespec now{};
-  if (::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now) != 0) return {};
-  return {static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) / 1e9,
-          run_queue_wait()};
+  if (::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now) != 0) return 0;
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) / 1e9;
+}
+
+ThreadCpuMark thread_cpu_mark() {
+  return {thread_cpu_now(), run_queue_wait()};
+}
+
+void add_thread_cpu_seconds(const char* kind, double seconds) {
+  std::lock_guard lock(accounts_mutex);
+  add(kind, seconds);
 }
 
 void account_thread_cpu_since(const char* kind, const ThreadCpuMark& since) {

@@ -28,6 +28,13 @@ void account_thread_cpu_since(const char* kind, const ThreadCpuMark& since);
 // system seconds less the CPU seconds of the kinds) and "process".
 std::vector<std::pair<std::string, double>> thread_cpu_seconds();
 
+// The calling thread's CPU seconds so far (CLOCK_THREAD_CPUTIME_ID alone: cheaper than
+// thread_cpu_mark, for short spans).
+double thread_cpu_now();
+// Adds `seconds` of CPU time under `kind` (a static string): a span of work on a thread
+// that no kind counts otherwise (a oneTBB worker running a chunk of a host loop).
+void add_thread_cpu_seconds(const char* kind, double seconds);
+
 // Wall seconds that ResultSink::put callers spent waiting for its lock and handing results
 // to its consumer (summed over threads), reported with thread_cpu_seconds.
 void note_result_sink_seconds(double waiting, double consuming);

@@ -58,6 +58,8 @@ void take_over(void*) {}
 #endif
 
 std::atomic<std::int64_t> feeder_ns{0}, workers_ns{0};
+// Whether the calling thread runs a CPU worker's task (its CPU time counted as the task's).
+thread_local bool in_worker_task = false;
 
 // Raises the calling thread's nice value to `increment` above what it was before its
 // first call (a thread may always lower its own priority, never raise it back). A oneTBB
@@ -163,11 +165,13 @@ void CpuPool::run(State& state, int w) {
   }
   {
     const ThreadCpuMark start = thread_cpu_mark();
+    in_worker_task = true;
     try {
       state.run_task(w, task);
     } catch (...) {
       state.fail(std::current_exception());
     }
+    in_worker_task = false;
     task = {};
     account_thread_cpu_since("CPU workers", start);
   }
@@ -232,14 +236,23 @@ struct TakeOverAtEnd {
 void run_chunk(HostLoop& loop, std::size_t begin, std::size_t end) {
   take_over(&loop.started);
   const HandOverAtEnd done{&loop.ended};
+  // A chunk on the caller's thread counts with that thread (a feeder's, or the main
+  // thread), one that a CPU worker's task waits in with its task; on another oneTBB
+  // worker, under a kind of its own.
+  const bool on_caller = std::this_thread::get_id() == loop.feeder;
+  const bool counted_apart = !on_caller && !in_worker_task;
+  const double cpu0 = counted_apart ? thread_cpu_now() : 0;
   const auto t0 = std::chrono::steady_clock::now();
   for (std::size_t i = begin; i != end; ++i) (*loop.body)(i);
   if (loop.timed) {
     const auto ns =
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
             .count();
-    (std::this_thread::get_id() == loop.feeder ? feeder_ns : workers_ns)
-        .fetch_add(ns, std::memory_order_relaxed);
+    (on_caller ? feeder_ns : workers_ns).fetch_add(ns, std::memory_order_relaxed);
+  }
+  if (counted_apart) {
+    add_thread_cpu_seconds(loop.timed ? "CPU workers (host loops)" : "CPU workers (set-up loops)",
+                           thread_cpu_now() - cpu0);
   }
 }
 

@@ -13,8 +13,9 @@
 #     database split 16 ways.
 # Run from the source root with .device carried (shared/device/README.md;
 # fetch-debs.sh .device hmmer libdivsufsort3 hmmer-examples mmseqs2-examples).
-# Writes times.tsv, phases and comparisons under $OUT. ROUNDS (default 2); TESTS=no skips
-# the tests.
+# Writes times.tsv, the build and test logs under $OUT, and the phases and comparisons in
+# $OUT/details.tgz (a device call returns 8 files at most). ROUNDS (default 2); TESTS=no
+# skips the tests.
 set -uo pipefail
 models=${MODELS:-1000}; rounds=${ROUNDS:-2}
 source bench/device_env.sh
@@ -76,3 +77,6 @@ for i in $(seq 10); do cat $work/db1.fa; done > $work/db10.fa
 awk -v p=$work/db10.fa '/^>/{n++} {print > (p "." (n % 16))}' $work/db10.fa
 run_case one /usr/share/doc/hmmer/examples/tutorial/Pkinase.hmm $work/db10.fa hmmer16_db \
   /usr/share/doc/hmmer/examples/tutorial/Pkinase.hmm $work/db10.fa
+# The per-case files in one archive.
+details=$(cd "$out" && ls many-*.txt one-*.txt 2>/dev/null)
+[ -n "$details" ] && tar -C "$out" -czf "$out/details.tgz" $details && (cd "$out" && rm -f $details)

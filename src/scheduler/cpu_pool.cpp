@@ -236,9 +236,9 @@ struct TakeOverAtEnd {
 void run_chunk(HostLoop& loop, std::size_t begin, std::size_t end) {
   take_over(&loop.started);
   const HandOverAtEnd done{&loop.ended};
-  // A chunk on the caller's thread counts with that thread (a feeder's, or the main
-  // thread), one that a CPU worker's task waits in with its task; on another oneTBB
-  // worker, under a kind of its own.
+  // A chunk counts with its thread where that thread is counted already (the loop's caller,
+  // a feeder; a CPU worker inside its task); on any other oneTBB worker, under a kind of
+  // its own.
   const bool on_caller = std::this_thread::get_id() == loop.feeder;
   const bool counted_apart = !on_caller && !in_worker_task;
   const double cpu0 = counted_apart ? thread_cpu_now() : 0;

@@ -250,6 +250,7 @@ std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(std::span<const
   }
   // Every kernel succeeded for every model: deliver, block by block (on the free CPU
   // workers too: the sinks put each model's blocks in order).
+  tick = Clock::now();
   std::vector<const Block*> in_order;
   for (const Half& h : halves) in_order.insert(in_order.end(), h.blocks.begin(), h.blocks.end());
   std::vector<scheduler::GpuBlockOutcome> outcomes(in_order.size());

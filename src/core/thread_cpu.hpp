@@ -31,8 +31,8 @@ std::vector<std::pair<std::string, double>> thread_cpu_seconds();
 // The calling thread's CPU seconds so far (CLOCK_THREAD_CPUTIME_ID alone: cheaper than
 // thread_cpu_mark, for short spans).
 double thread_cpu_now();
-// Adds `seconds` of CPU time under `kind` (a static string): a span of work on a thread
-// that no kind counts otherwise (a oneTBB worker running a chunk of a host loop).
+// Adds `seconds` of CPU time under `kind` (a static string): work on threads that no kind
+// counts otherwise (the chunks of a host loop that oneTBB's workers ran).
 void add_thread_cpu_seconds(const char* kind, double seconds);
 
 // Wall seconds that ResultSink::put callers spent waiting for its lock and handing results

@@ -221,6 +221,9 @@ struct HostLoop {
   std::thread::id feeder;       // the caller
   bool timed;                   // counted in host_loop_seconds
   char started = 0, ended = 0;  // addresses for hand_over / take_over
+  // CPU time of the chunks counted apart (run_chunk), added to the accounts once the loop
+  // ends.
+  std::atomic<std::int64_t> apart_ns{0};
 };
 
 // hand_over / take_over at the end of a scope, an exception's unwinding included.
@@ -251,10 +254,23 @@ void run_chunk(HostLoop& loop, std::size_t begin, std::size_t end) {
     (on_caller ? feeder_ns : workers_ns).fetch_add(ns, std::memory_order_relaxed);
   }
   if (counted_apart) {
-    add_thread_cpu_seconds(loop.timed ? "CPU workers (host loops)" : "CPU workers (set-up loops)",
-                           thread_cpu_now() - cpu0);
+    loop.apart_ns.fetch_add(static_cast<std::int64_t>((thread_cpu_now() - cpu0) * 1e9),
+                            std::memory_order_relaxed);
   }
 }
+
+// Adds a loop's chunks counted apart to the thread CPU accounts at the end of a scope
+// (one locked addition per loop, not per chunk), an exception's unwinding included.
+struct CountApartAtEnd {
+  HostLoop& loop;
+  ~CountApartAtEnd() {
+    const std::int64_t ns = loop.apart_ns.load(std::memory_order_relaxed);
+    if (ns > 0) {
+      add_thread_cpu_seconds(loop.timed ? "CPU workers (host loops)" : "CPU workers (set-up loops)",
+                             static_cast<double>(ns) / 1e9);
+    }
+  }
+};
 
 // A chunk as parallel_for holds it: plain data, copied by oneTBB's own code. Its call is
 // the one frame tests/tsan.supp names, as CpuPool::Turn's.
@@ -271,6 +287,7 @@ void run_loop(tbb::task_arena& arena, HostLoop& loop, std::size_t n, std::size_t
   hand_over(&loop.started);
   // Every chunk has ended, also when one threw (parallel_for waits for the others).
   const TakeOverAtEnd ended{&loop.ended};
+  const CountApartAtEnd counted{loop};
   arena.execute([&] {
     tbb::this_task_arena::isolate([&] {
       tbb::parallel_for(tbb::blocked_range<std::size_t>(0, n, std::max<std::size_t>(chunk, 1)),

@@ -217,6 +217,83 @@ TEST(PackedDatabase, SkippedBlocksKeepTheirExtents) {
   EXPECT_EQ(pass.next(), nullptr);
 }
 
+// A side pass (the GPUs' line of a model split) runs beside the store's passes over blocks
+// of its own: for FASTA, copies of the kept blocks joined up to the size asked, numbered
+// from 0, the same sequences in the same order; for a packed database, the blocks its
+// reader cuts at that size. None before a complete first pass, nor where the database is
+// not kept whole; the store's own passes are unchanged by it.
+TEST(BlockStoreSidePass, OwnBlocksOfTheWholeDatabase) {
+  const std::uint64_t seed = test::test_seed();
+  std::mt19937_64 rng(seed);
+  test::TempDir dir;
+  const std::string fasta = dir.file("db.fa"), packed = dir.file("db.duetdb");
+  test::write_file(fasta, random_fasta(rng, 2000, 400, Alphabet::amino()));
+  ASSERT_EQ(makedb(fasta + " " + packed).status, 0);
+  const std::vector<BlockPtr> small = read_blocks(fasta, Alphabet::amino(), 3000);
+  const auto drain = [](BlockSource& source) {
+    std::vector<BlockPtr> blocks;
+    while (BlockPtr b = source.next()) blocks.push_back(b);
+    return blocks;
+  };
+  const auto joined = [](const std::vector<BlockPtr>& blocks) {
+    Block all;
+    for (const BlockPtr& b : blocks) {
+      Block copy = *b;
+      all.append(std::move(copy));
+    }
+    return all;
+  };
+  io::ReaderOptions options;
+  options.block_residues = 3000;
+  {
+    const InputFile file(fasta);
+    io::BlockStore store(file, Alphabet::amino(), options, std::uint64_t{1} << 30, true);
+    EXPECT_EQ(store.side_pass(20000), nullptr) << "before the first pass";
+    io::BlockStore::Pass first = store.begin_pass();
+    const std::vector<BlockPtr> read = drain(first);
+    ASSERT_TRUE(store.all_kept());
+    const std::unique_ptr<BlockSource> side = store.side_pass(20000);
+    ASSERT_NE(side, nullptr);
+    const std::vector<BlockPtr> own = drain(*side);
+    ASSERT_GT(own.size(), 1u);
+    EXPECT_LT(own.size(), read.size());
+    std::int64_t next_sequence = 0;
+    for (std::size_t b = 0; b < own.size(); ++b) {
+      EXPECT_EQ(own[b]->index, static_cast<std::int64_t>(b));
+      EXPECT_EQ(own[b]->first_sequence, next_sequence);
+      next_sequence += static_cast<std::int64_t>(own[b]->sequences());
+      EXPECT_LE(own[b]->residue_count(), 20000);
+      for (const BlockPtr& r : read) EXPECT_NE(own[b].get(), r.get()) << "a copy, not shared";
+    }
+    const Block a = joined(read), b = joined(own);
+    EXPECT_EQ(a.residues, b.residues);
+    EXPECT_EQ(a.offsets, b.offsets);
+    EXPECT_EQ(a.header_text, b.header_text);
+    EXPECT_EQ(drain(*store.side_pass(20000)).size(), own.size()) << "the same copies again";
+    io::BlockStore::Pass second = store.begin_pass();
+    expect_same_blocks(small, drain(second), "the store's next pass");
+  }
+  {
+    // Memory for about half of the blocks: no side pass.
+    const InputFile file(fasta);
+    io::BlockStore store(file, Alphabet::amino(), options, joined(small).residues.size() / 2, true);
+    io::BlockStore::Pass first = store.begin_pass();
+    drain(first);
+    EXPECT_FALSE(store.all_kept());
+    EXPECT_EQ(store.side_pass(20000), nullptr);
+  }
+  {
+    const InputFile file(packed);
+    io::BlockStore store(file, Alphabet::amino(), options, 0, true);
+    io::BlockStore::Pass first = store.begin_pass();
+    drain(first);
+    const std::unique_ptr<BlockSource> side = store.side_pass(20000);
+    ASSERT_NE(side, nullptr);
+    expect_same_blocks(read_blocks(packed, Alphabet::amino(), 20000), drain(*side),
+                       "packed side pass");
+  }
+}
+
 TEST(PackedDatabase, GzipInputMakesTheSameFile) {
   const std::uint64_t seed = test::test_seed();
   std::mt19937_64 rng(seed);

@@ -1282,6 +1282,75 @@ TEST(SchedulerModelGroups, ResultsIdenticalToOnePassPerModel) {
   }
 }
 
+// The model split (the default mode with GPUs, more models than one CPU pass holds): the
+// first pass reads the database on the CPU alone, then the CPU's passes and the GPUs'
+// (their blocks from the store's side pass, the CPU serving only their post stage) run at
+// the same time, each pass on one of the two lines. Results are identical to one CPU-only
+// pass per model, with the GPU line's batches failing or not, over FASTA and a packed
+// database; off, each pass splits its blocks between the devices as before.
+TEST(SchedulerModelGroups, ModelSplitResultsIdenticalAndEachPassOnOneLine) {
+  test::TempDir dir;
+  const std::string db = test::database_prefix(dir, scaled(700));
+  const std::string packed = dir.file("db.duetdb");
+  ASSERT_EQ(
+      test::run_command(std::string(DUET_BINARY) + " makedb --quiet " + db + " " + packed).status,
+      0);
+  const std::string hmm = dir.file("eight.hmm");
+  std::string cat = "cat";
+  for (int k = 0; k < 4; ++k) {
+    cat +=
+        " /usr/share/doc/hmmer/examples/tutorial/globins4.hmm"
+        " /usr/share/doc/hmmer/examples/tutorial/fn3.hmm";
+  }
+  test::run_command(cat + " > " + hmm);
+  const std::vector<HmmModel> models = read_hmm_file(hmm);
+  ASSERT_EQ(models.size(), 8u);
+  auto run = [&](const std::string& path, bool split, int fault_every) {
+    app::HybridOptions h;
+    h.gpu = app::HybridOptions::Gpu::auto_detect;
+    h.test_gpus = 1;
+    h.fault_every = fault_every;
+    h.gpu_batch_blocks = 3;
+    h.block_residues = static_cast<std::size_t>(scaled(3000));
+    h.models_per_pass = 2;
+    h.model_split = split;
+    h.warnings = false;
+    return app::run_hmmsearch(models, path, relaxed_config(2), h);
+  };
+  app::HybridOptions cpu;
+  cpu.gpu = app::HybridOptions::Gpu::off;
+  cpu.models_per_pass = 1;
+  const app::SearchRun single = app::run_hmmsearch(models, db, relaxed_config(2), cpu);
+  // Where a pass ran: "cpu" (CPU blocks only), "gpus" (GPU batches, the CPU's post stage
+  // and redone faults), or "both" (fresh blocks on both).
+  const auto where = [](const app::QueryResult& q) {
+    bool cpu_blocks = false, gpu_batches = false;
+    for (const scheduler::TraceRow& row : q.schedule.trace) {
+      if (row.device == scheduler::Device::gpu) gpu_batches = true;
+      if (row.device == scheduler::Device::cpu && row.stage == "all" && !row.failed)
+        cpu_blocks = true;
+    }
+    return gpu_batches ? (cpu_blocks ? "both" : "gpus") : "cpu";
+  };
+  for (const auto& [path, fault_every] :
+       std::vector<std::pair<std::string, int>>{{db, 0}, {db, 2}, {packed, 0}}) {
+    const std::string what = path + ", fault every " + std::to_string(fault_every);
+    const app::SearchRun split = run(path, true, fault_every);
+    test::expect_identical(single, split, what);
+    ASSERT_EQ(split.queries.size(), 8u);
+    EXPECT_STREQ(where(split.queries[0]), "cpu") << what << ": the first pass reads, on the CPU";
+    for (std::size_t q = 0; q < 8; q += 2) {
+      EXPECT_EQ(split.queries[q].pass_first, q) << what;
+      // (A failed GPU batch's blocks are redone by the CPU in the GPU line's pass.)
+      if (fault_every == 0)
+        EXPECT_STRNE(where(split.queries[q]), "both") << what << ", pass of model " << q;
+    }
+  }
+  const app::SearchRun mixed = run(db, false, 0);
+  test::expect_identical(single, mixed, "no model split");
+  EXPECT_STRNE(where(mixed.queries[0]), "gpus") << "no model split";
+}
+
 // 2,000 short models (20 to 60 nodes) in one run, grouped by the default rule: every
 // query's results equal its model's searched alone, CPU-only and with test-double GPUs
 // (one of them failing every third batch). DUET_TEST_QUICK: 250 models.

@@ -52,6 +52,55 @@ BlockStore::Pass BlockStore::begin_pass() {
   return Pass(*this);
 }
 
+namespace {
+
+// A side pass over the store's copies of its blocks.
+class CopiedBlocks final : public BlockSource {
+ public:
+  explicit CopiedBlocks(const std::vector<BlockPtr>& blocks) : blocks_(blocks) {}
+  BlockPtr next() override { return handed_ < blocks_.size() ? blocks_[handed_++] : nullptr; }
+  double fraction_done() const override {
+    return blocks_.empty() ? 1.0
+                           : static_cast<double>(handed_) / static_cast<double>(blocks_.size());
+  }
+  std::int64_t reused_blocks() const override { return static_cast<std::int64_t>(handed_); }
+  std::int64_t known_work() const override {
+    std::int64_t work = 0;
+    for (const BlockPtr& b : blocks_) work += b->work();
+    return work;
+  }
+
+ private:
+  const std::vector<BlockPtr>& blocks_;
+  std::size_t handed_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<BlockSource> BlockStore::side_pass(std::size_t block_residues) {
+  if (total_blocks_ == 0) return nullptr;  // no complete first pass, or an empty database
+  if (packed_) {
+    ReaderOptions options = reader_options_;
+    options.block_residues = block_residues;
+    options.consumers = 0;
+    return std::make_unique<PackedBlockReader>(*packed_, options);
+  }
+  if (!all_kept_) return nullptr;
+  if (side_copies_.empty()) {
+    for (const BlockPtr& b : kept_) {
+      if (side_copies_.empty() ||
+          side_copies_.back()->residues.size() + b->residues.size() > block_residues) {
+        side_copies_.push_back(std::make_shared<Block>(*b));
+        side_copies_.back()->index = static_cast<std::int64_t>(side_copies_.size()) - 1;
+      } else {
+        Block copy = *b;
+        side_copies_.back()->append(std::move(copy));
+      }
+    }
+  }
+  return std::make_unique<CopiedBlocks>(side_copies_);
+}
+
 BlockStore::Pass::Pass(BlockStore& store) : store_(store), first_(!store.first_pass_done_) {
   store.first_pass_done_ = true;
   if (store.packed_) {

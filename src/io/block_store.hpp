@@ -10,8 +10,9 @@
 // differ (results never depend on it). A budget of 0 keeps nothing: every pass reads
 // the whole file.
 //
-// One pass at a time. The scheduler resets what it changes in a block (its affinity)
-// when a pass hands it out.
+// One pass at a time, and beside it side passes (side_pass): after a complete first
+// pass, a second line of passes may run at the same time over blocks of its own. The
+// scheduler resets what it changes in a block (its affinity) when a pass hands it out.
 //
 // A packed database (`duet makedb`, packed_database.hpp), told from FASTA by its first
 // bytes, is mapped once by the store and cut into blocks by each pass
@@ -75,6 +76,13 @@ class BlockStore {
 
   // Starts a pass; the previous one must be finished or abandoned.
   Pass begin_pass();
+  // A pass that may run at the same time as begin_pass's, once a first pass is complete,
+  // with blocks of about `block_residues` residues: over the store's own copies of the kept
+  // blocks, joined up to that size, where the whole database is kept (made by the first
+  // call), or over the packed database's blocks, which every pass cuts anew. Its blocks
+  // are numbered from 0 in database order; their sequences keep their numbers. Null where
+  // neither holds. Side passes run one at a time, from one thread.
+  std::unique_ptr<BlockSource> side_pass(std::size_t block_residues);
 
   const Alphabet& alphabet() const { return alphabet_; }
   // The packed database the store reads, nullptr for FASTA.
@@ -98,6 +106,7 @@ class BlockStore {
   std::uint64_t reuse_bytes_;
   bool first_pass_done_ = false;  // a first pass has been started
   std::vector<BlockPtr> kept_;
+  std::vector<BlockPtr> side_copies_;  // side_pass's copies of kept_
   std::uint64_t kept_bytes_ = 0;
   bool keeping_ = true;  // the first pass is still keeping blocks
   bool all_kept_ = false;

@@ -122,11 +122,12 @@ struct CpuPool::State {
   int finished = 0;
   std::atomic<int> running{0};  // turns under way: the state outlives them
 
-  State(int workers_in, int feeders)
+  State(int workers_in, int feeders, bool favoured)
       : workers(workers_in),
         parallelism(tbb::global_control::max_allowed_parallelism,
                     static_cast<std::size_t>(workers_in) + 1),
-        arena(workers_in + feeders, feeders),
+        arena(workers_in + feeders, static_cast<unsigned>(feeders),
+              favoured ? tbb::task_arena::priority::high : tbb::task_arena::priority::normal),
         turn_tokens(static_cast<std::size_t>(workers_in)) {}
 };
 
@@ -184,8 +185,8 @@ void CpuPool::queue_turn(State& state, int w) {
   state.arena.enqueue(Turn{&state, w, token});
 }
 
-CpuPool::CpuPool(int workers, int feeders, int worker_nice)
-    : state_(std::make_unique<State>(std::max(workers, 1), std::max(feeders, 0))) {
+CpuPool::CpuPool(int workers, int feeders, int worker_nice, bool favoured)
+    : state_(std::make_unique<State>(std::max(workers, 1), std::max(feeders, 0), favoured)) {
   state_->arena.initialize();
   if (feeders > 0 && worker_nice > 0)
     state_->priority = std::make_unique<LowerWorkerPriority>(state_->arena, worker_nice);
@@ -309,9 +310,11 @@ void parallel_for_each(int threads, std::size_t n, const std::function<void(std:
   if (n == 0) return;
   HostLoop loop{&body, std::this_thread::get_id(), false};
   threads = std::max(threads, 1);
-  // As a pass's pool: oneTBB's default is one thread per core, fewer than `threads` may be.
+  // As a pass's pool (oneTBB's default is one thread per core, fewer than `threads` may
+  // be), and with a pass's limit: the smallest limit of those alive holds, and a pass may
+  // run meanwhile (a model split's other line).
   tbb::global_control parallelism(tbb::global_control::max_allowed_parallelism,
-                                  static_cast<std::size_t>(threads));
+                                  static_cast<std::size_t>(threads) + 1);
   tbb::task_arena arena(threads);
   run_loop(arena, loop, n, 1);
 }

@@ -30,8 +30,9 @@ class CpuPool {
   using RunTask = std::function<void(int worker, CpuTask& task)>;
   using Fail = std::function<void(std::exception_ptr)>;
 
-  // `feeders`: threads that will call run_host_loop; `worker_nice`: SchedulerOptions'.
-  CpuPool(int workers, int feeders, int worker_nice);
+  // `feeders`: threads that will call run_host_loop; `worker_nice` and `favoured`:
+  // SchedulerOptions'.
+  CpuPool(int workers, int feeders, int worker_nice, bool favoured = false);
   ~CpuPool();  // after start(): waits for the workers (wait()) and their last turns
   CpuPool(const CpuPool&) = delete;
   CpuPool& operator=(const CpuPool&) = delete;

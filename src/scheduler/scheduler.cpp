@@ -458,7 +458,7 @@ RunSummary run_blocks(BlockSource& blocks, Workload& workload, std::span<GpuBack
                              " running): " + e.what() + "; ask for fewer with --cpu")));
     }
   };
-  CpuPool pool(workers, feeders, options.worker_nice);
+  CpuPool pool(workers, feeders, options.worker_nice, options.favoured);
   pool.start(
       shared.queue,
       [&](int w, CpuTask& task) {

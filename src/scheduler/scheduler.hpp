@@ -140,6 +140,11 @@ struct SchedulerOptions {
   // 0 = unchanged), so that a feeder or parser thread that wakes gets a core at once. The
   // threads are oneTBB's and outlive the pass: they stay lowered.
   int worker_nice = defaults::kWorkerNice;
+  // Another run may share the cores at the same time (hmmsearch's model split: the CPU's
+  // passes beside the GPUs'): this run's CPU tasks (its post stage, its feeders' host
+  // loops) go first, oneTBB's workers taking them before the other run's at every task's
+  // end.
+  bool favoured = false;
 };
 
 enum class Device : std::uint8_t { cpu = 0, gpu = 1 };

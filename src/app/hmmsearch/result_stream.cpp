@@ -149,14 +149,16 @@ void ResultStream::targets(std::size_t query, const std::vector<TargetRecord>& b
 void ResultStream::end_query(std::size_t query, const QueryResult& result) {
   auto finished = std::make_unique<QueryEnd>(
       query_end(result, traces_ == Traces::with_queries && result.pass_first == query));
+  bool last = false;
   {
     std::lock_guard lock(mutex_);
     if (error_) std::rethrow_exception(error_);
     jobs_.push_back(Job{Job::Kind::end, query, {}, std::move(finished)});
+    last = ++ended_ == groups_.size();
   }
   work_.notify_one();
-  // The writer goes on with this query while the next pass runs; the last query waits.
-  if (query + 1 == groups_.size()) wait_idle();
+  // The writer goes on with this query while the next pass runs; the last to end waits.
+  if (last) wait_idle();
 }
 
 void ResultStream::write_trace(std::size_t query, const QuerySummary& summary) {

@@ -46,8 +46,8 @@ class ResultStream final : public TargetStream {
   void targets(std::size_t query, const std::vector<TargetRecord>& block) override;
   // Queues the closing of the query's columns and the writing of what needs the whole
   // pass (write_query_summary: evalue, reported, the attributes; write_query_trace unless
-  // Traces::later); for the last query (of group_names), waits until everything is
-  // written. Rethrows a write error met so far (begin_query too).
+  // Traces::later); once every query (of group_names) has ended, waits until everything
+  // is written. Rethrows a write error met so far (begin_query too).
   void end_query(std::size_t query, const QueryResult& result) override;
   // Traces::later, once every query has ended: every query's /trace group, on the calling
   // thread.
@@ -75,6 +75,7 @@ class ResultStream final : public TargetStream {
   std::condition_variable work_, idle_;
   std::deque<Job> jobs_;
   bool busy_ = false, stopping_ = false;
+  std::size_t ended_ = 0;  // end_query calls
   std::exception_ptr error_;
   std::thread thread_;
 };

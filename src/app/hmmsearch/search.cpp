@@ -615,6 +615,57 @@ TestDoubleBlock test_double_block(const HmmsearchWorkload& workload,
   return result;
 }
 
+// The devices a pass runs on: the CPU workers and the GPUs' feeders together (its blocks
+// split between them), the CPU workers alone, or the GPUs' feeders with the CPU workers
+// serving only their post stage and host loops (the two lines of a model split).
+enum class PassOn { all, cpu, gpus };
+
+// The most models, and nodes in all, that a pass runs.
+struct PassSize {
+  std::size_t models;
+  std::int64_t nodes;
+};
+
+// One past the last model of the pass that starts at model `first`: models of its
+// alphabet within `size`, at least one.
+std::size_t group_end(const std::vector<HmmModel>& models, std::size_t first,
+                      const PassSize& size) {
+  std::size_t last = first + 1;
+  std::int64_t nodes = models[first].M;
+  while (last < models.size() && models[last].alphabet == models[first].alphabet &&
+         last - first < size.models && nodes + models[last].M <= size.nodes) {
+    nodes += models[last].M;
+    ++last;
+  }
+  return last;
+}
+
+// Whether a model split's GPU line can start: waits until device::start_gpu_warmup's
+// thread has set up each real GPU of `devices` (test doubles need none), or `give_up`
+// says the line is no longer needed. A GPU that cannot be used leaves every pass to the
+// CPU line, with the hybrid's warning.
+bool gpus_ready(const std::vector<int>& devices, const HybridOptions& hybrid,
+                const std::function<bool()>& give_up) {
+  for (int d : devices) {
+    for (;;) {
+      std::string problem;
+      const scheduler::GpuBackend::Readiness readiness = warmup_readiness(d, problem);
+      if (readiness == scheduler::GpuBackend::Readiness::ready) break;
+      if (readiness == scheduler::GpuBackend::Readiness::unavailable) {
+        if (hybrid.warnings) {
+          std::fprintf(stderr,
+                       "duet: warning: GPU %d cannot be used (%s); the CPU goes on without it\n", d,
+                       problem.c_str());
+        }
+        return false;
+      }
+      if (give_up() || (hybrid.stop != nullptr && hybrid.stop->load())) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const std::string& database_path,
@@ -680,10 +731,30 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
                         kHmmsearchGpuBatchBlocks);
   options.gpu_batch_residues = hybrid.gpu_batch_residues;
 
+  // The model split: in the default mode with GPUs, many models of one alphabet against a
+  // database that stays in memory (or a packed one) run as two lines of passes at once,
+  // the CPU workers' and the GPUs', each taking the next group of models when it is free
+  // (run_split below), rather than each pass splitting its blocks between them: each
+  // device runs whole passes at its own pace, the CPU's on many small blocks, the GPUs'
+  // on few large ones, and neither waits at the other's end of pass.
+  const bool one_alphabet = std::all_of(models.begin(), models.end(), [&](const HmmModel& m) {
+    return m.alphabet == models.front().alphabet;
+  });
+  const PassSize cpu_pass{hybrid.models_per_pass > 0 ? hybrid.models_per_pass : kModelsPerPass,
+                          hybrid.nodes_per_pass > 0 ? hybrid.nodes_per_pass : kNodesPerPass};
+  const PassSize gpu_pass{hybrid.models_per_pass > 0 ? hybrid.models_per_pass : kModelsPerGpuPass,
+                          hybrid.nodes_per_pass > 0 ? hybrid.nodes_per_pass : kNodesPerGpuPass};
+  const bool model_split =
+      hybrid.model_split && gpus > 0 && !options.gpu_only && hybrid.cluster == nullptr &&
+      options.policy != scheduler::SplitPolicy::static_fraction && one_alphabet &&
+      models.size() > 1 && group_end(models, 0, cpu_pass) < models.size() &&
+      database.rereadable() &&
+      (io::PackedDatabase::is_packed(database) || text <= hybrid.reuse_memory);
   // The database as blocks, kept in memory across queries within the reuse budget.
   io::ReaderOptions reader;
   reader.block_residues = hybrid.block_residues;
-  if (gpus == 0 && models.size() > 1 && hybrid.block_residues == HybridOptions{}.block_residues) {
+  if ((gpus == 0 || model_split) && models.size() > 1 &&
+      hybrid.block_residues == HybridOptions{}.block_residues) {
     // Many models on a small database (a proteome), with the default block size: the
     // blocks are the only parallelism of a pass, so there should be several per worker. The
     // database's size is estimated from the file's (gzip: about a third of the text); blocks stay
@@ -736,7 +807,7 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
   SearchRun run;
   run.gpus_skipped_small_database = small_search;
   run.test_double_gpus = hybrid.test_gpus > 0 && gpus > 0;
-  [[maybe_unused]] bool jit_failure_said = false;  // CUDA builds only
+  [[maybe_unused]] std::atomic<bool> jit_failure_said{false};  // CUDA builds only
   if (!devices.empty())
     run.gpu_kernel_table = kernel_table ? hybrid.gpu_kernel_table : "built-in rule";
   // The passes: a pass runs a group of models over the database. A CPU worker runs each
@@ -745,47 +816,28 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
   // (threads, hand-out, the kept blocks' walk, the GPU's set-up) are shared by the group.
   // Every rank of a job groups the models as rank 0 does (its passes are the job's).
   const bool gpu_passes = job != nullptr ? job->agree(gpus > 0 ? 1 : 0) != 0 : gpus > 0;
-  const std::size_t models_per_pass = hybrid.models_per_pass > 0 ? hybrid.models_per_pass
-                                      : gpu_passes               ? kModelsPerGpuPass
-                                                                 : kModelsPerPass;
-  const std::int64_t nodes_per_pass = hybrid.nodes_per_pass > 0 ? hybrid.nodes_per_pass
-                                      : gpu_passes              ? kNodesPerGpuPass
-                                                                : kNodesPerPass;
-  int pass_number = 0;
-  for (std::size_t first = 0; first < models.size();) {
-    std::size_t last = first + 1;  // the group: models [first, last)
-    std::int64_t cells = models[first].M;
-    while (last < models.size() && models[last].alphabet == models[first].alphabet &&
-           last - first < models_per_pass && cells + models[last].M <= nodes_per_pass) {
-      cells += models[last].M;
-      ++last;
-    }
-    const HmmModel& hmm = models[first];
-    if (!store || &store->alphabet() != hmm.alphabet) {
-      if (store && !database.rereadable()) {
-        throw InputError(database.path(), 0,
-                         "cannot be read twice (a pipe or FIFO), and the models are of two "
-                         "alphabets, each needing its own pass: give a regular file");
-      }
-#ifdef DUET_HAVE_CUDA
-      engines.clear();
-      resident.clear();  // blocks of another alphabet's codes
-#endif
-      store.reset();  // frees what a store of another alphabet kept
-      store = std::make_unique<io::BlockStore>(database, *hmm.alphabet, reader, reuse,
-                                               models.size() > 1);
-#ifdef DUET_HAVE_CUDA
-      for (int d : devices) {
-        if (keep_resident)
-          resident.push_back(
-              std::make_unique<device::GpuResidentStore>(d, hybrid.gpu_resident.value_or(0)));
-      }
-      engines.resize(devices.size() * static_cast<std::size_t>(std::max(1, hybrid.gpu_feeders)));
-#endif
-    }
+  // The models' results, by model; each pass fills its models'.
+  std::vector<QueryResult> results(models.size());
+  std::atomic<int> pass_number{0};
+  std::atomic<bool> stopped{false};
+  // Runs the pass of models [first, last) on `on`'s devices, over the store's next pass or
+  // `side` (BlockStore::side_pass); false where the search was stopped.
+  const auto run_pass = [&](std::size_t first, std::size_t last, PassOn on,
+                            BlockSource* side) -> bool {
     const auto query_start = Clock::now();
+    const HmmModel& hmm = models[first];
     const Background bg = Background::for_alphabet(*hmm.alphabet);
     const std::size_t group = last - first;
+    const bool with_gpus = on != PassOn::cpu;
+    const int pass_feeders = with_gpus ? feeders : 0;
+    scheduler::SchedulerOptions pass_options = options;
+    if (on == PassOn::gpus) {
+      // The GPUs' line of a model split: the CPU workers serve its post stage and host loops
+      // before the CPU line's blocks; the CPU line shows the progress.
+      pass_options.gpu_only = true;
+      pass_options.favoured = true;
+      pass_options.progress = false;
+    }
     // The group's profiles, configured and striped on the CPU workers' share of the cores.
     // (Striped lazily instead, by the first worker that needs them, every worker starting
     // the pass striped each model at once: the same work up to once per worker.)
@@ -799,6 +851,7 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
     std::vector<QueryResult> queries(group);
     std::vector<std::unique_ptr<scheduler::ResultSink<BlockRecords>>> sinks;
     std::vector<ModelInPass> in_pass;
+    const int number = pass_number++;
     for (std::size_t j = 0; j < group; ++j) {
       const HmmModel& model = models[first + j];
       QueryResult& query = queries[j];
@@ -807,9 +860,9 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
       query.description = model.description;
       query.M = model.M;
       query.cutoffs = model_cutoffs(model, config.search.cut, "the query model file");
-      query.pass_first = run.queries.size();
+      query.pass_first = first;
       query.pass_models = group;
-      const std::size_t query_index = run.queries.size() + j;
+      const std::size_t query_index = first + j;
       if (stream != nullptr) stream->begin_query(query_index);
       scheduler::ResultSink<BlockRecords>::Consumer consume =
           [&query, stream, query_index](std::int64_t, BlockRecords&& block) {
@@ -818,9 +871,9 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
             for (auto& t : block.targets) query.targets.push_back(std::move(t));
           };
       if (to_root) {
-        consume = [job, pass = pass_number, query_index](std::int64_t index, BlockRecords&& block) {
+        consume = [job, number, query_index](std::int64_t index, BlockRecords&& block) {
           job->send_to_root(
-              pack_streamed_block(pass, query_index, index, block.counts, block.targets));
+              pack_streamed_block(number, query_index, index, block.counts, block.targets));
         };
       }
       sinks.push_back(std::make_unique<scheduler::ResultSink<BlockRecords>>(std::move(consume)));
@@ -835,10 +888,10 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
       in_pass.push_back({&profiles[j], sinks[j].get(), {}, std::move(striped[j])});
     QueryResult& query = queries.front();
     HmmsearchWorkload workload(std::move(in_pass), settings, domain_settings(config.search),
-                               options.cpu_workers + feeders, isa);
+                               options.cpu_workers + pass_feeders, isa);
     std::vector<std::unique_ptr<TestDoubleGpu<TestDoubleBlock>>> doubles;
     std::vector<scheduler::GpuBackend*> backends;
-    for (int g = 0; g < hybrid.test_gpus && gpus > 0; ++g) {
+    for (int g = 0; g < hybrid.test_gpus && gpus > 0 && with_gpus; ++g) {
       doubles.push_back(std::make_unique<TestDoubleGpu<TestDoubleBlock>>(
           g, "msv+bias+viterbi",
           [&workload, &settings](const Block& b, const scheduler::HostLoopRunner& run_host_loop) {
@@ -862,17 +915,17 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
       workload.forward_on_any_thread(model, targets, outs);
     };
     std::vector<GpuPassModel> gpu_models;
-    if (!devices.empty()) {
+    if (!devices.empty() && with_gpus) {
       for (std::size_t j = 0; j < group; ++j) {
         const io::KernelTableRow plan = io::plan_kernels(kernel_table ? &*kernel_table : nullptr,
                                                          queries[j].M, hybrid.gpu_strategy);
         device::GpuKernelChoice kernels{plan.msv_group_threads,
                                         device::parse_gpu_strategy(plan.viterbi_strategy)};
         kernels.jit = hybrid.gpu_jit;
-        gpu_models.push_back({run.queries.size() + j, &profiles[j], kernels});
+        gpu_models.push_back({first + j, &profiles[j], kernels});
       }
     }
-    for (std::size_t g = 0; g < devices.size(); ++g) {
+    for (std::size_t g = 0; g < devices.size() && with_gpus; ++g) {
       for (int f = 0; f < std::max(1, hybrid.gpu_feeders); ++f) {
         devices_in_use.push_back(std::make_unique<HmmsearchGpuBackend>(
             devices[g], f, gpu_models, settings, deliver, forward_on_host,
@@ -892,7 +945,8 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
     }
 #endif
     phase_time("pass starts");
-    io::BlockStore::Pass pass = store->begin_pass();
+    std::optional<io::BlockStore::Pass> pass;
+    if (side == nullptr) pass.emplace(store->begin_pass());
     // A rank of a job runs the chunks it is handed; the others' blocks pass its sinks by,
     // except on rank 0, where they come from their ranks (RemoteBlocks).
     std::optional<scheduler::DistributedSource> share;
@@ -910,22 +964,21 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
           for (auto& sink : sinks) sink->skip(block.index);
         };
       } else {
-        const std::size_t first_query = run.queries.size();
-        remote.open_pass(pass_number, [&sinks, first_query](StreamedBlock&& b) {
-          sinks.at(b.query - first_query)
-              ->put(b.block, BlockRecords{std::move(b.targets), b.counts});
+        remote.open_pass(number, [&sinks, first](StreamedBlock&& b) {
+          sinks.at(b.query - first)->put(b.block, BlockRecords{std::move(b.targets), b.counts});
         });
       }
-      share.emplace(pass, job->chunks(), pass_number, expected, std::move(skipped));
+      share.emplace(*pass, job->chunks(), number, expected, std::move(skipped));
     }
-    ++pass_number;
-    BlockSource& source = share ? static_cast<BlockSource&>(*share) : pass;
+    BlockSource& source = share  ? static_cast<BlockSource&>(*share)
+                          : side ? *side
+                                 : static_cast<BlockSource&>(*pass);
     // A pass of many nodes: the CPU workers leave fresh blocks to the GPUs while these take
     // them and run the post stage (the GPUs' survivors) instead. (A rank of a job keeps the
     // plain rule: its chunks come by request.)
-    options.cpu_leaves_blocks_to_gpus =
+    pass_options.cpu_leaves_blocks_to_gpus =
         job == nullptr && workload.cells_per_residue() >= kNodesLeftToGpus;
-    query.schedule = scheduler::run_blocks(source, workload, backends, options);
+    query.schedule = scheduler::run_blocks(source, workload, backends, pass_options);
     if (job != nullptr && !to_root && !query.schedule.stopped) {
       // Rank 0: the pass ends when every block's records are in, the others' too.
       wait_for_blocks(sinks, share->blocks_read(), hybrid.stop);
@@ -953,19 +1006,18 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
         queries[j].gpu_jit = "msv_exact (" + jit->origin + " " + seconds + " s)";
       } else if (jit != nullptr) {
         queries[j].gpu_jit = "static kernels: " + jit->failure;
-        if (hybrid.warnings && !jit_failure_said) {
+        if (hybrid.warnings && !jit_failure_said.exchange(true)) {
           std::fprintf(stderr,
                        "duet: --gpu-jit: no run-time specialised kernel for %s (%s); the static "
                        "kernels run, with the same results\n",
                        queries[j].name.c_str(), jit->failure.c_str());
-          jit_failure_said = true;
         }
       }
     }
 #endif
     if (query.schedule.stopped) {
-      run.stopped = true;
-      return run;
+      stopped = true;
+      return false;
     }
     const double seconds = std::chrono::duration<double>(Clock::now() - query_start).count();
     // The pass's summary for every model of it; its trace rows with the first only.
@@ -976,15 +1028,152 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
         throw std::logic_error("scheduler: results of some blocks are missing");
       if (j > 0) queries[j].schedule = shared_summary;
       finish_query(queries[j], config.search);
-      if (stream != nullptr) stream->end_query(run.queries.size(), queries[j]);
+      if (stream != nullptr) stream->end_query(first + j, queries[j]);
       // A model's share of the pass's time, by its share of the nodes.
       queries[j].seconds = seconds * static_cast<double>(queries[j].M) /
                            static_cast<double>(workload.cells_per_residue());
-      run.queries.push_back(std::move(queries[j]));
+      results[first + j] = std::move(queries[j]);
     }
     phase_time("query done");
+    return true;
+  };
+  // The store for the models from `first` on: made anew for another alphabet.
+  const auto store_for = [&](const HmmModel& hmm) {
+    if (store && &store->alphabet() == hmm.alphabet) return;
+    if (store && !database.rereadable()) {
+      throw InputError(database.path(), 0,
+                       "cannot be read twice (a pipe or FIFO), and the models are of two "
+                       "alphabets, each needing its own pass: give a regular file");
+    }
+#ifdef DUET_HAVE_CUDA
+    engines.clear();
+    resident.clear();  // blocks of another alphabet's codes
+#endif
+    store.reset();  // frees what a store of another alphabet kept
+    store =
+        std::make_unique<io::BlockStore>(database, *hmm.alphabet, reader, reuse, models.size() > 1);
+#ifdef DUET_HAVE_CUDA
+    for (int d : devices) {
+      if (keep_resident)
+        resident.push_back(
+            std::make_unique<device::GpuResidentStore>(d, hybrid.gpu_resident.value_or(0)));
+    }
+    engines.resize(devices.size() * static_cast<std::size_t>(std::max(1, hybrid.gpu_feeders)));
+#endif
+  };
+  // The model split from model `from` on (model_split above): two lines of passes at
+  // once, each taking the next group of models when it is free: the CPU workers' on this
+  // thread (passes of cpu_pass over the store's passes) and the GPUs' on a thread of its
+  // own (passes of gpu_pass over side passes of large blocks; the CPU workers serve their
+  // post stage and host loops first). Near the end the CPU line takes only its share of
+  // what is left, by the two lines' measured rates, so that both end together. False
+  // where the store cannot give a side pass (nothing was run).
+  const auto run_split = [&](std::size_t from) -> bool {
+    if (store->side_pass(hybrid.block_residues) == nullptr) return false;  // copies made here
+    std::vector<std::int64_t> nodes_before(models.size() + 1, 0);          // prefix sums of M
+    for (std::size_t m = 0; m < models.size(); ++m)
+      nodes_before[m + 1] = nodes_before[m] + models[m].M;
+    std::mutex mutex;         // guards what follows
+    std::size_t next = from;  // the first model no pass has taken
+    bool gpu_line_on = true, abandon = false;
+    double gpu_nodes = 0, gpu_seconds = 0, cpu_nodes = 0, cpu_seconds = 0;
+    std::exception_ptr gpu_failure;
+    const auto gpu_line = [&] {
+      std::exception_ptr failure;
+      try {
+        const auto give_up = [&] {
+          std::lock_guard lock(mutex);
+          return next == models.size() || abandon;
+        };
+        if (gpus_ready(devices, hybrid, give_up)) {
+          for (;;) {
+            std::size_t first = 0, last = 0;
+            {
+              std::lock_guard lock(mutex);
+              if (next == models.size() || abandon) break;
+              first = next;
+              last = next = group_end(models, first, gpu_pass);
+            }
+            const std::unique_ptr<BlockSource> side = store->side_pass(hybrid.block_residues);
+            const auto start = Clock::now();
+            if (!run_pass(first, last, PassOn::gpus, side.get())) break;
+            std::lock_guard lock(mutex);
+            gpu_nodes += static_cast<double>(nodes_before[last] - nodes_before[first]);
+            gpu_seconds += std::chrono::duration<double>(Clock::now() - start).count();
+          }
+        }
+      } catch (...) {
+        failure = std::current_exception();
+      }
+      std::lock_guard lock(mutex);
+      gpu_failure = failure;
+      gpu_line_on = false;
+    };
+    // The GPU line is joined however this thread leaves (an exception: after its pass).
+    struct JoinsLine {
+      std::thread thread;
+      std::mutex& mutex;
+      bool& abandon;
+      ~JoinsLine() {
+        if (!thread.joinable()) return;
+        {
+          std::lock_guard lock(mutex);
+          abandon = true;
+        }
+        thread.join();
+      }
+    } line{std::thread(gpu_line), mutex, abandon};
+    for (bool gpus_take_the_rest = false;;) {
+      std::size_t first = 0, last = 0;
+      {
+        std::lock_guard lock(mutex);
+        if (next == models.size() || gpu_failure) break;  // a failed GPU line fails the run
+        first = next;
+        PassSize size = cpu_pass;
+        if (gpu_line_on && gpu_seconds > 0 && cpu_seconds > 0) {
+          // The CPU line's share of the nodes left, at the two lines' rates.
+          const double cpu_rate = cpu_nodes / cpu_seconds, gpu_rate = gpu_nodes / gpu_seconds;
+          const auto left = static_cast<double>(nodes_before.back() - nodes_before[first]);
+          size.nodes = std::min(size.nodes,
+                                static_cast<std::int64_t>(left * cpu_rate / (cpu_rate + gpu_rate)));
+          gpus_take_the_rest = models[first].M > size.nodes;
+        }
+        if (!gpus_take_the_rest) last = next = group_end(models, first, size);
+      }
+      if (gpus_take_the_rest) {
+        // The GPU line ends the search; if it stops early, the CPU runs what it left.
+        line.thread.join();
+        gpus_take_the_rest = false;
+        continue;
+      }
+      const auto start = Clock::now();
+      if (!run_pass(first, last, PassOn::cpu, nullptr)) break;
+      std::lock_guard lock(mutex);
+      cpu_nodes += static_cast<double>(nodes_before[last] - nodes_before[first]);
+      cpu_seconds += std::chrono::duration<double>(Clock::now() - start).count();
+    }
+    if (line.thread.joinable()) line.thread.join();
+    if (gpu_failure) std::rethrow_exception(gpu_failure);
+    return true;
+  };
+  // A model split's first pass reads the database on the CPU alone while the GPUs start;
+  // then the split runs the rest, if the store can give the GPUs their own blocks.
+  bool split = model_split;
+  for (std::size_t first = 0; first < models.size() && !stopped;) {
+    if (split && first > 0) {
+      if (run_split(first)) break;
+      split = false;  // the database is not kept whole: every pass reads it, with the GPUs
+    }
+    const std::size_t last = group_end(models, first, split || !gpu_passes ? cpu_pass : gpu_pass);
+    store_for(models[first]);
+    if (!run_pass(first, last, split ? PassOn::cpu : PassOn::all, nullptr)) break;
     first = last;
   }
+  if (stopped) {
+    run.stopped = true;
+    return run;
+  }
+  run.queries = std::move(results);
   phase_time("queries done");
   run.seconds = std::chrono::duration<double>(Clock::now() - run_start).count();
   return run;

@@ -159,6 +159,9 @@ struct HybridOptions : RunOptions {
   // do not depend on them; 1 is one pass per model.
   std::size_t models_per_pass = 0;
   std::int64_t nodes_per_pass = 0;
+  // The default mode's model split of many models between the CPU's passes and the GPUs'
+  // (run_hmmsearch); off, every pass splits its blocks between them.
+  bool model_split = true;
 };
 
 // The scheduler settings of `config` ([scheduler] table) as HybridOptions; the caller
@@ -176,11 +179,12 @@ std::optional<std::array<float, 2>> model_cutoffs(const HmmModel& model, const s
 
 // Receives each query's target records in database order while its pass runs, so that
 // they can be written while the workers compute (app/hmmsearch/result_stream.hpp). begin_query and
-// end_query come from the thread that called run_hmmsearch; a pass of several models
-// begins each of them, then ends them in order. targets() comes from any thread, a
-// block's records per call, one call at a time for a query (calls for different queries
-// of a pass may come at once). end_query is not called for a query whose pass was
-// stopped.
+// end_query come from the thread that runs the query's pass; a pass of several models
+// begins each of them, then ends them in order. Two passes may run at once (the model
+// split: the CPU's passes beside the GPUs'), so the calls of two passes may interleave,
+// from two threads. targets() comes from any thread, a block's records per call, one call
+// at a time for a query (calls for different queries may come at once). end_query is not
+// called for a query whose pass was stopped.
 class TargetStream {
  public:
   virtual ~TargetStream() = default;

@@ -78,14 +78,13 @@ class CopiedBlocks final : public BlockSource {
 }  // namespace
 
 std::unique_ptr<BlockSource> BlockStore::side_pass(std::size_t block_residues) {
-  if (total_blocks_ == 0) return nullptr;  // no complete first pass, or an empty database
   if (packed_) {
     ReaderOptions options = reader_options_;
     options.block_residues = block_residues;
     options.consumers = 0;
     return std::make_unique<PackedBlockReader>(*packed_, options);
   }
-  if (!all_kept_) return nullptr;
+  if (!all_kept_ || total_blocks_ == 0) return nullptr;  // not all kept, or an empty database
   if (side_copies_.empty()) {
     for (const BlockPtr& b : kept_) {
       if (side_copies_.empty() ||

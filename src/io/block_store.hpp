@@ -10,8 +10,8 @@
 // differ (results never depend on it). A budget of 0 keeps nothing: every pass reads
 // the whole file.
 //
-// One pass at a time, and beside it side passes (side_pass): after a complete first
-// pass, a second line of passes may run at the same time over blocks of its own. The
+// One pass at a time, and beside it side passes (side_pass): a second line of passes may
+// run at the same time over blocks of its own (a FASTA file's after a complete first pass). The
 // scheduler resets what it changes in a block (its affinity) when a pass hands it out.
 //
 // A packed database (`duet makedb`, packed_database.hpp), told from FASTA by its first
@@ -76,12 +76,12 @@ class BlockStore {
 
   // Starts a pass; the previous one must be finished or abandoned.
   Pass begin_pass();
-  // A pass that may run at the same time as begin_pass's, once a first pass is complete,
-  // with blocks of about `block_residues` residues: over the store's own copies of the kept
+  // A pass that may run at the same time as begin_pass's, with blocks of about
+  // `block_residues` residues: over a packed database's blocks, which every pass cuts
+  // anew; or, once a first pass is complete, over the store's own copies of the kept
   // blocks, joined up to that size, where the whole database is kept (made by the first
-  // call), or over the packed database's blocks, which every pass cuts anew. Its blocks
-  // are numbered from 0 in database order; their sequences keep their numbers. Null where
-  // neither holds. Side passes run one at a time, from one thread.
+  // call). Its blocks are numbered from 0 in database order; their sequences keep their
+  // numbers. Null where neither holds. Side passes run one at a time, from one thread.
   std::unique_ptr<BlockSource> side_pass(std::size_t block_residues);
 
   const Alphabet& alphabet() const { return alphabet_; }

@@ -174,6 +174,12 @@ constexpr std::size_t kModelsPerGpuPass = 128;
 constexpr std::int64_t kNodesPerGpuPass = 65536;
 // The blocks per worker a many-model pass over a small database aims at.
 constexpr std::size_t kBlocksPerWorker = 8;
+// ... and blocks of at least this many residues. On the H100 machine, 1,000 models against
+// 20 M residues ran 13% slower split between the CPU's and the GPUs' passes than on the
+// GPU alone with blocks of 156,000 residues (a CPU task of about 70 ms, which the GPU
+// line's host loops waited for; bench/RESULTS.md, 2026-12-07): a model split's CPU line
+// takes blocks of this size (about 7 ms a task).
+constexpr std::size_t kSmallestBlock = 16384;
 // A pass of at least this many nodes leaves fresh blocks to the GPUs
 // (SchedulerOptions::cpu_leaves_blocks_to_gpus). On the H100 machine the hybrid of CPU
 // blocks and GPU batches beat --gpu-only on ten models (about 2,500 nodes) and lost to it
@@ -763,7 +769,12 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
     const std::size_t per_worker =
         estimate / (kBlocksPerWorker * static_cast<std::size_t>(options.cpu_workers));
     if (estimate > 0)
-      reader.block_residues = std::clamp<std::size_t>(per_worker, 16384, hybrid.block_residues);
+      reader.block_residues =
+          std::clamp<std::size_t>(per_worker, kSmallestBlock, hybrid.block_residues);
+    // A model split's CPU line shares the cores with the GPU line's host work, whose loops
+    // wait for a worker to end its task: the CPU line's tasks stay short whatever the
+    // database's size.
+    if (model_split) reader.block_residues = kSmallestBlock;
   }
   reader.threads = hybrid.reader_threads;
   reader.consumers = options.cpu_workers + feeders;
@@ -1156,16 +1167,17 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
     if (gpu_failure) std::rethrow_exception(gpu_failure);
     return true;
   };
-  // A model split's first pass reads the database on the CPU alone while the GPUs start;
-  // then the split runs the rest, if the store can give the GPUs their own blocks.
+  // A model split over FASTA: the first pass reads the database on the CPU alone while
+  // the GPUs start, then the split runs the rest if the store kept the whole database. A
+  // packed database is split from the start.
   bool split = model_split;
   for (std::size_t first = 0; first < models.size() && !stopped;) {
-    if (split && first > 0) {
+    store_for(models[first]);
+    if (split && (first > 0 || store->packed() != nullptr)) {
       if (run_split(first)) break;
       split = false;  // the database is not kept whole: every pass reads it, with the GPUs
     }
     const std::size_t last = group_end(models, first, split || !gpu_passes ? cpu_pass : gpu_pass);
-    store_for(models[first]);
     if (!run_pass(first, last, split ? PassOn::cpu : PassOn::all, nullptr)) break;
     first = last;
   }

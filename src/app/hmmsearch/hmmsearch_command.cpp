@@ -327,8 +327,8 @@ void add_profile_command(CLI::App& app,
     hybrid.models_per_pass =
         static_cast<std::size_t>(debug_setting("DUET_DEBUG_MODELS_PER_PASS", 100000));
     hybrid.nodes_per_pass = debug_setting("DUET_DEBUG_NODES_PER_PASS", 100000000);
-    // DUET_DEBUG_NO_MODEL_SPLIT=1: every pass splits its blocks (for benchmarks).
-    hybrid.model_split = debug_setting("DUET_DEBUG_NO_MODEL_SPLIT", 1) == 0;
+    // DUET_DEBUG_MODEL_SPLIT=1: the model split (HybridOptions::model_split), for benchmarks.
+    hybrid.model_split = debug_setting("DUET_DEBUG_MODEL_SPLIT", 1) == 1;
     if (g_interrupted.load()) throw Interrupted{};
     // The per-target columns are written during the search, by a thread of their own.
     std::vector<std::string> names;

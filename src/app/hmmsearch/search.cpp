@@ -737,7 +737,8 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
                         kHmmsearchGpuBatchBlocks);
   options.gpu_batch_residues = hybrid.gpu_batch_residues;
 
-  // The model split: in the default mode with GPUs, many models of one alphabet against a
+  // The model split (HybridOptions::model_split, opt-in until measured faster): in the
+  // default mode with GPUs, many models of one alphabet against a
   // database that stays in memory (or a packed one) run as two lines of passes at once,
   // the CPU workers' and the GPUs', each taking the next group of models when it is free
   // (run_split below), rather than each pass splitting its blocks between them: each

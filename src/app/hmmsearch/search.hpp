@@ -159,9 +159,10 @@ struct HybridOptions : RunOptions {
   // do not depend on them; 1 is one pass per model.
   std::size_t models_per_pass = 0;
   std::int64_t nodes_per_pass = 0;
-  // The default mode's model split of many models between the CPU's passes and the GPUs'
-  // (run_hmmsearch); off, every pass splits its blocks between them.
-  bool model_split = true;
+  // The model split of many models between the CPU's passes and the GPUs' in the default
+  // mode (run_hmmsearch); off, every pass splits its blocks between them. Off by default
+  // until it is measured faster (bench/RESULTS.md, 2026-12-07).
+  bool model_split = false;
 };
 
 // The scheduler settings of `config` ([scheduler] table) as HybridOptions; the caller

@@ -738,12 +738,12 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
   options.gpu_batch_residues = hybrid.gpu_batch_residues;
 
   // The model split (HybridOptions::model_split, opt-in until measured faster): in the
-  // default mode with GPUs, many models of one alphabet against a
-  // database that stays in memory (or a packed one) run as two lines of passes at once,
-  // the CPU workers' and the GPUs', each taking the next group of models when it is free
-  // (run_split below), rather than each pass splitting its blocks between them: each
-  // device runs whole passes at its own pace, the CPU's on many small blocks, the GPUs'
-  // on few large ones, and neither waits at the other's end of pass.
+  // default mode with GPUs, many models of one alphabet against a database that stays in
+  // memory (or a packed one) run as two lines of passes at once, the CPU workers' and the
+  // GPUs', each taking the next group of models when it is free (run_split below), rather
+  // than each pass splitting its blocks between them: each device runs whole passes at its
+  // own pace, the CPU's on many small blocks, the GPUs' on few large ones, and neither
+  // waits at the other's end of pass.
   const bool one_alphabet = std::all_of(models.begin(), models.end(), [&](const HmmModel& m) {
     return m.alphabet == models.front().alphabet;
   });

@@ -1338,13 +1338,15 @@ TEST(SchedulerModelGroups, ModelSplitResultsIdenticalAndEachPassOnOneLine) {
     const app::SearchRun split = run(path, true, fault_every);
     test::expect_identical(single, split, what);
     ASSERT_EQ(split.queries.size(), 8u);
-    if (path == db)  // FASTA: the first pass reads, on the CPU alone
+    if (path == db) {  // FASTA: the first pass reads, on the CPU alone
       EXPECT_STREQ(where(split.queries[0]), "cpu") << what;
+    }
     for (std::size_t q = 0; q < 8; q += 2) {
       EXPECT_EQ(split.queries[q].pass_first, q) << what;
       // (A failed GPU batch's blocks are redone by the CPU in the GPU line's pass.)
-      if (fault_every == 0)
+      if (fault_every == 0) {
         EXPECT_STRNE(where(split.queries[q]), "both") << what << ", pass of model " << q;
+      }
     }
   }
   test::expect_identical(single, run(db, false, 0), "no model split");

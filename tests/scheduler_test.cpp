@@ -1285,8 +1285,9 @@ TEST(SchedulerModelGroups, ResultsIdenticalToOnePassPerModel) {
 // The model split (the default mode with GPUs, more models than one CPU pass holds): the
 // first pass over FASTA reads the database on the CPU alone, then the CPU's passes and the GPUs'
 // (their blocks from the store's side pass, the CPU serving only their post stage) run at
-// the same time, each pass on one of the two lines. Results are identical to one CPU-only
-// pass per model, with the GPU line's batches failing or not, over FASTA and a packed
+// the same time, each pass on one line: the CPU's or one of the GPU lines. With --gpu-only
+// and several GPU lines, the GPU lines alone, every pass on the GPUs. Results are identical
+// to one CPU-only pass per model, with GPU batches failing or not, over FASTA and a packed
 // database, and with the split off.
 TEST(SchedulerModelGroups, ModelSplitResultsIdenticalAndEachPassOnOneLine) {
   test::TempDir dir;
@@ -1305,9 +1306,11 @@ TEST(SchedulerModelGroups, ModelSplitResultsIdenticalAndEachPassOnOneLine) {
   test::run_command(cat + " > " + hmm);
   const std::vector<HmmModel> models = read_hmm_file(hmm);
   ASSERT_EQ(models.size(), 8u);
-  auto run = [&](const std::string& path, bool split, int fault_every) {
+  auto run = [&](const std::string& path, bool split, int fault_every, int gpu_lines = 1,
+                 bool gpu_only = false) {
     app::HybridOptions h;
-    h.gpu = app::HybridOptions::Gpu::auto_detect;
+    h.gpu = gpu_only ? app::HybridOptions::Gpu::only : app::HybridOptions::Gpu::auto_detect;
+    h.gpu_lines = gpu_lines;
     h.test_gpus = 1;
     h.fault_every = fault_every;
     h.gpu_batch_blocks = 3;
@@ -1332,13 +1335,29 @@ TEST(SchedulerModelGroups, ModelSplitResultsIdenticalAndEachPassOnOneLine) {
     }
     return gpu_batches ? (cpu_blocks ? "both" : "gpus") : "cpu";
   };
-  for (const auto& [path, fault_every] :
-       std::vector<std::pair<std::string, int>>{{db, 0}, {db, 2}, {packed, 0}}) {
-    const std::string what = path + ", fault every " + std::to_string(fault_every);
-    const app::SearchRun split = run(path, true, fault_every);
+  // The database, failing batches, GPU lines, and whether --gpu-only (GPU lines alone).
+  struct Case {
+    std::string path;
+    int fault_every, gpu_lines;
+    bool gpu_only;
+  };
+  for (const Case& c : std::vector<Case>{{db, 0, 1, false},
+                                         {db, 2, 1, false},
+                                         {packed, 0, 1, false},
+                                         {db, 0, 2, false},
+                                         {packed, 2, 3, false},
+                                         {db, 0, 2, true},
+                                         {packed, 0, 3, true}}) {
+    const auto& [path, fault_every, gpu_lines, gpu_only] = c;
+    const std::string what = path + ", fault every " + std::to_string(fault_every) + ", " +
+                             std::to_string(gpu_lines) + " GPU line(s)" +
+                             (gpu_only ? ", --gpu-only" : "");
+    const app::SearchRun split = run(path, true, fault_every, gpu_lines, gpu_only);
     test::expect_identical(single, split, what);
     ASSERT_EQ(split.queries.size(), 8u);
-    if (path == db) {  // FASTA: the first pass reads, on the CPU alone
+    if (gpu_only) {  // every pass on the GPUs, the first over FASTA too
+      for (std::size_t q = 0; q < 8; q += 2) EXPECT_STREQ(where(split.queries[q]), "gpus") << what;
+    } else if (path == db) {  // FASTA: the first pass reads, on the CPU alone
       EXPECT_STREQ(where(split.queries[0]), "cpu") << what;
     }
     for (std::size_t q = 0; q < 8; q += 2) {

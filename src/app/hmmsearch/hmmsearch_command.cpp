@@ -329,6 +329,9 @@ void add_profile_command(CLI::App& app,
     hybrid.nodes_per_pass = debug_setting("DUET_DEBUG_NODES_PER_PASS", 100000000);
     // DUET_DEBUG_MODEL_SPLIT=1: the model split (HybridOptions::model_split), for benchmarks.
     hybrid.model_split = debug_setting("DUET_DEBUG_MODEL_SPLIT", 1) == 1;
+    // DUET_DEBUG_GPU_LINES=N: N lines of GPU passes at once (HybridOptions::gpu_lines).
+    if (const int lines = debug_setting("DUET_DEBUG_GPU_LINES", 4); lines > 0)
+      hybrid.gpu_lines = lines;
     if (g_interrupted.load()) throw Interrupted{};
     // The per-target columns are written during the search, by a thread of their own.
     std::vector<std::string> names;

@@ -751,16 +751,19 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
                           hybrid.nodes_per_pass > 0 ? hybrid.nodes_per_pass : kNodesPerPass};
   const PassSize gpu_pass{hybrid.models_per_pass > 0 ? hybrid.models_per_pass : kModelsPerGpuPass,
                           hybrid.nodes_per_pass > 0 ? hybrid.nodes_per_pass : kNodesPerGpuPass};
+  // With --gpu-only, a split of GPU lines alone (HybridOptions::gpu_lines above 1).
+  const bool cpu_line = !options.gpu_only;
+  const int gpu_lines = std::max(1, hybrid.gpu_lines);
   const bool model_split =
-      hybrid.model_split && gpus > 0 && !options.gpu_only && hybrid.cluster == nullptr &&
+      (cpu_line ? hybrid.model_split : gpu_lines > 1) && gpus > 0 && hybrid.cluster == nullptr &&
       options.policy != scheduler::SplitPolicy::static_fraction && one_alphabet &&
-      models.size() > 1 && group_end(models, 0, cpu_pass) < models.size() &&
+      models.size() > 1 && group_end(models, 0, cpu_line ? cpu_pass : gpu_pass) < models.size() &&
       database.rereadable() &&
       (io::PackedDatabase::is_packed(database) || text <= hybrid.reuse_memory);
   // The database as blocks, kept in memory across queries within the reuse budget.
   io::ReaderOptions reader;
   reader.block_residues = hybrid.block_residues;
-  if ((gpus == 0 || model_split) && models.size() > 1 &&
+  if ((gpus == 0 || (model_split && cpu_line)) && models.size() > 1 &&
       hybrid.block_residues == HybridOptions{}.block_residues) {
     // Many models on a small database (a proteome), with the default block size: the
     // blocks are the only parallelism of a pass, so there should be several per worker. The
@@ -775,7 +778,7 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
     // A model split's CPU line shares the cores with the GPU line's host work, whose loops
     // wait for a worker to end its task: the CPU line's tasks stay short whatever the
     // database's size.
-    if (model_split) reader.block_residues = kSmallestBlock;
+    if (model_split && cpu_line) reader.block_residues = kSmallestBlock;
   }
   reader.threads = hybrid.reader_threads;
   reader.consumers = options.cpu_workers + feeders;
@@ -833,9 +836,10 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
   std::atomic<int> pass_number{0};
   std::atomic<bool> stopped{false};
   // Runs the pass of models [first, last) on `on`'s devices, over the store's next pass or
-  // `side` (BlockStore::side_pass); false where the search was stopped.
-  const auto run_pass = [&](std::size_t first, std::size_t last, PassOn on,
-                            BlockSource* side) -> bool {
+  // `side` (BlockStore::side_pass), the GPUs' passes on the engines of GPU line `line`
+  // (run_split); false where the search was stopped.
+  const auto run_pass = [&](std::size_t first, std::size_t last, PassOn on, BlockSource* side,
+                            int line) -> bool {
     const auto query_start = Clock::now();
     const HmmModel& hmm = models[first];
     const Background bg = Background::for_alphabet(*hmm.alphabet);
@@ -844,11 +848,12 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
     const int pass_feeders = with_gpus ? feeders : 0;
     scheduler::SchedulerOptions pass_options = options;
     if (on == PassOn::gpus) {
-      // The GPUs' line of a model split: the CPU workers serve its post stage and host loops
-      // before the CPU line's blocks; the CPU line shows the progress.
+      // A GPU line of a model split: the CPU workers serve its post stage and host loops
+      // before the CPU line's blocks; the CPU line shows the progress, or without one the
+      // first GPU line.
       pass_options.gpu_only = true;
       pass_options.favoured = true;
-      pass_options.progress = false;
+      pass_options.progress = options.progress && !cpu_line && line == 0;
     }
     // The group's profiles, configured and striped on the CPU workers' share of the cores.
     // (Striped lazily instead, by the first worker that needs them, every worker starting
@@ -941,7 +946,8 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
       for (int f = 0; f < std::max(1, hybrid.gpu_feeders); ++f) {
         devices_in_use.push_back(std::make_unique<HmmsearchGpuBackend>(
             devices[g], f, gpu_models, settings, deliver, forward_on_host,
-            engines[g * static_cast<std::size_t>(std::max(1, hybrid.gpu_feeders)) +
+            engines[(static_cast<std::size_t>(line) * devices.size() + g) *
+                        static_cast<std::size_t>(std::max(1, hybrid.gpu_feeders)) +
                     static_cast<std::size_t>(f)],
             kernel_table ? kernel_table->tuning : io::GpuTuning{},
             resident.empty() ? nullptr : resident[g].get()));
@@ -1070,27 +1076,32 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
         resident.push_back(
             std::make_unique<device::GpuResidentStore>(d, hybrid.gpu_resident.value_or(0)));
     }
-    engines.resize(devices.size() * static_cast<std::size_t>(std::max(1, hybrid.gpu_feeders)));
+    engines.resize(static_cast<std::size_t>(model_split ? gpu_lines : 1) * devices.size() *
+                   static_cast<std::size_t>(std::max(1, hybrid.gpu_feeders)));
 #endif
   };
-  // The model split from model `from` on (model_split above): two lines of passes at
-  // once, each taking the next group of models when it is free: the CPU workers' on this
-  // thread (passes of cpu_pass over the store's passes) and the GPUs' on a thread of its
-  // own (passes of gpu_pass over side passes of large blocks; the CPU workers serve their
-  // post stage and host loops first). Near the end the CPU line takes only its share of
-  // what is left, by the two lines' measured rates, so that both end together. False
-  // where the store cannot give a side pass (nothing was run).
-  const auto run_split = [&](std::size_t from) -> bool {
-    if (store->side_pass(hybrid.block_residues) == nullptr) return false;  // copies made here
-    std::vector<std::int64_t> nodes_before(models.size() + 1, 0);          // prefix sums of M
+  // The model split from model `from` on (model_split above): lines of passes at once, each
+  // taking the next group of models when it is free: the CPU workers' on this thread
+  // (passes of cpu_pass over the store's passes; none with --gpu-only) and gpu_lines lines
+  // of GPU passes, each on a thread and engines of its own (passes of gpu_pass over side
+  // passes of large blocks; the CPU workers serve their post stage and host loops first).
+  // Near the end the CPU line takes only its share of what is left, by the lines' measured
+  // rates, so that all end together. Returns the first model no line ran: models.size(),
+  // or less where the GPUs could not start and no CPU line ran the rest; nothing where the
+  // store cannot give a side pass (nothing was run).
+  const auto run_split = [&](std::size_t from) -> std::optional<std::size_t> {
+    if (store->side_pass(hybrid.block_residues) == nullptr) return std::nullopt;  // copies
+    std::vector<std::int64_t> nodes_before(models.size() + 1, 0);  // prefix sums of M
     for (std::size_t m = 0; m < models.size(); ++m)
       nodes_before[m + 1] = nodes_before[m] + models[m].M;
     std::mutex mutex;         // guards what follows
     std::size_t next = from;  // the first model no pass has taken
-    bool gpu_line_on = true, abandon = false;
+    int gpu_lines_on = gpu_lines;
+    bool abandon = false;
+    // Nodes run and seconds taken, the GPU lines' summed.
     double gpu_nodes = 0, gpu_seconds = 0, cpu_nodes = 0, cpu_seconds = 0;
     std::exception_ptr gpu_failure;
-    const auto gpu_line = [&] {
+    const auto gpu_line = [&](int line) {
       std::exception_ptr failure;
       try {
         const auto give_up = [&] {
@@ -1108,7 +1119,7 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
             }
             const std::unique_ptr<BlockSource> side = store->side_pass(hybrid.block_residues);
             const auto start = Clock::now();
-            if (!run_pass(first, last, PassOn::gpus, side.get())) break;
+            if (!run_pass(first, last, PassOn::gpus, side.get(), line)) break;
             std::lock_guard lock(mutex);
             gpu_nodes += static_cast<double>(nodes_before[last] - nodes_before[first]);
             gpu_seconds += std::chrono::duration<double>(Clock::now() - start).count();
@@ -1118,33 +1129,42 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
         failure = std::current_exception();
       }
       std::lock_guard lock(mutex);
-      gpu_failure = failure;
-      gpu_line_on = false;
+      if (failure && !gpu_failure) gpu_failure = failure;
+      if (failure) abandon = true;  // the other lines end after their passes
+      --gpu_lines_on;
     };
-    // The GPU line is joined however this thread leaves (an exception: after its pass).
-    struct JoinsLine {
-      std::thread thread;
+    // The GPU lines are joined however this thread leaves (an exception: after their
+    // passes).
+    struct JoinsLines {
+      std::vector<std::thread> threads;
       std::mutex& mutex;
       bool& abandon;
-      ~JoinsLine() {
-        if (!thread.joinable()) return;
+      void join() {
+        for (std::thread& t : threads) {
+          if (t.joinable()) t.join();
+        }
+      }
+      ~JoinsLines() {
         {
           std::lock_guard lock(mutex);
           abandon = true;
         }
-        thread.join();
+        join();
       }
-    } line{std::thread(gpu_line), mutex, abandon};
-    for (bool gpus_take_the_rest = false;;) {
+    } lines{{}, mutex, abandon};
+    for (int line = 0; line < gpu_lines; ++line) lines.threads.emplace_back(gpu_line, line);
+    for (bool gpus_take_the_rest = false; cpu_line;) {
       std::size_t first = 0, last = 0;
       {
         std::lock_guard lock(mutex);
         if (next == models.size() || gpu_failure) break;  // a failed GPU line fails the run
         first = next;
         PassSize size = cpu_pass;
-        if (gpu_line_on && gpu_seconds > 0 && cpu_seconds > 0) {
-          // The CPU line's share of the nodes left, at the two lines' rates.
-          const double cpu_rate = cpu_nodes / cpu_seconds, gpu_rate = gpu_nodes / gpu_seconds;
+        if (gpu_lines_on > 0 && gpu_seconds > 0 && cpu_seconds > 0) {
+          // The CPU line's share of the nodes left, at the lines' rates (the GPU lines'
+          // own rate times those still running).
+          const double cpu_rate = cpu_nodes / cpu_seconds,
+                       gpu_rate = gpu_nodes / gpu_seconds * gpu_lines_on;
           const auto left = static_cast<double>(nodes_before.back() - nodes_before[first]);
           size.nodes = std::min(size.nodes,
                                 static_cast<std::int64_t>(left * cpu_rate / (cpu_rate + gpu_rate)));
@@ -1153,33 +1173,38 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
         if (!gpus_take_the_rest) last = next = group_end(models, first, size);
       }
       if (gpus_take_the_rest) {
-        // The GPU line ends the search; if it stops early, the CPU runs what it left.
-        line.thread.join();
+        // The GPU lines end the search; if they stop early, the CPU runs what they left.
+        lines.join();
         gpus_take_the_rest = false;
         continue;
       }
       const auto start = Clock::now();
-      if (!run_pass(first, last, PassOn::cpu, nullptr)) break;
+      if (!run_pass(first, last, PassOn::cpu, nullptr, 0)) break;
       std::lock_guard lock(mutex);
       cpu_nodes += static_cast<double>(nodes_before[last] - nodes_before[first]);
       cpu_seconds += std::chrono::duration<double>(Clock::now() - start).count();
     }
-    if (line.thread.joinable()) line.thread.join();
+    lines.join();
     if (gpu_failure) std::rethrow_exception(gpu_failure);
-    return true;
+    return next;
   };
-  // A model split over FASTA: the first pass reads the database on the CPU alone while
-  // the GPUs start, then the split runs the rest if the store kept the whole database. A
-  // packed database is split from the start.
+  // A model split over FASTA: the first pass reads the database while the GPUs start (on
+  // the CPU alone where a CPU line runs), then the split runs the rest if the store kept
+  // the whole database. A packed database is split from the start.
   bool split = model_split;
   for (std::size_t first = 0; first < models.size() && !stopped;) {
     store_for(models[first]);
     if (split && (first > 0 || store->packed() != nullptr)) {
-      if (run_split(first)) break;
-      split = false;  // the database is not kept whole: every pass reads it, with the GPUs
+      split = false;  // once; where the database is not kept whole, every pass reads it
+      if (const std::optional<std::size_t> left = run_split(first)) {
+        first = *left;
+        continue;
+      }
     }
-    const std::size_t last = group_end(models, first, split || !gpu_passes ? cpu_pass : gpu_pass);
-    if (!run_pass(first, last, split ? PassOn::cpu : PassOn::all, nullptr)) break;
+    const bool cpu_alone = split && cpu_line;
+    const std::size_t last =
+        group_end(models, first, cpu_alone || !gpu_passes ? cpu_pass : gpu_pass);
+    if (!run_pass(first, last, cpu_alone ? PassOn::cpu : PassOn::all, nullptr, 0)) break;
     first = last;
   }
   if (stopped) {

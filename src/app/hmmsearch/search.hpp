@@ -163,6 +163,10 @@ struct HybridOptions : RunOptions {
   // mode (run_hmmsearch); off, every pass splits its blocks between them. Off by default
   // until it is measured faster (bench/RESULTS.md, 2026-12-07).
   bool model_split = false;
+  // Lines of GPU passes at once in a model split, each with its own engines: with 2, one
+  // pass's batches run on a GPU while the CPU runs the post stage of the pass before. More
+  // than 1 also splits a --gpu-only run of many models into GPU lines alone.
+  int gpu_lines = 1;
 };
 
 // The scheduler settings of `config` ([scheduler] table) as HybridOptions; the caller

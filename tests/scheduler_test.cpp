@@ -284,7 +284,6 @@ TEST(SchedulerParts, QueueBoundsDepthAndServesPostAndRequeuedFirst) {
   EXPECT_EQ(t.kind, scheduler::CpuTask::Kind::post);
   ASSERT_EQ(queue.take_for_cpu(0, t), scheduler::BlockQueue::Take::task);
   EXPECT_EQ(t.block->index, 0);  // requeued, cpu_only
-  EXPECT_EQ(t.block->affinity, Affinity::cpu_only);
   ASSERT_EQ(queue.take_for_cpu(0, t), scheduler::BlockQueue::Take::task);
   EXPECT_EQ(t.block->index, 1);
   ASSERT_EQ(queue.take_for_cpu(0, t), scheduler::BlockQueue::Take::task);
@@ -302,9 +301,7 @@ TEST(SchedulerParts, QueueParksIdleWorkersAndResumesThem) {
   scheduler::CpuTask t;
   EXPECT_EQ(queue.take_for_cpu(3, t), scheduler::BlockQueue::Take::parked);
   EXPECT_EQ(queue.take_for_cpu(5, t), scheduler::BlockQueue::Take::parked);
-  auto gpu_block = std::make_shared<Block>();
-  gpu_block->affinity = Affinity::gpu_only;
-  ASSERT_TRUE(queue.push(gpu_block));
+  ASSERT_TRUE(queue.push(std::make_shared<Block>(), Affinity::gpu_only));
   EXPECT_TRUE(resumed.empty());  // nothing a CPU may take
   ASSERT_TRUE(queue.push(std::make_shared<Block>()));
   EXPECT_EQ(resumed, (std::vector<int>{3, 5}));

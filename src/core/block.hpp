@@ -16,8 +16,9 @@
 
 namespace duet {
 
-// Which devices may take a block: the static policy decides it up front; a block that a
-// device failed on comes back as cpu_only.
+// Which devices may take a block (scheduler::BlockQueue keeps it with the queued block):
+// the static policy decides it up front; a block that a device failed on comes back as
+// cpu_only.
 enum class Affinity : std::uint8_t { any, cpu_only, gpu_only };
 
 struct Block {
@@ -29,7 +30,6 @@ struct Block {
   // description follows up to header_offsets[2i+2].
   std::string header_text;
   std::vector<std::int64_t> header_offsets{0};
-  Affinity affinity = Affinity::any;
   // Where its first record starts in the file: byte offset in the (uncompressed) text and
   // line number of the header. Lets a later pass re-read the file from this block on.
   std::uint64_t file_offset = 0;

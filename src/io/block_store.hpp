@@ -10,9 +10,9 @@
 // differ (results never depend on it). A budget of 0 keeps nothing: every pass reads
 // the whole file.
 //
-// One pass at a time, and beside it side passes (side_pass): a second line of passes may
-// run at the same time over blocks of its own (a FASTA file's after a complete first pass). The
-// scheduler resets what it changes in a block (its affinity) when a pass hands it out.
+// One pass at a time, and beside it side passes (side_pass): other lines of passes may
+// run at the same time over blocks of their own (a FASTA file's after a complete first
+// pass), shared by side passes at once: passes only read their blocks.
 //
 // A packed database (`duet makedb`, packed_database.hpp), told from FASTA by its first
 // bytes, is mapped once by the store and cut into blocks by each pass
@@ -81,7 +81,9 @@ class BlockStore {
   // anew; or, once a first pass is complete, over the store's own copies of the kept
   // blocks, joined up to that size, where the whole database is kept (made by the first
   // call). Its blocks are numbered from 0 in database order; their sequences keep their
-  // numbers. Null where neither holds. Side passes run one at a time, from one thread.
+  // numbers. Null where neither holds. The first call (which makes the copies) comes
+  // before any other side pass; later calls may come from several threads, and their
+  // passes run at once.
   std::unique_ptr<BlockSource> side_pass(std::size_t block_residues);
 
   const Alphabet& alphabet() const { return alphabet_; }

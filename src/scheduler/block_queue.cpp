@@ -9,12 +9,12 @@
 
 namespace duet::scheduler {
 
-bool BlockQueue::push(BlockPtr block) {
+bool BlockQueue::push(BlockPtr block, Affinity affinity) {
   std::unique_lock lock(mutex_);
   changed_.wait(lock, [&] { return cancelled_ || fresh_.size() < depth_; });
   if (cancelled_) return false;
-  const bool for_cpu = cpu_may_take(*block);
-  fresh_.push_back(std::move(block));
+  fresh_.push_back({std::move(block), affinity});
+  const bool for_cpu = cpu_may_take(fresh_.back());
   changed_.notify_all();
   if (for_cpu) resume_parked_locked();
   return true;
@@ -45,10 +45,7 @@ bool BlockQueue::cancelled() const {
 void BlockQueue::requeue(std::vector<BlockPtr> blocks) {
   std::lock_guard lock(mutex_);
   if (cancelled_) return;
-  for (auto& b : blocks) {
-    b->affinity = Affinity::cpu_only;
-    requeued_.push_back(std::move(b));
-  }
+  for (auto& b : blocks) requeued_.push_back(std::move(b));
   changed_.notify_all();
   resume_parked_locked();
 }
@@ -101,10 +98,9 @@ BlockQueue::Take BlockQueue::take_for_cpu(int worker, CpuTask& task) {
     requeued_.pop_front();
     return Take::task;
   }
-  const auto it = std::find_if(fresh_.begin(), fresh_.end(),
-                               [&](const BlockPtr& b) { return cpu_may_take(*b); });
+  const auto it = std::find_if(fresh_.begin(), fresh_.end(), cpu_may_take);
   if (it != fresh_.end() && (!cpu_should_take_ || cpu_should_take_())) {
-    task = {CpuTask::Kind::block, std::move(*it), nullptr};
+    task = {CpuTask::Kind::block, std::move(it->block), nullptr};
     fresh_.erase(it);
     changed_.notify_all();  // room for the reader
     return Take::task;
@@ -123,14 +119,14 @@ std::vector<BlockPtr> BlockQueue::pop_batch_for_gpu(std::size_t max_blocks,
     std::int64_t residues = 0;
     for (auto it = fresh_.begin();
          it != fresh_.end() && batch.size() < std::max<std::size_t>(1, max_blocks);) {
-      const std::int64_t r = (*it)->work();
-      if (!gpu_may_take(**it)) {
+      const std::int64_t r = it->block->work();
+      if (!gpu_may_take(*it)) {
         ++it;
         continue;
       }
       if (!batch.empty() && residues + r > max_residues) break;
       residues += r;
-      batch.push_back(std::move(*it));
+      batch.push_back(std::move(it->block));
       it = fresh_.erase(it);
     }
     if (!batch.empty()) {
@@ -147,8 +143,7 @@ std::vector<BlockPtr> BlockQueue::pop_batch_for_gpu(std::size_t max_blocks,
 bool BlockQueue::gpu_work_may_come() const {
   std::lock_guard lock(mutex_);
   if (cancelled_) return false;
-  return !closed_ || std::any_of(fresh_.begin(), fresh_.end(),
-                                 [this](const BlockPtr& b) { return gpu_may_take(*b); });
+  return !closed_ || std::any_of(fresh_.begin(), fresh_.end(), gpu_may_take);
 }
 
 void BlockQueue::end_gpu_batch() {

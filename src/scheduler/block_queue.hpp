@@ -2,9 +2,11 @@
 // same time, together with the post-queue (blocks whose CPU-only stages remain after a
 // device ran the early ones).
 //
-// - push() (the reader) blocks while `depth` fresh blocks wait: the memory budget.
-// - requeue() returns blocks a device failed on; they go ahead of fresh blocks, marked
-//   cpu_only, and do not count against the depth.
+// - push() (the reader) blocks while `depth` fresh blocks wait: the memory budget. Each
+//   fresh block carries its affinity in the queue, not in the block, which passes run at
+//   the same time may share.
+// - requeue() returns blocks a device failed on; they go ahead of fresh blocks, for the
+//   CPU only, and do not count against the depth.
 // - take_for_cpu() serves the post-queue first, then requeued blocks, then fresh ones that
 //   a CPU may take; pop_batch_for_gpu() takes up to K blocks by count and residue budget.
 // - More may come while the reader has not closed the queue, or a GPU batch is still out
@@ -39,7 +41,7 @@ class BlockQueue {
   explicit BlockQueue(std::size_t depth) : depth_(depth == 0 ? 1 : depth) {}
 
   // False when the queue was cancelled (the block is dropped).
-  bool push(BlockPtr block);
+  bool push(BlockPtr block, Affinity affinity = Affinity::any);
   void close();   // no more fresh blocks
   void cancel();  // drop everything, wake every waiter; every pop returns nothing
 
@@ -77,8 +79,12 @@ class BlockQueue {
   bool cancelled() const;
 
  private:
-  bool cpu_may_take(const Block& b) const { return b.affinity != Affinity::gpu_only; }
-  bool gpu_may_take(const Block& b) const { return b.affinity != Affinity::cpu_only; }
+  struct Fresh {
+    BlockPtr block;
+    Affinity affinity;
+  };
+  static bool cpu_may_take(const Fresh& f) { return f.affinity != Affinity::gpu_only; }
+  static bool gpu_may_take(const Fresh& f) { return f.affinity != Affinity::cpu_only; }
   bool more_may_come() const { return !closed_ || gpu_batches_out_ > 0; }
   // Hands every parked worker to resume_; mutex_ held.
   void resume_parked_locked();
@@ -86,7 +92,8 @@ class BlockQueue {
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::size_t depth_;
-  std::deque<BlockPtr> fresh_, requeued_;
+  std::deque<Fresh> fresh_;
+  std::deque<BlockPtr> requeued_;
   std::deque<std::pair<BlockPtr, PostStatePtr>> post_;
   std::function<void(int)> resume_;
   std::function<bool()> cpu_should_take_;

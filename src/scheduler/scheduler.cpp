@@ -101,18 +101,18 @@ void read_blocks(Shared& shared, BlockSource& pass, const SchedulerOptions& opti
     shared.fraction_read = pass.fraction_done();
     reused_out = pass.reused_blocks();
     if (stop_requested(options)) break;
-    block->affinity = Affinity::any;  // a kept block may carry the last pass's
+    Affinity affinity = Affinity::any;
     if (have_gpus && options.gpu_only) {
-      block->affinity = Affinity::gpu_only;
+      affinity = Affinity::gpu_only;
     } else if (have_gpus && options.policy == SplitPolicy::static_fraction) {
       const auto r = static_cast<double>(block->work());
       const bool to_cpu = cpu_assigned + r / 2 <= options.static_cpu_fraction * (all_assigned + r);
-      block->affinity = to_cpu ? Affinity::cpu_only : Affinity::gpu_only;
+      affinity = to_cpu ? Affinity::cpu_only : Affinity::gpu_only;
       if (to_cpu) cpu_assigned += r;
       all_assigned += r;
     }
     ++blocks_out;
-    if (!shared.queue.push(std::move(block))) return;
+    if (!shared.queue.push(std::move(block), affinity)) return;
   }
   shared.fraction_read = 1.0;
   shared.reader_done = true;

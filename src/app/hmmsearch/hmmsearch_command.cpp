@@ -327,9 +327,10 @@ void add_profile_command(CLI::App& app,
     hybrid.models_per_pass =
         static_cast<std::size_t>(debug_setting("DUET_DEBUG_MODELS_PER_PASS", 100000));
     hybrid.nodes_per_pass = debug_setting("DUET_DEBUG_NODES_PER_PASS", 100000000);
-    // DUET_DEBUG_MODEL_SPLIT=1: the model split (HybridOptions::model_split), for benchmarks.
-    hybrid.model_split = debug_setting("DUET_DEBUG_MODEL_SPLIT", 1) == 1;
-    // DUET_DEBUG_GPU_LINES=N: N lines of GPU passes at once (HybridOptions::gpu_lines).
+    // DUET_DEBUG_NO_MODEL_SPLIT=1: no model split (HybridOptions::model_split), and
+    // DUET_DEBUG_GPU_LINES=N: N lines of GPU passes at once (HybridOptions::gpu_lines), for
+    // benchmarks.
+    if (debug_setting("DUET_DEBUG_NO_MODEL_SPLIT", 1) == 1) hybrid.model_split = false;
     if (const int lines = debug_setting("DUET_DEBUG_GPU_LINES", 4); lines > 0)
       hybrid.gpu_lines = lines;
     if (g_interrupted.load()) throw Interrupted{};

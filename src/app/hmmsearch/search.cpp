@@ -737,13 +737,14 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
                         kHmmsearchGpuBatchBlocks);
   options.gpu_batch_residues = hybrid.gpu_batch_residues;
 
-  // The model split (HybridOptions::model_split, opt-in until measured faster): in the
-  // default mode with GPUs, many models of one alphabet against a database that stays in
-  // memory (or a packed one) run as two lines of passes at once, the CPU workers' and the
-  // GPUs', each taking the next group of models when it is free (run_split below), rather
-  // than each pass splitting its blocks between them: each device runs whole passes at its
-  // own pace, the CPU's on many small blocks, the GPUs' on few large ones, and neither
-  // waits at the other's end of pass.
+  // The model split (HybridOptions::model_split): with GPUs, many models of one alphabet
+  // against a database that stays in memory (or a packed one) run as lines of passes at
+  // once, the CPU workers' (none with --gpu-only) and HybridOptions::gpu_lines of the GPUs',
+  // each taking the next group of models when it is free (run_split below), rather than
+  // each pass splitting its blocks between them: each device runs whole passes at its own
+  // pace, the CPU's on many small blocks, the GPUs' on few large ones, and neither waits at
+  // the other's end of pass; with two GPU lines, one's batches run on the GPU while the CPU
+  // runs the other's post stage.
   const bool one_alphabet = std::all_of(models.begin(), models.end(), [&](const HmmModel& m) {
     return m.alphabet == models.front().alphabet;
   });
@@ -751,11 +752,11 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
                           hybrid.nodes_per_pass > 0 ? hybrid.nodes_per_pass : kNodesPerPass};
   const PassSize gpu_pass{hybrid.models_per_pass > 0 ? hybrid.models_per_pass : kModelsPerGpuPass,
                           hybrid.nodes_per_pass > 0 ? hybrid.nodes_per_pass : kNodesPerGpuPass};
-  // With --gpu-only, a split of GPU lines alone (HybridOptions::gpu_lines above 1).
+  // With --gpu-only, a split of GPU lines alone, where there are several.
   const bool cpu_line = !options.gpu_only;
   const int gpu_lines = std::max(1, hybrid.gpu_lines);
   const bool model_split =
-      (cpu_line ? hybrid.model_split : gpu_lines > 1) && gpus > 0 && hybrid.cluster == nullptr &&
+      hybrid.model_split && (cpu_line || gpu_lines > 1) && gpus > 0 && hybrid.cluster == nullptr &&
       options.policy != scheduler::SplitPolicy::static_fraction && one_alphabet &&
       models.size() > 1 && group_end(models, 0, cpu_line ? cpu_pass : gpu_pass) < models.size() &&
       database.rereadable() &&

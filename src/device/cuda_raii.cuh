@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <stdexcept>
 #include <string>
@@ -21,6 +22,9 @@ inline void check_launch(const char* kernel) {
   check(cudaGetLastError(), kernel);
 }
 
+// Counts an allocation of a buffer below that began at `started` (gpu_buffer_allocations).
+void note_buffer_allocation(std::chrono::steady_clock::time_point started);
+
 // Device memory of at least n elements; reserve() grows it (contents are not kept).
 template <class T>
 class DeviceBuffer {
@@ -31,12 +35,14 @@ class DeviceBuffer {
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   void reserve(std::size_t n) {
     if (n <= capacity_) return;
+    const auto started = std::chrono::steady_clock::now();
     release();
     // A quarter more than asked, as PinnedBuffer: batches vary in size, and every regrowth
     // is a cudaFree, which waits for the whole device (the other slot's work included).
     const std::size_t grown = std::max<std::size_t>(n + n / 4, 1);
     check(cudaMalloc(reinterpret_cast<void**>(&data_), grown * sizeof(T)), "cudaMalloc");
     capacity_ = grown;
+    note_buffer_allocation(started);
   }
   T* get() const { return data_; }
   std::size_t capacity() const { return capacity_; }
@@ -62,10 +68,12 @@ class PinnedBuffer {
   PinnedBuffer& operator=(const PinnedBuffer&) = delete;
   void reserve(std::size_t n) {
     if (n <= capacity_) return;
+    const auto started = std::chrono::steady_clock::now();
     release();
     const std::size_t grown = std::max<std::size_t>(n + n / 4, 1);
     check(cudaMallocHost(reinterpret_cast<void**>(&data_), grown * sizeof(T)), "cudaMallocHost");
     capacity_ = grown;
+    note_buffer_allocation(started);
   }
   T* get() const { return data_; }
   T& operator[](std::size_t i) const { return data_[i]; }

@@ -200,7 +200,23 @@ int gpu_sms_per_gpu() {
   return fewest;
 }
 
+namespace {
+std::atomic<long long> g_allocations{0}, g_allocation_ns{0};
+}
+
+GpuBufferAllocations gpu_buffer_allocations() {
+  return {g_allocations.load(), static_cast<double>(g_allocation_ns.load()) / 1e9};
+}
+
 namespace detail {
+
+void note_buffer_allocation(std::chrono::steady_clock::time_point started) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  g_allocation_ns.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                std::chrono::steady_clock::now() - started)
+                                .count(),
+                            std::memory_order_relaxed);
+}
 
 cudaStream_t make_stream() {
   cudaStream_t stream = nullptr;

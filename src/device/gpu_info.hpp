@@ -24,6 +24,15 @@ struct GpuInventory {
 
 GpuInventory list_gpus();
 
+// The engines' device and pinned buffer allocations so far in this process (a regrowth
+// also frees: cudaFree waits for the whole device) and the host seconds they took, for
+// DUET_TIMES.
+struct GpuBufferAllocations {
+  long long count = 0;
+  double seconds = 0;
+};
+GpuBufferAllocations gpu_buffer_allocations();
+
 // The GPUs the NVIDIA driver shows, without starting CUDA (which costs 0.1 s before any
 // answer): the entries of /proc/driver/nvidia/gpus, at most as many as CUDA_VISIBLE_DEVICES
 // names when it is set. -1 when the driver's folder is missing: then only list_gpus() can

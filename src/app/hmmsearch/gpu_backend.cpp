@@ -97,10 +97,12 @@ HmmsearchGpuBackend::~HmmsearchGpuBackend() {
       static_cast<long long>(t.kept));
   // Every feeder's host loops together (scheduler::host_loop_seconds), by who ran them.
   const scheduler::HostLoopSeconds loops = scheduler::host_loop_seconds();
+  const device::GpuBufferAllocations allocations = device::gpu_buffer_allocations();
   std::fprintf(stderr,
                "hmmsearch GPU %d: host loops so far (all feeders) %.3f s: feeders %.3f, "
-               "CPU workers %.3f\n",
-               device_, loops.feeder + loops.workers, loops.feeder, loops.workers);
+               "CPU workers %.3f; buffer allocations so far (all GPUs) %lld in %.3f s\n",
+               device_, loops.feeder + loops.workers, loops.feeder, loops.workers,
+               allocations.count, allocations.seconds);
 }
 
 HmmsearchGpuBackend::HmmsearchGpuBackend(int device, int feeder, std::vector<GpuPassModel> models,

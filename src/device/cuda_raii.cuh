@@ -27,9 +27,11 @@ void note_buffer_allocation(std::chrono::steady_clock::time_point started);
 
 // The capacity a buffer below takes when it must hold n elements: batches vary in size,
 // and every regrowth is a cudaFree or cudaFreeHost, which waits for the whole device
-// (other slots' and engines' work included). Up to 64 MiB twice what is asked (in a
-// many-model run on the H100 machine, 1.25 times made 713 allocations, 1.45 s of the
-// feeders' time: bench/RESULTS.md, 2026-12-07), larger a quarter more.
+// (other slots' and engines' work included). Up to 64 MiB twice what is asked, larger a
+// quarter more. (On the H100 machine, 1,000 models against 20 M residues with GPU lines:
+// 685 allocations in 1.36 s of the feeders' time against 713 in 1.45 s at a quarter more;
+// about 490 are first allocations, most others jumps of more than twice: bench/RESULTS.md,
+// 2026-12-07.)
 template <class T>
 std::size_t grown_capacity(std::size_t n) {
   constexpr std::size_t kDoubleUpTo = (std::size_t{64} << 20) / sizeof(T);

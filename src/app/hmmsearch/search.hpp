@@ -161,13 +161,13 @@ struct HybridOptions : RunOptions {
   std::int64_t nodes_per_pass = 0;
   // The model split of many models between the CPU's passes and the GPUs' in the default
   // mode (run_hmmsearch); off, every pass splits its blocks between them. On the H100
-  // machine, 1,000 models against 20 M residues ran in 0.87x of the time with it and two
-  // GPU lines (bench/RESULTS.md, 2026-12-07).
+  // machine, 1,000 models against 20 M residues ran in 0.87 to 0.95 times the time with it
+  // and two GPU lines, in three calls (bench/RESULTS.md, 2026-12-07).
   bool model_split = true;
   // Lines of GPU passes at once in a model split, each with its own engines: with 2, one
   // pass's batches run on a GPU while the CPU runs the post stage of the pass before. More
-  // than 1 also splits a --gpu-only run of many models into GPU lines alone (0.90x of one
-  // line's time in the same runs).
+  // than 1 also splits a --gpu-only run of many models into GPU lines alone (0.90 to 0.93
+  // times one line's time in the same calls).
   int gpu_lines = 2;
 };
 

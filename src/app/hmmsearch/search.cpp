@@ -724,7 +724,8 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
                    : hybrid.test_gpus > 0                                ? hybrid.test_gpus
                                           : static_cast<int>(devices.size());
   // Feeder threads: one per test double, hybrid.gpu_feeders per real GPU.
-  const int feeders = hybrid.test_gpus > 0 ? gpus : gpus * std::max(1, hybrid.gpu_feeders);
+  const int feeders_per_gpu = std::max(1, hybrid.gpu_feeders);
+  const int feeders = hybrid.test_gpus > 0 ? gpus : gpus * feeders_per_gpu;
   if (hybrid.gpu == HybridOptions::Gpu::only && gpus == 0) {
 #ifdef DUET_HAVE_CUDA
     throw UsageError("--gpu-only: no GPU available (" + device::list_gpus().problem + ")");
@@ -944,11 +945,11 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
       }
     }
     for (std::size_t g = 0; g < devices.size() && with_gpus; ++g) {
-      for (int f = 0; f < std::max(1, hybrid.gpu_feeders); ++f) {
+      for (int f = 0; f < feeders_per_gpu; ++f) {
         devices_in_use.push_back(std::make_unique<HmmsearchGpuBackend>(
             devices[g], f, gpu_models, settings, deliver, forward_on_host,
             engines[(static_cast<std::size_t>(line) * devices.size() + g) *
-                        static_cast<std::size_t>(std::max(1, hybrid.gpu_feeders)) +
+                        static_cast<std::size_t>(feeders_per_gpu) +
                     static_cast<std::size_t>(f)],
             kernel_table ? kernel_table->tuning : io::GpuTuning{},
             resident.empty() ? nullptr : resident[g].get()));
@@ -1078,7 +1079,7 @@ SearchRun run_hmmsearch(const std::vector<HmmModel>& models, const InputFile& da
             std::make_unique<device::GpuResidentStore>(d, hybrid.gpu_resident.value_or(0)));
     }
     engines.resize(static_cast<std::size_t>(model_split ? gpu_lines : 1) * devices.size() *
-                   static_cast<std::size_t>(std::max(1, hybrid.gpu_feeders)));
+                   static_cast<std::size_t>(feeders_per_gpu));
 #endif
   };
   // The model split from model `from` on (model_split above): lines of passes at once, each

@@ -5,10 +5,15 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <stdexcept>
+#include <string>
 #include <type_traits>
+#include <vector>
 
 #include "device/cuda_raii.cuh"
 #include "device/gpu_info.hpp"
@@ -201,21 +206,47 @@ int gpu_sms_per_gpu() {
 }
 
 namespace {
-std::atomic<long long> g_allocations{0}, g_allocation_ns{0};
-}
+// Per BufferKind: allocations, and their nanoseconds.
+std::atomic<long long> g_allocations[2]{}, g_allocation_ns[2]{};
+}  // namespace
 
 GpuBufferAllocations gpu_buffer_allocations() {
-  return {g_allocations.load(), static_cast<double>(g_allocation_ns.load()) / 1e9};
+  const auto seconds = [](const std::atomic<long long>& ns) {
+    return static_cast<double>(ns.load()) / 1e9;
+  };
+  return {g_allocations[0].load(), g_allocations[1].load(), seconds(g_allocation_ns[0]),
+          seconds(g_allocation_ns[1])};
 }
 
 namespace detail {
 
-void note_buffer_allocation(std::chrono::steady_clock::time_point started) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  g_allocation_ns.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                std::chrono::steady_clock::now() - started)
-                                .count(),
-                            std::memory_order_relaxed);
+void note_buffer_allocation(BufferKind kind, std::chrono::steady_clock::time_point started) {
+  const auto k = static_cast<std::size_t>(kind);
+  g_allocations[k].fetch_add(1, std::memory_order_relaxed);
+  g_allocation_ns[k].fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now() - started)
+                                   .count(),
+                               std::memory_order_relaxed);
+}
+
+bool stream_ordered_buffers() {
+  static const bool on = [] {
+    const char* off = std::getenv("DUET_DEBUG_SYNC_BUFFERS");
+    return off == nullptr || std::string(off) != "1";
+  }();
+  return on;
+}
+
+void keep_freed_device_memory(int device) {
+  static std::mutex mutex;
+  static std::vector<int> done;
+  std::lock_guard lock(mutex);
+  if (std::find(done.begin(), done.end(), device) != done.end()) return;
+  done.push_back(device);
+  cudaMemPool_t pool = nullptr;
+  if (cudaDeviceGetDefaultMemPool(&pool, device) != cudaSuccess) return;
+  std::uint64_t keep = std::numeric_limits<std::uint64_t>::max();
+  cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
 }
 
 cudaStream_t make_stream() {

@@ -24,12 +24,13 @@ struct GpuInventory {
 
 GpuInventory list_gpus();
 
-// The engines' device and pinned buffer allocations so far in this process (a regrowth
-// also frees: cudaFree waits for the whole device) and the host seconds they took, for
-// DUET_TIMES.
+// The engines' buffer allocations so far in this process and the host seconds they took,
+// for DUET_TIMES: device buffers (in stream order where the engine gives a stream, else
+// cudaMalloc, whose regrowth's cudaFree waits for the whole device) and pinned host
+// buffers (a regrowth's cudaFreeHost waits too).
 struct GpuBufferAllocations {
-  long long count = 0;
-  double seconds = 0;
+  long long device = 0, pinned = 0;
+  double device_seconds = 0, pinned_seconds = 0;
 };
 GpuBufferAllocations gpu_buffer_allocations();
 

@@ -100,9 +100,11 @@ HmmsearchGpuBackend::~HmmsearchGpuBackend() {
   const device::GpuBufferAllocations allocations = device::gpu_buffer_allocations();
   std::fprintf(stderr,
                "hmmsearch GPU %d: host loops so far (all feeders) %.3f s: feeders %.3f, "
-               "CPU workers %.3f; buffer allocations so far (all GPUs) %lld in %.3f s\n",
+               "CPU workers %.3f; buffer allocations so far (all GPUs) %lld device in %.3f s, "
+               "%lld pinned in %.3f s\n",
                device_, loops.feeder + loops.workers, loops.feeder, loops.workers,
-               allocations.count, allocations.seconds);
+               allocations.device, allocations.device_seconds, allocations.pinned,
+               allocations.pinned_seconds);
 }
 
 HmmsearchGpuBackend::HmmsearchGpuBackend(int device, int feeder, std::vector<GpuPassModel> models,

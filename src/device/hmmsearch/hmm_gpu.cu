@@ -330,6 +330,7 @@ HmmGpuEngine::HmmGpuEngine(int device, const SearchProfile& profile, GpuKernelCh
                              std::to_string(count) + " CUDA devices)");
   }
   select_device(device);
+  detail::keep_freed_device_memory(device);  // the slots' buffers regrow in stream order
   for (auto& slot : m.slots) slot = std::make_unique<Impl::Slot>();
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
@@ -404,8 +405,9 @@ void HmmGpuEngine::set_model(const SearchProfile& profile, GpuKernelChoice choic
     }
   }
   for (auto& s : m.slots) {
-    s->d_exact_rows.reserve(static_cast<std::size_t>(m.exact_blocks) * (kExactBlockThreads / 32) *
-                            (profile.M + 1));
+    s->d_exact_rows.reserve(
+        static_cast<std::size_t>(m.exact_blocks) * (kExactBlockThreads / 32) * (profile.M + 1),
+        s->stream.get());
   }
   // Viterbi rows in shared memory: as many warps per block (up to 8) as fit.
   const std::size_t row_bytes = static_cast<std::size_t>(profile.M + 1) * sizeof(short4);
@@ -565,16 +567,16 @@ void HmmGpuEngine::Impl::stage(Slot& s, const GpuTarget* targets, std::size_t co
   s.times.submit_copy_s = std::chrono::duration<double>(Clock::now() - started).count();
   order_longest_first(
       n, s.order.get(), [&](int i) { return s.lengths[i]; }, s.counts);
-  s.d_residues.reserve(residues + 16);
+  s.d_residues.reserve(residues + 16, s.stream.get());
   s.target_residues.reserve(n + 1);
-  s.d_target_residues.reserve(n + 1);
+  s.d_target_residues.reserve(n + 1, s.stream.get());
   s.host_residues.resize(n);
   for (int i = 0; i < n; ++i) {
     s.target_residues[i] = s.stored[i] != nullptr ? s.stored[i] : s.d_residues.get() + s.offsets[i];
     s.host_residues[i] = s.served[i] ? targets[i].residues : s.residues.get() + s.offsets[i];
   }
-  s.d_offsets.reserve(n + 1);
-  s.d_order.reserve(n + 1);
+  s.d_offsets.reserve(n + 1, s.stream.get());
+  s.d_order.reserve(n + 1, s.stream.get());
   cudaStream_t st = s.stream.get();
   // The residues not served from the store, in runs that are contiguous both in the pinned
   // buffer and where they go (the slot's buffer, or a block's place in the store).
@@ -637,11 +639,11 @@ void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::siz
     std::copy(s.order.get(), s.order.get() + n, s.result.get());  // reused below as the list
     s.exact_count[0] = n;
   }
-  s.d_bjbm.reserve(n + 1);
-  s.d_result.reserve(n + 1);
-  s.d_exact_list.reserve(n + 1);
-  s.d_exact_count.reserve(1);
-  s.d_boundary.reserve(2 * residues + 16);
+  s.d_bjbm.reserve(n + 1, s.stream.get());
+  s.d_result.reserve(n + 1, s.stream.get());
+  s.d_exact_list.reserve(n + 1, s.stream.get());
+  s.d_exact_count.reserve(1, s.stream.get());
+  s.d_boundary.reserve(2 * residues + 16, s.stream.get());
   cudaStream_t st = s.stream.get();
   check(cudaMemcpyAsync(s.d_bjbm.get(), s.bjbm.get(), n, cudaMemcpyHostToDevice, st), "H2D bjbm");
   check(cudaMemcpyAsync(s.d_exact_count.get(), s.exact_count.get(), sizeof(int),
@@ -708,7 +710,7 @@ void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::siz
   s.gated_set = false;
   if (s.gated) {
     s.gate.reserve(1);
-    s.d_gate.reserve(1);
+    s.d_gate.reserve(1, s.stream.get());
     s.gate[0] = msv_gate_of(m.msv, msv_pass_bits);
     check(
         cudaMemcpyAsync(s.d_gate.get(), s.gate.get(), sizeof(MsvGate), cudaMemcpyHostToDevice, st),
@@ -937,17 +939,18 @@ void HmmGpuEngine::submit_msv_models(int slot_index, const GpuTarget* targets, s
       if (launch.count > 0) launches.push_back(launch);
     }
   }
-  s.d_set_bjbm.reserve(values + 1);
-  s.d_set_result.reserve(values + 1);
-  s.d_set_exact_list.reserve(values + 1);
-  s.d_set_exact_count.reserve(models + 1);
-  s.d_set_entries.reserve(entries + 1);
-  s.d_set_boundary.reserve(std::max<std::size_t>(1, slots_used) * boundary_values);
+  s.d_set_bjbm.reserve(values + 1, s.stream.get());
+  s.d_set_result.reserve(values + 1, s.stream.get());
+  s.d_set_exact_list.reserve(values + 1, s.stream.get());
+  s.d_set_exact_count.reserve(models + 1, s.stream.get());
+  s.d_set_entries.reserve(entries + 1, s.stream.get());
+  s.d_set_boundary.reserve(std::max<std::size_t>(1, slots_used) * boundary_values, s.stream.get());
   const int exact_x = std::max(
       2, (m.exact_blocks + static_cast<int>(models) - 1) / std::max(1, static_cast<int>(models)));
   s.d_set_rows.reserve(models * static_cast<std::size_t>(exact_x) * (kExactBlockThreads / 32) *
-                           static_cast<std::size_t>(m.set_longest + 1) +
-                       1);
+                               static_cast<std::size_t>(m.set_longest + 1) +
+                           1,
+                       s.stream.get());
   cudaStream_t st = s.stream.get();
   check(cudaMemcpyAsync(s.d_set_bjbm.get(), s.set_bjbm.get(), values, cudaMemcpyHostToDevice, st),
         "H2D bjbm");
@@ -1052,11 +1055,11 @@ void HmmGpuEngine::Impl::queue_msv_gate(Slot& s, const int* d_result, const std:
   const std::size_t pairs = models * n;
   s.passes_copied = std::min(pairs, std::max<std::size_t>(4096, pairs / 16));
   s.null_nats.reserve(n + 1);
-  s.d_null_nats.reserve(n + 1);
+  s.d_null_nats.reserve(n + 1, s.stream.get());
   s.passes.reserve(s.passes_copied + 1);
-  s.d_passes.reserve(pairs + 1);
+  s.d_passes.reserve(pairs + 1, s.stream.get());
   s.pass_count.reserve(1);
-  s.d_pass_count.reserve(1);
+  s.d_pass_count.reserve(1, s.stream.get());
   cudaStream_t st = s.stream.get();
   std::copy(null_nats.begin(), null_nats.end(), s.null_nats.get());
   check(cudaMemcpyAsync(s.d_null_nats.get(), s.null_nats.get(), n * sizeof(float),
@@ -1130,11 +1133,11 @@ const std::vector<HmmGpuEngine::MsvPass>& HmmGpuEngine::wait_msv_passes(int slot
 
 void HmmGpuEngine::Impl::queue_viterbi_list(Slot& s) {
   const int n = s.vit_n;
-  s.d_vit_order.reserve(n + 1);
-  s.d_vit_counter.reserve(kViterbiCounters);
-  s.d_vit_list.reserve(n + 1);
-  s.d_vit_result.reserve(n + 1);
-  s.d_ncj.reserve(n + 1);
+  s.d_vit_order.reserve(n + 1, s.stream.get());
+  s.d_vit_counter.reserve(kViterbiCounters, s.stream.get());
+  s.d_vit_list.reserve(n + 1, s.stream.get());
+  s.d_vit_result.reserve(n + 1, s.stream.get());
+  s.d_ncj.reserve(n + 1, s.stream.get());
   if (n == 0) return;
   cudaStream_t st = s.stream.get();
   check(cudaMemcpyAsync(s.d_vit_list.get(), s.vit_list.get(), n * sizeof(int),
@@ -1205,7 +1208,7 @@ void HmmGpuEngine::submit_viterbi_models(int slot_index, const SetItem* items, s
     std::copy(s.run_order.begin(), s.run_order.end(), s.vit_order.get());
   }
   m.queue_viterbi_list(s);
-  s.d_set_item_models.reserve(count + 1);
+  s.d_set_item_models.reserve(count + 1, s.stream.get());
   cudaStream_t st = s.stream.get();
   if (n > 0) {
     check(cudaMemcpyAsync(s.d_set_item_models.get(), s.set_item_models.get(), count * sizeof(int),
@@ -1257,7 +1260,8 @@ void HmmGpuEngine::submit_viterbi_models(int slot_index, const SetItem* items, s
       const int blocks = std::min(m.set_viterbi_resident_blocks,
                                   (warp_items * 32 + kExactBlockThreads - 1) / kExactBlockThreads);
       s.d_vit_rows.reserve(static_cast<std::size_t>(blocks) * (kExactBlockThreads / 32) *
-                           static_cast<std::size_t>(a.rows_stride));
+                               static_cast<std::size_t>(a.rows_stride),
+                           s.stream.get());
       a.rows = s.d_vit_rows.get();
       viterbi_set_warp_kernel<<<blocks, kExactBlockThreads, 0, st>>>(a);
       check_launch("viterbi_set_warp_kernel");
@@ -1344,8 +1348,9 @@ void HmmGpuEngine::submit_viterbi(int slot_index, const int* which, std::size_t 
       } else {
         const int blocks = std::min(m.viterbi_resident_blocks,
                                     (n * 32 + kExactBlockThreads - 1) / kExactBlockThreads);
-        s.d_vit_rows.reserve(static_cast<std::size_t>(blocks) * (kExactBlockThreads / 32) *
-                             (m.vit.M + 1));
+        s.d_vit_rows.reserve(
+            static_cast<std::size_t>(blocks) * (kExactBlockThreads / 32) * (m.vit.M + 1),
+            s.stream.get());
         a.rows = s.d_vit_rows.get();
         viterbi_warp_kernel<<<blocks, kExactBlockThreads, 0, st>>>(a);
       }
@@ -1353,7 +1358,8 @@ void HmmGpuEngine::submit_viterbi(int slot_index, const int* which, std::size_t 
     } else {
       constexpr int threads = 128;
       const int blocks = std::min(std::max(1, 16384 / threads), (n + threads - 1) / threads);
-      s.d_vit_rows.reserve(static_cast<std::size_t>(blocks) * threads * (m.vit.M + 2));
+      s.d_vit_rows.reserve(static_cast<std::size_t>(blocks) * threads * (m.vit.M + 2),
+                           s.stream.get());
       a.rows = s.d_vit_rows.get();
       viterbi_thread_kernel<<<blocks, threads, 0, st>>>(a);
       check_launch("viterbi_thread_kernel");

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <span>
 
 #include "app/kit/run_context.hpp"
 #include "app/kit/run_options.hpp"
@@ -51,14 +52,16 @@ struct HmmsearchGpuBackend::Half {
   std::vector<device::GpuTarget> targets;
 };
 
-// One model of the batch running on one engine: its scores per half, the targets (indices
-// into the half's targets) needing the Viterbi filter and reaching the Forward stage on
-// the GPU.
+// One model of the batch running on one engine, per half: the targets that passed MSV and
+// their scores (nothing is kept of the others, which stopped there), and the targets
+// needing the Viterbi filter and reaching the Forward stage on the GPU. Targets are
+// indices into the half's targets.
 struct HmmsearchGpuBackend::Lane {
   std::size_t model = 0;
   device::HmmGpuEngine* engine = nullptr;
   struct PerHalf {
-    std::vector<TargetScores> scores;
+    std::vector<int> past_msv;         // ascending
+    std::vector<TargetScores> scores;  // per entry of past_msv
     std::vector<int> viterbi;
     std::vector<int> forward;
     // Too few targets need the Viterbi filter to fill the GPU: their later stages are left
@@ -67,6 +70,19 @@ struct HmmsearchGpuBackend::Lane {
     // Targets whose Viterbi filter (and later stages) are left to the CPU's post stage:
     // all of `viterbi` when to_cpu, or (run_set) the longest pairs.
     std::vector<int> cpu_viterbi;
+    // The scores of target `target` (one of past_msv).
+    TargetScores& scores_of(int target) {
+      const auto at = std::lower_bound(past_msv.begin(), past_msv.end(), target);
+      return scores[static_cast<std::size_t>(at - past_msv.begin())];
+    }
+    // The MSV filter's passes `passes` (of this lane's model, in target order) as past_msv,
+    // with room for their scores.
+    template <class Pass>
+    void take_passes(std::span<const Pass> passes) {
+      past_msv.resize(passes.size());
+      for (std::size_t j = 0; j < passes.size(); ++j) past_msv[j] = passes[j].target;
+      scores.assign(passes.size(), TargetScores{});
+    }
   } halves[device::HmmGpuEngine::kSlots];
 };
 
@@ -202,9 +218,8 @@ std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(std::span<const
   const std::size_t lanes = std::clamp<std::size_t>(
       static_cast<std::size_t>(tuning_.lane_residues / std::max<std::int64_t>(1, total)), 1,
       std::min(models_.size(), static_cast<std::size_t>(tuning_.max_lanes)));
-  // Each model's scores of the batch, block by block, with what remains of each target:
-  // dense arrays of every target (about 40 bytes a pair: 110 MB for 64 models of a
-  // 20 M-residue pass), so the models are assembled on the free CPU workers too.
+  // Each model's scores of the batch, block by block: its targets that passed MSV, with
+  // what remains of each (on the free CPU workers too).
   const auto assemble = [&](const std::vector<Lane>& running) {
     run_host_loop_(running.size(), 1, [&](std::size_t k) {
       const Lane& lane = running[k];
@@ -212,19 +227,26 @@ std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(std::span<const
       for (int s = 0; s < device::HmmGpuEngine::kSlots; ++s) {
         const Half& h = halves[s];
         const Lane::PerHalf& l = lane.halves[s];
-        std::size_t at = 0;
+        std::vector<Remains> remains(l.past_msv.size(), Remains::nothing);
+        for (std::size_t e = 0; e < remains.size(); ++e) {
+          if (needs_forward(l.scores[e])) remains[e] = Remains::forward;
+        }
+        for (int i : l.cpu_viterbi) {
+          const auto at = std::lower_bound(l.past_msv.begin(), l.past_msv.end(), i);
+          remains[static_cast<std::size_t>(at - l.past_msv.begin())] = Remains::viterbi;
+        }
+        std::size_t e = 0, first = 0;  // first: the block's first target in the half
         for (const Block* b : h.blocks) {
-          DeviceBlockScores& out = per_block[block++][lane.model];
-          out.scores.assign(l.scores.begin() + at, l.scores.begin() + at + b->sequences());
-          out.remains.assign(b->sequences(), Remains::nothing);
-          for (std::size_t i = 0; i < b->sequences(); ++i) {
-            if (needs_forward(out.scores[i])) out.remains[i] = Remains::forward;
+          std::vector<ScoredTarget>& out = per_block[block++][lane.model].past_msv;
+          out.clear();
+          for (; e < l.past_msv.size() &&
+                 static_cast<std::size_t>(l.past_msv[e]) < first + b->sequences();
+               ++e) {
+            out.push_back(
+                {static_cast<std::uint32_t>(static_cast<std::size_t>(l.past_msv[e]) - first),
+                 remains[e], l.scores[e]});
           }
-          for (int i : l.cpu_viterbi) {
-            const auto t = static_cast<std::size_t>(i);
-            if (t >= at && t - at < b->sequences()) out.remains[t - at] = Remains::viterbi;
-          }
-          at += b->sequences();
+          first += b->sequences();
         }
       }
     });
@@ -261,8 +283,8 @@ std::vector<scheduler::GpuBlockOutcome> HmmsearchGpuBackend::run(std::span<const
   run_host_loop_(in_order.size(), 1, [&](std::size_t block) {
     scheduler::GpuBlockOutcome& outcome = outcomes[block];
     for (const DeviceBlockScores& m : per_block[block]) {
-      outcome.survivors += static_cast<std::int64_t>(
-          m.remains.size() - std::count(m.remains.begin(), m.remains.end(), Remains::nothing));
+      for (const ScoredTarget& t : m.past_msv)
+        outcome.survivors += t.remains != Remains::nothing ? 1 : 0;
     }
     outcome.post = deliver_(*in_order[block], std::move(per_block[block]));
   });
@@ -313,9 +335,9 @@ void HmmsearchGpuBackend::run_set(Half* halves, std::vector<Lane>& done) {
   times.submit += since(tick);
   for (std::size_t k = 0; k < models; ++k) done[k].model = k;
   // The bias filter and the decisions up to the Viterbi filter of the pairs that passed MSV,
-  // spread over the free CPU workers. A pair the device stopped keeps TargetScores' defaults:
-  // nothing downstream reads more of a target stopped at MSV than that it did not pass
-  // (add_block counts and records the targets past MSV).
+  // spread over the free CPU workers. Only those pairs get scores on the host (Lane's
+  // past_msv): nothing downstream reads more of a target stopped at MSV than that it did
+  // not pass (add_block counts every target and records those past MSV).
   constexpr std::size_t kChunk = 64;
   bool to_lanes = false;
   const std::int64_t wave = engine.viterbi_wave_targets();
@@ -323,18 +345,27 @@ void HmmsearchGpuBackend::run_set(Half* halves, std::vector<Lane>& done) {
   std::vector<device::HmmGpuEngine::SetItem> items[kSlots];  // the Viterbi filter's pairs
   for (int s = 0; s < kSlots; ++s) {
     const Half& h = halves[s];
-    const std::size_t n = h.targets.size();
     const std::vector<device::HmmGpuEngine::MsvPass>& passes = engine.wait_msv_passes(s);
     times.wait_msv += since(tick);
     times.msv_passes += static_cast<std::int64_t>(passes.size());
-    run_host_loop_(done.size(), 4, [&](std::size_t k) { done[k].halves[s].scores.resize(n); });
+    // Each model's passes (sorted by model, then target) and where they start.
+    std::vector<std::size_t> first_pass(models + 1, passes.size());
+    for (std::size_t j = passes.size(); j-- > 0;)
+      first_pass[static_cast<std::size_t>(passes[j].model)] = j;
+    for (std::size_t k = models; k-- > 0;)
+      first_pass[k] = std::min(first_pass[k], first_pass[k + 1]);
+    for (std::size_t k = 0; k < models; ++k) {
+      done[k].halves[s].take_passes(
+          std::span(passes).subspan(first_pass[k], first_pass[k + 1] - first_pass[k]));
+    }
     std::vector<char> wants_viterbi(passes.size(), 0);
     run_host_loop_(passes.size(), kChunk, [&](std::size_t j) {
       const device::HmmGpuEngine::MsvPass& p = passes[j];
       const auto k = static_cast<std::size_t>(p.model), i = static_cast<std::size_t>(p.target);
-      wants_viterbi[j] = decide_through_bias(*models_[k].profile, settings_, h.targets[i].residues,
-                                             h.targets[i].length, p.score,
-                                             done[k].halves[s].scores[i]) == NextStage::viterbi;
+      wants_viterbi[j] =
+          decide_through_bias(*models_[k].profile, settings_, h.targets[i].residues,
+                              h.targets[i].length, p.score,
+                              done[k].halves[s].scores[j - first_pass[k]]) == NextStage::viterbi;
     });
     for (std::size_t j = 0; j < passes.size(); ++j) {  // by model, then target
       if (!wants_viterbi[j]) continue;
@@ -384,7 +415,7 @@ void HmmsearchGpuBackend::run_set(Half* halves, std::vector<Lane>& done) {
       const device::HmmGpuEngine::SetItem& item = items[s][j];
       const auto k = static_cast<std::size_t>(item.model);
       decide_after_viterbi(*models_[k].profile, settings_, vit[j],
-                           done[k].halves[s].scores[static_cast<std::size_t>(item.target)]);
+                           done[k].halves[s].scores_of(item.target));
     });
     times.phase_two += since(tick);
   }
@@ -438,8 +469,7 @@ void HmmsearchGpuBackend::run_lanes(std::vector<Lane>& lanes, Half* halves) {
   times.submit += since(tick);
   // The cascade's host work on the targets that passed MSV (the bias filter above all) is
   // spread over the CPU workers that are free (run_host_loop_); each target's scores
-  // depend on it alone. A target the device stopped keeps TargetScores' defaults (see
-  // run_set).
+  // depend on it alone. Only they get scores on the host (see run_set).
   constexpr std::size_t kChunk = 64;
   // Phase one per lane and half (the bias filter, Viterbi decisions) while the others'
   // kernels run.
@@ -451,13 +481,13 @@ void HmmsearchGpuBackend::run_lanes(std::vector<Lane>& lanes, Half* halves) {
       const std::vector<device::HmmGpuEngine::MsvPass>& passes = lane.engine->wait_msv_passes(s);
       times.wait_msv += since(tick);
       times.msv_passes += static_cast<std::int64_t>(passes.size());
-      l.scores.resize(h.targets.size());
+      l.take_passes(std::span(passes));
       std::vector<char> wants_viterbi(passes.size(), 0);
       run_host_loop_(passes.size(), kChunk, [&](std::size_t j) {
         const auto i = static_cast<std::size_t>(passes[j].target);
         wants_viterbi[j] =
             decide_through_bias(profile, settings_, h.targets[i].residues, h.targets[i].length,
-                                passes[j].score, l.scores[i]) == NextStage::viterbi;
+                                passes[j].score, l.scores[j]) == NextStage::viterbi;
       });
       for (std::size_t j = 0; j < passes.size(); ++j) {  // in target order
         if (wants_viterbi[j]) l.viterbi.push_back(passes[j].target);
@@ -486,6 +516,7 @@ void HmmsearchGpuBackend::run_lanes(std::vector<Lane>& lanes, Half* halves) {
     const SearchProfile& profile = *models_[lane.model].profile;
     struct HostTarget {
       int half, i;
+      std::size_t entry;  // in the half's past_msv
     };
     std::vector<HostTarget> on_host;
     for (int s = 0; s < kSlots; ++s) {
@@ -495,16 +526,17 @@ void HmmsearchGpuBackend::run_lanes(std::vector<Lane>& lanes, Half* halves) {
       const std::vector<FilterScore>& vit = lane.engine->wait_viterbi(s);
       times.wait_viterbi += since(tick);
       run_host_loop_(l.viterbi.size(), 64, [&](std::size_t j) {
-        decide_after_viterbi(profile, settings_, vit[j], l.scores[l.viterbi[j]]);
+        decide_after_viterbi(profile, settings_, vit[j], l.scores_of(l.viterbi[j]));
       });
       const std::int64_t vectors =
           (profile.M + kCanonicalForwardLanes - 1) / kCanonicalForwardLanes;
-      for (std::size_t i = 0; i < h.targets.size(); ++i) {
-        if (!needs_forward(l.scores[i])) continue;
-        if (h.targets[i].length * vectors > tuning_.forward_max_steps) {
-          on_host.push_back({s, static_cast<int>(i)});
+      for (std::size_t e = 0; e < l.past_msv.size(); ++e) {
+        if (!needs_forward(l.scores[e])) continue;
+        const int i = l.past_msv[e];
+        if (h.targets[static_cast<std::size_t>(i)].length * vectors > tuning_.forward_max_steps) {
+          on_host.push_back({s, i, e});
         } else {
-          l.forward.push_back(static_cast<int>(i));
+          l.forward.push_back(i);
         }
       }
       lane.engine->submit_canonical_forward(s, l.forward.data(), l.forward.size());
@@ -527,7 +559,7 @@ void HmmsearchGpuBackend::run_lanes(std::vector<Lane>& lanes, Half* halves) {
         const HostTarget& t = on_host[j];
         const device::GpuTarget& target = halves[t.half].targets[t.i];
         targets.push_back({target.residues, target.length});
-        outs.push_back(&lane.halves[t.half].scores[t.i]);
+        outs.push_back(&lane.halves[t.half].scores[t.entry]);
       }
       forward_on_host_(lane.model, targets, outs);
     });
@@ -550,10 +582,8 @@ void HmmsearchGpuBackend::run_lanes(std::vector<Lane>& lanes, Half* halves) {
         times.forward_kernel += k.canonical_ms / 1e3;
         times.forward_cpu_targets += k.canonical_cpu_targets;
       }
-      for (std::size_t j = 0; j < l.forward.size(); ++j) {
-        const int i = l.forward[j];
-        decide_after_forward(profile, settings_, fwd[j], l.scores[i]);
-      }
+      for (std::size_t j = 0; j < l.forward.size(); ++j)
+        decide_after_forward(profile, settings_, fwd[j], l.scores_of(l.forward[j]));
       times.phase_three += since(tick);
     }
   }

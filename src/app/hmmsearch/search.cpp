@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <thread>
 
@@ -252,56 +253,69 @@ void wait_for_blocks(const std::vector<std::unique_ptr<scheduler::ResultSink<Blo
 // Turns the scores of one block into its records, defining the domains of the targets
 // that passed every filter on the calling thread, a CPU worker (a device's block with such
 // targets goes to the post stage: deliver); returns the number of those targets.
+// `past_msv`: the block's targets that passed the MSV filter, in block order (every other
+// target stopped there: counted, not recorded).
 // Targets with their canonical Forward's parser states (`states`, with the kernels `k`)
 // start from them: their whole-target Backward parsers run first, together.
-std::int64_t add_block(const Block& block, const std::vector<TargetScores>& scores,
+std::int64_t add_block(const Block& block, std::span<const ScoredTarget> past_msv,
                        const SearchProfile& profile, const DomainSettings& domain_settings,
                        scheduler::ResultSink<BlockRecords>& sink, ParserStates* states = nullptr,
                        FilterKernels* k = nullptr) {
   thread_local DomainWorkspace workspace;
   std::optional<DpProfile> dp;  // made for the block's first target that passed
-  const auto from_states = [&](std::size_t i) {
-    return states != nullptr && k != nullptr && states->has(i) && scores[i].stage == Stage::passed;
+  const auto from_states = [&](const ScoredTarget& t) {
+    return states != nullptr && k != nullptr && states->has(t.index) &&
+           t.scores.stage == Stage::passed;
   };
   std::vector<BackwardParserTarget> backward;
-  for (std::size_t i = 0; i < block.sequences(); ++i) {
-    if (from_states(i))
-      backward.push_back({block.sequence(i), block.length(i), states->forward(i),
-                          states->backward(i), states->own_scales(i)});
+  for (const ScoredTarget& t : past_msv) {
+    if (from_states(t))
+      backward.push_back({block.sequence(t.index), block.length(t.index), states->forward(t.index),
+                          states->backward(t.index), states->own_scales(t.index)});
   }
   if (!backward.empty()) k->backward_parsers(backward);
   BlockRecords out;
+  PipelineCounts& c = out.counts;
+  c.targets = static_cast<std::int64_t>(block.sequences());
+  c.residues = block.residue_count();
   std::int64_t passed = 0;
-  for (std::size_t i = 0; i < block.sequences(); ++i) {
-    PipelineCounts& c = out.counts;
-    const Stage st = scores[i].stage;
-    ++c.targets;
-    c.residues += block.length(i);
-    if (st > Stage::msv) ++c.passed_msv;
+  for (const ScoredTarget& t : past_msv) {
+    const std::size_t i = t.index;
+    const Stage st = t.scores.stage;
+    if (st <= Stage::msv) continue;
+    ++c.passed_msv;
     if (st > Stage::bias) ++c.passed_bias;
     if (st > Stage::viterbi) ++c.passed_viterbi;
     if (st > Stage::forward) ++c.passed_forward, ++passed;
-    if (st > Stage::msv) {
-      TargetRecord rec;
-      rec.index = block.first_sequence + static_cast<std::int64_t>(i);
-      rec.name = block.name(i);
-      rec.description = block.description(i);
-      rec.length = block.length(i);
-      rec.scores = scores[i];
-      if (st == Stage::passed) {
-        if (!dp) dp.emplace(profile.forward);
-        WholeTargetParsers parsers;
-        if (from_states(i))
-          parsers = {states->forward(i), states->backward(i), *states->own_scales(i)};
-        rec.domains =
-            define_domains(profile, *dp, block.sequence(i), block.length(i), scores[i].forward_nats,
-                           scores[i].null_nats, domain_settings, workspace, parsers);
-      }
-      out.targets.push_back(std::move(rec));
+    TargetRecord rec;
+    rec.index = block.first_sequence + static_cast<std::int64_t>(i);
+    rec.name = block.name(i);
+    rec.description = block.description(i);
+    rec.length = block.length(i);
+    rec.scores = t.scores;
+    if (st == Stage::passed) {
+      if (!dp) dp.emplace(profile.forward);
+      WholeTargetParsers parsers;
+      if (from_states(t))
+        parsers = {states->forward(i), states->backward(i), *states->own_scales(i)};
+      rec.domains =
+          define_domains(profile, *dp, block.sequence(i), block.length(i), t.scores.forward_nats,
+                         t.scores.null_nats, domain_settings, workspace, parsers);
     }
+    out.targets.push_back(std::move(rec));
   }
   sink.put(block.index, std::move(out));
   return passed;
+}
+
+// The targets of `scores` (a whole block's, in block order) that passed the MSV filter.
+std::vector<ScoredTarget> past_msv(const std::vector<TargetScores>& scores) {
+  std::vector<ScoredTarget> out;
+  for (std::size_t i = 0; i < scores.size(); ++i) {
+    if (scores[i].stage > Stage::msv)
+      out.push_back({static_cast<std::uint32_t>(i), Remains::nothing, scores[i]});
+  }
+  return out;
 }
 
 // One model of a pass: its profile, where its block records go, and its SIMD kernels per
@@ -397,13 +411,13 @@ class HmmsearchWorkload final : public scheduler::Workload {
     const std::size_t n = block.sequences();
     std::vector<TargetScores> scores(n);
     run_filters_together(profile, settings_, k, n, dsq.data(), lengths.data(), scores.data());
-    std::vector<std::size_t> at_forward;
+    std::vector<ForwardItem> at_forward;
     for (std::size_t i = 0; i < n; ++i)
-      if (needs_forward(scores[i])) at_forward.push_back(i);
+      if (needs_forward(scores[i])) at_forward.push_back({i, &scores[i]});
     ParserStates& states = parser_states();
-    states.make_room(block, at_forward);
-    forward_stage(profile, block, at_forward, scores, k, states);
-    return add_block(block, scores, profile, domain_settings_, sink, &states, &k);
+    states.make_room(block, indices(at_forward));
+    forward_stage(profile, block, std::move(at_forward), k, states);
+    return add_block(block, past_msv(scores), profile, domain_settings_, sink, &states, &k);
   }
   // The calling worker's parser states of its current block and model.
   static ParserStates& parser_states() {
@@ -422,30 +436,32 @@ class HmmsearchWorkload final : public scheduler::Workload {
       DeviceBlockScores& m = part.per_model[j - part.first_model];
       const SearchProfile& profile = *models_[j].profile;
       FilterKernels& k = kernels(models_[j], worker);
-      std::vector<std::size_t> at_forward, at_domains;
-      for (std::size_t i = 0; i < block.sequences(); ++i) {
-        if (m.remains[i] == Remains::viterbi)  // the device decided up to the Viterbi filter
-          decide_after_viterbi(profile, settings_, k.viterbi(block.sequence(i), block.length(i)),
-                               m.scores[i]);
-        if (m.remains[i] == Remains::domains) at_domains.push_back(i);
-        if (m.remains[i] != Remains::nothing && needs_forward(m.scores[i])) at_forward.push_back(i);
+      std::vector<ForwardItem> at_forward;
+      std::vector<std::size_t> at_domains;
+      for (ScoredTarget& t : m.past_msv) {
+        if (t.remains == Remains::viterbi)  // the device decided up to the Viterbi filter
+          decide_after_viterbi(profile, settings_,
+                               k.viterbi(block.sequence(t.index), block.length(t.index)), t.scores);
+        if (t.remains == Remains::domains) at_domains.push_back(t.index);
+        if (t.remains != Remains::nothing && needs_forward(t.scores))
+          at_forward.push_back({t.index, &t.scores});
       }
       ParserStates& states = parser_states();
-      states.make_room(block, at_forward, at_domains);
-      forward_stage(profile, block, at_forward, m.scores, k, states);
+      states.make_room(block, indices(at_forward), at_domains);
+      forward_stage(profile, block, std::move(at_forward), k, states);
       forward_states(block, at_domains, k, states);
       passed +=
-          add_block(block, m.scores, profile, domain_settings_, *models_[j].sink, &states, &k);
+          add_block(block, m.past_msv, profile, domain_settings_, *models_[j].sink, &states, &k);
     }
     return passed;
   }
   scheduler::StageWork post_work(const Block& block, const PostState& state) const override {
     scheduler::StageWork work;
     for (const DeviceBlockScores& m : static_cast<const DevicePostState&>(state).per_model) {
-      for (std::size_t i = 0; i < block.sequences(); ++i) {
-        if (m.remains[i] == Remains::nothing) continue;
+      for (const ScoredTarget& t : m.past_msv) {
+        if (t.remains == Remains::nothing) continue;
         ++work.sequences;
-        work.residues += block.length(i);
+        work.residues += block.length(t.index);
       }
     }
     return work;
@@ -481,19 +497,18 @@ class HmmsearchWorkload final : public scheduler::Workload {
     std::vector<std::int64_t> cells(per_model.size(), 0);
     std::int64_t total = 0;
     for (std::size_t j = 0; j < per_model.size(); ++j) {
-      DeviceBlockScores& m = per_model[j];
-      for (std::size_t i = 0; i < m.remains.size(); ++i) {
-        if (m.remains[i] == Remains::nothing && m.scores[i].stage == Stage::passed)
-          m.remains[i] = Remains::domains;
-        if (m.remains[i] != Remains::nothing)
-          cells[j] += static_cast<std::int64_t>(block.length(i)) * models_[j].profile->M;
+      for (ScoredTarget& t : per_model[j].past_msv) {
+        if (t.remains == Remains::nothing && t.scores.stage == Stage::passed)
+          t.remains = Remains::domains;
+        if (t.remains != Remains::nothing)
+          cells[j] += static_cast<std::int64_t>(block.length(t.index)) * models_[j].profile->M;
       }
       total += cells[j];
     }
     std::vector<PostStatePtr> parts;
     if (total == 0) {
       for (std::size_t j = 0; j < models_.size(); ++j)
-        add_block(block, per_model[j].scores, *models_[j].profile, domain_settings_,
+        add_block(block, per_model[j].past_msv, *models_[j].profile, domain_settings_,
                   *models_[j].sink);
       return parts;
     }
@@ -521,13 +536,25 @@ class HmmsearchWorkload final : public scheduler::Workload {
   // between such packs.
   static constexpr std::size_t kForwardPack = 32;
 
+  // A target of a block at the Forward stage, and where its scores are.
+  struct ForwardItem {
+    std::size_t index;  // in the block
+    TargetScores* scores;
+  };
+  static std::vector<std::size_t> indices(const std::vector<ForwardItem>& items) {
+    std::vector<std::size_t> out;
+    out.reserve(items.size());
+    for (const ForwardItem& item : items) out.push_back(item.index);
+    return out;
+  }
+
   // run_forward_stage for the block's targets `at` (in block order), kForwardPack at a
   // time, longest first so that the targets of a pack have similar lengths (the kernel
   // computes several side by side); their parser states go to `states` (room made).
-  void forward_stage(const SearchProfile& profile, const Block& block, std::vector<std::size_t> at,
-                     std::vector<TargetScores>& scores, FilterKernels& k, ParserStates& states) {
-    std::stable_sort(at.begin(), at.end(), [&](std::size_t a, std::size_t b) {
-      return block.length(a) > block.length(b);
+  void forward_stage(const SearchProfile& profile, const Block& block, std::vector<ForwardItem> at,
+                     FilterKernels& k, ParserStates& states) {
+    std::stable_sort(at.begin(), at.end(), [&](const ForwardItem& a, const ForwardItem& b) {
+      return block.length(a.index) > block.length(b.index);
     });
     std::vector<ForwardTarget> targets;
     std::vector<TargetScores*> outs;
@@ -536,8 +563,9 @@ class HmmsearchWorkload final : public scheduler::Workload {
       targets.clear();
       outs.clear();
       for (std::size_t j = start; j < end; ++j) {
-        targets.push_back({block.sequence(at[j]), block.length(at[j]), states.forward(at[j])});
-        outs.push_back(&scores[at[j]]);
+        const std::size_t i = at[j].index;
+        targets.push_back({block.sequence(i), block.length(i), states.forward(i)});
+        outs.push_back(at[j].scores);
       }
       run_forward_stages(profile, settings_, k, targets, outs);
     }
@@ -589,34 +617,37 @@ TestDoubleBlock test_double_block(const HmmsearchWorkload& workload,
   const bool forward_on_device = b.index % 4 == 2;
   for (std::size_t j = 0; j < result.per_model.size(); ++j) {
     const SearchProfile& profile = workload.profile(j);
-    DeviceBlockScores& out = result.per_model[j];
-    out.scores.resize(b.sequences());
-    out.remains.assign(b.sequences(), Remains::nothing);
+    std::vector<TargetScores> scores(b.sequences());
+    std::vector<Remains> remains(b.sequences(), Remains::nothing);
     run_host_loop(b.sequences(), 16, [&](std::size_t i) {
       const Residue* dsq = b.sequence(i);
       const int L = b.length(i);
       const NextStage next = decide_through_bias(
-          profile, settings, dsq, L, msv_filter_reference(profile.msv, dsq, L), out.scores[i]);
+          profile, settings, dsq, L, msv_filter_reference(profile.msv, dsq, L), scores[i]);
       if (next != NextStage::viterbi) return;
       if (viterbi_to_cpu) {
-        out.remains[i] = Remains::viterbi;
+        remains[i] = Remains::viterbi;
       } else {
         decide_after_viterbi(profile, settings, viterbi_filter_reference(profile.viterbi, dsq, L),
-                             out.scores[i]);
+                             scores[i]);
       }
     });
     std::unique_ptr<ReferenceKernels> forward;
     for (std::size_t i = 0; i < b.sequences(); ++i) {
-      if (out.remains[i] == Remains::nothing && needs_forward(out.scores[i])) {
+      if (remains[i] == Remains::nothing && needs_forward(scores[i])) {
         if (forward_on_device) {
           if (!forward) forward = std::make_unique<ReferenceKernels>(profile);
-          run_forward_stage(profile, settings, *forward, b.sequence(i), b.length(i), out.scores[i]);
+          run_forward_stage(profile, settings, *forward, b.sequence(i), b.length(i), scores[i]);
         } else {
-          out.remains[i] = Remains::forward;
+          remains[i] = Remains::forward;
         }
       }
-      if (out.remains[i] != Remains::nothing) ++result.survivors;
+      if (remains[i] != Remains::nothing) ++result.survivors;
     }
+    // Only the targets past MSV go back, as from a real GPU.
+    std::vector<ScoredTarget>& out = result.per_model[j].past_msv;
+    out = past_msv(scores);
+    for (ScoredTarget& t : out) t.remains = remains[t.index];
   }
   return result;
 }

@@ -47,11 +47,19 @@ enum class Remains : std::uint8_t {
   domains,  // passed every filter on the device: domain definition only
 };
 
-// One block's scores for one model, as a device computed them, and what remains per
-// target.
+// A target of a block that passed the MSV filter on a device: its index in the block, its
+// scores, and what the device left of its cascade.
+struct ScoredTarget {
+  std::uint32_t index = 0;
+  Remains remains = Remains::nothing;
+  TargetScores scores;
+};
+
+// One block's scores for one model, as a device computed them: the targets that passed the
+// MSV filter, in block order. The others stopped there and are only counted, so the host's
+// work grows with the survivors, not with the database.
 struct DeviceBlockScores {
-  std::vector<TargetScores> scores;
-  std::vector<Remains> remains;
+  std::vector<ScoredTarget> past_msv;
 };
 
 struct PipelineCounts {

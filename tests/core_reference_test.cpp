@@ -546,8 +546,9 @@ TEST(Reference, SsvShortcutAgreesWithMsv) {
 }
 
 // run_filters_together (the bias filters of the targets that reach it computed together)
-// and the decisions on scores computed elsewhere (decide_through_bias, then
-// decide_after_viterbi, as a GPU feeder makes them) give every target run_filters' scores,
+// and the decisions on scores computed elsewhere (decide_through_bias or, for a batch,
+// decide_through_bias_together, then decide_after_viterbi, as a GPU feeder makes them)
+// give every target run_filters' scores,
 // bit for bit: random targets with planted consensus (they pass MSV) and biased stretches,
 // on the tutorial models, at three F1 thresholds and without the bias filter.
 TEST(Reference, FiltersTogetherAndDeviceDecisionsGiveRunFiltersScores) {
@@ -587,17 +588,31 @@ TEST(Reference, FiltersTogetherAndDeviceDecisionsGiveRunFiltersScores) {
       std::vector<TargetScores> together(seqs.size());
       run_filters_together(sp, settings, kernels, seqs.size(), dsq.data(), L.data(),
                            together.data());
+      // The device's decisions in a batch (decide_through_bias_together), as a GPU feeder
+      // makes them on the targets that passed MSV there.
+      std::vector<FilterScore> msv;
+      for (std::size_t i = 0; i < seqs.size(); ++i) msv.push_back(kernels.msv(dsq[i], L[i]));
+      std::vector<TargetScores> batch(seqs.size());
+      std::vector<NextStage> batch_next(seqs.size());
+      decide_through_bias_together(sp, settings, seqs.size(), dsq.data(), L.data(), msv.data(),
+                                   batch.data(), batch_next.data());
       int past_bias = 0;
       for (std::size_t i = 0; i < seqs.size(); ++i) {
         const TargetScores want = run_filters(sp, settings, kernels, dsq[i], L[i]);
         // The decisions on scores computed elsewhere, as a GPU feeder makes them.
         TargetScores device;
-        if (decide_through_bias(sp, settings, dsq[i], L[i], kernels.msv(dsq[i], L[i]), device) ==
-            NextStage::viterbi)
+        const NextStage next = decide_through_bias(sp, settings, dsq[i], L[i], msv[i], device);
+        EXPECT_EQ(batch_next[i], next) << what << " target " << i;
+        if (next == NextStage::viterbi) {
           decide_after_viterbi(sp, settings, kernels.viterbi(dsq[i], L[i]), device);
-        for (const TargetScores* t : {&together[i], &device}) {
-          const std::string who =
-              what + (t == &device ? " device" : " together") + " target " + std::to_string(i);
+          decide_after_viterbi(sp, settings, kernels.viterbi(dsq[i], L[i]), batch[i]);
+        }
+        for (const TargetScores* t : {&together[i], &device, &batch[i]}) {
+          const std::string who = what +
+                                  (t == &device     ? " device"
+                                   : t == &batch[i] ? " device batch"
+                                                    : " together") +
+                                  " target " + std::to_string(i);
           EXPECT_EQ(t->stage, want.stage) << who;
           EXPECT_TRUE(same(t->null_nats, want.null_nats)) << who;
           EXPECT_TRUE(same(t->filter_nats, want.filter_nats)) << who;

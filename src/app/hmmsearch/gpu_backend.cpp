@@ -43,6 +43,33 @@ std::vector<float> null_scores(const std::vector<device::GpuTarget>& targets) {
   return out;
 }
 
+// The MSV passes of one model's host work (the bias filter above all) in one host-loop
+// task.
+constexpr std::size_t kPassChunk = 64;
+
+// The decisions up to the Viterbi filter (decide_through_bias_together: the bias filters
+// four targets at a time) of MSV passes `passes` of one model against `targets`, into
+// `scores` (one per pass); wants_viterbi[j]: pass j goes on to the Viterbi filter.
+void decide_passes(const SearchProfile& profile, const CascadeSettings& settings,
+                   const std::vector<device::GpuTarget>& targets,
+                   std::span<const device::HmmGpuEngine::MsvPass> passes, TargetScores* scores,
+                   char* wants_viterbi) {
+  const std::size_t n = passes.size();
+  std::vector<const Residue*> dsq(n);
+  std::vector<int> L(n);
+  std::vector<FilterScore> msv(n);
+  for (std::size_t j = 0; j < n; ++j) {
+    const device::GpuTarget& t = targets[static_cast<std::size_t>(passes[j].target)];
+    dsq[j] = t.residues;
+    L[j] = t.length;
+    msv[j] = passes[j].score;
+  }
+  std::vector<NextStage> next(n);
+  decide_through_bias_together(profile, settings, n, dsq.data(), L.data(), msv.data(), scores,
+                               next.data());
+  for (std::size_t j = 0; j < n; ++j) wants_viterbi[j] = next[j] == NextStage::viterbi ? 1 : 0;
+}
+
 }  // namespace
 
 // A batch's targets on one engine slot: half of its blocks by residues.
@@ -338,7 +365,6 @@ void HmmsearchGpuBackend::run_set(Half* halves, std::vector<Lane>& done) {
   // spread over the free CPU workers. Only those pairs get scores on the host (Lane's
   // past_msv): nothing downstream reads more of a target stopped at MSV than that it did
   // not pass (add_block counts every target and records those past MSV).
-  constexpr std::size_t kChunk = 64;
   bool to_lanes = false;
   const std::int64_t wave = engine.viterbi_wave_targets();
   const std::int64_t set_wave = std::max(1, engine.set_viterbi_wave_targets());
@@ -358,14 +384,19 @@ void HmmsearchGpuBackend::run_set(Half* halves, std::vector<Lane>& done) {
       done[k].halves[s].take_passes(
           std::span(passes).subspan(first_pass[k], first_pass[k + 1] - first_pass[k]));
     }
+    // Tasks of up to kPassChunk passes of one model: (model, first pass).
+    std::vector<std::pair<std::size_t, std::size_t>> tasks;
+    for (std::size_t k = 0; k < models; ++k) {
+      for (std::size_t j = first_pass[k]; j < first_pass[k + 1]; j += kPassChunk)
+        tasks.emplace_back(k, j);
+    }
     std::vector<char> wants_viterbi(passes.size(), 0);
-    run_host_loop_(passes.size(), kChunk, [&](std::size_t j) {
-      const device::HmmGpuEngine::MsvPass& p = passes[j];
-      const auto k = static_cast<std::size_t>(p.model), i = static_cast<std::size_t>(p.target);
-      wants_viterbi[j] =
-          decide_through_bias(*models_[k].profile, settings_, h.targets[i].residues,
-                              h.targets[i].length, p.score,
-                              done[k].halves[s].scores[j - first_pass[k]]) == NextStage::viterbi;
+    run_host_loop_(tasks.size(), 1, [&](std::size_t task) {
+      const auto [k, j] = tasks[task];
+      const std::size_t count = std::min(kPassChunk, first_pass[k + 1] - j);
+      decide_passes(*models_[k].profile, settings_, h.targets, std::span(passes).subspan(j, count),
+                    done[k].halves[s].scores.data() + (j - first_pass[k]),
+                    wants_viterbi.data() + j);
     });
     for (std::size_t j = 0; j < passes.size(); ++j) {  // by model, then target
       if (!wants_viterbi[j]) continue;
@@ -470,7 +501,6 @@ void HmmsearchGpuBackend::run_lanes(std::vector<Lane>& lanes, Half* halves) {
   // The cascade's host work on the targets that passed MSV (the bias filter above all) is
   // spread over the CPU workers that are free (run_host_loop_); each target's scores
   // depend on it alone. Only they get scores on the host (see run_set).
-  constexpr std::size_t kChunk = 64;
   // Phase one per lane and half (the bias filter, Viterbi decisions) while the others'
   // kernels run.
   for (Lane& lane : lanes) {
@@ -483,11 +513,11 @@ void HmmsearchGpuBackend::run_lanes(std::vector<Lane>& lanes, Half* halves) {
       times.msv_passes += static_cast<std::int64_t>(passes.size());
       l.take_passes(std::span(passes));
       std::vector<char> wants_viterbi(passes.size(), 0);
-      run_host_loop_(passes.size(), kChunk, [&](std::size_t j) {
-        const auto i = static_cast<std::size_t>(passes[j].target);
-        wants_viterbi[j] =
-            decide_through_bias(profile, settings_, h.targets[i].residues, h.targets[i].length,
-                                passes[j].score, l.scores[j]) == NextStage::viterbi;
+      run_host_loop_((passes.size() + kPassChunk - 1) / kPassChunk, 1, [&](std::size_t task) {
+        const std::size_t j = task * kPassChunk;
+        decide_passes(profile, settings_, h.targets,
+                      std::span(passes).subspan(j, std::min(kPassChunk, passes.size() - j)),
+                      l.scores.data() + j, wants_viterbi.data() + j);
       });
       for (std::size_t j = 0; j < passes.size(); ++j) {  // in target order
         if (wants_viterbi[j]) l.viterbi.push_back(passes[j].target);

@@ -166,6 +166,28 @@ NextStage decide_through_bias(const SearchProfile& profile, const CascadeSetting
                            out);
 }
 
+void decide_through_bias_together(const SearchProfile& profile, const CascadeSettings& settings,
+                                  std::size_t n, const Residue* const* dsq, const int* L,
+                                  const FilterScore* msv, TargetScores* out, NextStage* next) {
+  std::vector<FilterScore> floored(msv, msv + n);  // as decide_after_msv leaves them
+  std::vector<std::size_t> at_bias;
+  std::vector<const Residue*> bias_dsq;
+  std::vector<int> bias_L;
+  for (std::size_t i = 0; i < n; ++i) {
+    next[i] = decide_after_msv(profile, settings, L[i], floored[i], out[i]);
+    if (next[i] != NextStage::bias) continue;
+    at_bias.push_back(i);
+    bias_dsq.push_back(dsq[i]);
+    bias_L.push_back(L[i]);
+  }
+  std::vector<float> bias(at_bias.size());
+  bias_filter_scores(profile.bias, bias_dsq.data(), bias_L.data(), at_bias.size(), bias.data());
+  for (std::size_t j = 0; j < at_bias.size(); ++j) {
+    const std::size_t i = at_bias[j];
+    next[i] = decide_after_bias(profile, settings, floored[i].nats, bias[j], out[i]);
+  }
+}
+
 TargetScores run_filters(const SearchProfile& profile, const CascadeSettings& settings,
                          FilterKernels& kernels, const Residue* dsq, int L) {
   TargetScores out;

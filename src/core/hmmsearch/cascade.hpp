@@ -130,6 +130,12 @@ NextStage decide_after_msv(const SearchProfile& profile, const CascadeSettings& 
 // viterbi or forward.
 NextStage decide_through_bias(const SearchProfile& profile, const CascadeSettings& settings,
                               const Residue* dsq, int L, FilterScore msv, TargetScores& out);
+// decide_through_bias for n targets, the bias filters of those that reach it computed
+// together (bias_filter_scores: four targets interleaved, the same scores): next[i] gets
+// target i's next stage.
+void decide_through_bias_together(const SearchProfile& profile, const CascadeSettings& settings,
+                                  std::size_t n, const Residue* const* dsq, const int* L,
+                                  const FilterScore* msv, TargetScores* out, NextStage* next);
 // After NextStage::bias: the MSV score as decide_after_msv left it (nats) and the bias
 // filter's null score (nats).
 NextStage decide_after_bias(const SearchProfile& profile, const CascadeSettings& settings,

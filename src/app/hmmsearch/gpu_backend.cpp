@@ -104,8 +104,7 @@ struct HmmsearchGpuBackend::Lane {
     }
     // The MSV filter's passes `passes` (of this lane's model, in target order) as past_msv,
     // with room for their scores.
-    template <class Pass>
-    void take_passes(std::span<const Pass> passes) {
+    void take_passes(std::span<const device::HmmGpuEngine::MsvPass> passes) {
       past_msv.resize(passes.size());
       for (std::size_t j = 0; j < passes.size(); ++j) past_msv[j] = passes[j].target;
       scores.assign(passes.size(), TargetScores{});

@@ -541,6 +541,7 @@ class HmmsearchWorkload final : public scheduler::Workload {
     std::size_t index;  // in the block
     TargetScores* scores;
   };
+  // The items' indices in the block, in their order.
   static std::vector<std::size_t> indices(const std::vector<ForwardItem>& items) {
     std::vector<std::size_t> out;
     out.reserve(items.size());

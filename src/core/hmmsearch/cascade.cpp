@@ -229,25 +229,13 @@ void run_filters_together(const SearchProfile& profile, const CascadeSettings& s
                           FilterKernels& kernels, std::size_t n, const Residue* const* dsq,
                           const int* L, TargetScores* out) {
   std::vector<FilterScore> msv(n);
-  std::vector<std::size_t> at_bias;
-  std::vector<const Residue*> bias_dsq;
-  std::vector<int> bias_L;
   for (std::size_t i = 0; i < n; ++i) {
     if (L[i] > 0) msv[i] = kernels.msv(dsq[i], L[i]);
-    const NextStage next = decide_after_msv(profile, settings, L[i], msv[i], out[i]);
-    if (next == NextStage::bias) {
-      at_bias.push_back(i);
-      bias_dsq.push_back(dsq[i]);
-      bias_L.push_back(L[i]);
-    } else if (next == NextStage::viterbi) {
-      decide_after_viterbi(profile, settings, kernels.viterbi(dsq[i], L[i]), out[i]);
-    }
   }
-  std::vector<float> bias(at_bias.size());
-  bias_filter_scores(profile.bias, bias_dsq.data(), bias_L.data(), at_bias.size(), bias.data());
-  for (std::size_t j = 0; j < at_bias.size(); ++j) {
-    const std::size_t i = at_bias[j];
-    if (decide_after_bias(profile, settings, msv[i].nats, bias[j], out[i]) == NextStage::viterbi)
+  std::vector<NextStage> next(n);
+  decide_through_bias_together(profile, settings, n, dsq, L, msv.data(), out, next.data());
+  for (std::size_t i = 0; i < n; ++i) {
+    if (next[i] == NextStage::viterbi)
       decide_after_viterbi(profile, settings, kernels.viterbi(dsq[i], L[i]), out[i]);
   }
 }

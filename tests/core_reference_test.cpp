@@ -547,7 +547,8 @@ TEST(Reference, SsvShortcutAgreesWithMsv) {
 
 // run_filters_together (the bias filters of the targets that reach it computed together)
 // and the decisions on scores computed elsewhere (decide_through_bias or, for a batch,
-// decide_through_bias_together, then decide_after_viterbi, as a GPU feeder makes them)
+// decide_through_bias_together, then decide_after_viterbi, as a GPU feeder makes them,
+// also with the composition scores of every other target given as a GPU gives them)
 // give every target run_filters' scores,
 // bit for bit: random targets with planted consensus (they pass MSV) and biased stretches,
 // on the tutorial models, at three F1 thresholds and without the bias filter.
@@ -596,6 +597,15 @@ TEST(Reference, FiltersTogetherAndDeviceDecisionsGiveRunFiltersScores) {
       std::vector<NextStage> batch_next(seqs.size());
       decide_through_bias_together(sp, settings, seqs.size(), dsq.data(), L.data(), msv.data(),
                                    batch.data(), batch_next.data());
+      // With the composition scores of every other target given (the others NaN: computed
+      // again), as the GPU's bias filter gives them.
+      std::vector<float> composition(seqs.size(), std::numeric_limits<float>::quiet_NaN());
+      for (std::size_t i = 0; i < seqs.size(); i += 2)
+        composition[i] = bias_composition_score(sp.bias, dsq[i], L[i]);
+      std::vector<TargetScores> given(seqs.size());
+      std::vector<NextStage> given_next(seqs.size());
+      decide_through_bias_together(sp, settings, seqs.size(), dsq.data(), L.data(), msv.data(),
+                                   given.data(), given_next.data(), composition.data());
       int past_bias = 0;
       for (std::size_t i = 0; i < seqs.size(); ++i) {
         const TargetScores want = run_filters(sp, settings, kernels, dsq[i], L[i]);
@@ -603,14 +613,16 @@ TEST(Reference, FiltersTogetherAndDeviceDecisionsGiveRunFiltersScores) {
         TargetScores device;
         const NextStage next = decide_through_bias(sp, settings, dsq[i], L[i], msv[i], device);
         EXPECT_EQ(batch_next[i], next) << what << " target " << i;
+        EXPECT_EQ(given_next[i], next) << what << " target " << i;
         if (next == NextStage::viterbi) {
-          decide_after_viterbi(sp, settings, kernels.viterbi(dsq[i], L[i]), device);
-          decide_after_viterbi(sp, settings, kernels.viterbi(dsq[i], L[i]), batch[i]);
+          for (TargetScores* t : {&device, &batch[i], &given[i]})
+            decide_after_viterbi(sp, settings, kernels.viterbi(dsq[i], L[i]), *t);
         }
-        for (const TargetScores* t : {&together[i], &device, &batch[i]}) {
+        for (const TargetScores* t : {&together[i], &device, &batch[i], &given[i]}) {
           const std::string who = what +
                                   (t == &device     ? " device"
                                    : t == &batch[i] ? " device batch"
+                                   : t == &given[i] ? " device compositions"
                                                     : " together") +
                                   " target " + std::to_string(i);
           EXPECT_EQ(t->stage, want.stage) << who;

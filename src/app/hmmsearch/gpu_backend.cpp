@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -43,13 +44,13 @@ std::vector<float> null_scores(const std::vector<device::GpuTarget>& targets) {
   return out;
 }
 
-// The MSV passes of one model's host work (the bias filter above all) in one host-loop
-// task.
+// The MSV passes of one model's host work in one host-loop task.
 constexpr std::size_t kPassChunk = 64;
 
-// The decisions up to the Viterbi filter (decide_through_bias_together: the bias filters
-// four targets at a time) of MSV passes `passes` of one model against `targets`, into
-// `scores` (one per pass); wants_viterbi[j]: pass j goes on to the Viterbi filter.
+// The decisions up to the Viterbi filter (decide_through_bias_together, with the bias
+// filter's composition scores from the device; the few it left to the host computed four
+// targets at a time) of MSV passes `passes` of one model against `targets`, into `scores`
+// (one per pass); wants_viterbi[j]: pass j goes on to the Viterbi filter.
 void decide_passes(const SearchProfile& profile, const CascadeSettings& settings,
                    const std::vector<device::GpuTarget>& targets,
                    std::span<const device::HmmGpuEngine::MsvPass> passes, TargetScores* scores,
@@ -58,16 +59,25 @@ void decide_passes(const SearchProfile& profile, const CascadeSettings& settings
   std::vector<const Residue*> dsq(n);
   std::vector<int> L(n);
   std::vector<FilterScore> msv(n);
+  std::vector<float> composition(n);
   for (std::size_t j = 0; j < n; ++j) {
     const device::GpuTarget& t = targets[static_cast<std::size_t>(passes[j].target)];
     dsq[j] = t.residues;
     L[j] = t.length;
     msv[j] = passes[j].score;
+    composition[j] = passes[j].bias_composition;
   }
   std::vector<NextStage> next(n);
   decide_through_bias_together(profile, settings, n, dsq.data(), L.data(), msv.data(), scores,
-                               next.data());
+                               next.data(), composition.data());
   for (std::size_t j = 0; j < n; ++j) wants_viterbi[j] = next[j] == NextStage::viterbi ? 1 : 0;
+}
+
+// The passes whose bias filter the device left to the host.
+std::int64_t bias_left_to_host(const std::vector<device::HmmGpuEngine::MsvPass>& passes) {
+  return std::ranges::count_if(passes, [](const device::HmmGpuEngine::MsvPass& p) {
+    return std::isnan(p.bias_composition);
+  });
 }
 
 }  // namespace
@@ -119,7 +129,8 @@ HmmsearchGpuBackend::~HmmsearchGpuBackend() {
       stderr,
       "hmmsearch GPU %d feeder %d: set-up %.3f s, %lld model changes %.3f s; %lld batches "
       "(%lld with the models' MSV at once, model sets uploaded in %.3f s, %lld models moved "
-      "to lanes), %lld targets (%lld passed MSV, %lld Viterbi, %lld Viterbi left to the CPU, "
+      "to lanes), %lld targets (%lld passed MSV, %lld bias filters left to the host, %lld "
+      "Viterbi, %lld Viterbi left to the CPU, "
       "%lld Forward on the GPU of which %lld finished on the host, %lld Forward on the host in "
       "%.3f s, %lld exact MSV); feeder: "
       "pack+submit %.3f s (engine: copy %.3f s, rest %.3f s), MSV wait %.3f s, phase one "
@@ -129,12 +140,13 @@ HmmsearchGpuBackend::~HmmsearchGpuBackend() {
       device_, feeder_ + 1, t.setup, static_cast<long long>(t.model_changes), t.model_change,
       static_cast<long long>(t.batches), static_cast<long long>(t.set_batches), t.set_upload,
       static_cast<long long>(t.set_to_lanes), static_cast<long long>(t.targets),
-      static_cast<long long>(t.msv_passes), static_cast<long long>(t.viterbi_targets),
-      static_cast<long long>(t.viterbi_to_cpu), static_cast<long long>(t.forward_targets),
-      static_cast<long long>(t.forward_cpu_targets), static_cast<long long>(t.forward_on_host),
-      t.forward_on_host_s, static_cast<long long>(t.exact_targets), t.submit, t.submit_copy,
-      t.submit_rest, t.wait_msv, t.phase_one, t.wait_viterbi, t.phase_two, t.wait_forward,
-      t.phase_three, t.deliver, t.msv_kernel, t.exact_kernel, t.viterbi_kernel, t.forward_kernel,
+      static_cast<long long>(t.msv_passes), static_cast<long long>(t.bias_on_host),
+      static_cast<long long>(t.viterbi_targets), static_cast<long long>(t.viterbi_to_cpu),
+      static_cast<long long>(t.forward_targets), static_cast<long long>(t.forward_cpu_targets),
+      static_cast<long long>(t.forward_on_host), t.forward_on_host_s,
+      static_cast<long long>(t.exact_targets), t.submit, t.submit_copy, t.submit_rest, t.wait_msv,
+      t.phase_one, t.wait_viterbi, t.phase_two, t.wait_forward, t.phase_three, t.deliver,
+      t.msv_kernel, t.exact_kernel, t.viterbi_kernel, t.forward_kernel,
       static_cast<long long>(t.resident), static_cast<long long>(t.uploaded),
       static_cast<long long>(t.kept));
   // Every feeder's host loops together (scheduler::host_loop_seconds), by who ran them.
@@ -373,6 +385,7 @@ void HmmsearchGpuBackend::run_set(Half* halves, std::vector<Lane>& done) {
     const std::vector<device::HmmGpuEngine::MsvPass>& passes = engine.wait_msv_passes(s);
     times.wait_msv += since(tick);
     times.msv_passes += static_cast<std::int64_t>(passes.size());
+    times.bias_on_host += bias_left_to_host(passes);
     // Each model's passes (sorted by model, then target) and where they start.
     std::vector<std::size_t> first_pass(models + 1, passes.size());
     for (std::size_t j = passes.size(); j-- > 0;)
@@ -510,6 +523,7 @@ void HmmsearchGpuBackend::run_lanes(std::vector<Lane>& lanes, Half* halves) {
       const std::vector<device::HmmGpuEngine::MsvPass>& passes = lane.engine->wait_msv_passes(s);
       times.wait_msv += since(tick);
       times.msv_passes += static_cast<std::int64_t>(passes.size());
+      times.bias_on_host += bias_left_to_host(passes);
       l.take_passes(std::span(passes));
       std::vector<char> wants_viterbi(passes.size(), 0);
       run_host_loop_((passes.size() + kPassChunk - 1) / kPassChunk, 1, [&](std::size_t task) {

@@ -9,6 +9,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/hmmsearch/length_terms.hpp"
 #include "core/hmmsearch/msv_gate.hpp"
 #include "core/hmmsearch/statistics.hpp"
 
@@ -168,7 +169,8 @@ NextStage decide_through_bias(const SearchProfile& profile, const CascadeSetting
 
 void decide_through_bias_together(const SearchProfile& profile, const CascadeSettings& settings,
                                   std::size_t n, const Residue* const* dsq, const int* L,
-                                  const FilterScore* msv, TargetScores* out, NextStage* next) {
+                                  const FilterScore* msv, TargetScores* out, NextStage* next,
+                                  const float* composition) {
   std::vector<FilterScore> floored(msv, msv + n);  // as decide_after_msv leaves them
   std::vector<std::size_t> at_bias;
   std::vector<const Residue*> bias_dsq;
@@ -176,6 +178,11 @@ void decide_through_bias_together(const SearchProfile& profile, const CascadeSet
   for (std::size_t i = 0; i < n; ++i) {
     next[i] = decide_after_msv(profile, settings, L[i], floored[i], out[i]);
     if (next[i] != NextStage::bias) continue;
+    if (composition != nullptr && !std::isnan(composition[i])) {
+      next[i] = decide_after_bias(profile, settings, floored[i].nats,
+                                  bias_filter_with_length(composition[i], L[i]), out[i]);
+      continue;
+    }
     at_bias.push_back(i);
     bias_dsq.push_back(dsq[i]);
     bias_L.push_back(L[i]);

@@ -132,10 +132,13 @@ NextStage decide_through_bias(const SearchProfile& profile, const CascadeSetting
                               const Residue* dsq, int L, FilterScore msv, TargetScores& out);
 // decide_through_bias for n targets, the bias filters of those that reach it computed
 // together (bias_filter_scores: four targets interleaved, the same scores): next[i] gets
-// target i's next stage.
+// target i's next stage. `composition`, when given, may hold target i's
+// bias_composition_score, computed elsewhere (a GPU): that target's filter is not run
+// again (a NaN: it is).
 void decide_through_bias_together(const SearchProfile& profile, const CascadeSettings& settings,
                                   std::size_t n, const Residue* const* dsq, const int* L,
-                                  const FilterScore* msv, TargetScores* out, NextStage* next);
+                                  const FilterScore* msv, TargetScores* out, NextStage* next,
+                                  const float* composition = nullptr);
 // After NextStage::bias: the MSV score as decide_after_msv left it (nats) and the bias
 // filter's null score (nats).
 NextStage decide_after_bias(const SearchProfile& profile, const CascadeSettings& settings,

@@ -213,9 +213,9 @@ float forward_parser_reference(const ForwardScores& fwd, const Residue* dsq, int
 namespace {
 
 // The bias filter (p7_bg_FilterScore) of K targets of lengths >= 1, interleaved row by row
-// (each target's operations in the same order as with K = 1). State 0 is the background,
-// state 1 the model's composition; both end with p = 1; then the null model's length
-// distribution.
+// (each target's operations in the same order as with K = 1), their composition scores
+// into out. State 0 is the background, state 1 the model's composition; both end with
+// p = 1.
 template <int K>
 void bias_filter_interleaved(const BiasFilterModel& bias, const Residue* const* dsq, const int* L,
                              float* out) {
@@ -256,17 +256,21 @@ void bias_filter_interleaved(const BiasFilterModel& bias, const Residue* const* 
     end += s0[k] * 1.0f;
     end += s1[k] * 1.0f;
     log_score[k] += static_cast<float>(std::log(static_cast<double>(end)));
-    out[k] = bias_filter_with_length(log_score[k], L[k]);
+    out[k] = log_score[k];
   }
 }
 
 }  // namespace
 
-float bias_filter_score(const BiasFilterModel& bias, const Residue* dsq, int L) {
-  if (L == 0) return static_cast<float>(std::log(0.0));
+float bias_composition_score(const BiasFilterModel& bias, const Residue* dsq, int L) {
   float score = 0;
   bias_filter_interleaved<1>(bias, &dsq, &L, &score);
   return score;
+}
+
+float bias_filter_score(const BiasFilterModel& bias, const Residue* dsq, int L) {
+  if (L == 0) return static_cast<float>(std::log(0.0));
+  return bias_filter_with_length(bias_composition_score(bias, dsq, L), L);
 }
 
 void bias_filter_scores(const BiasFilterModel& bias, const Residue* const* dsq, const int* L,
@@ -289,7 +293,8 @@ void bias_filter_scores(const BiasFilterModel& bias, const Residue* const* dsq, 
     group_at[filled] = j;
     if (++filled < kInterleaved) continue;
     bias_filter_interleaved<kInterleaved>(bias, group_dsq, group_L, group_out);
-    for (int k = 0; k < kInterleaved; ++k) out[group_at[k]] = group_out[k];
+    for (int k = 0; k < kInterleaved; ++k)
+      out[group_at[k]] = bias_filter_with_length(group_out[k], group_L[k]);
     filled = 0;
   }
   for (int k = 0; k < filled; ++k)

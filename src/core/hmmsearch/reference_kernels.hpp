@@ -53,8 +53,11 @@ FilterScore viterbi_filter_reference(const ViterbiScores& vit, const Residue* ds
 float forward_parser_reference(const ForwardScores& fwd, const Residue* dsq, int L);
 
 // Bias filter: Forward score of the two-state composition HMM plus the null length
-// model (p7_bg_FilterScore), in nats.
+// model (p7_bg_FilterScore), in nats: bias_filter_with_length (length_terms.hpp) of the
+// composition score for L >= 1.
 float bias_filter_score(const BiasFilterModel& bias, const Residue* dsq, int L);
+// The composition HMM's Forward score alone (nats), for L >= 1.
+float bias_composition_score(const BiasFilterModel& bias, const Residue* dsq, int L);
 // bias_filter_score of n targets (dsq[j], L[j]) into out[j], bit for bit: the same
 // operations per target, several targets interleaved so that their recurrences (each a
 // chain of divisions, with a double logarithm per residue) overlap in the CPU.

@@ -19,6 +19,7 @@
 #include <type_traits>
 #include <unordered_map>
 
+#include "core/hmmsearch/length_terms.hpp"
 #include "device/cuda_raii.cuh"
 #include "device/hmmsearch/by_length.hpp"
 #include "device/hmmsearch/hmm_canonical_gpu.cuh"
@@ -48,6 +49,7 @@ using detail::Stream;
 // ---------------------------------------------------------------- kernels
 
 // Included inside this anonymous namespace: the kernels belong to this translation unit.
+#include "device/hmmsearch/hmm_bias_kernel.cuh"
 #include "device/hmmsearch/hmm_kernel_constants.cuh"
 #include "device/hmmsearch/hmm_msv_kernels.cuh"
 #include "device/hmmsearch/hmm_viterbi_kernels.cuh"
@@ -127,6 +129,25 @@ void check_null_scores(const std::vector<float>* null_nats, std::size_t targets)
   }
 }
 
+// A model's composition HMM as bias_composition_kernel reads it.
+BiasDeviceModel bias_device_model(const BiasFilterModel& bias) {
+  if (bias.odds.size() > static_cast<std::size_t>(kBiasMaxCodes)) {
+    throw std::invalid_argument("bias filter: " + std::to_string(bias.odds.size()) +
+                                " residue codes, the GPU's table holds " +
+                                std::to_string(kBiasMaxCodes));
+  }
+  BiasDeviceModel d{};
+  for (std::size_t x = 0; x < bias.odds.size(); ++x) {
+    d.odds[x][0] = bias.odds[x][0];
+    d.odds[x][1] = bias.odds[x][1];
+  }
+  d.pi0 = bias.pi0;
+  d.pi1 = bias.pi1;
+  d.t10 = bias.t10;
+  d.t11 = bias.t11;
+  return d;
+}
+
 // A target's Viterbi filter score from the kernel's result (xC, or kViterbiOverflow) and
 // its N/C/J move `ncj`, finished as viterbi_filter_reference finishes it.
 FilterScore finish_viterbi(const ViterbiScores& vit, int code, int ncj) {
@@ -160,6 +181,7 @@ struct HmmGpuEngine::Impl {
   DeviceBuffer<std::uint8_t> msv_costs;
   DeviceBuffer<std::int16_t> vit_match;
   DeviceBuffer<std::int16_t> vit_nodes;
+  DeviceBuffer<BiasDeviceModel> bias_model;  // one: the model's composition HMM
   int exact_blocks = 0;
   int viterbi_warps_per_block = 0;  // > 0: Viterbi rows in shared memory
   int viterbi_resident_blocks = 0;  // blocks of viterbi_warp_kernel resident on the device
@@ -208,7 +230,8 @@ struct HmmGpuEngine::Impl {
   DeviceBuffer<std::int16_t> set_words;
   DeviceBuffer<std::uint8_t> set_costs;
   DeviceBuffer<MsvSetModel> set_models;
-  DeviceBuffer<MsvGate> set_gates;  // per model of the set: its MSV stage's pass test
+  DeviceBuffer<MsvGate> set_gates;         // per model of the set: its MSV stage's pass test
+  DeviceBuffer<BiasDeviceModel> set_bias;  // per model of the set: its composition HMM
 
   struct Slot {
     Stream stream;
@@ -250,17 +273,18 @@ struct HmmGpuEngine::Impl {
     DeviceBuffer<std::int16_t> d_set_boundary;
     std::vector<FilterScore> set_scores;
     // A gated submit_msv or submit_msv_models (`gated`; `gated_set`: the latter): the
-    // targets' null scores, the model's gate (submit_msv), and the pairs that passed
-    // (model, target, code) with their count; `passes_copied` of them are queued back with
-    // the count, the rest fetched by wait_msv_passes.
+    // targets' null scores and null_p1, the model's gate (submit_msv), and the pairs that
+    // passed (model, target, code, composition score's bits) with their count;
+    // `passes_copied` of them are queued back with the count, the rest fetched by
+    // wait_msv_passes.
     bool gated = false, gated_set = false;
-    PinnedBuffer<float> null_nats;
-    DeviceBuffer<float> d_null_nats;
+    PinnedBuffer<float> null_nats, p1;
+    DeviceBuffer<float> d_null_nats, d_p1;
     PinnedBuffer<MsvGate> gate;
     DeviceBuffer<MsvGate> d_gate;
-    PinnedBuffer<int3> passes;
+    PinnedBuffer<int4> passes;
     PinnedBuffer<unsigned long long> pass_count;
-    DeviceBuffer<int3> d_passes;
+    DeviceBuffer<int4> d_passes;
     DeviceBuffer<unsigned long long> d_pass_count;
     std::size_t passes_copied = 0;
     std::vector<MsvPass> msv_passes;
@@ -282,10 +306,11 @@ struct HmmGpuEngine::Impl {
   void queue_viterbi_results(Slot& s);
   // A gated MSV launch's end, after both MSV kernels on the slot's stream: the stage's
   // decision on each of `models` x s.n pairs (result codes and bjbm model-major, `gates`
-  // per model, the targets' `null_nats`), the passing pairs compacted, and their count and
-  // a first share of them queued back (a few percent pass at HMMER's F1).
+  // and `bias` per model, the targets' `null_nats`), the passing pairs compacted with
+  // their bias filter's composition scores, and their count and a first share of them
+  // queued back (a few percent pass at HMMER's F1).
   void queue_msv_gate(Slot& s, const int* d_result, const std::uint8_t* d_bjbm,
-                      const MsvGate* d_gates, std::size_t models,
+                      const MsvGate* d_gates, const BiasDeviceModel* d_bias, std::size_t models,
                       const std::vector<float>& null_nats);
 
   // The first part of submit_msv and submit_msv_models: the slot takes the targets (their
@@ -375,6 +400,7 @@ void HmmGpuEngine::set_model(const SearchProfile& profile, GpuKernelChoice choic
   upload(m.msv_costs, m.msv_layout.costs);
   upload(m.vit_match, m.vit_layout.match);
   upload(m.vit_nodes, m.vit_layout.nodes);
+  upload(m.bias_model, std::vector<BiasDeviceModel>{bias_device_model(profile.bias)});
   m.exact_blocks = 2 * m.multiprocessors;
   m.jit = GpuJitInfo{};
   m.msv_exact_jit = jit::JitFunction{};
@@ -715,7 +741,8 @@ void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::siz
     check(
         cudaMemcpyAsync(s.d_gate.get(), s.gate.get(), sizeof(MsvGate), cudaMemcpyHostToDevice, st),
         "H2D gate");
-    m.queue_msv_gate(s, s.d_result.get(), s.d_bjbm.get(), s.d_gate.get(), 1, *null_nats);
+    m.queue_msv_gate(s, s.d_result.get(), s.d_bjbm.get(), s.d_gate.get(), m.bias_model.get(), 1,
+                     *null_nats);
   } else {
     check(cudaMemcpyAsync(s.result.get(), s.d_result.get(), n * sizeof(int), cudaMemcpyDeviceToHost,
                           st),
@@ -769,6 +796,7 @@ void HmmGpuEngine::set_models(const SetModel* models, std::size_t count) {
   std::vector<std::uint8_t> costs;
   std::vector<MsvSetModel> descriptors;
   std::vector<MsvGate> gates;
+  std::vector<BiasDeviceModel> bias;
   std::vector<std::int16_t> vit_match, vit_nodes, strip_records;
   std::vector<std::int32_t> strip_emit;
   std::vector<ViterbiSetModel> vit_descriptors;
@@ -833,6 +861,7 @@ void HmmGpuEngine::set_models(const SetModel* models, std::size_t count) {
     costs.insert(costs.end(), layout.costs.begin(), layout.costs.end());
     descriptors.push_back(d);
     gates.push_back(msv_gate_of(profile.msv, models[i].msv_pass_bits));
+    bias.push_back(bias_device_model(profile.bias));
     m.set_longest = std::max(m.set_longest, profile.M);
     m.set.push_back(std::move(model));
   }
@@ -846,6 +875,7 @@ void HmmGpuEngine::set_models(const SetModel* models, std::size_t count) {
   upload(m.set_costs, costs);
   upload(m.set_models, descriptors);
   upload(m.set_gates, gates);
+  upload(m.set_bias, bias);
   upload(m.set_vit_match, vit_match);
   upload(m.set_vit_nodes, vit_nodes);
   upload(m.set_vit_models, vit_descriptors);
@@ -1008,8 +1038,8 @@ void HmmGpuEngine::submit_msv_models(int slot_index, const GpuTarget* targets, s
   s.gated = null_nats != nullptr;
   s.gated_set = true;
   if (s.gated) {
-    m.queue_msv_gate(s, s.d_set_result.get(), s.d_set_bjbm.get(), m.set_gates.get(), models,
-                     *null_nats);
+    m.queue_msv_gate(s, s.d_set_result.get(), s.d_set_bjbm.get(), m.set_gates.get(),
+                     m.set_bias.get(), models, *null_nats);
   } else {
     check(cudaMemcpyAsync(s.set_result.get(), s.d_set_result.get(), values * sizeof(int),
                           cudaMemcpyDeviceToHost, st),
@@ -1049,13 +1079,15 @@ const std::vector<FilterScore>& HmmGpuEngine::wait_msv_models(int slot_index) {
 }
 
 void HmmGpuEngine::Impl::queue_msv_gate(Slot& s, const int* d_result, const std::uint8_t* d_bjbm,
-                                        const MsvGate* d_gates, std::size_t models,
-                                        const std::vector<float>& null_nats) {
+                                        const MsvGate* d_gates, const BiasDeviceModel* d_bias,
+                                        std::size_t models, const std::vector<float>& null_nats) {
   const auto n = static_cast<std::size_t>(s.n);
   const std::size_t pairs = models * n;
   s.passes_copied = std::min(pairs, std::max<std::size_t>(4096, pairs / 16));
   s.null_nats.reserve(n + 1);
   s.d_null_nats.reserve(n + 1, s.stream.get());
+  s.p1.reserve(n + 1);
+  s.d_p1.reserve(n + 1, s.stream.get());
   s.passes.reserve(s.passes_copied + 1);
   s.d_passes.reserve(pairs + 1, s.stream.get());
   s.pass_count.reserve(1);
@@ -1065,6 +1097,9 @@ void HmmGpuEngine::Impl::queue_msv_gate(Slot& s, const int* d_result, const std:
   check(cudaMemcpyAsync(s.d_null_nats.get(), s.null_nats.get(), n * sizeof(float),
                         cudaMemcpyHostToDevice, st),
         "H2D null scores");
+  for (std::size_t i = 0; i < n; ++i) s.p1[i] = null_p1(s.lengths[i]);
+  check(cudaMemcpyAsync(s.d_p1.get(), s.p1.get(), n * sizeof(float), cudaMemcpyHostToDevice, st),
+        "H2D null_p1");
   check(cudaMemsetAsync(s.d_pass_count.get(), 0, sizeof(unsigned long long), st),
         "memset pass count");
   if (pairs > 0) {
@@ -1083,11 +1118,25 @@ void HmmGpuEngine::Impl::queue_msv_gate(Slot& s, const int* d_result, const std:
         (pairs + kGateThreads - 1) / kGateThreads, static_cast<std::size_t>(multiprocessors) * 16));
     msv_gate_kernel<<<blocks, kGateThreads, 0, st>>>(g);
     check_launch("msv_gate_kernel");
+    // A thread per pass; the passes are not known here: enough threads for a few percent
+    // of the pairs, each looping on.
+    BiasArgs b{};
+    b.passes = s.d_passes.get();
+    b.count = s.d_pass_count.get();
+    b.models = d_bias;
+    b.target_residues = s.d_target_residues.get();
+    b.offsets = s.d_offsets.get();
+    b.p1 = s.d_p1.get();
+    constexpr unsigned kBiasThreads = 128;
+    const auto bias_blocks = static_cast<unsigned>(std::clamp<std::size_t>(
+        pairs / 32 / kBiasThreads, 1, static_cast<std::size_t>(multiprocessors) * 16));
+    bias_composition_kernel<<<bias_blocks, kBiasThreads, 0, st>>>(b);
+    check_launch("bias_composition_kernel");
   }
   check(cudaMemcpyAsync(s.pass_count.get(), s.d_pass_count.get(), sizeof(unsigned long long),
                         cudaMemcpyDeviceToHost, st),
         "D2H pass count");
-  check(cudaMemcpyAsync(s.passes.get(), s.d_passes.get(), s.passes_copied * sizeof(int3),
+  check(cudaMemcpyAsync(s.passes.get(), s.d_passes.get(), s.passes_copied * sizeof(int4),
                         cudaMemcpyDeviceToHost, st),
         "D2H passes");
 }
@@ -1112,17 +1161,20 @@ const std::vector<HmmGpuEngine::MsvPass>& HmmGpuEngine::wait_msv_passes(int slot
   if (count > s.passes_copied) {  // more than the share queued with the count: all again
     s.passes.reserve(count);
     check(
-        cudaMemcpy(s.passes.get(), s.d_passes.get(), count * sizeof(int3), cudaMemcpyDeviceToHost),
+        cudaMemcpy(s.passes.get(), s.d_passes.get(), count * sizeof(int4), cudaMemcpyDeviceToHost),
         "D2H passes");
   }
   s.msv_passes.resize(count);
   for (std::size_t j = 0; j < count; ++j) {
-    const int3 p = s.passes[j];
+    const int4 p = s.passes[j];
     const int L = s.lengths[static_cast<std::size_t>(p.y)];
+    float composition = 0;
+    std::memcpy(&composition, &p.w, sizeof composition);
     s.msv_passes[j] = {p.x, p.y,
                        s.gated_set ? finish_msv(m.set[static_cast<std::size_t>(p.x)]->msv, p.z,
                                                 (*m.set[static_cast<std::size_t>(p.x)]->tjb)(L))
-                                   : finish_msv(m.msv, p.z, m.msv.tjb(L))};
+                                   : finish_msv(m.msv, p.z, m.msv.tjb(L)),
+                       composition};
   }
   // The device appended them in no particular order.
   std::sort(s.msv_passes.begin(), s.msv_passes.end(), [](const MsvPass& a, const MsvPass& b) {

@@ -335,10 +335,14 @@ class HmmGpuEngine {
   // Waits for a gated submit_msv or submit_msv_models and returns the pairs that passed
   // the MSV stage, by model then target, with their scores as wait_msv_models would give
   // them: exactly the pairs that decide_after_msv does not stop (never an empty target).
-  // Valid until the slot's next submit.
+  // Each comes with its bias filter's composition score, computed on the device:
+  // bias_composition_score of the pair bit for bit, or NaN where the device could not be
+  // sure of rounding a logarithm as the host does (about one pair in 30,000 of 450 residues: the
+  // host computes those). Valid until the slot's next submit.
   struct MsvPass {
     int model = 0, target = 0;
     FilterScore score;
+    float bias_composition = std::numeric_limits<float>::quiet_NaN();
   };
   const std::vector<MsvPass>& wait_msv_passes(int slot);
   // The Viterbi filter of pairs (model of the set, target of the slot's last submit), a warp

@@ -293,7 +293,7 @@ struct MsvGateArgs {
   const std::int64_t* offsets;
   int n;
   std::int64_t pairs;  // models * n
-  int3* passes;
+  int4* passes;        // (model, target, result code, 0: bias_composition_kernel's)
   unsigned long long* count;
 };
 __global__ void msv_gate_kernel(MsvGateArgs a) {
@@ -311,7 +311,7 @@ __global__ void msv_gate_kernel(MsvGateArgs a) {
         !msv_code_xj(code, g.tec, g.bias, overflow, xJ) ||
         msv_gate_passes(g, overflow, xJ, (static_cast<int>(a.bjbm[j]) - g.tbm) & 0xff,
                         a.null_nats[target]);
-    if (passes) a.passes[atomicAdd(a.count, 1ull)] = make_int3(model, target, code);
+    if (passes) a.passes[atomicAdd(a.count, 1ull)] = make_int4(model, target, code, 0);
   }
 }
 

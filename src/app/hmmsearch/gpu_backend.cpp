@@ -50,11 +50,12 @@ constexpr std::size_t kPassChunk = 64;
 // The decisions up to the Viterbi filter (decide_through_bias_together, with the bias
 // filter's composition scores from the device; the few it left to the host computed four
 // targets at a time) of MSV passes `passes` of one model against `targets`, into `scores`
-// (one per pass); wants_viterbi[j]: pass j goes on to the Viterbi filter.
+// (one per pass); wants_viterbi[j]: pass j goes on to the Viterbi filter. `device_bias`
+// false: every bias filter on the host.
 void decide_passes(const SearchProfile& profile, const CascadeSettings& settings,
                    const std::vector<device::GpuTarget>& targets,
-                   std::span<const device::HmmGpuEngine::MsvPass> passes, TargetScores* scores,
-                   char* wants_viterbi) {
+                   std::span<const device::HmmGpuEngine::MsvPass> passes, bool device_bias,
+                   TargetScores* scores, char* wants_viterbi) {
   const std::size_t n = passes.size();
   std::vector<const Residue*> dsq(n);
   std::vector<int> L(n);
@@ -69,12 +70,14 @@ void decide_passes(const SearchProfile& profile, const CascadeSettings& settings
   }
   std::vector<NextStage> next(n);
   decide_through_bias_together(profile, settings, n, dsq.data(), L.data(), msv.data(), scores,
-                               next.data(), composition.data());
+                               next.data(), device_bias ? composition.data() : nullptr);
   for (std::size_t j = 0; j < n; ++j) wants_viterbi[j] = next[j] == NextStage::viterbi ? 1 : 0;
 }
 
-// The passes whose bias filter the device left to the host.
-std::int64_t bias_left_to_host(const std::vector<device::HmmGpuEngine::MsvPass>& passes) {
+// The passes whose bias filter the host computes: those the device left, or every one.
+std::int64_t bias_left_to_host(const std::vector<device::HmmGpuEngine::MsvPass>& passes,
+                               bool device_bias) {
+  if (!device_bias) return static_cast<std::int64_t>(passes.size());
   return std::ranges::count_if(passes, [](const device::HmmGpuEngine::MsvPass& p) {
     return std::isnan(p.bias_composition);
   });
@@ -174,6 +177,7 @@ HmmsearchGpuBackend::HmmsearchGpuBackend(int device, int feeder, std::vector<Gpu
       device_(device),
       feeder_(feeder),
       resident_(resident),
+      device_bias_(debug_setting("DUET_DEBUG_HOST_BIAS", 1) != 1),
       device_name_(),
       run_host_loop_(scheduler::run_host_loop_serially),
       engines_(&engines) {
@@ -385,7 +389,7 @@ void HmmsearchGpuBackend::run_set(Half* halves, std::vector<Lane>& done) {
     const std::vector<device::HmmGpuEngine::MsvPass>& passes = engine.wait_msv_passes(s);
     times.wait_msv += since(tick);
     times.msv_passes += static_cast<std::int64_t>(passes.size());
-    times.bias_on_host += bias_left_to_host(passes);
+    times.bias_on_host += bias_left_to_host(passes, device_bias_);
     // Each model's passes (sorted by model, then target) and where they start.
     std::vector<std::size_t> first_pass(models + 1, passes.size());
     for (std::size_t j = passes.size(); j-- > 0;)
@@ -407,7 +411,7 @@ void HmmsearchGpuBackend::run_set(Half* halves, std::vector<Lane>& done) {
       const auto [k, j] = tasks[task];
       const std::size_t count = std::min(kPassChunk, first_pass[k + 1] - j);
       decide_passes(*models_[k].profile, settings_, h.targets, std::span(passes).subspan(j, count),
-                    done[k].halves[s].scores.data() + (j - first_pass[k]),
+                    device_bias_, done[k].halves[s].scores.data() + (j - first_pass[k]),
                     wants_viterbi.data() + j);
     });
     for (std::size_t j = 0; j < passes.size(); ++j) {  // by model, then target
@@ -523,14 +527,14 @@ void HmmsearchGpuBackend::run_lanes(std::vector<Lane>& lanes, Half* halves) {
       const std::vector<device::HmmGpuEngine::MsvPass>& passes = lane.engine->wait_msv_passes(s);
       times.wait_msv += since(tick);
       times.msv_passes += static_cast<std::int64_t>(passes.size());
-      times.bias_on_host += bias_left_to_host(passes);
+      times.bias_on_host += bias_left_to_host(passes, device_bias_);
       l.take_passes(std::span(passes));
       std::vector<char> wants_viterbi(passes.size(), 0);
       run_host_loop_((passes.size() + kPassChunk - 1) / kPassChunk, 1, [&](std::size_t task) {
         const std::size_t j = task * kPassChunk;
         decide_passes(profile, settings_, h.targets,
                       std::span(passes).subspan(j, std::min(kPassChunk, passes.size() - j)),
-                      l.scores.data() + j, wants_viterbi.data() + j);
+                      device_bias_, l.scores.data() + j, wants_viterbi.data() + j);
       });
       for (std::size_t j = 0; j < passes.size(); ++j) {  // in target order
         if (wants_viterbi[j]) l.viterbi.push_back(passes[j].target);

@@ -132,6 +132,9 @@ class HmmsearchGpuBackend final : public scheduler::GpuBackend {
   int device_;
   int feeder_;
   device::GpuResidentStore* resident_;
+  // The bias filter's scores from the device (MsvPass::bias_composition);
+  // DUET_DEBUG_HOST_BIAS=1: every one on the host, for comparisons.
+  bool device_bias_;
   std::string device_name_;
   scheduler::HostLoopRunner run_host_loop_;
   std::vector<EngineSlot>* engines_;

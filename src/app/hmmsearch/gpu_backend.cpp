@@ -132,7 +132,7 @@ HmmsearchGpuBackend::~HmmsearchGpuBackend() {
       stderr,
       "hmmsearch GPU %d feeder %d: set-up %.3f s, %lld model changes %.3f s; %lld batches "
       "(%lld with the models' MSV at once, model sets uploaded in %.3f s, %lld models moved "
-      "to lanes), %lld targets (%lld passed MSV, %lld bias filters left to the host, %lld "
+      "to lanes), %lld targets (%lld passed MSV, %lld bias filters on the host, %lld "
       "Viterbi, %lld Viterbi left to the CPU, "
       "%lld Forward on the GPU of which %lld finished on the host, %lld Forward on the host in "
       "%.3f s, %lld exact MSV); feeder: "

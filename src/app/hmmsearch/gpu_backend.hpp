@@ -145,8 +145,8 @@ class HmmsearchGpuBackend final : public scheduler::GpuBackend {
     std::int64_t batches = 0, targets = 0, viterbi_targets = 0, viterbi_to_cpu = 0,
                  forward_targets = 0, forward_cpu_targets = 0, forward_on_host = 0,
                  exact_targets = 0, model_changes = 0, set_batches = 0, set_to_lanes = 0,
-                 msv_passes = 0,  // (model, target) pairs that passed MSV
-        bias_on_host = 0;         // of those, the bias filters the device left to the host
+                 msv_passes = 0;    // (model, target) pairs that passed MSV
+    std::int64_t bias_on_host = 0;  // of those, the bias filters computed on the host
     double setup = 0, model_change = 0, submit = 0, wait_msv = 0, phase_one = 0, wait_viterbi = 0,
            phase_two = 0, wait_forward = 0, phase_three = 0, deliver = 0, submit_copy = 0,
            submit_rest = 0, forward_on_host_s = 0, set_upload = 0;

@@ -12,7 +12,10 @@
 //                warp's 16-byte reads never conflict. It runs with the begin score held
 //                constant (no J state), as HMMER's SSV does; a target whose best cell
 //                shows the J state could have been used is re-run by an exact
-//                row-synchronous MSV kernel on the device (a warp per target).
+//                row-synchronous MSV kernel on the device (a warp per target). A gated
+//                launch decides the MSV stage on the device, compacts the passing pairs
+//                and runs their bias filter there (a thread per pair, the host's float
+//                operations: hmm_bias_kernel.cuh).
 //       Viterbi: a warp per target, row-synchronous, 16-bit saturation emulated in 32-bit
 //                registers, HMMER's lazy-F decision (`Dmax + dd_bound > xB`) taken per row
 //                exactly as the reference takes it; the delete-delete chain is a (max,+)
@@ -337,8 +340,8 @@ class HmmGpuEngine {
   // them: exactly the pairs that decide_after_msv does not stop (never an empty target).
   // Each comes with its bias filter's composition score, computed on the device:
   // bias_composition_score of the pair bit for bit, or NaN where the device could not be
-  // sure of rounding a logarithm as the host does (about one pair in 30,000 of 450 residues: the
-  // host computes those). Valid until the slot's next submit.
+  // sure of rounding a logarithm as the host does (at most about one pair in 30,000 of 450
+  // residues: the host computes those). Valid until the slot's next submit.
   struct MsvPass {
     int model = 0, target = 0;
     FilterScore score;

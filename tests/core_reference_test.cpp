@@ -615,8 +615,9 @@ TEST(Reference, FiltersTogetherAndDeviceDecisionsGiveRunFiltersScores) {
         EXPECT_EQ(batch_next[i], next) << what << " target " << i;
         EXPECT_EQ(given_next[i], next) << what << " target " << i;
         if (next == NextStage::viterbi) {
+          const FilterScore viterbi = kernels.viterbi(dsq[i], L[i]);
           for (TargetScores* t : {&device, &batch[i], &given[i]})
-            decide_after_viterbi(sp, settings, kernels.viterbi(dsq[i], L[i]), *t);
+            decide_after_viterbi(sp, settings, viterbi, *t);
         }
         for (const TargetScores* t : {&together[i], &device, &batch[i], &given[i]}) {
           const std::string who = what +

@@ -74,9 +74,11 @@ void decide_passes(const SearchProfile& profile, const CascadeSettings& settings
   for (std::size_t j = 0; j < n; ++j) wants_viterbi[j] = next[j] == NextStage::viterbi ? 1 : 0;
 }
 
-// The passes whose bias filter the host computes: those the device left, or every one.
+// The passes whose bias filter the host computes: none without the filter (--nobias),
+// else those the device left, or every one.
 std::int64_t bias_left_to_host(const std::vector<device::HmmGpuEngine::MsvPass>& passes,
-                               bool device_bias) {
+                               const CascadeSettings& settings, bool device_bias) {
+  if (!settings.bias_filter) return 0;
   if (!device_bias) return static_cast<std::int64_t>(passes.size());
   return std::ranges::count_if(passes, [](const device::HmmGpuEngine::MsvPass& p) {
     return std::isnan(p.bias_composition);
@@ -389,7 +391,7 @@ void HmmsearchGpuBackend::run_set(Half* halves, std::vector<Lane>& done) {
     const std::vector<device::HmmGpuEngine::MsvPass>& passes = engine.wait_msv_passes(s);
     times.wait_msv += since(tick);
     times.msv_passes += static_cast<std::int64_t>(passes.size());
-    times.bias_on_host += bias_left_to_host(passes, device_bias_);
+    times.bias_on_host += bias_left_to_host(passes, settings_, device_bias_);
     // Each model's passes (sorted by model, then target) and where they start.
     std::vector<std::size_t> first_pass(models + 1, passes.size());
     for (std::size_t j = passes.size(); j-- > 0;)
@@ -527,7 +529,7 @@ void HmmsearchGpuBackend::run_lanes(std::vector<Lane>& lanes, Half* halves) {
       const std::vector<device::HmmGpuEngine::MsvPass>& passes = lane.engine->wait_msv_passes(s);
       times.wait_msv += since(tick);
       times.msv_passes += static_cast<std::int64_t>(passes.size());
-      times.bias_on_host += bias_left_to_host(passes, device_bias_);
+      times.bias_on_host += bias_left_to_host(passes, settings_, device_bias_);
       l.take_passes(std::span(passes));
       std::vector<char> wants_viterbi(passes.size(), 0);
       run_host_loop_((passes.size() + kPassChunk - 1) / kPassChunk, 1, [&](std::size_t task) {

@@ -456,17 +456,20 @@ RandomModelSet random_model_set(std::mt19937_64& rng, const Alphabet& abc,
 // model's score of every target equals msv_filter_reference's, bit for bit, for models of
 // every kernel shape, of several tiles (boundary columns), too long for shared memory, and
 // with explicit choices; on both slots, with a second set and a smaller batch after a
-// larger one. The Viterbi filter of (model, target) pairs of the set (submit_viterbi_models:
-// the strip kernel of each width and the warp kernel for the models past 1,024 nodes)
-// equals viterbi_filter_reference's, on a fifth of the pairs.
+// larger one; and with every model through the exact kernel (every register bucket of
+// exact_chunks_bucket, at both sides of its bounds, and the rows in global memory). The Viterbi
+// filter of (model, target) pairs of the set (submit_viterbi_models: the strip kernel of each width
+// and the warp kernel for the models past 1,024 nodes) equals viterbi_filter_reference's, on a
+// fifth of the pairs.
 TEST(GpuKernels, ModelSetMatchesReference) {
   REQUIRE_GPU();
   std::mt19937_64 rng(test_seed() ^ 0x7a);
   for (const Alphabet* abc : {&Alphabet::amino(), &Alphabet::dna()}) {
-    const RandomModelSet r = random_model_set(
-        rng, *abc, {1, 31, 100, 128, 129, 256, 257, 513, 1025, 2100, 4200, 60, 300, 400, 900}, 11,
-        12, {2, 6, 11});
-    const std::vector<device::GpuKernelChoice>& choices = r.choices;
+    const RandomModelSet r = random_model_set(rng, *abc,
+                                              {1, 31, 100, 128, 129, 256, 257, 513, 1025, 2100,
+                                               4200, 60, 300, 400, 900, 64, 65, 1536, 1537},
+                                              11, 12, {2, 6, 11});
+    std::vector<device::GpuKernelChoice> choices = r.choices;
     const std::vector<SearchProfile>& profiles = r.profiles;
     const TargetSet& targets = r.targets;
     const std::vector<device::GpuTarget> all = targets.view();
@@ -525,6 +528,9 @@ TEST(GpuKernels, ModelSetMatchesReference) {
     check_set({12, 3, 9, 3}, 1, all.size() / 3, alphabet + " four models, slot 1");
     if (HasFailure()) return;
     check_set(every, 1, all.size(), alphabet + " every model again, slot 1");
+    if (HasFailure()) return;
+    for (device::GpuKernelChoice& choice : choices) choice.msv_exact_only = true;
+    check_set(every, 0, all.size(), alphabet + " every model through the exact kernel");
     if (HasFailure()) return;
   }
 }
@@ -930,13 +936,14 @@ TEST(GpuJit, EmbeddedSourceIsTheKernelHeader) {
 }
 
 // The specialised exact kernel gives the static kernel's and the reference's scores on
-// every target, at lengths around the 32-node chunks, 1 and past 1000 (each target through
-// the exact kernel, and as a search runs it: the fast kernel first).
+// every target, at lengths around the 32-node chunks, 1, past 1000, at both sides of the
+// static kernel's register buckets (64, 1536) and past them (each target through the exact
+// kernel, and as a search runs it: the fast kernel first).
 TEST(GpuJit, ExactMsvMatchesStaticKernelAndReference) {
   REQUIRE_GPU();
   JitCacheFolder cache;
   std::mt19937_64 rng(test_seed() ^ 0x81);
-  for (int M : {1, 2, 31, 32, 33, 100, 260, 500, 1000, 1025, 2500, 3072}) {
+  for (int M : {1, 2, 31, 32, 33, 64, 65, 100, 260, 500, 1000, 1025, 1536, 1537, 2500, 3072}) {
     for (const Alphabet* abc : {&Alphabet::amino(), &Alphabet::dna()}) {
       const HmmModel hmm = simd_test::random_hmm(rng, *abc, M, simd_test::random_style(rng));
       const SearchProfile p = profile_of(hmm);

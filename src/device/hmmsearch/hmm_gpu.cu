@@ -182,10 +182,12 @@ struct HmmGpuEngine::Impl {
   DeviceBuffer<std::int16_t> vit_match;
   DeviceBuffer<std::int16_t> vit_nodes;
   DeviceBuffer<BiasDeviceModel> bias_model;  // one: the model's composition HMM
-  int exact_blocks = 0;
-  int viterbi_warps_per_block = 0;  // > 0: Viterbi rows in shared memory
-  int viterbi_resident_blocks = 0;  // blocks of viterbi_warp_kernel resident on the device
-  int viterbi_strip = 0;            // warp_strip: nodes per lane (0: viterbi_warp_kernel)
+  int exact_blocks = 0;                      // msv_exact_rows's grid (its rows are per warp)
+  int msv_exact_chunks = 0;                  // exact_chunks_bucket of the model (0: msv_exact_rows)
+  int msv_exact_grid = 0;                    // the static exact kernel's grid
+  int viterbi_warps_per_block = 0;           // > 0: Viterbi rows in shared memory
+  int viterbi_resident_blocks = 0;           // blocks of viterbi_warp_kernel resident on the device
+  int viterbi_strip = 0;                     // warp_strip: nodes per lane (0: viterbi_warp_kernel)
   DeviceBuffer<std::int32_t> vit_strip_emit;     // when viterbi_strip > 0: viterbi_strip_emissions
   DeviceBuffer<std::int16_t> vit_strip_records;  // and viterbi_strip_records
   int viterbi_strip_blocks = 0;  // blocks of that strip kernel resident on the device
@@ -227,6 +229,16 @@ struct HmmGpuEngine::Impl {
   int set_viterbi_warps_per_block = 0;  // > 0: rows in shared memory
   int set_viterbi_resident_blocks = 0;
   int set_longest = 0;
+  // The set's models grouped by exact_chunks_bucket (set_exact_models: their indices, a
+  // group after another): one exact kernel launch per group, of `blocks` blocks per model.
+  struct ExactGroup {
+    int chunks = 0;
+    std::size_t first = 0, count = 0;
+    int blocks = 0;
+  };
+  std::vector<ExactGroup> set_exact_groups;
+  DeviceBuffer<int> set_exact_models;
+  int set_longest_rows = 0;  // the longest model of the group of msv_exact_rows (chunks 0)
   DeviceBuffer<std::int16_t> set_words;
   DeviceBuffer<std::uint8_t> set_costs;
   DeviceBuffer<MsvSetModel> set_models;
@@ -402,6 +414,19 @@ void HmmGpuEngine::set_model(const SearchProfile& profile, GpuKernelChoice choic
   upload(m.vit_nodes, m.vit_layout.nodes);
   upload(m.bias_model, std::vector<BiasDeviceModel>{bias_device_model(profile.bias)});
   m.exact_blocks = 2 * m.multiprocessors;
+  m.msv_exact_chunks = exact_chunks_bucket(profile.M);
+  m.msv_exact_grid = m.exact_blocks;
+  with_exact_bucket(m.msv_exact_chunks, [&m](auto chunks) {
+    if constexpr (chunks() > 0) {
+      // The row is in registers, not in a buffer sized by the grid: the grid is every
+      // block that fits on the device at once.
+      int per_sm = 0;
+      check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, msv_exact_kernel<chunks()>,
+                                                          kExactBlockThreads, 0),
+            "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+      m.msv_exact_grid = std::max(m.exact_blocks, per_sm * m.multiprocessors);
+    }
+  });
   m.jit = GpuJitInfo{};
   m.msv_exact_jit = jit::JitFunction{};
   m.msv_exact_jit_blocks = 0;
@@ -416,9 +441,7 @@ void HmmGpuEngine::set_model(const SearchProfile& profile, GpuKernelChoice choic
         m.msv_exact_jit = jit::get_function(
             {msv_exact_kernel_source(), "msv_exact_kernel.cuh", "duet_msv_exact_jit"},
             {"-DDUET_JIT_M=" + M}, "M" + M);
-        // Its row is in registers, not in a buffer sized by the grid: the grid is every
-        // block that fits on the device at once (more warps in flight than the static
-        // kernel's 2 blocks per multiprocessor for short models).
+        // Its row is in registers: the grid is every block that fits on the device at once.
         m.msv_exact_jit_blocks = std::max(
             m.exact_blocks,
             jit::max_active_blocks(m.msv_exact_jit, kExactBlockThreads, 0) * m.multiprocessors);
@@ -430,10 +453,12 @@ void HmmGpuEngine::set_model(const SearchProfile& profile, GpuKernelChoice choic
       }
     }
   }
-  for (auto& s : m.slots) {
-    s->d_exact_rows.reserve(
-        static_cast<std::size_t>(m.exact_blocks) * (kExactBlockThreads / 32) * (profile.M + 1),
-        s->stream.get());
+  if (m.msv_exact_chunks == 0) {
+    for (auto& s : m.slots) {
+      s->d_exact_rows.reserve(
+          static_cast<std::size_t>(m.exact_blocks) * (kExactBlockThreads / 32) * (profile.M + 1),
+          s->stream.get());
+    }
   }
   // Viterbi rows in shared memory: as many warps per block (up to 8) as fit.
   const std::size_t row_bytes = static_cast<std::size_t>(profile.M + 1) * sizeof(short4);
@@ -727,7 +752,9 @@ void HmmGpuEngine::submit_msv(int slot_index, const GpuTarget* targets, std::siz
       jit::launch(m.msv_exact_jit, static_cast<unsigned>(m.msv_exact_jit_blocks),
                   kExactBlockThreads, 0, st, &e);
     } else {
-      msv_exact_kernel<<<m.exact_blocks, kExactBlockThreads, 0, st>>>(e);
+      with_exact_bucket(m.msv_exact_chunks, [&](auto chunks) {
+        msv_exact_kernel<chunks()><<<m.msv_exact_grid, kExactBlockThreads, 0, st>>>(e);
+      });
       check_launch("msv_exact_kernel");
     }
   }
@@ -865,6 +892,39 @@ void HmmGpuEngine::set_models(const SetModel* models, std::size_t count) {
     m.set_longest = std::max(m.set_longest, profile.M);
     m.set.push_back(std::move(model));
   }
+  m.set_exact_groups.clear();
+  m.set_longest_rows = 0;
+  std::vector<int> exact_models(count);
+  std::iota(exact_models.begin(), exact_models.end(), 0);
+  const auto bucket = [&](int k) { return exact_chunks_bucket(descriptors[k].M); };
+  std::stable_sort(exact_models.begin(), exact_models.end(),
+                   [&](int x, int y) { return bucket(x) < bucket(y); });
+  for (std::size_t j = 0; j < count; ++j) {
+    const int chunks = bucket(exact_models[j]);
+    if (m.set_exact_groups.empty() || m.set_exact_groups.back().chunks != chunks)
+      m.set_exact_groups.push_back(Impl::ExactGroup{chunks, j, 0});
+    ++m.set_exact_groups.back().count;
+    if (chunks == 0)
+      m.set_longest_rows = std::max(m.set_longest_rows, descriptors[exact_models[j]].M);
+  }
+  // A group's models share the blocks that fit on the device at once (the registers
+  // bound them by bucket); msv_exact_rows's rows are per warp: 2 blocks per
+  // multiprocessor, as the one-model kernel.
+  for (Impl::ExactGroup& g : m.set_exact_groups) {
+    int resident = m.exact_blocks;
+    with_exact_bucket(g.chunks, [&](auto chunks) {
+      if constexpr (chunks() > 0) {
+        int per_sm = 0;
+        check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, msv_set_exact_kernel<chunks()>,
+                                                            kExactBlockThreads, 0),
+              "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+        resident = std::max(resident, per_sm * m.multiprocessors);
+      }
+    });
+    const int models = static_cast<int>(g.count);
+    g.blocks = std::max(2, (resident + models - 1) / models);
+  }
+  upload(m.set_exact_models, exact_models);
   const int optin = static_cast<int>(m.shared_optin);
   for_each_msv_shape([optin](auto g, auto n) {
     check(cudaFuncSetAttribute(msv_set_wavefront_kernel<g(), n()>,
@@ -975,11 +1035,11 @@ void HmmGpuEngine::submit_msv_models(int slot_index, const GpuTarget* targets, s
   s.d_set_exact_count.reserve(models + 1, s.stream.get());
   s.d_set_entries.reserve(entries + 1, s.stream.get());
   s.d_set_boundary.reserve(std::max<std::size_t>(1, slots_used) * boundary_values, s.stream.get());
-  const int exact_x = std::max(
-      2, (m.exact_blocks + static_cast<int>(models) - 1) / std::max(1, static_cast<int>(models)));
-  s.d_set_rows.reserve(models * static_cast<std::size_t>(exact_x) * (kExactBlockThreads / 32) *
-                               static_cast<std::size_t>(m.set_longest + 1) +
-                           1,
+  std::size_t row_warps = 0;  // msv_exact_rows's warps: their rows in d_set_rows
+  for (const Impl::ExactGroup& g : m.set_exact_groups) {
+    if (g.chunks == 0) row_warps = g.count * g.blocks * (kExactBlockThreads / 32);
+  }
+  s.d_set_rows.reserve(row_warps * static_cast<std::size_t>(m.set_longest_rows + 1) + 1,
                        s.stream.get());
   cudaStream_t st = s.stream.get();
   check(cudaMemcpyAsync(s.d_set_bjbm.get(), s.set_bjbm.get(), values, cudaMemcpyHostToDevice, st),
@@ -1012,7 +1072,7 @@ void HmmGpuEngine::submit_msv_models(int slot_index, const GpuTarget* targets, s
   a.exact_list = s.d_set_exact_list.get();
   a.exact_count = s.d_set_exact_count.get();
   a.rows = s.d_set_rows.get();
-  a.rows_stride = m.set_longest + 1;
+  a.rows_stride = m.set_longest_rows + 1;
   s.msv_start.record(st);
   if (n > 0) {
     for (const Launch& l : launches) {
@@ -1029,9 +1089,13 @@ void HmmGpuEngine::submit_msv_models(int slot_index, const GpuTarget* targets, s
     }
   }
   s.msv_fast_done.record(st);
-  if (n > 0 && models > 0) {
-    const dim3 grid(static_cast<unsigned>(exact_x), static_cast<unsigned>(models));
-    msv_set_exact_kernel<<<grid, kExactBlockThreads, 0, st>>>(a);
+  for (const Impl::ExactGroup& g : m.set_exact_groups) {
+    if (n == 0) break;
+    const dim3 grid(static_cast<unsigned>(g.blocks), static_cast<unsigned>(g.count));
+    const int* group_models = m.set_exact_models.get() + g.first;
+    with_exact_bucket(g.chunks, [&](auto chunks) {
+      msv_set_exact_kernel<chunks()><<<grid, kExactBlockThreads, 0, st>>>(a, group_models);
+    });
     check_launch("msv_set_exact_kernel");
   }
   s.msv_done.record(st);

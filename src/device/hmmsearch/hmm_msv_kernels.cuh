@@ -192,8 +192,8 @@ struct MsvSetArgs {
   int* result;
   int* exact_list;
   int* exact_count;
-  std::uint8_t* rows;  // the exact kernel's rows: rows_stride bytes per warp
-  int rows_stride;     // the set's longest model + 1
+  std::uint8_t* rows;  // msv_exact_rows's rows: rows_stride bytes per warp
+  int rows_stride;     // the longest model it runs + 1
 };
 
 __device__ __forceinline__ MsvFastArgs msv_set_model_args(const MsvSetArgs& s, int model,
@@ -235,18 +235,74 @@ __global__ void __launch_bounds__(kMsvBlockThreads) msv_set_wavefront_kernel(Msv
 
 // ---------------------------------------------------------------- MSV, exact rows
 
-// The generic exact kernel (msv_exact_kernel.cuh): M from the arguments, the rows in
-// global memory. The engine compiles run-time specialisations of the same code with
-// NVRTC (nvrtc_jit.hpp) when GpuKernelChoice::jit asks.
+// The static exact kernels (msv_exact_kernel.cuh): for a model of up to C * 32 nodes, C
+// the smallest bucket (exact_chunks_bucket) that holds it, msv_exact_registers<C, 0> (the
+// row in registers); for a longer model, msv_exact_rows (the row in global memory). The
+// engine compiles run-time specialisations of the same code with NVRTC (nvrtc_jit.hpp)
+// when GpuKernelChoice::jit asks.
 using MsvExactArgs = msv_exact::Args;
-__global__ void __launch_bounds__(kExactBlockThreads) msv_exact_kernel(MsvExactArgs a) {
-  msv_exact::msv_exact_rows<0>(a);
+
+// The bucket of 32-node chunks of a model of M nodes: 2, 4, 8, 16, 32 or 48, or 0 for a
+// model too long for its row in registers.
+constexpr int exact_chunks_bucket(int M) {
+  const int chunks = (M + 31) / 32;
+  for (const int c : {2, 4, 8, 16, 32, 48}) {
+    if (chunks <= c) return c;
+  }
+  return 0;
 }
 
-// The exact kernel over every model of a set: blockIdx.y is the model, each with its own
-// list of targets and its own rows.
-__global__ void __launch_bounds__(kExactBlockThreads) msv_set_exact_kernel(MsvSetArgs s) {
-  const int model = static_cast<int>(blockIdx.y);
+// Calls f(std::integral_constant<int, C>) with C = `bucket`, a value of exact_chunks_bucket.
+template <typename F>
+void with_exact_bucket(int bucket, F&& f) {
+  using std::integral_constant;
+  switch (bucket) {
+    case 2:
+      f(integral_constant<int, 2>{});
+      break;
+    case 4:
+      f(integral_constant<int, 4>{});
+      break;
+    case 8:
+      f(integral_constant<int, 8>{});
+      break;
+    case 16:
+      f(integral_constant<int, 16>{});
+      break;
+    case 32:
+      f(integral_constant<int, 32>{});
+      break;
+    case 48:
+      f(integral_constant<int, 48>{});
+      break;
+    default:
+      f(integral_constant<int, 0>{});
+      break;
+  }
+}
+
+// kChunks > 0: msv_exact_registers<kChunks, 0>; 0: msv_exact_rows.
+template <int kChunks>
+__device__ __forceinline__ void msv_exact_static(const MsvExactArgs& a) {
+  if constexpr (kChunks > 0) {
+    msv_exact::msv_exact_registers<kChunks, 0>(a);
+  } else {
+    msv_exact::msv_exact_rows(a);
+  }
+}
+
+template <int kChunks>
+__global__ void __launch_bounds__(kExactBlockThreads) msv_exact_kernel(MsvExactArgs a) {
+  msv_exact_static<kChunks>(a);
+}
+
+// The exact kernel over the models of a set with one bucket of chunk counts: blockIdx.y
+// picks the model (models[blockIdx.y]), each with its own list of targets; msv_exact_rows
+// keeps its rows per blockIdx.y.
+template <int kChunks>
+__global__ void __launch_bounds__(kExactBlockThreads)
+    msv_set_exact_kernel(MsvSetArgs s, const int* models) {
+  const int model = models[blockIdx.y];
   const MsvSetModel& d = s.models[model];
   const std::int64_t at = static_cast<std::int64_t>(model) * s.n;
   MsvExactArgs e{};
@@ -263,7 +319,7 @@ __global__ void __launch_bounds__(kExactBlockThreads) msv_set_exact_kernel(MsvSe
   e.rows = s.rows + static_cast<std::int64_t>(blockIdx.y) * gridDim.x * (kExactBlockThreads / 32) *
                         s.rows_stride;
   e.result = s.result + at;
-  msv_exact::msv_exact_rows<0>(e);
+  msv_exact_static<kChunks>(e);
 }
 
 // ---------------------------------------------------------------- MSV, the stage's decision

@@ -45,6 +45,16 @@ struct Args {
   int* result;
 };
 
+// A row's end on the warp: xE, the best of the lanes' best cells; false where it reaches
+// the 8-bit clamp (the score overflowed), else the J state and the next row's begin score.
+__device__ __forceinline__ bool end_row(const Args& a, int row_best, int bjbm, int& xJ, int& xB) {
+  const int xE = __reduce_max_sync(kAllLanes, static_cast<unsigned>(row_best));
+  if (min(xE + a.bias, 255) == 255) return false;
+  xJ = max(xJ, max(xE - a.tec, 0));
+  xB = max(max(a.base, xJ) - bjbm, 0);
+  return true;
+}
+
 // A warp per target, rows in order: lane l owns nodes l+1, l+33, ...; the diagonal
 // predecessor comes from lane l-1 (or the previous chunk's lane 31) by shuffle. The same
 // operations as msv_filter_reference, J state included. The row lives in `a.rows`.
@@ -84,13 +94,10 @@ __device__ __forceinline__ void msv_exact_rows(const Args& a) {
           row_best = max(row_best, sv);
         }
       }
-      const int xE = __reduce_max_sync(kAllLanes, static_cast<unsigned>(row_best));
-      if (min(xE + a.bias, 255) == 255) {
+      if (!end_row(a, row_best, bjbm, xJ, xB)) {
         overflow = true;
         break;
       }
-      xJ = max(xJ, max(xE - a.tec, 0));
-      xB = max(max(a.base, xJ) - bjbm, 0);
     }
     __syncwarp();
     if (lane == 0) a.result[target] = overflow ? kResultOverflow : kResultExact + xJ;
@@ -171,13 +178,10 @@ __device__ __forceinline__ void msv_exact_registers(const Args& a) {
           }
         }
       }
-      const int xE = __reduce_max_sync(kAllLanes, static_cast<unsigned>(row_best));
-      if (min(xE + a.bias, 255) == 255) {
+      if (!end_row(a, row_best, bjbm, xJ, xB)) {
         overflow = true;
         break;
       }
-      xJ = max(xJ, max(xE - a.tec, 0));
-      xB = max(max(a.base, xJ) - bjbm, 0);
     }
     if (lane == 0) a.result[target] = overflow ? kResultOverflow : kResultExact + xJ;
   }

@@ -45,6 +45,17 @@ struct Args {
   int* result;
 };
 
+// A list entry's target: its index, length, residues and N->B cost (bjbm).
+struct ListTarget {
+  int index, L;
+  const Byte* dsq;
+  int bjbm;
+};
+__device__ __forceinline__ ListTarget list_target(const Args& a, int item) {
+  const int t = a.list[item];
+  return {t, static_cast<int>(a.offsets[t + 1] - a.offsets[t]), a.target_residues[t], a.bjbm[t]};
+}
+
 // A row's end on the warp: xE, the best of the lanes' best cells; false where it reaches
 // the 8-bit clamp (the score overflowed), else the J state and the next row's begin score.
 __device__ __forceinline__ bool end_row(const Args& a, int row_best, int bjbm, int& xJ, int& xB) {
@@ -65,11 +76,7 @@ __device__ __forceinline__ void msv_exact_rows(const Args& a) {
   const int count = *a.count;
   Byte* row = a.rows + static_cast<Int64>(warp) * (a.M + 1);
   for (int item = warp; item < count; item += warps) {
-    const int target = a.list[item];
-    const Int64 offset = a.offsets[target];
-    const int L = static_cast<int>(a.offsets[target + 1] - offset);
-    const Byte* dsq = a.target_residues[target];
-    const int bjbm = a.bjbm[target];
+    const auto [target, L, dsq, bjbm] = list_target(a, item);
     for (int k = lane + 1; k <= a.M; k += 32) row[k] = 0;
     __syncwarp();
     int xJ = 0;
@@ -134,11 +141,7 @@ __device__ __forceinline__ void msv_exact_registers(const Args& a) {
     for (int c = 0; c < kChunks; ++c) out[c] = valid(c) ? int{cost[c * 32]} : 0;
   };
   for (int item = warp; item < count; item += warps) {
-    const int target = a.list[item];
-    const Int64 offset = a.offsets[target];
-    const int L = static_cast<int>(a.offsets[target + 1] - offset);
-    const Byte* dsq = a.target_residues[target];
-    const int bjbm = a.bjbm[target];
+    const auto [target, L, dsq, bjbm] = list_target(a, item);
     int row[kChunks];
     int cost_now[kChunks];
     int cost_next[kChunks];
